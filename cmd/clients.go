@@ -1,0 +1,53 @@
+package cmd
+
+import (
+	"fmt"
+	"time"
+
+	imageclient "github.com/openshift/client-go/image/clientset/versioned"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/stsdiag/stsdiag/snapshot"
+)
+
+const defaultRequestTimeout = 30 * time.Second
+
+// clients builds the API clients from the kubeconfig flags. Kubernetes types are read as
+// protobuf; ImageStreams (often a CRD off OpenShift) as JSON.
+func clients(flags *genericclioptions.ConfigFlags) (snapshot.Clients, *rest.Config, error) {
+	config, err := flags.ToRESTConfig()
+	if err != nil {
+		return snapshot.Clients{}, nil, fmt.Errorf("loading kubeconfig: %w", err)
+	}
+	if config.Timeout == 0 {
+		config.Timeout = defaultRequestTimeout
+	}
+	config.QPS, config.Burst = 50, 100
+	config.UserAgent = "kubectl-stsdiag"
+	image, err := imageclient.NewForConfig(rest.CopyConfig(config))
+	if err != nil {
+		return snapshot.Clients{}, nil, err
+	}
+	protoConfig := rest.CopyConfig(config)
+	protoConfig.ContentType = "application/vnd.kubernetes.protobuf"
+	protoConfig.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
+	kube, err := kubernetes.NewForConfig(protoConfig)
+	if err != nil {
+		return snapshot.Clients{}, nil, err
+	}
+	return snapshot.Clients{Kube: kube, Image: image}, config, nil
+}
+
+// namespace returns the namespace in scope: "" with -A, else -n or the kubeconfig's.
+func namespace(flags *genericclioptions.ConfigFlags, all bool) (string, bool, error) {
+	if all {
+		return "", false, nil
+	}
+	ns, explicit, err := flags.ToRawKubeConfigLoader().Namespace()
+	if err != nil {
+		return "", false, fmt.Errorf("loading kubeconfig: %w", err)
+	}
+	return ns, explicit, nil
+}

@@ -1,0 +1,205 @@
+package snapshot
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	imageclient "github.com/openshift/client-go/image/clientset/versioned"
+	"golang.org/x/sync/errgroup"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/pager"
+
+	"github.com/stsdiag/stsdiag/openshift"
+)
+
+// Clients are the API clients gathering uses. Image may be nil on plain Kubernetes.
+type Clients struct {
+	Kube  kubernetes.Interface
+	Image imageclient.Interface
+}
+
+// Scope selects what to gather.
+type Scope struct {
+	// Namespace to look in; empty means all namespaces.
+	Namespace string
+	// Names of StatefulSets; empty means all.
+	Names []string
+	// Selector filters StatefulSets by label.
+	Selector labels.Selector
+	OpenShift openshift.Mode
+}
+
+// NotFoundError means a namespace or StatefulSet the user named does not exist.
+type NotFoundError struct{ What string }
+
+func (e *NotFoundError) Error() string { return e.What + " not found" }
+
+// Gather reads everything a diagnosis needs with a fixed number of paged LIST calls
+// (one per resource type, run in parallel), plus discovery. It never reads per object.
+// Warnings lists optional data that could not be read.
+func Gather(ctx context.Context, c Clients, scope Scope) (s *Snapshot, warnings []string, err error) {
+	ns := scope.Namespace
+	if ns != "" {
+		if _, err := c.Kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+			return nil, nil, &NotFoundError{What: fmt.Sprintf("namespace %q", ns)}
+		}
+	}
+	s = &Snapshot{Now: time.Now()}
+	var (
+		storageClasses []storagev1.StorageClass
+		scErr          error
+		imageErr       error
+	)
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() (err error) {
+		s.StatefulSets, err = list[appsv1.StatefulSet](gctx, "statefulsets", ns, func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return c.Kube.AppsV1().StatefulSets(ns).List(ctx, o)
+		})
+		return err
+	})
+	g.Go(func() (err error) {
+		s.Pods, err = list[corev1.Pod](gctx, "pods", ns, func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return c.Kube.CoreV1().Pods(ns).List(ctx, o)
+		})
+		return err
+	})
+	g.Go(func() (err error) {
+		s.Revisions, err = list[appsv1.ControllerRevision](gctx, "controllerrevisions", ns, func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return c.Kube.AppsV1().ControllerRevisions(ns).List(ctx, o)
+		})
+		return err
+	})
+	g.Go(func() (err error) {
+		s.PVCs, err = list[corev1.PersistentVolumeClaim](gctx, "persistentvolumeclaims", ns, func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return c.Kube.CoreV1().PersistentVolumeClaims(ns).List(ctx, o)
+		})
+		return err
+	})
+	g.Go(func() (err error) {
+		s.Events, err = list[corev1.Event](gctx, "events", ns, func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.FieldSelector = "type=" + corev1.EventTypeWarning
+			return c.Kube.CoreV1().Events(ns).List(ctx, o)
+		})
+		return err
+	})
+	g.Go(func() error {
+		storageClasses, scErr = list[storagev1.StorageClass](gctx, "storageclasses", "", func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return c.Kube.StorageV1().StorageClasses().List(ctx, o)
+		})
+		return nil
+	})
+	g.Go(func() error {
+		enabled, err := openshift.Enabled(gctx, scope.OpenShift, c.Kube.Discovery())
+		if err != nil {
+			return err
+		}
+		s.OpenShift = enabled
+		if !enabled || c.Image == nil {
+			return nil
+		}
+		s.ImageStreams, imageErr = openshift.ListImageStreams(gctx, c.Image, ns)
+		return nil
+	})
+	if err := g.Wait(); err != nil {
+		return nil, nil, err
+	}
+	if scErr == nil {
+		s.StorageClasses = storageClasses
+	}
+	if imageErr != nil {
+		warnings = append(warnings, fmt.Sprintf("ImageStream checks skipped: cannot list imagestreams.image.openshift.io: %v", firstLine(imageErr)))
+	}
+	if err := s.selectStatefulSets(scope); err != nil {
+		return nil, nil, err
+	}
+	return s, warnings, nil
+}
+
+// selectStatefulSets marks the StatefulSets in scope. All StatefulSets of the namespace stay in the
+// snapshot: orphan detection needs to know which names exist today.
+func (s *Snapshot) selectStatefulSets(scope Scope) error {
+	if len(scope.Names) == 0 && (scope.Selector == nil || scope.Selector.Empty()) {
+		return nil
+	}
+	s.Selected = map[string]bool{}
+	byName := map[string]bool{}
+	for _, set := range s.StatefulSets {
+		if scope.Selector != nil && !scope.Selector.Matches(labels.Set(set.Labels)) {
+			continue
+		}
+		byName[set.Name] = true
+		if len(scope.Names) == 0 {
+			s.Selected[Key(set.Namespace, set.Name)] = true
+		}
+	}
+	var missing []string
+	for _, name := range scope.Names {
+		found := false
+		for _, set := range s.StatefulSets {
+			if set.Name == name && byName[name] {
+				s.Selected[Key(set.Namespace, set.Name)] = true
+				found = true
+			}
+		}
+		if !found {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		sort.Strings(missing)
+		where := "any namespace"
+		if scope.Namespace != "" {
+			where = fmt.Sprintf("namespace %q", scope.Namespace)
+		}
+		return &NotFoundError{What: fmt.Sprintf("statefulset %q in %s", strings.Join(missing, `", "`), where)}
+	}
+	return nil
+}
+
+type listFunc func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error)
+
+func list[T any](ctx context.Context, resource, namespace string, fn listFunc) ([]T, error) {
+	p := pager.New(func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+		return fn(ctx, opts)
+	})
+	p.PageSize = 500
+	var out []T
+	err := p.EachListItem(ctx, metav1.ListOptions{}, func(obj runtime.Object) error {
+		item, ok := any(obj).(*T)
+		if !ok {
+			return fmt.Errorf("unexpected %T in %s list", obj, resource)
+		}
+		if m, err := meta.Accessor(obj); err == nil {
+			m.SetManagedFields(nil)
+		}
+		out = append(out, *item)
+		return nil
+	})
+	if err != nil {
+		where := "all namespaces"
+		if namespace != "" {
+			where = fmt.Sprintf("namespace %q", namespace)
+		}
+		return nil, fmt.Errorf("listing %s in %s: %w", resource, where, err)
+	}
+	return out, nil
+}
+
+func firstLine(err error) string {
+	msg := err.Error()
+	if i := strings.IndexByte(msg, '\n'); i >= 0 {
+		msg = msg[:i]
+	}
+	return msg
+}

@@ -1,0 +1,101 @@
+package snapshot
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	imagev1 "github.com/openshift/api/image/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+)
+
+var decoder = func() runtime.Decoder {
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = imagev1.Install(scheme)
+	return serializer.NewCodecFactory(scheme).UniversalDeserializer()
+}()
+
+// LoadFile reads a snapshot from a multi-document YAML file of Kubernetes objects.
+func LoadFile(path string, now time.Time) (*Snapshot, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	s, err := Load(f, now)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return s, nil
+}
+
+// Load reads a snapshot from multi-document YAML (or List objects). The image.openshift.io API
+// counts as present when an ImageStream appears, unless a document sets it otherwise.
+func Load(r io.Reader, now time.Time) (*Snapshot, error) {
+	s := &Snapshot{Now: now}
+	reader := utilyaml.NewYAMLReader(bufio.NewReader(r))
+	for {
+		doc, err := reader.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		if len(bytes.TrimSpace(doc)) == 0 {
+			continue
+		}
+		obj, _, err := decoder.Decode(doc, nil, nil)
+		if err != nil {
+			return nil, err
+		}
+		if err := s.add(obj); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+func (s *Snapshot) add(obj runtime.Object) error {
+	switch o := obj.(type) {
+	case *appsv1.StatefulSet:
+		s.StatefulSets = append(s.StatefulSets, *o)
+	case *corev1.Pod:
+		s.Pods = append(s.Pods, *o)
+	case *appsv1.ControllerRevision:
+		s.Revisions = append(s.Revisions, *o)
+	case *corev1.PersistentVolumeClaim:
+		s.PVCs = append(s.PVCs, *o)
+	case *corev1.Event:
+		s.Events = append(s.Events, *o)
+	case *storagev1.StorageClass:
+		s.StorageClasses = append(s.StorageClasses, *o)
+	case *imagev1.ImageStream:
+		s.OpenShift = true
+		s.ImageStreams = append(s.ImageStreams, *o)
+	case *corev1.List:
+		for _, item := range o.Items {
+			inner, _, err := decoder.Decode(item.Raw, nil, nil)
+			if err != nil {
+				return err
+			}
+			if err := s.add(inner); err != nil {
+				return err
+			}
+		}
+	default:
+		return fmt.Errorf("unexpected object %T in snapshot", obj)
+	}
+	return nil
+}

@@ -1,0 +1,130 @@
+package stuck
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/stsdiag/stsdiag/report"
+	"github.com/stsdiag/stsdiag/snapshot"
+)
+
+// ownerState says what happened to the StatefulSet that controls an object.
+type ownerState int
+
+const (
+	ownerLive ownerState = iota
+	ownerGone
+	ownerReplaced
+	ownerTerminating
+)
+
+func (ix *index) owner(namespace string, ref *metav1.OwnerReference) (ownerState, *appsv1.StatefulSet) {
+	set := ix.sets[snapshot.Key(namespace, ref.Name)]
+	switch {
+	case set == nil:
+		return ownerGone, nil
+	case set.UID != ref.UID:
+		return ownerReplaced, set
+	case set.DeletionTimestamp != nil:
+		return ownerTerminating, set
+	}
+	return ownerLive, set
+}
+
+func isStatefulSetRef(ref *metav1.OwnerReference) bool {
+	return ref != nil && ref.Kind == "StatefulSet" && strings.HasPrefix(ref.APIVersion, "apps/")
+}
+
+// orphans reports pods and ControllerRevisions whose controlling StatefulSet is gone or was
+// replaced by a new object of the same name. Objects already being deleted get the
+// TerminatingAfter grace: the garbage collector removes them in seconds.
+func (d *diagnosis) orphans(s *snapshot.Snapshot) {
+	for i := range s.Pods {
+		pod := &s.Pods[i]
+		ref := metav1.GetControllerOfNoCopy(pod)
+		if !isStatefulSetRef(ref) || !s.InScope(pod.Namespace, ref.Name) || d.recentlyDeleted(pod.DeletionTimestamp) {
+			continue
+		}
+		state, set := d.ix.owner(pod.Namespace, ref)
+		if state != ownerGone && state != ownerReplaced {
+			continue
+		}
+		f := report.Finding{Code: report.OrphanedRevision, Severity: report.SeverityWarning, Namespace: pod.Namespace, StatefulSet: ref.Name, Pod: pod.Name,
+			Details: map[string]any{"kind": "Pod", "ownerUID": string(ref.UID), "podRevision": podRevision(pod), "podUID": string(pod.UID)}}
+		f.Message = fmt.Sprintf("pod %s belongs to StatefulSet %s with UID %s, %s", pod.Name, ref.Name, ref.UID, d.ownerFate(state, set, pod.DeletionTimestamp))
+		if state == ownerReplaced {
+			f.Details["currentUID"] = string(set.UID)
+			if _, ok := ordinal(set.Name, pod.Name); ok {
+				f.Message += fmt.Sprintf("; the new StatefulSet cannot adopt it nor create its own %s while it exists", pod.Name)
+			}
+		}
+		f.Remedy = fmt.Sprintf("%s delete pod %s -n %s (its PersistentVolumeClaims are kept and reused by a StatefulSet of the same name)", d.opts.CLI, pod.Name, pod.Namespace)
+		if pod.DeletionTimestamp != nil && len(pod.Finalizers) > 0 {
+			f.Remedy = fmt.Sprintf("the pod is held by finalizers %s: find the controller that owns them", strings.Join(pod.Finalizers, ", "))
+		}
+		d.add(f)
+	}
+
+	type group struct {
+		namespace, name string
+		uid             types.UID
+		state           ownerState
+		set             *appsv1.StatefulSet
+		revisions       []string
+	}
+	groups := map[string]*group{}
+	for i := range s.Revisions {
+		rev := &s.Revisions[i]
+		ref := metav1.GetControllerOfNoCopy(rev)
+		if !isStatefulSetRef(ref) || !s.InScope(rev.Namespace, ref.Name) || d.recentlyDeleted(rev.DeletionTimestamp) {
+			continue
+		}
+		state, set := d.ix.owner(rev.Namespace, ref)
+		if state != ownerGone && state != ownerReplaced {
+			continue
+		}
+		key := rev.Namespace + "/" + string(ref.UID)
+		g := groups[key]
+		if g == nil {
+			g = &group{namespace: rev.Namespace, name: ref.Name, uid: ref.UID, state: state, set: set}
+			groups[key] = g
+		}
+		g.revisions = append(g.revisions, rev.Name)
+	}
+	for _, g := range groups {
+		sort.Strings(g.revisions)
+		f := report.Finding{Code: report.OrphanedRevision, Severity: report.SeverityWarning, Namespace: g.namespace, StatefulSet: g.name,
+			Details: map[string]any{"kind": "ControllerRevision", "ownerUID": string(g.uid), "revisions": g.revisions}}
+		f.Message = fmt.Sprintf("%d ControllerRevision(s) (%s) belong to StatefulSet %s with UID %s, %s",
+			len(g.revisions), strings.Join(g.revisions, ", "), g.name, g.uid, d.ownerFate(g.state, g.set, nil))
+		if g.set != nil {
+			f.Details["currentUID"] = string(g.set.UID)
+		}
+		f.Remedy = fmt.Sprintf("%s delete controllerrevision -n %s %s", d.opts.CLI, g.namespace, strings.Join(g.revisions, " "))
+		d.add(f)
+	}
+}
+
+func (d *diagnosis) ownerFate(state ownerState, set *appsv1.StatefulSet, deleting *metav1.Time) string {
+	var s string
+	if state == ownerReplaced {
+		s = fmt.Sprintf("but today's StatefulSet %s has UID %s (deleted and recreated)", set.Name, set.UID)
+	} else {
+		s = "which no longer exists"
+	}
+	if deleting != nil {
+		s += fmt.Sprintf("; it has been terminating for %s", d.ix.now.Sub(deleting.Time).Round(1e9))
+	} else {
+		s += "; the garbage collector has not removed it"
+	}
+	return s
+}
+
+func (d *diagnosis) recentlyDeleted(ts *metav1.Time) bool {
+	return ts != nil && d.ix.now.Sub(ts.Time) < d.opts.TerminatingAfter
+}

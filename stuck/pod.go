@@ -1,0 +1,169 @@
+package stuck
+
+import (
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+)
+
+// startupReasons are the container waiting reasons that mean a pod will not start by itself.
+var startupReasons = map[string]bool{
+	"ImagePullBackOff":           true,
+	"ErrImagePull":               true,
+	"InvalidImageName":           true,
+	"ErrImageNeverPull":          true,
+	"CreateContainerConfigError": true,
+	"CreateContainerError":       true,
+	"CrashLoopBackOff":           true,
+	"RunContainerError":          true,
+}
+
+var imageReasons = map[string]bool{
+	"ImagePullBackOff":  true,
+	"ErrImagePull":      true,
+	"InvalidImageName":  true,
+	"ErrImageNeverPull": true,
+}
+
+type problemKind int
+
+const (
+	containerProblem problemKind = iota + 1
+	unschedulableProblem
+	claimProblem
+)
+
+// problem is why a pod is stuck at startup.
+type problem struct {
+	kind      problemKind
+	reason    string
+	message   string
+	container string
+	image     string
+	init      bool
+	exitCode  *int32
+	claim     string
+	claimWhy  string
+}
+
+// startupProblem returns why the pod is stuck at startup, or nil if it is not.
+func (ix *index) startupProblem(pod *corev1.Pod) *problem {
+	if pod.DeletionTimestamp != nil || pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded {
+		return nil
+	}
+	if pod.Spec.NodeName == "" {
+		if p := ix.pendingClaim(pod); p != nil {
+			return p
+		}
+		for _, c := range pod.Status.Conditions {
+			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+				return &problem{kind: unschedulableProblem, reason: corev1.PodReasonUnschedulable, message: c.Message}
+			}
+		}
+		return nil
+	}
+	containers := map[string]string{}
+	for _, c := range pod.Spec.InitContainers {
+		containers[c.Name] = c.Image
+	}
+	for _, c := range pod.Spec.Containers {
+		containers[c.Name] = c.Image
+	}
+	check := func(statuses []corev1.ContainerStatus, init bool) *problem {
+		for _, st := range statuses {
+			w := st.State.Waiting
+			if w == nil || !startupReasons[w.Reason] {
+				continue
+			}
+			image := containers[st.Name]
+			if image == "" {
+				image = st.Image
+			}
+			p := &problem{kind: containerProblem, reason: w.Reason, message: w.Message, container: st.Name, image: image, init: init}
+			if t := st.LastTerminationState.Terminated; t != nil {
+				code := t.ExitCode
+				p.exitCode = &code
+				if p.message == "" || w.Reason == "CrashLoopBackOff" {
+					last := fmt.Sprintf("last exit code %d", t.ExitCode)
+					if t.Reason != "" {
+						last += " (" + t.Reason + ")"
+					}
+					p.message = join(p.message, last)
+				}
+			}
+			return p
+		}
+		return nil
+	}
+	if p := check(pod.Status.InitContainerStatuses, true); p != nil {
+		return p
+	}
+	return check(pod.Status.ContainerStatuses, false)
+}
+
+// pendingClaim returns the first PVC of an unscheduled pod that will not bind by itself.
+func (ix *index) pendingClaim(pod *corev1.Pod) *problem {
+	for _, v := range pod.Spec.Volumes {
+		if v.PersistentVolumeClaim == nil {
+			continue
+		}
+		name := v.PersistentVolumeClaim.ClaimName
+		pvc, ok := ix.pvcs[pod.Namespace+"/"+name]
+		if !ok || pvc.Status.Phase != corev1.ClaimPending {
+			continue
+		}
+		why, waitsForPod := ix.claimPendingReason(pvc)
+		if waitsForPod {
+			continue
+		}
+		return &problem{kind: claimProblem, reason: "PersistentVolumeClaimPending", claim: name, claimWhy: why,
+			message: fmt.Sprintf("PersistentVolumeClaim %q is Pending: %s", name, why)}
+	}
+	return nil
+}
+
+// claimPendingReason explains a Pending claim. waitsForPod is true when binding waits for the pod
+// to be scheduled (WaitForFirstConsumer): then the claim is not the cause.
+func (ix *index) claimPendingReason(pvc *corev1.PersistentVolumeClaim) (why string, waitsForPod bool) {
+	className := ""
+	if pvc.Spec.StorageClassName != nil {
+		className = *pvc.Spec.StorageClassName
+	}
+	event := ix.lastEventMessage("PersistentVolumeClaim", pvc.Namespace, pvc.Name)
+	if ix.storageClasses != nil {
+		if className == "" && pvc.Spec.StorageClassName == nil {
+			if ix.defaultClass == nil {
+				return join("no storageClassName is set and the cluster has no default StorageClass", event), false
+			}
+			className = ix.defaultClass.Name
+		}
+		if className != "" {
+			sc, ok := ix.storageClasses[className]
+			if !ok {
+				return join(fmt.Sprintf("StorageClass %q does not exist", className), event), false
+			}
+			if sc.VolumeBindingMode != nil && *sc.VolumeBindingMode == storagev1.VolumeBindingWaitForFirstConsumer {
+				return "", true
+			}
+		}
+	}
+	if event != "" {
+		return event, false
+	}
+	if className == "" {
+		return "not bound: no PersistentVolume matches the claim", false
+	}
+	return fmt.Sprintf("not bound: StorageClass %q has provisioned no volume and no PersistentVolume matches", className), false
+}
+
+func join(parts ...string) string {
+	var out []string
+	for _, p := range parts {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return strings.Join(out, "; ")
+}

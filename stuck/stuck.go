@@ -1,0 +1,456 @@
+// Package stuck decides, from the StatefulSet controller's own rules, whether a rollout will finish
+// by itself. It is pure: it reads a snapshot and returns findings.
+package stuck
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/stsdiag/stsdiag/report"
+	"github.com/stsdiag/stsdiag/snapshot"
+)
+
+// Options tune the diagnosis.
+type Options struct {
+	// TerminatingAfter is how long a StatefulSet (or an object of a gone owner) may stay
+	// terminating before it is reported.
+	TerminatingAfter time.Duration
+	// CLI is the command named in remedies: "kubectl" or "oc".
+	CLI string
+}
+
+// DefaultOptions are the options of `stsdiag check`.
+func DefaultOptions() Options {
+	return Options{TerminatingAfter: 5 * time.Minute, CLI: "kubectl"}
+}
+
+// Result is what the diagnosis found.
+type Result struct {
+	StatefulSets []report.StatefulSetSummary
+	Findings     []report.Finding
+}
+
+// Diagnose examines every StatefulSet in the snapshot's scope.
+func Diagnose(s *snapshot.Snapshot, opts Options) Result {
+	if opts.CLI == "" {
+		opts.CLI = "kubectl"
+	}
+	ix := newIndex(s)
+	d := &diagnosis{ix: ix, opts: opts}
+	var res Result
+	for i := range s.StatefulSets {
+		set := &s.StatefulSets[i]
+		if !s.InScope(set.Namespace, set.Name) {
+			continue
+		}
+		before := len(d.findings)
+		d.statefulSet(set)
+		res.StatefulSets = append(res.StatefulSets, summarize(set, d.findings[before:]))
+	}
+	d.orphans(s)
+	res.Findings = d.findings
+	report.SortFindings(res.Findings)
+	return res
+}
+
+type diagnosis struct {
+	ix       *index
+	opts     Options
+	findings []report.Finding
+}
+
+func (d *diagnosis) add(f report.Finding) { d.findings = append(d.findings, f) }
+
+// rollout is the controller's view of one StatefulSet.
+type rollout struct {
+	set       *appsv1.StatefulSet
+	start     int
+	replicas  int
+	partition int
+	update    string
+	current   string
+	// byIndex holds the live pods by ordinal-start; nil where none exists.
+	byIndex []*corev1.Pod
+}
+
+func (r *rollout) rollingUpdate() bool {
+	return r.set.Spec.UpdateStrategy.Type == appsv1.RollingUpdateStatefulSetStrategyType || r.set.Spec.UpdateStrategy.Type == ""
+}
+
+func (r *rollout) ordered() bool {
+	return r.set.Spec.PodManagementPolicy != appsv1.ParallelPodManagement
+}
+
+// target is the revision the controller gives the pod at this index when it (re)creates it.
+func (r *rollout) target(i int) string {
+	if r.rollingUpdate() && i < r.partition && r.current != "" {
+		return r.current
+	}
+	return r.update
+}
+
+// replaces reports whether the controller itself deletes an off-revision pod at this index,
+// even when it is not Ready.
+func (r *rollout) replaces(i int) bool {
+	switch r.set.Spec.UpdateStrategy.Type {
+	case appsv1.OnDeleteStatefulSetStrategyType:
+		return false
+	case recreateStrategy:
+		return true
+	}
+	if i < r.partition {
+		return false
+	}
+	// OrderedReady waits for every pod to be Running and Ready before any update; Parallel
+	// deletes off-revision pods from the highest ordinal down, whatever their state.
+	return !r.ordered()
+}
+
+func (d *diagnosis) statefulSet(set *appsv1.StatefulSet) {
+	if set.DeletionTimestamp != nil {
+		d.terminating(set)
+		return
+	}
+	r := &rollout{set: set, current: set.Status.CurrentRevision}
+	r.update, _ = d.ix.updateRevision(set)
+	if set.Spec.Ordinals != nil {
+		r.start = int(set.Spec.Ordinals.Start)
+	}
+	r.replicas = 1
+	if set.Spec.Replicas != nil {
+		r.replicas = int(*set.Spec.Replicas)
+	}
+	if ru := set.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.Partition != nil && r.rollingUpdate() {
+		r.partition = int(*ru.Partition)
+	}
+	r.byIndex = make([]*corev1.Pod, r.replicas)
+	for _, pod := range d.ix.podsByOwner[set.UID] {
+		if n, ok := ordinal(set.Name, pod.Name); ok && n >= r.start && n-r.start < r.replicas {
+			r.byIndex[n-r.start] = pod
+		}
+	}
+	var onDeleteStale []string
+	for i, pod := range r.byIndex {
+		if pod == nil {
+			continue
+		}
+		p := d.ix.startupProblem(pod)
+		stale := podRevision(pod) != r.target(i)
+		switch {
+		case p == nil:
+			if stale && set.Spec.UpdateStrategy.Type == appsv1.OnDeleteStatefulSetStrategyType && pod.DeletionTimestamp == nil {
+				onDeleteStale = append(onDeleteStale, pod.Name)
+			}
+		case p.kind == claimProblem:
+			d.claimPending(r, pod, p)
+		case stale && !r.replaces(i):
+			d.staleStuck(r, i, pod, p)
+		case stale:
+			// The controller replaces it by itself.
+		case p.kind == unschedulableProblem:
+			d.unschedulable(r, i, pod, p)
+		default:
+			d.revisionFailing(r, i, pod, p)
+		}
+	}
+	if len(onDeleteStale) > 0 {
+		d.onDeleteStale(r, onDeleteStale)
+	}
+}
+
+func (d *diagnosis) base(r *rollout, code string, sev report.Severity, pod *corev1.Pod, p *problem) report.Finding {
+	f := report.Finding{Code: code, Severity: sev, Namespace: r.set.Namespace, StatefulSet: r.set.Name, Details: map[string]any{}}
+	if r.update != "" {
+		f.Details["updateRevision"] = r.update
+	}
+	if pod != nil {
+		f.Pod = pod.Name
+		f.Details["podRevision"] = podRevision(pod)
+		f.Details["podUID"] = string(pod.UID)
+		f.Details["podResourceVersion"] = pod.ResourceVersion
+		if events := d.ix.recentEvents("Pod", pod.Namespace, pod.Name, 3); len(events) > 0 {
+			f.Details["events"] = events
+		}
+	}
+	if p != nil {
+		f.Reason = p.reason
+		f.Container = p.container
+		f.Image = p.image
+		if p.init {
+			f.Details["initContainer"] = true
+		}
+		if p.exitCode != nil {
+			f.Details["lastExitCode"] = *p.exitCode
+		}
+	}
+	return f
+}
+
+func (d *diagnosis) strategy(r *rollout) string {
+	policy := string(r.set.Spec.PodManagementPolicy)
+	if policy == "" {
+		policy = string(appsv1.OrderedReadyPodManagement)
+	}
+	strategy := string(r.set.Spec.UpdateStrategy.Type)
+	if strategy == "" {
+		strategy = string(appsv1.RollingUpdateStatefulSetStrategyType)
+	}
+	return policy + ", " + strategy
+}
+
+// blocked lists the other pods the stuck pod at index k keeps from being created or updated.
+func (r *rollout) blocked(k int) []string {
+	if !r.ordered() {
+		return nil
+	}
+	var out []string
+	for i := 0; i < r.replicas; i++ {
+		if i == k {
+			continue
+		}
+		pod := r.byIndex[i]
+		name := fmt.Sprintf("%s-%d", r.set.Name, r.start+i)
+		switch {
+		case pod == nil && i > k:
+			out = append(out, name+" (not created)")
+		case pod != nil && r.set.Spec.UpdateStrategy.Type != appsv1.OnDeleteStatefulSetStrategyType && podRevision(pod) != r.target(i):
+			out = append(out, name+" (not updated)")
+		case pod != nil && i > k && !isRunningAndReady(pod):
+			out = append(out, name+" (not ready)")
+		}
+	}
+	return out
+}
+
+func (d *diagnosis) staleStuck(r *rollout, i int, pod *corev1.Pod, p *problem) {
+	f := d.base(r, report.StaleRevisionStuck, report.SeverityError, pod, p)
+	target := r.target(i)
+	targetDesc := fmt.Sprintf("revision %s", target)
+	if target == "" {
+		targetDesc = "the new template"
+	}
+	var why string
+	switch {
+	case r.set.Spec.UpdateStrategy.Type == appsv1.OnDeleteStatefulSetStrategyType:
+		why = "with the OnDelete strategy the controller never replaces it"
+	case i < r.partition:
+		why = fmt.Sprintf("its ordinal is below the partition (%d), so the controller never replaces it", r.partition)
+	default:
+		why = fmt.Sprintf("the controller (%s) waits for it to become Running and Ready and will never replace it (kubernetes#67250)", d.strategy(r))
+	}
+	f.Message = fmt.Sprintf("%s runs old revision %s and is stuck at startup (%s%s): %s", pod.Name, podRevision(pod), p.reason, containerSuffix(p), why)
+	if p.message != "" {
+		f.Message += "; " + p.message
+	}
+	if blocked := r.blocked(i); len(blocked) > 0 {
+		f.Details["blocks"] = blocked
+		f.Message += "; it blocks " + strings.Join(blocked, ", ")
+	}
+	f.Details["targetRevision"] = target
+	f.Details["ordinal"] = r.start + i
+	f.Remedy = fmt.Sprintf("%s delete pod %s -n %s (the controller recreates it from %s; its PersistentVolumeClaims are kept)",
+		d.opts.CLI, pod.Name, pod.Namespace, targetDesc)
+	d.add(f)
+}
+
+func containerSuffix(p *problem) string {
+	if p.container == "" {
+		return ""
+	}
+	kind := "container"
+	if p.init {
+		kind = "init container"
+	}
+	return fmt.Sprintf(", %s %q, image %q", kind, p.container, p.image)
+}
+
+func (d *diagnosis) revisionFailing(r *rollout, i int, pod *corev1.Pod, p *problem) {
+	f := d.base(r, report.CurrentRevisionFailing, report.SeverityError, pod, p)
+	rev := podRevision(pod)
+	f.Message = fmt.Sprintf("%s runs revision %s, the one the controller would recreate it from, and is stuck at startup (%s%s)", pod.Name, rev, p.reason, containerSuffix(p))
+	if rev != r.update && i < r.partition {
+		f.Message += fmt.Sprintf("; its ordinal is below the partition (%d), so deleting it recreates the same current revision", r.partition)
+	}
+	if p.message != "" {
+		f.Message += ": " + p.message
+	}
+	if blocked := r.blocked(i); len(blocked) > 0 {
+		f.Details["blocks"] = blocked
+		f.Message += "; it blocks " + strings.Join(blocked, ", ")
+	}
+	f.Details["ordinal"] = r.start + i
+	f.Remedy = d.templateRemedy(r, pod, p)
+	d.add(f)
+}
+
+func (d *diagnosis) templateRemedy(r *rollout, pod *corev1.Pod, p *problem) string {
+	set := fmt.Sprintf("statefulset/%s -n %s", r.set.Name, r.set.Namespace)
+	after := fmt.Sprintf("; once the template is fixed, delete the stuck pod (%s delete pod %s -n %s) or run `%s stsdiag fix`", d.opts.CLI, pod.Name, pod.Namespace, d.opts.CLI)
+	if !r.ordered() {
+		after = ""
+	}
+	msg := strings.ToLower(p.message)
+	switch {
+	case imageReasons[p.reason] && (strings.Contains(msg, "unauthorized") || strings.Contains(msg, "authentication required") ||
+		strings.Contains(msg, "access denied") || strings.Contains(msg, "denied")):
+		return fmt.Sprintf("the registry refuses image %q: add or fix an imagePullSecret (spec.template.spec.imagePullSecrets or the ServiceAccount's) for %s%s", p.image, set, after)
+	case imageReasons[p.reason]:
+		return fmt.Sprintf("image %q of container %q cannot be pulled: fix the template, e.g. %s set image %s %s=<pullable image>, or push the image%s", p.image, p.container, d.opts.CLI, set, p.container, after)
+	case p.reason == "CreateContainerConfigError":
+		return fmt.Sprintf("container %q refers to configuration that is missing or invalid (a Secret, ConfigMap or key; see the message): create it or fix the reference in %s%s", p.container, set, after)
+	case p.reason == "CrashLoopBackOff":
+		return fmt.Sprintf("container %q keeps exiting: read `%s logs %s -n %s -c %s --previous`, then fix the image, command or configuration in %s%s", p.container, d.opts.CLI, pod.Name, pod.Namespace, p.container, set, after)
+	case p.reason == "CreateContainerError" || p.reason == "RunContainerError":
+		return fmt.Sprintf("the container runtime cannot create or start container %q (see the message): fix its command, mounts or securityContext in %s%s", p.container, set, after)
+	case p.kind == unschedulableProblem:
+		return fmt.Sprintf("no node can take the pod: add capacity or relax resources, nodeSelector, affinity or tolerations in %s%s", set, after)
+	}
+	return "fix the pod template of " + set + after
+}
+
+func (d *diagnosis) unschedulable(r *rollout, i int, pod *corev1.Pod, p *problem) {
+	f := d.base(r, report.PodUnschedulable, report.SeverityError, pod, p)
+	f.Message = fmt.Sprintf("%s cannot be scheduled: %s", pod.Name, p.message)
+	if blocked := r.blocked(i); len(blocked) > 0 {
+		f.Details["blocks"] = blocked
+		f.Message += "; it blocks " + strings.Join(blocked, ", ")
+	}
+	f.Details["ordinal"] = r.start + i
+	f.Remedy = d.templateRemedy(r, pod, p)
+	d.add(f)
+}
+
+func (d *diagnosis) claimPending(r *rollout, pod *corev1.Pod, p *problem) {
+	f := d.base(r, report.VolumeClaimPending, report.SeverityError, pod, p)
+	f.Message = fmt.Sprintf("%s waits for PersistentVolumeClaim %s, which is Pending: %s", pod.Name, p.claim, p.claimWhy)
+	f.Details["claim"] = p.claim
+	if events := d.ix.recentEvents("PersistentVolumeClaim", pod.Namespace, p.claim, 3); len(events) > 0 {
+		f.Details["claimEvents"] = events
+	}
+	f.Remedy = fmt.Sprintf("make the claim bindable: create the StorageClass it names, mark a default StorageClass, or create a matching PersistentVolume (%s describe pvc %s -n %s); stsdiag never deletes claims",
+		d.opts.CLI, p.claim, pod.Namespace)
+	d.add(f)
+}
+
+func (d *diagnosis) onDeleteStale(r *rollout, pods []string) {
+	f := d.base(r, report.OnDeleteStale, report.SeverityInfo, nil, nil)
+	sort.Strings(pods)
+	f.Message = fmt.Sprintf("OnDelete strategy: %d pod(s) run an older revision than %s (%s); they change only when deleted", len(pods), r.update, strings.Join(pods, ", "))
+	f.Details["pods"] = pods
+	f.Remedy = fmt.Sprintf("to roll them, delete them one at a time: %s delete pod -n %s %s", d.opts.CLI, r.set.Namespace, pods[len(pods)-1])
+	d.add(f)
+}
+
+func (d *diagnosis) terminating(set *appsv1.StatefulSet) {
+	age := d.ix.now.Sub(set.DeletionTimestamp.Time)
+	reused := d.reusedByOthers(set)
+	if age < d.opts.TerminatingAfter && len(reused) == 0 {
+		return
+	}
+	f := report.Finding{Code: report.StatefulSetTerminating, Severity: report.SeverityWarning, Namespace: set.Namespace, StatefulSet: set.Name,
+		Details: map[string]any{"uid": string(set.UID), "terminatingFor": age.Round(time.Second).String()}}
+	f.Message = fmt.Sprintf("StatefulSet %s has been terminating for %s", set.Name, age.Round(time.Second))
+	if len(set.Finalizers) > 0 {
+		f.Message += "; finalizers: " + strings.Join(set.Finalizers, ", ")
+		f.Details["finalizers"] = set.Finalizers
+	}
+	if n := len(d.ix.podsByOwner[set.UID]); n > 0 {
+		f.Message += fmt.Sprintf("; %d pod(s) still owned by it", n)
+	}
+	if len(reused) > 0 {
+		f.Details["reusedBy"] = reused
+		f.Message += "; objects of its name are owned by another controller: " + strings.Join(reused, ", ")
+	}
+	f.Remedy = fmt.Sprintf("find what holds the deletion (%s get statefulset %s -n %s -o jsonpath='{.metadata.finalizers}' and the owners of its pods); a new owner of the same name cannot take over until it is gone",
+		d.opts.CLI, set.Name, set.Namespace)
+	d.add(f)
+}
+
+// reusedByOthers lists pods matching a terminating set's selector and name that another
+// controller owns.
+func (d *diagnosis) reusedByOthers(set *appsv1.StatefulSet) []string {
+	selector, err := metav1.LabelSelectorAsSelector(set.Spec.Selector)
+	if err != nil || selector.Empty() {
+		return nil
+	}
+	var out []string
+	for uid, pods := range d.ix.podsByOwner {
+		if uid == set.UID {
+			continue
+		}
+		for _, pod := range pods {
+			if pod.Namespace != set.Namespace || !selector.Matches(labels.Set(pod.Labels)) {
+				continue
+			}
+			if _, ok := ordinal(set.Name, pod.Name); ok {
+				out = append(out, "pod/"+pod.Name)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// summarize gives the StatefulSet's rollout state.
+func summarize(set *appsv1.StatefulSet, findings []report.Finding) report.StatefulSetSummary {
+	replicas := int32(1)
+	if set.Spec.Replicas != nil {
+		replicas = *set.Spec.Replicas
+	}
+	s := report.StatefulSetSummary{Namespace: set.Namespace, Name: set.Name, Replicas: replicas, ReadyReplicas: set.Status.ReadyReplicas,
+		CurrentRevision: set.Status.CurrentRevision, UpdateRevision: set.Status.UpdateRevision}
+	switch {
+	case set.DeletionTimestamp != nil:
+		s.Status = report.StatusTerminating
+	case hasError(findings):
+		s.Status = report.StatusStuck
+	case RolloutComplete(set):
+		s.Status = report.StatusComplete
+	default:
+		s.Status = report.StatusProgressing
+	}
+	return s
+}
+
+func hasError(findings []report.Finding) bool {
+	for _, f := range findings {
+		if f.Severity == report.SeverityError {
+			return true
+		}
+	}
+	return false
+}
+
+// RolloutComplete applies kubectl rollout status's rules, plus availability for minReadySeconds.
+// With OnDelete, pods on older revisions are by design: the set is complete when all are ready.
+func RolloutComplete(set *appsv1.StatefulSet) bool {
+	st := set.Status
+	if st.ObservedGeneration == 0 || st.ObservedGeneration < set.Generation {
+		return false
+	}
+	replicas := int32(1)
+	if set.Spec.Replicas != nil {
+		replicas = *set.Spec.Replicas
+	}
+	if st.Replicas != replicas || st.ReadyReplicas < replicas || st.AvailableReplicas < replicas {
+		return false
+	}
+	switch set.Spec.UpdateStrategy.Type {
+	case appsv1.OnDeleteStatefulSetStrategyType:
+		return true
+	}
+	if ru := set.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.Partition != nil && *ru.Partition > 0 {
+		return st.UpdatedReplicas >= replicas-*ru.Partition
+	}
+	return st.UpdateRevision == st.CurrentRevision && st.UpdatedReplicas >= replicas
+}
+
+// recreateStrategy is the 1.37 alpha strategy (gate StatefulSetRecreateStrategy); k8s.io/api 0.35 has no constant.
+const recreateStrategy appsv1.StatefulSetUpdateStrategyType = "Recreate"
