@@ -36,7 +36,7 @@ type Scope struct {
 	// Names of StatefulSets; empty means all.
 	Names []string
 	// Selector filters StatefulSets by label.
-	Selector labels.Selector
+	Selector  labels.Selector
 	OpenShift openshift.Mode
 }
 
