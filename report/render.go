@@ -58,7 +58,11 @@ func PrintTable(w io.Writer, r *Report, opts TableOptions) error {
 			cells = append(cells, f.Namespace)
 		}
 		revision, _ := f.Details["podRevision"].(string)
-		cells = append(cells, f.StatefulSet, dash(f.Pod), dash(revision), dash(f.Reason), oneLine(f.Message), oneLine(f.Remedy))
+		message := f.Short
+		if message == "" {
+			message = f.Message
+		}
+		cells = append(cells, f.StatefulSet, dash(f.Pod), dash(revision), dash(f.Reason), oneLine(message), oneLine(f.Remedy))
 		table.Rows = append(table.Rows, metav1.TableRow{Cells: cells})
 	}
 	tw := printers.GetNewTabWriter(w)

@@ -60,6 +60,8 @@ type Finding struct {
 	Message       string         `json:"message"`
 	Remedy        string         `json:"remedy,omitempty"`
 	Details       map[string]any `json:"details,omitempty"`
+	// Short is the message as the table shows it.
+	Short string `json:"-"`
 }
 
 // Rollout states of a StatefulSet in the report.

@@ -63,7 +63,8 @@ func (d *diagnosis) orphans(s *snapshot.Snapshot) {
 				f.Message += fmt.Sprintf("; the new StatefulSet cannot adopt it nor create its own %s while it exists", pod.Name)
 			}
 		}
-		f.Remedy = fmt.Sprintf("%s delete pod %s -n %s (its PersistentVolumeClaims are kept and reused by a StatefulSet of the same name)", d.opts.CLI, pod.Name, pod.Namespace)
+		f.Message += "; deleting the pod keeps its PersistentVolumeClaims for the StatefulSet of that name"
+		f.Remedy = fmt.Sprintf("%s delete pod %s -n %s", d.opts.CLI, pod.Name, pod.Namespace)
 		if pod.DeletionTimestamp != nil && len(pod.Finalizers) > 0 {
 			f.Remedy = fmt.Sprintf("the pod is held by finalizers %s: find the controller that owns them", strings.Join(pod.Finalizers, ", "))
 		}

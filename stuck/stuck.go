@@ -255,8 +255,12 @@ func (d *diagnosis) staleStuck(r *rollout, i int, pod *corev1.Pod, p *problem) {
 	}
 	f.Details["targetRevision"] = target
 	f.Details["ordinal"] = r.start + i
-	f.Remedy = fmt.Sprintf("%s delete pod %s -n %s (the controller recreates it from %s; its PersistentVolumeClaims are kept)",
-		d.opts.CLI, pod.Name, pod.Namespace, targetDesc)
+	f.Message += fmt.Sprintf("; deleting it makes the controller recreate it from %s, keeping its PersistentVolumeClaims", targetDesc)
+	f.Short = fmt.Sprintf("%s on old revision %s; never replaced", p.reason, podRevision(pod))
+	if blocked := r.blocked(i); len(blocked) > 0 {
+		f.Short += fmt.Sprintf("; blocks %d pod(s)", len(blocked))
+	}
+	f.Remedy = fmt.Sprintf("%s delete pod %s -n %s", d.opts.CLI, pod.Name, pod.Namespace)
 	d.add(f)
 }
 
@@ -286,6 +290,7 @@ func (d *diagnosis) revisionFailing(r *rollout, i int, pod *corev1.Pod, p *probl
 		f.Message += "; it blocks " + strings.Join(blocked, ", ")
 	}
 	f.Details["ordinal"] = r.start + i
+	f.Short = fmt.Sprintf("%s on revision %s%s", p.reason, rev, containerSuffix(p))
 	f.Remedy = d.templateRemedy(r, pod, p)
 	d.add(f)
 }
@@ -318,6 +323,7 @@ func (d *diagnosis) templateRemedy(r *rollout, pod *corev1.Pod, p *problem) stri
 func (d *diagnosis) unschedulable(r *rollout, i int, pod *corev1.Pod, p *problem) {
 	f := d.base(r, report.PodUnschedulable, report.SeverityError, pod, p)
 	f.Message = fmt.Sprintf("%s cannot be scheduled: %s", pod.Name, p.message)
+	f.Short = "unschedulable: " + p.message
 	if blocked := r.blocked(i); len(blocked) > 0 {
 		f.Details["blocks"] = blocked
 		f.Message += "; it blocks " + strings.Join(blocked, ", ")
@@ -331,6 +337,7 @@ func (d *diagnosis) claimPending(r *rollout, pod *corev1.Pod, p *problem) {
 	f := d.base(r, report.VolumeClaimPending, report.SeverityError, pod, p)
 	f.Message = fmt.Sprintf("%s waits for PersistentVolumeClaim %s, which is Pending: %s", pod.Name, p.claim, p.claimWhy)
 	f.Details["claim"] = p.claim
+	f.Short = fmt.Sprintf("PVC %s Pending: %s", p.claim, p.claimWhy)
 	if events := d.ix.recentEvents("PersistentVolumeClaim", pod.Namespace, p.claim, 3); len(events) > 0 {
 		f.Details["claimEvents"] = events
 	}
@@ -342,9 +349,9 @@ func (d *diagnosis) claimPending(r *rollout, pod *corev1.Pod, p *problem) {
 func (d *diagnosis) onDeleteStale(r *rollout, pods []string) {
 	f := d.base(r, report.OnDeleteStale, report.SeverityInfo, nil, nil)
 	sort.Strings(pods)
-	f.Message = fmt.Sprintf("OnDelete strategy: %d pod(s) run an older revision than %s (%s); they change only when deleted", len(pods), r.update, strings.Join(pods, ", "))
+	f.Message = fmt.Sprintf("OnDelete strategy: %d pod(s) run an older revision than %s (%s); they change only when deleted; delete them one at a time, highest ordinal first, waiting for each to be Ready", len(pods), r.update, strings.Join(pods, ", "))
 	f.Details["pods"] = pods
-	f.Remedy = fmt.Sprintf("to roll them, delete them one at a time: %s delete pod -n %s %s", d.opts.CLI, r.set.Namespace, pods[len(pods)-1])
+	f.Remedy = fmt.Sprintf("%s delete pod -n %s %s", d.opts.CLI, r.set.Namespace, pods[len(pods)-1])
 	d.add(f)
 }
 
