@@ -1,6 +1,7 @@
 package report
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"strings"
@@ -53,7 +54,7 @@ func PrintTable(w io.Writer, r *Report, opts TableOptions) error {
 		metav1.TableColumnDefinition{Name: "Remedy", Type: "string"},
 	)
 	for _, f := range r.Findings {
-		cells := []any{colorize(string(f.Severity), f.Severity, opts.Color), f.Code}
+		cells := []any{string(f.Severity), f.Code}
 		if opts.WithNamespace {
 			cells = append(cells, f.Namespace)
 		}
@@ -65,11 +66,15 @@ func PrintTable(w io.Writer, r *Report, opts TableOptions) error {
 		cells = append(cells, f.StatefulSet, dash(f.Pod), dash(revision), dash(f.Reason), oneLine(message), oneLine(f.Remedy))
 		table.Rows = append(table.Rows, metav1.TableRow{Cells: cells})
 	}
-	tw := printers.GetNewTabWriter(w)
+	var buf bytes.Buffer
+	tw := printers.GetNewTabWriter(&buf)
 	if err := printers.NewTablePrinter(printers.PrintOptions{Wide: opts.Wide}).PrintObj(table, tw); err != nil {
 		return err
 	}
 	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if _, err := w.Write(colorizeRows(buf.Bytes(), opts.Color)); err != nil {
 		return err
 	}
 	if len(r.Findings) > 0 {
@@ -130,15 +135,19 @@ func oneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
 }
 
-// colorize wraps the text in an ANSI colour of equal byte length for every severity, so tab
-// alignment stays correct.
-func colorize(text string, s Severity, enabled bool) string {
+// colorizeRows colours the severity that starts each row. It runs after alignment (the table
+// printer escapes control characters inside cells).
+func colorizeRows(table []byte, enabled bool) []byte {
 	if !enabled {
-		return text
+		return table
 	}
-	code := map[Severity]string{SeverityError: "31", SeverityWarning: "33", SeverityInfo: "36"}[s]
-	if code == "" {
-		code = "39"
+	colors := map[string]string{string(SeverityError): "31", string(SeverityWarning): "33", string(SeverityInfo): "36"}
+	lines := bytes.Split(table, []byte("\n"))
+	for i, line := range lines {
+		word, rest, _ := bytes.Cut(line, []byte(" "))
+		if code, ok := colors[string(word)]; ok && i > 0 {
+			lines[i] = append([]byte("\x1b["+code+"m"+string(word)+"\x1b[0m "), rest...)
+		}
 	}
-	return "\x1b[" + code + "m" + text + "\x1b[0m"
+	return bytes.Join(lines, []byte("\n"))
 }

@@ -51,8 +51,12 @@ func (e *NotFoundError) Error() string { return e.What + " not found" }
 func Gather(ctx context.Context, c Clients, scope Scope) (s *Snapshot, warnings []string, err error) {
 	ns := scope.Namespace
 	if ns != "" {
-		if _, err := c.Kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+		_, err := c.Kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
 			return nil, nil, &NotFoundError{What: fmt.Sprintf("namespace %q", ns)}
+		case err != nil && !apierrors.IsForbidden(err) && apierrors.ReasonForError(err) == metav1.StatusReasonUnknown:
+			return nil, nil, fmt.Errorf("cannot reach the API server: %w", err)
 		}
 	}
 	s = &Snapshot{Now: time.Now()}

@@ -57,6 +57,7 @@ func (d *diagnosis) orphans(s *snapshot.Snapshot) {
 		f := report.Finding{Code: report.OrphanedRevision, Severity: report.SeverityWarning, Namespace: pod.Namespace, StatefulSet: ref.Name, Pod: pod.Name,
 			Details: map[string]any{"kind": "Pod", "ownerUID": string(ref.UID), "podRevision": podRevision(pod), "podUID": string(pod.UID)}}
 		f.Message = fmt.Sprintf("pod %s belongs to StatefulSet %s with UID %s, %s", pod.Name, ref.Name, ref.UID, d.ownerFate(state, set, pod.DeletionTimestamp))
+		f.Short = "pod of a StatefulSet that " + map[ownerState]string{ownerGone: "no longer exists", ownerReplaced: "was deleted and recreated"}[state]
 		if state == ownerReplaced {
 			f.Details["currentUID"] = string(set.UID)
 			if _, ok := ordinal(set.Name, pod.Name); ok {
@@ -106,6 +107,7 @@ func (d *diagnosis) orphans(s *snapshot.Snapshot) {
 		if g.set != nil {
 			f.Details["currentUID"] = string(g.set.UID)
 		}
+		f.Short = fmt.Sprintf("%d revision(s) of a StatefulSet that %s", len(g.revisions), map[ownerState]string{ownerGone: "no longer exists", ownerReplaced: "was deleted and recreated"}[g.state])
 		f.Remedy = fmt.Sprintf("%s delete controllerrevision -n %s %s", d.opts.CLI, g.namespace, strings.Join(g.revisions, " "))
 		d.add(f)
 	}

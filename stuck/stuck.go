@@ -258,7 +258,7 @@ func (d *diagnosis) staleStuck(r *rollout, i int, pod *corev1.Pod, p *problem) {
 	f.Message += fmt.Sprintf("; deleting it makes the controller recreate it from %s, keeping its PersistentVolumeClaims", targetDesc)
 	f.Short = fmt.Sprintf("%s on old revision %s; never replaced", p.reason, podRevision(pod))
 	if blocked := r.blocked(i); len(blocked) > 0 {
-		f.Short += fmt.Sprintf("; blocks %d pod(s)", len(blocked))
+		f.Short += "; blocks " + strings.Join(podNames(blocked), ", ")
 	}
 	f.Remedy = fmt.Sprintf("%s delete pod %s -n %s", d.opts.CLI, pod.Name, pod.Namespace)
 	d.add(f)
@@ -351,6 +351,7 @@ func (d *diagnosis) onDeleteStale(r *rollout, pods []string) {
 	sort.Strings(pods)
 	f.Message = fmt.Sprintf("OnDelete strategy: %d pod(s) run an older revision than %s (%s); they change only when deleted; delete them one at a time, highest ordinal first, waiting for each to be Ready", len(pods), r.update, strings.Join(pods, ", "))
 	f.Details["pods"] = pods
+	f.Short = fmt.Sprintf("%d pod(s) on older revisions: %s", len(pods), strings.Join(pods, ", "))
 	f.Remedy = fmt.Sprintf("%s delete pod -n %s %s", d.opts.CLI, r.set.Namespace, pods[len(pods)-1])
 	d.add(f)
 }
@@ -461,3 +462,12 @@ func RolloutComplete(set *appsv1.StatefulSet) bool {
 
 // recreateStrategy is the 1.37 alpha strategy (gate StatefulSetRecreateStrategy); k8s.io/api 0.35 has no constant.
 const recreateStrategy appsv1.StatefulSetUpdateStrategyType = "Recreate"
+
+// podNames drops the "(not created)" notes of blocked pods.
+func podNames(blocked []string) []string {
+	out := make([]string, len(blocked))
+	for i, b := range blocked {
+		out[i], _, _ = strings.Cut(b, " ")
+	}
+	return out
+}

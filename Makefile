@@ -1,0 +1,53 @@
+# stsdiag — see README.md. `make demo` and `make test` work on a fresh machine: they build the
+# local control plane from the Go module proxy on first use and cache it in ~/.cache/stsdiag.
+SHELL := /bin/bash
+GO ?= go
+BIN := bin/kubectl-stsdiag
+UNIT_PKGS = $$($(GO) list ./... | grep -v /e2e)
+
+.PHONY: all build test unit e2e cluster-bins demo cluster fuzz vet fmt clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN) ./cmd/kubectl-stsdiag
+
+## test: vet, unit tests, then the e2e suite on a real local control plane
+test:
+	@set -e; t0=$$SECONDS; \
+	$(MAKE) --no-print-directory vet; t1=$$SECONDS; \
+	$(MAKE) --no-print-directory unit; t2=$$SECONDS; \
+	$(MAKE) --no-print-directory cluster-bins; t3=$$SECONDS; \
+	$(MAKE) --no-print-directory e2e; t4=$$SECONDS; \
+	echo "phase timings: vet $$((t1-t0))s, unit $$((t2-t1))s, cluster-bins $$((t3-t2))s, e2e $$((t4-t3))s, total $$((t4-t0))s"
+
+vet:
+	@test -z "$$(gofmt -l . | tee /dev/stderr)" || { echo "gofmt needed"; exit 1; }
+	$(GO) vet ./...
+
+unit:
+	$(GO) test -count=1 $(UNIT_PKGS)
+
+e2e: cluster-bins
+	$(GO) test -count=1 -timeout 15m ./e2e/...
+
+## cluster-bins: build etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok (cached)
+cluster-bins:
+	@./e2e/cluster-bins.sh >/dev/null
+
+## demo: start a local control plane, reproduce stuck rollouts, run stsdiag check (KEEP=1 leaves it up)
+demo: build cluster-bins
+	$(GO) run ./e2e/cmd/localcluster demo -stsdiag $(BIN) $(if $(KEEP),-keep)
+
+## cluster: a local control plane until Ctrl-C
+cluster: build cluster-bins
+	$(GO) run ./e2e/cmd/localcluster up -stsdiag $(BIN)
+
+fuzz:
+	$(GO) test ./resolver -run '^$$' -fuzz FuzzResolve -fuzztime 30s
+
+fmt:
+	gofmt -w .
+
+clean:
+	rm -rf bin e2e/_artifacts

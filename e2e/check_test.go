@@ -1,0 +1,260 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/e2e-framework/pkg/envconf"
+	"sigs.k8s.io/e2e-framework/pkg/features"
+
+	"github.com/stsdiag/stsdiag/e2e/scenario"
+	"github.com/stsdiag/stsdiag/report"
+)
+
+// TestStuckRollout reproduces kubernetes#67250 with the real StatefulSet controller, proves the
+// controller leaves web-0 stuck, then checks stsdiag reports exactly that.
+func TestStuckRollout(t *testing.T) {
+	cases := map[string]int32{"stuck-one": 1, "stuck-three": 3}
+	f := features.New("kubernetes#67250").
+		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			cs := clientset(t, cfg)
+			for ns, replicas := range cases {
+				if err := scenario.Namespace(ctx, cs, ns); err != nil {
+					t.Fatal(err)
+				}
+				if err := scenario.StuckRollout(ctx, cs, ns, "web", replicas); err != nil {
+					t.Fatal(err)
+				}
+			}
+			return ctx
+		}).
+		Assess("the real controller leaves web-0 stuck for 30s after the fix", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			cs := clientset(t, cfg)
+			deadline := time.Now().Add(30 * time.Second)
+			for time.Now().Before(deadline) {
+				for ns := range cases {
+					set, err := cs.AppsV1().StatefulSets(ns).Get(ctx, "web", metav1.GetOptions{})
+					if err != nil {
+						t.Fatal(err)
+					}
+					pod, err := cs.CoreV1().Pods(ns).Get(ctx, "web-0", metav1.GetOptions{})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if pod.Labels[appsv1.ControllerRevisionHashLabelKey] == set.Status.UpdateRevision {
+						t.Fatalf("%s: the controller replaced web-0 by itself: the premise does not hold", ns)
+					}
+					if set.Status.ReadyReplicas != 0 {
+						t.Fatalf("%s: %d ready replicas", ns, set.Status.ReadyReplicas)
+					}
+				}
+				time.Sleep(2 * time.Second)
+			}
+			return ctx
+		}).
+		Assess("check reports one StaleRevisionStuck for web-0 and exits 1", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			for ns, replicas := range cases {
+				r := stsdiagRun(t, cfg, "check", "-n", ns, "-o", "json")
+				if r.code != 1 {
+					t.Fatalf("%s: exit %d, want 1", ns, r.code)
+				}
+				rep := decodeReport(t, r)
+				if len(rep.Findings) != 1 {
+					t.Fatalf("%s: findings %v, want exactly one", ns, codes(rep))
+				}
+				got := rep.Findings[0]
+				if got.Code != report.StaleRevisionStuck || got.Pod != "web-0" || got.Severity != report.SeverityError || got.Reason != "ImagePullBackOff" {
+					t.Fatalf("%s: finding %+v", ns, got)
+				}
+				if got.Image != scenario.BadImage || !strings.Contains(got.Remedy, "delete pod web-0 -n "+ns) {
+					t.Errorf("%s: image %q remedy %q", ns, got.Image, got.Remedy)
+				}
+				if !strings.Contains(got.Message, "not found") {
+					t.Errorf("%s: message lacks the runtime's message: %q", ns, got.Message)
+				}
+				blocks, _ := got.Details["blocks"].([]any)
+				if len(blocks) != int(replicas)-1 {
+					t.Errorf("%s: blocks %v, want %d later ordinals", ns, blocks, replicas-1)
+				}
+				if len(rep.StatefulSets) != 1 || rep.StatefulSets[0].Status != report.StatusStuck || rep.OpenShift {
+					t.Errorf("%s: statefulSets %+v openshift %v", ns, rep.StatefulSets, rep.OpenShift)
+				}
+			}
+			return ctx
+		}).
+		Assess("the table and kubectl plugin discovery agree", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			r := pluginRun(t, cfg, "check", "web", "-n", "stuck-one")
+			if r.code != 1 || !strings.Contains(r.stdout, "StaleRevisionStuck") || !strings.HasPrefix(r.stdout, "SEVERITY") {
+				t.Fatalf("kubectl stsdiag check: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+			}
+			if !strings.Contains(r.stdout, "1 finding (1 error") {
+				t.Errorf("summary line missing:\n%s", r.stdout)
+			}
+			all := stsdiagRun(t, cfg, "check", "-A", "-o", "json")
+			rep := decodeReport(t, all)
+			stuck := 0
+			for _, f := range rep.Findings {
+				if f.Code == report.StaleRevisionStuck {
+					stuck++
+				}
+			}
+			if all.code != 1 || stuck != len(cases) {
+				t.Errorf("check -A: exit %d, %d StaleRevisionStuck, want 1 and %d", all.code, stuck, len(cases))
+			}
+			return ctx
+		}).Feature()
+	testenv.Test(t, f)
+}
+
+// TestNoFalsePositives: healthy, OnDelete, partitioned and Parallel StatefulSets rolled by the real
+// controller give no error or warning, and exit 0.
+func TestNoFalsePositives(t *testing.T) {
+	const ns = "healthy"
+	sets := map[string]func(*appsv1.StatefulSet){
+		"plain": func(*appsv1.StatefulSet) {},
+		"ondelete": func(s *appsv1.StatefulSet) {
+			s.Spec.UpdateStrategy = appsv1.StatefulSetUpdateStrategy{Type: appsv1.OnDeleteStatefulSetStrategyType}
+		},
+		"canary": func(s *appsv1.StatefulSet) {
+			s.Spec.UpdateStrategy.RollingUpdate = &appsv1.RollingUpdateStatefulSetStrategy{Partition: ptr.To[int32](2)}
+		},
+		"parallel": func(s *appsv1.StatefulSet) { s.Spec.PodManagementPolicy = appsv1.ParallelPodManagement },
+	}
+	const newImage = "registry.k8s.io/nginx-slim:0.28"
+	f := features.New("no false positives").
+		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			cs := clientset(t, cfg)
+			if err := scenario.Namespace(ctx, cs, ns); err != nil {
+				t.Fatal(err)
+			}
+			for name, mutate := range sets {
+				set := scenario.StatefulSet(ns, name, scenario.GoodImage, 3, false)
+				mutate(set)
+				if _, err := cs.AppsV1().StatefulSets(ns).Create(ctx, set, metav1.CreateOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for name := range sets {
+				if err := scenario.WaitRolloutComplete(ctx, cs, ns, name, 90*time.Second); err != nil {
+					t.Fatal(err)
+				}
+			}
+			return ctx
+		}).
+		Assess("healthy sets: no finding, exit 0", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			r := stsdiagRun(t, cfg, "check", "-n", ns, "-o", "json", "--fail-on", "info")
+			rep := decodeReport(t, r)
+			if r.code != 0 || len(rep.Findings) != 0 || len(rep.StatefulSets) != len(sets) {
+				t.Fatalf("exit %d findings %v sets %d", r.code, codes(rep), len(rep.StatefulSets))
+			}
+			for _, s := range rep.StatefulSets {
+				if s.Status != report.StatusComplete {
+					t.Errorf("%s: status %s", s.Name, s.Status)
+				}
+			}
+			return ctx
+		}).
+		Assess("after a good update: rollouts finish, OnDelete is only informed", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			cs := clientset(t, cfg)
+			for name := range sets {
+				if err := scenario.SetImage(ctx, cs, ns, name, newImage); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, name := range []string{"plain", "parallel"} {
+				if err := scenario.WaitRolloutComplete(ctx, cs, ns, name, 90*time.Second); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := waitUpdated(ctx, cfg, ns, "canary", 1); err != nil {
+				t.Fatal(err)
+			}
+			if err := scenario.WaitObserved(ctx, cs, ns, "ondelete"); err != nil {
+				t.Fatal(err)
+			}
+			r := stsdiagRun(t, cfg, "check", "-n", ns, "-o", "json")
+			rep := decodeReport(t, r)
+			if r.code != 0 {
+				t.Fatalf("exit %d, findings %v", r.code, codes(rep))
+			}
+			for _, f := range rep.Findings {
+				if f.Code != report.OnDeleteStale || f.StatefulSet != "ondelete" {
+					t.Errorf("unexpected finding %+v", f)
+				}
+			}
+			if len(rep.Findings) != 1 {
+				t.Errorf("findings %v, want one OnDeleteStale", codes(rep))
+			}
+			return ctx
+		}).Feature()
+	testenv.Test(t, f)
+}
+
+func waitUpdated(ctx context.Context, cfg *envconf.Config, ns, name string, want int32) error {
+	cs, err := clientsetErr(cfg)
+	if err != nil {
+		return err
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		set, err := cs.AppsV1().StatefulSets(ns).Get(ctx, name, metav1.GetOptions{})
+		if err == nil && set.Status.ObservedGeneration >= set.Generation && set.Status.UpdatedReplicas == want && set.Status.ReadyReplicas == *set.Spec.Replicas {
+			return nil
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	return fmt.Errorf("%s/%s: not %d updated and all ready in time", ns, name, want)
+}
+
+// TestPlainKubernetes: without the image.openshift.io API the report says so.
+func TestPlainKubernetes(t *testing.T) {
+	f := features.New("plain Kubernetes").
+		Assess(`no ImageStream API → "openshift": false`, func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			r := stsdiagRun(t, cfg, "check", "-n", "default", "-o", "json")
+			rep := decodeReport(t, r)
+			if r.code != 0 || rep.OpenShift || !strings.Contains(r.stdout, `"openshift": false`) {
+				t.Fatalf("exit %d openshift %v", r.code, rep.OpenShift)
+			}
+			return ctx
+		}).Feature()
+	testenv.Test(t, f)
+}
+
+// TestBadInput: what a new user gets wrong yields one clear line and exit 2.
+func TestBadInput(t *testing.T) {
+	f := features.New("bad input").
+		Assess("one-line errors, exit 2", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			bad := t.TempDir() + "/bad-kubeconfig"
+			if err := writeFile(bad, "apiVersion: v1\nclusters: [this is: not: valid\n"); err != nil {
+				t.Fatal(err)
+			}
+			cases := map[string][]string{
+				"unknown context":      {"check", "--context", "nope"},
+				"missing namespace":    {"check", "-n", "does-not-exist"},
+				"unknown statefulset":  {"check", "nope", "-n", "default"},
+				"malformed kubeconfig": {"check", "--kubeconfig", bad},
+				"bad output":           {"check", "-o", "nonsense"},
+				"bad fail-on":          {"check", "--fail-on", "sometimes"},
+				"unknown flag":         {"check", "--frobnicate"},
+				"unreachable API":      {"check", "--server", "https://127.0.0.1:1", "--insecure-skip-tls-verify"},
+			}
+			for name, args := range cases {
+				r := stsdiagRun(t, cfg, args...)
+				lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
+				if r.code != 2 || len(lines) != 1 || !strings.HasPrefix(lines[0], "error: ") || r.stdout != "" {
+					t.Errorf("%s: exit %d, stdout %q, stderr %q; want exit 2 and one error line", name, r.code, r.stdout, r.stderr)
+				}
+				if strings.Contains(r.stderr, "goroutine") || strings.Contains(r.stderr, "panic") {
+					t.Errorf("%s: stack trace: %s", name, r.stderr)
+				}
+			}
+			return ctx
+		}).Feature()
+	testenv.Test(t, f)
+}

@@ -1,0 +1,88 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/e2e-framework/pkg/envconf"
+
+	"github.com/stsdiag/stsdiag/report"
+)
+
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+// stsdiagRun runs the built binary as a user would, against the cluster's kubeconfig.
+func stsdiagRun(t *testing.T, cfg *envconf.Config, args ...string) result {
+	t.Helper()
+	return runCmd(t, cfg, stsdiag, args...)
+}
+
+// pluginRun runs `kubectl stsdiag ...`, relying on kubectl's plugin discovery through PATH.
+func pluginRun(t *testing.T, cfg *envconf.Config, args ...string) result {
+	t.Helper()
+	return runCmd(t, cfg, "kubectl", append([]string{"stsdiag"}, args...)...)
+}
+
+func runCmd(t *testing.T, cfg *envconf.Config, bin string, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+cfg.KubeconfigFile(), "PATH="+binDir+":"+os.Getenv("PATH"), "NO_COLOR=1")
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("running %s %v: %v", bin, args, err)
+	}
+	t.Logf("$ %s %s → exit %d\n%s%s", bin, strings.Join(args, " "), code, out.String(), errOut.String())
+	return result{stdout: out.String(), stderr: errOut.String(), code: code}
+}
+
+func decodeReport(t *testing.T, r result) report.Report {
+	t.Helper()
+	var rep report.Report
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatalf("stdout is not a JSON report: %v\n%s", err, r.stdout)
+	}
+	if rep.APIVersion != "stsdiag/v1" || rep.Kind != "Report" {
+		t.Fatalf("report apiVersion/kind = %q/%q", rep.APIVersion, rep.Kind)
+	}
+	return rep
+}
+
+func clientset(t *testing.T, cfg *envconf.Config) kubernetes.Interface {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(cfg.Client().RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
+}
+
+func codes(rep report.Report) []string {
+	var out []string
+	for _, f := range rep.Findings {
+		out = append(out, f.Code+"/"+f.Pod)
+	}
+	return out
+}
+
+func clientsetErr(cfg *envconf.Config) (kubernetes.Interface, error) {
+	return kubernetes.NewForConfig(cfg.Client().RESTConfig())
+}
+
+func writeFile(path, content string) error { return os.WriteFile(path, []byte(content), 0o600) }
