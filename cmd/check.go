@@ -14,6 +14,7 @@ import (
 
 	"github.com/stsdiag/stsdiag/openshift"
 	"github.com/stsdiag/stsdiag/report"
+	"github.com/stsdiag/stsdiag/resolver"
 	"github.com/stsdiag/stsdiag/snapshot"
 	"github.com/stsdiag/stsdiag/stuck"
 )
@@ -152,7 +153,8 @@ func Build(snap *snapshot.Snapshot) *report.Report {
 		opts.CLI = "oc"
 	}
 	res := stuck.Diagnose(snap, opts)
-	return report.New(snap.OpenShift, res.StatefulSets, res.Findings)
+	findings := append(res.Findings, resolver.Diagnose(snap, opts.CLI)...)
+	return report.New(snap.OpenShift, markStuck(res.StatefulSets, findings), findings)
 }
 
 func parseFailOn(s string) (report.Severity, error) {
@@ -180,4 +182,20 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// markStuck marks StatefulSets with an error finding from any diagnosis as Stuck.
+func markStuck(sets []report.StatefulSetSummary, findings []report.Finding) []report.StatefulSetSummary {
+	stuckSets := map[string]bool{}
+	for _, f := range findings {
+		if f.Severity == report.SeverityError {
+			stuckSets[snapshot.Key(f.Namespace, f.StatefulSet)] = true
+		}
+	}
+	for i := range sets {
+		if stuckSets[snapshot.Key(sets[i].Namespace, sets[i].Name)] && sets[i].Status != report.StatusTerminating {
+			sets[i].Status = report.StatusStuck
+		}
+	}
+	return sets
 }

@@ -50,8 +50,12 @@ func (e *NotFoundError) Error() string { return e.What + " not found" }
 // Warnings lists optional data that could not be read.
 func Gather(ctx context.Context, c Clients, scope Scope) (s *Snapshot, warnings []string, err error) {
 	ns := scope.Namespace
+	var namespaces []corev1.Namespace
 	if ns != "" {
-		_, err := c.Kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		namespace, err := c.Kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		if err == nil {
+			namespaces = []corev1.Namespace{*namespace}
+		}
 		switch {
 		case apierrors.IsNotFound(err):
 			return nil, nil, &NotFoundError{What: fmt.Sprintf("namespace %q", ns)}
@@ -59,7 +63,7 @@ func Gather(ctx context.Context, c Clients, scope Scope) (s *Snapshot, warnings 
 			return nil, nil, fmt.Errorf("cannot reach the API server: %w", err)
 		}
 	}
-	s = &Snapshot{Now: time.Now()}
+	s = &Snapshot{Now: time.Now(), Namespaces: namespaces}
 	var (
 		storageClasses []storagev1.StorageClass
 		scErr          error
@@ -113,6 +117,14 @@ func Gather(ctx context.Context, c Clients, scope Scope) (s *Snapshot, warnings 
 			return nil
 		}
 		s.ImageStreams, imageErr = openshift.ListImageStreams(gctx, c.Image, ns)
+		if ns == "" {
+			// Run levels of namespaces matter for image lookup; without permission they stay unknown.
+			if all, err := list[corev1.Namespace](gctx, "namespaces", "", func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+				return c.Kube.CoreV1().Namespaces().List(ctx, o)
+			}); err == nil {
+				s.Namespaces = all
+			}
+		}
 		return nil
 	})
 	if err := g.Wait(); err != nil {

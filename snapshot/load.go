@@ -79,6 +79,8 @@ func (s *Snapshot) add(obj runtime.Object) error {
 		s.PVCs = append(s.PVCs, *o)
 	case *corev1.Event:
 		s.Events = append(s.Events, *o)
+	case *corev1.Namespace:
+		s.Namespaces = append(s.Namespaces, *o)
 	case *storagev1.StorageClass:
 		s.StorageClasses = append(s.StorageClasses, *o)
 	case *imagev1.ImageStream:

@@ -23,6 +23,9 @@ type Snapshot struct {
 	// StorageClasses is nil when they could not be listed.
 	StorageClasses []storagev1.StorageClass
 
+	// Namespaces holds the namespaces in scope when they could be read (OpenShift run levels).
+	Namespaces []corev1.Namespace
+
 	// OpenShift is true when the image.openshift.io API is served (or forced on).
 	OpenShift    bool
 	ImageStreams []imagev1.ImageStream
