@@ -153,7 +153,7 @@ func Build(snap *snapshot.Snapshot) *report.Report {
 		opts.CLI = "oc"
 	}
 	res := stuck.Diagnose(snap, opts)
-	findings := append(res.Findings, resolver.Diagnose(snap, opts.CLI)...)
+	findings := linkImageRemedies(append(res.Findings, resolver.Diagnose(snap, opts.CLI)...))
 	return report.New(snap.OpenShift, markStuck(res.StatefulSets, findings), findings)
 }
 
@@ -198,4 +198,32 @@ func markStuck(sets []report.StatefulSetSummary, findings []report.Finding) []re
 		}
 	}
 	return sets
+}
+
+// linkImageRemedies points a pod failing on an unresolved ImageStream name to the exact image the
+// resolver computed, instead of a generic "fix the image".
+func linkImageRemedies(findings []report.Finding) []report.Finding {
+	resolved := map[string]string{}
+	for _, f := range findings {
+		if f.Code == report.UnresolvedImageReference {
+			resolved[snapshot.Key(f.Namespace, f.StatefulSet)+"/"+f.Container+"/"+f.Image] = f.ResolvedImage
+		}
+	}
+	for i, f := range findings {
+		to, ok := resolved[snapshot.Key(f.Namespace, f.StatefulSet)+"/"+f.Container+"/"+f.Image]
+		if !ok || f.Code != report.CurrentRevisionFailing {
+			continue
+		}
+		findings[i].Remedy = fmt.Sprintf("the image is an unresolved ImageStream name: set container %q to %s (see UnresolvedImageReference for the exact patch), then delete the stuck pod: %s",
+			f.Container, to, deleteCommand(f.Remedy, f.Pod, f.Namespace))
+	}
+	return findings
+}
+
+func deleteCommand(remedy, pod, namespace string) string {
+	cli := "kubectl"
+	if strings.Contains(remedy, "oc ") {
+		cli = "oc"
+	}
+	return fmt.Sprintf("%s delete pod %s -n %s", cli, pod, namespace)
 }

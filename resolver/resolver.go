@@ -244,7 +244,7 @@ func (c *checker) checkUse(u *use, forced bool) *report.Finding {
 		f.Details["skipped"] = skip
 		target := res.Image
 		if target == "" {
-			target = "<the ImageStream's pull spec>"
+			target = "the ImageStream's pull spec"
 		}
 		if owner := metav1.GetControllerOfNoCopy(c.set); owner != nil {
 			f.Remedy = fmt.Sprintf("set the image to %s in the %s %s that manages this StatefulSet, or have it add the image.openshift.io/triggers annotation for %s:%s", target, owner.Kind, owner.Name, stream.Name, tag)
@@ -276,8 +276,7 @@ func (c *checker) checkUse(u *use, forced bool) *report.Finding {
 	patch := fmt.Sprintf(`[{"op":"test","path":"%s","value":"%s"},{"op":"replace","path":"%s","value":"%s"}]`, path, u.image, path, res.Image)
 	f.Remedy = fmt.Sprintf("%s patch statefulset %s -n %s --type=json -p '%s'", c.cli, c.set.Name, c.set.Namespace, patch)
 	if len(u.pulling) > 0 {
-		f.Remedy += fmt.Sprintf("; then delete the stuck pods (%s delete pod -n %s %s) or run `%s stsdiag fix %s -n %s`",
-			c.cli, c.set.Namespace, strings.Join(u.pulling, " "), c.cli, c.set.Name, c.set.Namespace)
+		f.Remedy += fmt.Sprintf("; then delete the stuck pods: %s delete pod -n %s %s", c.cli, c.set.Namespace, strings.Join(u.pulling, " "))
 	}
 	return f
 }

@@ -297,7 +297,7 @@ func (d *diagnosis) revisionFailing(r *rollout, i int, pod *corev1.Pod, p *probl
 
 func (d *diagnosis) templateRemedy(r *rollout, pod *corev1.Pod, p *problem) string {
 	set := fmt.Sprintf("statefulset/%s -n %s", r.set.Name, r.set.Namespace)
-	after := fmt.Sprintf("; once the template is fixed, delete the stuck pod (%s delete pod %s -n %s) or run `%s stsdiag fix`", d.opts.CLI, pod.Name, pod.Namespace, d.opts.CLI)
+	after := fmt.Sprintf("; once the template is fixed, delete the stuck pod: %s delete pod %s -n %s", d.opts.CLI, pod.Name, pod.Namespace)
 	if !r.ordered() {
 		after = ""
 	}
@@ -307,7 +307,7 @@ func (d *diagnosis) templateRemedy(r *rollout, pod *corev1.Pod, p *problem) stri
 		strings.Contains(msg, "access denied") || strings.Contains(msg, "denied")):
 		return fmt.Sprintf("the registry refuses image %q: add or fix an imagePullSecret (spec.template.spec.imagePullSecrets or the ServiceAccount's) for %s%s", p.image, set, after)
 	case imageReasons[p.reason]:
-		return fmt.Sprintf("image %q of container %q cannot be pulled: fix the template, e.g. %s set image %s %s=<pullable image>, or push the image%s", p.image, p.container, d.opts.CLI, set, p.container, after)
+		return fmt.Sprintf("image %q of container %q cannot be pulled: fix the template, e.g. %s set image %s %s=IMAGE with a pullable IMAGE, or push the image%s", p.image, p.container, d.opts.CLI, set, p.container, after)
 	case p.reason == "CreateContainerConfigError":
 		return fmt.Sprintf("container %q refers to configuration that is missing or invalid (a Secret, ConfigMap or key; see the message): create it or fix the reference in %s%s", p.container, set, after)
 	case p.reason == "CrashLoopBackOff":

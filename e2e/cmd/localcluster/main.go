@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"time"
 
+	imageclient "github.com/openshift/client-go/image/clientset/versioned"
+
 	"github.com/stsdiag/stsdiag/e2e/cluster"
 	"github.com/stsdiag/stsdiag/e2e/scenario"
 )
@@ -97,6 +99,28 @@ func demo(ctx context.Context, c *cluster.Cluster, kubeconfig, stsdiag string) e
 	fmt.Println("\n$ kubectl stsdiag check -n shop")
 	code := runShow(kubeconfig, stsdiag, "check", "-n", "shop")
 	fmt.Printf("(exit code %d: 1 means a rollout will not finish on its own)\n", code)
+
+	fmt.Println("\n== OpenShift: an ImageStream with local lookup, but the template kept the local name ==")
+	if err := cluster.InstallImageStreamCRD(ctx, c.KubernetesRestConfig()); err != nil {
+		return err
+	}
+	images, err := imageclient.NewForConfig(c.KubernetesRestConfig())
+	if err != nil {
+		return err
+	}
+	if err := scenario.Namespace(ctx, cs, "myproject"); err != nil {
+		return err
+	}
+	fmt.Printf("ImageStream %s (lookupPolicy.local: true) holds tag %s = %s\n", scenario.SeedStream, scenario.SeedTag, scenario.SeedDigest)
+	fmt.Printf("StatefulSet web (3 replicas, PVCs) with image %s, which admission did not rewrite\n", scenario.SeedImage)
+	if err := scenario.UnresolvedImageStream(ctx, cs, images, "myproject"); err != nil {
+		return err
+	}
+	fmt.Println("\n$ oc stsdiag check -n myproject -o wide")
+	code = runShow(kubeconfig, stsdiag, "check", "-n", "myproject", "-o", "wide")
+	fmt.Printf("(exit code %d)\n", code)
+	fmt.Println("\n$ oc stsdiag check -n myproject -o json   # the resolvedImage is the patch to apply")
+	runShow(kubeconfig, stsdiag, "check", "-n", "myproject", "-o", "json")
 	return nil
 }
 

@@ -1,0 +1,45 @@
+package cluster
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/yaml"
+)
+
+//go:embed imagestream-crd.yaml
+var imageStreamCRD []byte
+
+var crdResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+
+// InstallImageStreamCRD serves image.openshift.io/v1 imagestreams and waits until discovery shows it.
+func InstallImageStreamCRD(ctx context.Context, cfg *rest.Config) error {
+	obj := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal(imageStreamCRD, &obj.Object); err != nil {
+		return err
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	if _, err := dyn.Resource(crdResource).Create(ctx, obj, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating the ImageStream CRD: %w", err)
+	}
+	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	return wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		_, err := disc.ServerResourcesForGroupVersion("image.openshift.io/v1")
+		return err == nil, nil
+	})
+}

@@ -1,0 +1,134 @@
+package e2e
+
+// These tests install the ImageStream CRD, so they run after check_test.go's plain-Kubernetes test
+// (go test runs files in name order).
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	imageclient "github.com/openshift/client-go/image/clientset/versioned"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/e2e-framework/pkg/envconf"
+	"sigs.k8s.io/e2e-framework/pkg/features"
+
+	"github.com/stsdiag/stsdiag/e2e/cluster"
+	"github.com/stsdiag/stsdiag/e2e/scenario"
+	"github.com/stsdiag/stsdiag/report"
+)
+
+// TestOpenShiftUnresolvedImage: the seed case on the real control plane with the ImageStream CRD.
+func TestOpenShiftUnresolvedImage(t *testing.T) {
+	const ns = "openshift-seed"
+	f := features.New("unresolved ImageStream reference").
+		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			if err := cluster.InstallImageStreamCRD(ctx, cfg.Client().RESTConfig()); err != nil {
+				t.Fatal(err)
+			}
+			images, err := imageclient.NewForConfig(cfg.Client().RESTConfig())
+			if err != nil {
+				t.Fatal(err)
+			}
+			cs := clientset(t, cfg)
+			if err := scenario.Namespace(ctx, cs, ns); err != nil {
+				t.Fatal(err)
+			}
+			if err := scenario.UnresolvedImageStream(ctx, cs, images, ns); err != nil {
+				t.Fatal(err)
+			}
+			return ctx
+		}).
+		Assess("check names the digest admission would have written", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			r := stsdiagRun(t, cfg, "check", "-n", ns, "-o", "json")
+			rep := decodeReport(t, r)
+			if r.code != 1 || !rep.OpenShift {
+				t.Fatalf("exit %d openshift %v", r.code, rep.OpenShift)
+			}
+			var unresolved, failing int
+			for _, f := range rep.Findings {
+				switch f.Code {
+				case report.UnresolvedImageReference:
+					unresolved++
+					if f.Severity != report.SeverityError || f.StatefulSet != "web" || f.Container != "web" || f.Image != scenario.SeedImage ||
+						f.ResolvedImage != scenario.SeedResolved(ns) || !strings.HasPrefix(f.Remedy, "oc patch statefulset web -n "+ns) {
+						t.Errorf("finding %+v", f)
+					}
+				case report.CurrentRevisionFailing:
+					failing++
+					if f.Pod != "web-0" {
+						t.Errorf("stuck pod %q, want web-0", f.Pod)
+					}
+				default:
+					t.Errorf("unexpected finding %s/%s", f.Code, f.Pod)
+				}
+			}
+			if unresolved != 1 || failing != 1 {
+				t.Fatalf("findings %v, want one UnresolvedImageReference and web-0 CurrentRevisionFailing", codes(rep))
+			}
+			return ctx
+		}).
+		Assess("--openshift=never: plain-Kubernetes mode, no ImageStream finding", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			r := stsdiagRun(t, cfg, "check", "-n", ns, "-o", "json", "--openshift=never")
+			rep := decodeReport(t, r)
+			if rep.OpenShift || r.code != 1 {
+				t.Fatalf("exit %d openshift %v", r.code, rep.OpenShift)
+			}
+			for _, f := range rep.Findings {
+				if f.Code != report.CurrentRevisionFailing {
+					t.Errorf("unexpected finding %s", f.Code)
+				}
+			}
+			return ctx
+		}).
+		Assess("no permission on imagestreams: one warning, the rest still runs", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			kubeconfig := readerKubeconfig(ctx, t, cfg, ns)
+			r := stsdiagRun(t, cfg, "check", "-n", ns, "-o", "json", "--kubeconfig", kubeconfig)
+			rep := decodeReport(t, r)
+			if r.code != 1 || len(rep.Warnings) != 1 || !strings.Contains(r.stderr, "Warning: ImageStream checks skipped") {
+				t.Fatalf("exit %d warnings %v stderr %q", r.code, rep.Warnings, r.stderr)
+			}
+			if len(rep.Findings) != 1 || rep.Findings[0].Code != report.CurrentRevisionFailing {
+				t.Errorf("findings %v", codes(rep))
+			}
+			return ctx
+		}).Feature()
+	testenv.Test(t, f)
+}
+
+// readerKubeconfig returns a kubeconfig for a ServiceAccount that may read what check needs,
+// except imagestreams.
+func readerKubeconfig(ctx context.Context, t *testing.T, cfg *envconf.Config, ns string) string {
+	t.Helper()
+	cs := clientset(t, cfg)
+	sa, err := cs.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "reader"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "stsdiag-e2e-reader-no-is"}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"namespaces", "pods", "persistentvolumeclaims", "events"}, Verbs: []string{"get", "list"}},
+		{APIGroups: []string{"apps"}, Resources: []string{"statefulsets", "controllerrevisions"}, Verbs: []string{"get", "list"}},
+	}}
+	if _, err := cs.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "stsdiag-e2e-reader-no-is"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role.Name},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa.Name, Namespace: ns}}}
+	if _, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tok, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, sa.Name, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "reader.kubeconfig")
+	if err := local.WriteKubeconfig(path, "reader", tok.Status.Token); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
