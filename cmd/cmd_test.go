@@ -1,0 +1,64 @@
+package cmd_test
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stsdiag/stsdiag/cmd"
+)
+
+// TestBadInputExitsTwo covers errors found before any API call.
+func TestBadInputExitsTwo(t *testing.T) {
+	dir := t.TempDir()
+	kubeconfig := filepath.Join(dir, "config")
+	if err := os.WriteFile(kubeconfig, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: c, context: {cluster: c, user: u, namespace: shop}}]
+current-context: c
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string][]string{
+		"bad output":         {"check", "-o", "nonsense"},
+		"bad fail-on":        {"check", "--fail-on", "maybe"},
+		"bad openshift":      {"check", "--openshift", "perhaps"},
+		"bad selector":       {"check", "-l", "a in (b"},
+		"names with -A":      {"check", "web", "-A"},
+		"unknown flag":       {"check", "--nope"},
+		"unknown command":    {"frobnicate"},
+		"unknown context":    {"check", "--context", "missing"},
+		"unreachable":        {"check", "--request-timeout", "2s"},
+		"missing kubeconfig": {"check", "--kubeconfig", filepath.Join(dir, "absent")},
+	}
+	for name, args := range cases {
+		t.Run(name, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			args = append(args, "--kubeconfig", kubeconfig)
+			if name == "missing kubeconfig" {
+				args = args[:len(args)-2]
+			}
+			code := cmd.Main(args, strings.NewReader(""), &out, &errOut)
+			lines := strings.Split(strings.TrimSpace(errOut.String()), "\n")
+			if code != cmd.ExitError || len(lines) != 1 || !strings.HasPrefix(lines[0], "error: ") || out.Len() != 0 {
+				t.Errorf("exit %d, stdout %q, stderr %q: want exit 2 and one error line", code, out.String(), errOut.String())
+			}
+		})
+	}
+}
+
+func TestHelpShowsExamples(t *testing.T) {
+	var out bytes.Buffer
+	if code := cmd.Main([]string{"check", "--help"}, nil, &out, &out); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	for _, want := range []string{"kubectl stsdiag check -A -o json", "--fail-on", "--kubeconfig", "--openshift"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("help lacks %q", want)
+		}
+	}
+}
