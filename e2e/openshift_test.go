@@ -86,7 +86,7 @@ func TestOpenShiftUnresolvedImage(t *testing.T) {
 			return ctx
 		}).
 		Assess("no permission on imagestreams: one warning, the rest still runs", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			kubeconfig := readerKubeconfig(ctx, t, cfg, ns)
+			kubeconfig := tokenKubeconfig(ctx, t, cfg, ns, "reader", readRules)
 			r := stsdiagRun(t, cfg, "check", "-n", ns, "-o", "json", "--kubeconfig", kubeconfig)
 			rep := decodeReport(t, r)
 			if r.code != 1 || len(rep.Warnings) != 1 || !strings.Contains(r.stderr, "Warning: ImageStream checks skipped") {
@@ -96,27 +96,37 @@ func TestOpenShiftUnresolvedImage(t *testing.T) {
 				t.Errorf("findings %v", codes(rep))
 			}
 			return ctx
+		}).
+		Assess("forbidden to list pods: one error line, exit 2", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			kubeconfig := tokenKubeconfig(ctx, t, cfg, ns, "no-pods", []rbacv1.PolicyRule{readRules[1]})
+			r := stsdiagRun(t, cfg, "check", "-n", ns, "--kubeconfig", kubeconfig)
+			if r.code != 2 || !strings.Contains(r.stderr, "forbidden") || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
+				t.Fatalf("exit %d stderr %q", r.code, r.stderr)
+			}
+			return ctx
 		}).Feature()
 	testenv.Test(t, f)
 }
 
-// readerKubeconfig returns a kubeconfig for a ServiceAccount that may read what check needs,
-// except imagestreams.
-func readerKubeconfig(ctx context.Context, t *testing.T, cfg *envconf.Config, ns string) string {
+// readRules allow what check reads, except imagestreams.
+var readRules = []rbacv1.PolicyRule{
+	{APIGroups: []string{""}, Resources: []string{"namespaces", "pods", "persistentvolumeclaims", "events"}, Verbs: []string{"get", "list"}},
+	{APIGroups: []string{"apps"}, Resources: []string{"statefulsets", "controllerrevisions"}, Verbs: []string{"get", "list"}},
+}
+
+// tokenKubeconfig returns a kubeconfig for a new ServiceAccount bound to a ClusterRole of rules.
+func tokenKubeconfig(ctx context.Context, t *testing.T, cfg *envconf.Config, ns, name string, rules []rbacv1.PolicyRule) string {
 	t.Helper()
 	cs := clientset(t, cfg)
-	sa, err := cs.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "reader"}}, metav1.CreateOptions{})
+	sa, err := cs.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "stsdiag-e2e-reader-no-is"}, Rules: []rbacv1.PolicyRule{
-		{APIGroups: []string{""}, Resources: []string{"namespaces", "pods", "persistentvolumeclaims", "events"}, Verbs: []string{"get", "list"}},
-		{APIGroups: []string{"apps"}, Resources: []string{"statefulsets", "controllerrevisions"}, Verbs: []string{"get", "list"}},
-	}}
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "stsdiag-e2e-" + name}, Rules: rules}
 	if _, err := cs.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "stsdiag-e2e-reader-no-is"},
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "stsdiag-e2e-" + name},
 		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role.Name},
 		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa.Name, Namespace: ns}}}
 	if _, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
@@ -126,8 +136,8 @@ func readerKubeconfig(ctx context.Context, t *testing.T, cfg *envconf.Config, ns
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(t.TempDir(), "reader.kubeconfig")
-	if err := local.WriteKubeconfig(path, "reader", tok.Status.Token); err != nil {
+	path := filepath.Join(t.TempDir(), name+".kubeconfig")
+	if err := local.WriteKubeconfig(path, name, tok.Status.Token); err != nil {
 		t.Fatal(err)
 	}
 	return path
