@@ -5,6 +5,7 @@ package e2e
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
+	"sigs.k8s.io/yaml"
 
 	"github.com/stsdiag/stsdiag/e2e/cluster"
 	"github.com/stsdiag/stsdiag/e2e/scenario"
@@ -82,6 +84,23 @@ func TestOpenShiftUnresolvedImage(t *testing.T) {
 				if f.Code != report.CurrentRevisionFailing {
 					t.Errorf("unexpected finding %s", f.Code)
 				}
+			}
+			return ctx
+		}).
+		Assess("deploy/check-clusterrole.yaml is enough for check", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			data, err := os.ReadFile("../deploy/check-clusterrole.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var role rbacv1.ClusterRole
+			if err := yaml.UnmarshalStrict(data, &role); err != nil {
+				t.Fatal(err)
+			}
+			kubeconfig := tokenKubeconfig(ctx, t, cfg, ns, "shipped-role", role.Rules)
+			asUser := stsdiagRun(t, cfg, "check", "-n", ns, "-o", "json", "--kubeconfig", kubeconfig)
+			asAdmin := stsdiagRun(t, cfg, "check", "-n", ns, "-o", "json")
+			if asUser.code != asAdmin.code || asUser.stderr != "" || len(decodeReport(t, asUser).Findings) != len(decodeReport(t, asAdmin).Findings) {
+				t.Fatalf("with the shipped role: exit %d stderr %q; as admin exit %d", asUser.code, asUser.stderr, asAdmin.code)
 			}
 			return ctx
 		}).
