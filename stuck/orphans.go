@@ -46,12 +46,8 @@ func isStatefulSetRef(ref *metav1.OwnerReference) bool {
 func (d *diagnosis) orphans(s *snapshot.Snapshot) {
 	for i := range s.Pods {
 		pod := &s.Pods[i]
-		ref := metav1.GetControllerOfNoCopy(pod)
-		if !isStatefulSetRef(ref) || !s.InScope(pod.Namespace, ref.Name) || d.recentlyDeleted(pod.DeletionTimestamp) {
-			continue
-		}
-		state, set := d.ix.owner(pod.Namespace, ref)
-		if state != ownerGone && state != ownerReplaced {
+		ref, state, set, orphan := d.orphaned(s, pod)
+		if !orphan {
 			continue
 		}
 		f := report.Finding{Code: report.OrphanedRevision, Severity: report.SeverityWarning, Namespace: pod.Namespace, StatefulSet: ref.Name, Pod: pod.Name,
@@ -82,12 +78,8 @@ func (d *diagnosis) orphans(s *snapshot.Snapshot) {
 	groups := map[string]*group{}
 	for i := range s.Revisions {
 		rev := &s.Revisions[i]
-		ref := metav1.GetControllerOfNoCopy(rev)
-		if !isStatefulSetRef(ref) || !s.InScope(rev.Namespace, ref.Name) || d.recentlyDeleted(rev.DeletionTimestamp) {
-			continue
-		}
-		state, set := d.ix.owner(rev.Namespace, ref)
-		if state != ownerGone && state != ownerReplaced {
+		ref, state, set, orphan := d.orphaned(s, rev)
+		if !orphan {
 			continue
 		}
 		key := rev.Namespace + "/" + string(ref.UID)
@@ -111,6 +103,17 @@ func (d *diagnosis) orphans(s *snapshot.Snapshot) {
 		f.Remedy = fmt.Sprintf("%s delete controllerrevision -n %s %s", d.opts.CLI, g.namespace, strings.Join(g.revisions, " "))
 		d.add(f)
 	}
+}
+
+// orphaned reports whether obj's controlling StatefulSet is gone or replaced (and in scope, and
+// obj not within its deletion grace).
+func (d *diagnosis) orphaned(s *snapshot.Snapshot, obj metav1.Object) (*metav1.OwnerReference, ownerState, *appsv1.StatefulSet, bool) {
+	ref := metav1.GetControllerOfNoCopy(obj)
+	if !isStatefulSetRef(ref) || !s.InScope(obj.GetNamespace(), ref.Name) || d.recentlyDeleted(obj.GetDeletionTimestamp()) {
+		return nil, ownerLive, nil, false
+	}
+	state, set := d.ix.owner(obj.GetNamespace(), ref)
+	return ref, state, set, state == ownerGone || state == ownerReplaced
 }
 
 func (d *diagnosis) ownerFate(state ownerState, set *appsv1.StatefulSet, deleting *metav1.Time) string {
