@@ -137,13 +137,18 @@ func Diagnose(ctx context.Context, flags *genericclioptions.ConfigFlags, scope s
 	if err != nil {
 		return nil, err
 	}
+	rep, _, err := diagnose(ctx, c, scope)
+	return rep, err
+}
+
+func diagnose(ctx context.Context, c snapshot.Clients, scope snapshot.Scope) (*report.Report, *snapshot.Snapshot, error) {
 	snap, warnings, err := snapshot.Gather(ctx, c, scope)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	rep := Build(snap)
 	rep.Warnings = warnings
-	return rep, nil
+	return rep, snap, nil
 }
 
 // Build diagnoses a snapshot.

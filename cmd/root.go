@@ -83,6 +83,7 @@ Exit codes: 0 no finding at or above --fail-on, 1 findings, 2 could not evaluate
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return withCode(ExitError, err) })
 	configFlags.AddFlags(root.PersistentFlags())
 	root.AddCommand(NewCheckCommand(configFlags, streams))
+	root.AddCommand(NewFixCommand(configFlags, streams))
 	return root
 }
 

@@ -1,0 +1,320 @@
+package repair
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/stsdiag/stsdiag/report"
+	"github.com/stsdiag/stsdiag/snapshot"
+)
+
+// DryRun modes, as kubectl names them.
+const (
+	DryRunNone   = "none"
+	DryRunClient = "client"
+	DryRunServer = "server"
+)
+
+// Diagnoser re-reads the cluster and diagnoses it again (gather → diagnose).
+type Diagnoser func(ctx context.Context) (*report.Report, *snapshot.Snapshot, error)
+
+// Executor applies planned actions.
+type Executor struct {
+	Kube   kubernetes.Interface
+	DryRun string
+	// Rediagnose proves, after a patch or a conflict, what is stuck now.
+	Rediagnose Diagnoser
+	// ObserveTimeout bounds the wait for the controller to observe a patch.
+	ObserveTimeout time.Duration
+	// Progress, if set, is told about each action as it completes.
+	Progress func(Action)
+}
+
+// UnavailableError means the API could not be reached or answered unexpectedly: nothing more
+// can be evaluated.
+type UnavailableError struct{ Err error }
+
+func (e *UnavailableError) Error() string {
+	return "the API server became unavailable: " + e.Err.Error()
+}
+func (e *UnavailableError) Unwrap() error { return e.Err }
+
+// Apply carries out the actions in order and returns them with their results. It returns an
+// UnavailableError when the API fails in a way that is not an answer about one object.
+func (e *Executor) Apply(ctx context.Context, actions []Action) ([]Action, error) {
+	out := make([]Action, 0, len(actions))
+	patched := map[string]int64{}
+	var later []Action
+	for _, a := range actions {
+		switch {
+		case a.Action == PatchImage:
+			done, generation, err := e.patch(ctx, &a)
+			if err != nil {
+				return append(out, a), err
+			}
+			if done {
+				patched[snapshot.Key(a.Namespace, a.StatefulSet)] = generation
+			}
+		case a.AfterPatch:
+			later = append(later, a)
+			continue
+		default:
+			if err := e.deletePod(ctx, &a); err != nil {
+				return append(out, a), err
+			}
+		}
+		e.report(a)
+		out = append(out, a)
+	}
+	if len(later) == 0 {
+		return out, nil
+	}
+	proven, err := e.provenAfterPatch(ctx, later, patched)
+	if err != nil {
+		return out, err
+	}
+	for _, a := range proven {
+		if a.Result == "" {
+			if err := e.deletePod(ctx, &a); err != nil {
+				return append(out, a), err
+			}
+		}
+		e.report(a)
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+func (e *Executor) report(a Action) {
+	if e.Progress != nil {
+		e.Progress(a)
+	}
+}
+
+func (e *Executor) dryRunOptions() []string {
+	if e.DryRun == DryRunServer {
+		return []string{metav1.DryRunAll}
+	}
+	return nil
+}
+
+type jsonPatchOp struct {
+	Op    string `json:"op"`
+	Path  string `json:"path"`
+	Value string `json:"value"`
+}
+
+// patch sets the image with a JSON patch that first tests the object's UID and the image as
+// diagnosed, so a concurrent change is never overwritten. On such a change it diagnoses again,
+// once, and retries with the fresh finding.
+func (e *Executor) patch(ctx context.Context, a *Action) (done bool, generation int64, err error) {
+	if e.DryRun == DryRunClient {
+		a.Result, a.Message = Done, "dry run: not sent"
+		return false, 0, nil
+	}
+	for attempt := 0; ; attempt++ {
+		set, err := e.sendPatch(ctx, a)
+		switch {
+		case err == nil:
+			a.Result, a.Message = Done, "image patched"
+			if e.DryRun == DryRunServer {
+				a.Message = "server dry run: the patch would be accepted"
+				return false, 0, nil
+			}
+			return true, set.Generation, nil
+		case apierrors.IsForbidden(err):
+			a.Result, a.Message = Failed, fmt.Sprintf("forbidden: needs patch statefulsets.apps in namespace %s (see deploy/fix-role.yaml): %s", a.Namespace, firstLine(err))
+			return false, 0, nil
+		case apierrors.IsNotFound(err):
+			a.Result, a.Message = Skipped, "the StatefulSet no longer exists; nothing patched"
+			return false, 0, nil
+		case apierrors.IsInvalid(err) || apierrors.IsConflict(err):
+			if attempt > 0 || e.Rediagnose == nil {
+				a.Result, a.Message = Failed, "the StatefulSet changed again since diagnosis; nothing overwritten"
+				return false, 0, nil
+			}
+			fresh, ok, err := e.freshPatch(ctx, *a)
+			if err != nil {
+				return false, 0, err
+			}
+			if !ok {
+				a.Result, a.Message = Skipped, "the StatefulSet changed since diagnosis and no longer needs this patch; nothing overwritten"
+				return false, 0, nil
+			}
+			*a = fresh
+		case isAPIAnswer(err):
+			a.Result, a.Message = Failed, firstLine(err)
+			return false, 0, nil
+		default:
+			a.Result, a.Message = Failed, firstLine(err)
+			return false, 0, &UnavailableError{Err: err}
+		}
+	}
+}
+
+func (e *Executor) sendPatch(ctx context.Context, a *Action) (*appsv1.StatefulSet, error) {
+	ops := []jsonPatchOp{
+		{Op: "test", Path: "/metadata/uid", Value: a.UID},
+		{Op: "test", Path: a.Path, Value: a.From},
+		{Op: "replace", Path: a.Path, Value: a.To},
+	}
+	body, err := json.Marshal(ops)
+	if err != nil {
+		return nil, err
+	}
+	return e.Kube.AppsV1().StatefulSets(a.Namespace).Patch(ctx, a.StatefulSet, types.JSONPatchType, body,
+		metav1.PatchOptions{DryRun: e.dryRunOptions(), FieldManager: "stsdiag"})
+}
+
+// freshPatch diagnoses again and returns the same container's patch, if it is still needed.
+func (e *Executor) freshPatch(ctx context.Context, a Action) (Action, bool, error) {
+	rep, snap, err := e.Rediagnose(ctx)
+	if err != nil {
+		return a, false, &UnavailableError{Err: err}
+	}
+	actions, _ := Plan(rep, snap)
+	for _, fresh := range actions {
+		if fresh.Action == PatchImage && fresh.Namespace == a.Namespace && fresh.StatefulSet == a.StatefulSet && fresh.Container == a.Container {
+			return fresh, true, nil
+		}
+	}
+	return a, false, nil
+}
+
+// deletePod deletes the pod only if it is still the one diagnosed (UID and resourceVersion).
+func (e *Executor) deletePod(ctx context.Context, a *Action) error {
+	if e.DryRun == DryRunClient {
+		a.Result, a.Message = Done, "dry run: not sent"
+		return nil
+	}
+	pre := &metav1.Preconditions{}
+	if a.UID != "" {
+		uid := types.UID(a.UID)
+		pre.UID = &uid
+	}
+	if a.ResourceVersion != "" {
+		pre.ResourceVersion = &a.ResourceVersion
+	}
+	err := e.Kube.CoreV1().Pods(a.Namespace).Delete(ctx, a.Pod, metav1.DeleteOptions{Preconditions: pre, DryRun: e.dryRunOptions()})
+	switch {
+	case err == nil:
+		a.Result, a.Message = Done, "pod deleted; the controller recreates it from the update revision, its PersistentVolumeClaims are kept"
+		if e.DryRun == DryRunServer {
+			a.Message = "server dry run: the delete would be accepted"
+		}
+	case apierrors.IsConflict(err):
+		a.Result, a.Message = Skipped, "the pod was replaced or changed since diagnosis; nothing deleted"
+	case apierrors.IsNotFound(err):
+		a.Result, a.Message = Skipped, "the pod is already gone; nothing deleted"
+	case apierrors.IsForbidden(err):
+		a.Result, a.Message = Failed, fmt.Sprintf("forbidden: needs delete pods in namespace %s (see deploy/fix-role.yaml): %s", a.Namespace, firstLine(err))
+	case isAPIAnswer(err):
+		a.Result, a.Message = Failed, firstLine(err)
+	default:
+		a.Result, a.Message = Failed, firstLine(err)
+		return &UnavailableError{Err: err}
+	}
+	return nil
+}
+
+// provenAfterPatch waits for the controller to observe each patch, diagnoses again and keeps the
+// deletes of pods now proven StaleRevisionStuck, with their fresh UID and resourceVersion.
+func (e *Executor) provenAfterPatch(ctx context.Context, later []Action, patched map[string]int64) ([]Action, error) {
+	if e.DryRun != DryRunNone {
+		for i := range later {
+			later[i].Result, later[i].Message = Done, "dry run: deleted only if still stuck on the old revision after the patch"
+		}
+		return later, nil
+	}
+	for i, a := range later {
+		if _, ok := patched[snapshot.Key(a.Namespace, a.StatefulSet)]; !ok {
+			later[i].Result, later[i].Message = Skipped, "its StatefulSet was not patched; nothing deleted"
+		}
+	}
+	if len(patched) == 0 || e.Rediagnose == nil {
+		return later, nil
+	}
+	if err := e.waitObserved(ctx, patched); err != nil {
+		return later, err
+	}
+	rep, _, err := e.Rediagnose(ctx)
+	if err != nil {
+		return later, &UnavailableError{Err: err}
+	}
+	stuck := map[string]report.Finding{}
+	for _, f := range rep.Findings {
+		if f.Code == report.StaleRevisionStuck {
+			stuck[snapshot.Key(f.Namespace, f.Pod)] = f
+		}
+	}
+	for i, a := range later {
+		if a.Result != "" {
+			continue
+		}
+		f, ok := stuck[snapshot.Key(a.Namespace, a.Pod)]
+		if !ok {
+			later[i].Result, later[i].Message = Skipped, "not stuck on an old revision after the patch (the controller replaced it or it recovered); nothing deleted"
+			continue
+		}
+		later[i].UID, _ = f.Details["podUID"].(string)
+		later[i].ResourceVersion, _ = f.Details["podResourceVersion"].(string)
+	}
+	return later, nil
+}
+
+func (e *Executor) waitObserved(ctx context.Context, patched map[string]int64) error {
+	timeout := e.ObserveTimeout
+	if timeout == 0 {
+		timeout = 30 * time.Second
+	}
+	for key, generation := range patched {
+		ns, name, _ := cutKey(key)
+		err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+			set, err := e.Kube.AppsV1().StatefulSets(ns).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			return set.Status.ObservedGeneration >= generation, nil
+		})
+		if err != nil && !wait.Interrupted(err) {
+			return &UnavailableError{Err: err}
+		}
+	}
+	return nil
+}
+
+func cutKey(key string) (string, string, bool) {
+	for i := 0; i < len(key); i++ {
+		if key[i] == '/' {
+			return key[:i], key[i+1:], true
+		}
+	}
+	return "", key, false
+}
+
+// isAPIAnswer reports whether err is a status the API server returned (as opposed to a
+// transport failure).
+func isAPIAnswer(err error) bool {
+	var status apierrors.APIStatus
+	return errors.As(err, &status) && status.Status().Code != 0 && status.Status().Code < 500
+}
+
+func firstLine(err error) string {
+	msg := err.Error()
+	for i := 0; i < len(msg); i++ {
+		if msg[i] == '\n' {
+			return msg[:i]
+		}
+	}
+	return msg
+}
