@@ -5,22 +5,23 @@ package e2e
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	imageclient "github.com/openshift/client-go/image/clientset/versioned"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
-	"sigs.k8s.io/yaml"
 
 	"github.com/stsdiag/stsdiag/e2e/cluster"
 	"github.com/stsdiag/stsdiag/e2e/scenario"
+	"github.com/stsdiag/stsdiag/repair"
 	"github.com/stsdiag/stsdiag/report"
 )
 
@@ -88,14 +89,7 @@ func TestOpenShiftUnresolvedImage(t *testing.T) {
 			return ctx
 		}).
 		Assess("deploy/check-clusterrole.yaml is enough for check", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			data, err := os.ReadFile("../deploy/check-clusterrole.yaml")
-			if err != nil {
-				t.Fatal(err)
-			}
-			var role rbacv1.ClusterRole
-			if err := yaml.UnmarshalStrict(data, &role); err != nil {
-				t.Fatal(err)
-			}
+			role := loadRole(t, "../deploy/check-clusterrole.yaml")
 			kubeconfig := tokenKubeconfig(ctx, t, cfg, ns, "shipped-role", role.Rules)
 			asUser := stsdiagRun(t, cfg, "check", "-n", ns, "-o", "json", "--kubeconfig", kubeconfig)
 			asAdmin := stsdiagRun(t, cfg, "check", "-n", ns, "-o", "json")
@@ -160,4 +154,55 @@ func tokenKubeconfig(ctx context.Context, t *testing.T, cfg *envconf.Config, ns,
 		t.Fatal(err)
 	}
 	return path
+}
+
+// TestOpenShiftFix: the seed case repaired: image patched to the digest, stuck pod recreated,
+// every replica Ready, volumes untouched.
+func TestOpenShiftFix(t *testing.T) {
+	const ns = "fix-seed"
+	var before map[string]types.UID
+	f := features.New("fix an unresolved ImageStream reference").
+		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			images, err := imageclient.NewForConfig(cfg.Client().RESTConfig())
+			if err != nil {
+				t.Fatal(err)
+			}
+			cs := clientset(t, cfg)
+			if err := scenario.Namespace(ctx, cs, ns); err != nil {
+				t.Fatal(err)
+			}
+			if err := scenario.UnresolvedImageStream(ctx, cs, images, ns); err != nil {
+				t.Fatal(err)
+			}
+			before = markClaims(ctx, t, cs, ns)
+			return ctx
+		}).
+		Assess("fix --yes --wait patches the digest and recreates web-0", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			start := time.Now()
+			r := stsdiagRun(t, cfg, "fix", "-n", ns, "--yes", "--wait=2m", "-o", "json")
+			res := decodeFix(t, r)
+			if r.code != 0 || len(res.Actions) != 2 || res.Rollout != "complete" {
+				t.Fatalf("exit %d %+v\n%s", r.code, res, r.stderr)
+			}
+			patch, del := res.Actions[0], res.Actions[1]
+			if patch.Action != repair.PatchImage || patch.Result != repair.Done || patch.From != scenario.SeedImage || patch.To != scenario.SeedResolved(ns) {
+				t.Errorf("patch %+v", patch)
+			}
+			if del.Action != repair.DeletePod || del.Pod != "web-0" || del.Result != repair.Done {
+				t.Errorf("delete %+v", del)
+			}
+			t.Logf("fix --yes --wait took %s", time.Since(start).Round(100*time.Millisecond))
+			cs := clientset(t, cfg)
+			set, err := cs.AppsV1().StatefulSets(ns).Get(ctx, "web", metav1.GetOptions{})
+			if err != nil || set.Spec.Template.Spec.Containers[0].Image != scenario.SeedResolved(ns) {
+				t.Fatalf("template image not patched: %v", err)
+			}
+			allReadyOnUpdateRevision(ctx, t, cs, ns, "web")
+			claimsKept(ctx, t, cs, ns, before)
+			if check := stsdiagRun(t, cfg, "check", "-n", ns); check.code != 0 {
+				t.Errorf("check after fix: exit %d", check.code)
+			}
+			return ctx
+		}).Feature()
+	testenv.Test(t, f)
 }

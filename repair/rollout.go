@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -51,7 +52,7 @@ func WaitRollout(ctx context.Context, kube kubernetes.Interface, namespace, name
 		}
 		return stuck.RolloutComplete(set), nil
 	})
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, watchtools.ErrWatchClosed) && ctx.Err() != nil {
+	if err != nil && (errors.Is(ctx.Err(), context.DeadlineExceeded) || wait.Interrupted(err)) {
 		return fmt.Errorf("%w of statefulset %s/%s (%s)", ErrRolloutTimeout, namespace, name, last)
 	}
 	return err
