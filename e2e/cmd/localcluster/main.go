@@ -99,6 +99,10 @@ func demo(ctx context.Context, c *cluster.Cluster, kubeconfig, stsdiag string) e
 	fmt.Println("\n$ kubectl stsdiag check -n shop")
 	code := runShow(kubeconfig, stsdiag, "check", "-n", "shop")
 	fmt.Printf("(exit code %d: 1 means a rollout will not finish on its own)\n", code)
+	fmt.Println("\n$ kubectl stsdiag fix -n shop --yes --wait=2m")
+	code = runShow(kubeconfig, stsdiag, "fix", "-n", "shop", "--yes", "--wait=2m")
+	fmt.Printf("(exit code %d)\n\n$ kubectl get pods,pvc -n shop   # same claims, all pods Ready\n", code)
+	runShow(kubeconfig, "kubectl", "get", "pods,pvc", "-n", "shop")
 
 	fmt.Println("\n== OpenShift: an ImageStream with local lookup, but the template kept the local name ==")
 	if err := cluster.InstallImageStreamCRD(ctx, c.KubernetesRestConfig()); err != nil {
@@ -119,8 +123,12 @@ func demo(ctx context.Context, c *cluster.Cluster, kubeconfig, stsdiag string) e
 	fmt.Println("\n$ oc stsdiag check -n myproject -o wide")
 	code = runShow(kubeconfig, stsdiag, "check", "-n", "myproject", "-o", "wide")
 	fmt.Printf("(exit code %d)\n", code)
-	fmt.Println("\n$ oc stsdiag check -n myproject -o json   # the resolvedImage is the patch to apply")
-	runShow(kubeconfig, stsdiag, "check", "-n", "myproject", "-o", "json")
+	fmt.Println("\n$ oc stsdiag fix -n myproject --yes --wait=2m")
+	code = runShow(kubeconfig, stsdiag, "fix", "-n", "myproject", "--yes", "--wait=2m")
+	fmt.Printf("(exit code %d)\n\n$ oc get statefulset web -n myproject -o jsonpath='{..image}'\n", code)
+	runShow(kubeconfig, "kubectl", "get", "statefulset", "web", "-n", "myproject", "-o", "jsonpath={.spec.template.spec.containers[0].image}")
+	fmt.Println()
+	runShow(kubeconfig, "kubectl", "get", "pods,pvc", "-n", "myproject")
 	return nil
 }
 
