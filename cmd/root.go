@@ -84,6 +84,7 @@ Exit codes: 0 no finding at or above --fail-on, 1 findings, 2 could not evaluate
 	configFlags.AddFlags(root.PersistentFlags())
 	root.AddCommand(NewCheckCommand(configFlags, streams))
 	root.AddCommand(NewFixCommand(configFlags, streams))
+	root.AddCommand(NewWaitCommand(configFlags, streams))
 	return root
 }
 

@@ -50,18 +50,9 @@ func (e *NotFoundError) Error() string { return e.What + " not found" }
 // Warnings lists optional data that could not be read.
 func Gather(ctx context.Context, c Clients, scope Scope) (s *Snapshot, warnings []string, err error) {
 	ns := scope.Namespace
-	var namespaces []corev1.Namespace
-	if ns != "" {
-		namespace, err := c.Kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
-		if err == nil {
-			namespaces = []corev1.Namespace{*namespace}
-		}
-		switch {
-		case apierrors.IsNotFound(err):
-			return nil, nil, &NotFoundError{What: fmt.Sprintf("namespace %q", ns)}
-		case err != nil && !apierrors.IsForbidden(err) && apierrors.ReasonForError(err) == metav1.StatusReasonUnknown:
-			return nil, nil, fmt.Errorf("cannot reach the API server: %w", err)
-		}
+	namespaces, err := checkNamespace(ctx, c, ns)
+	if err != nil {
+		return nil, nil, err
 	}
 	s = &Snapshot{Now: time.Now(), Namespaces: namespaces}
 	var (
@@ -181,6 +172,24 @@ func (s *Snapshot) selectStatefulSets(scope Scope) error {
 		return &NotFoundError{What: fmt.Sprintf("statefulset %q in %s", strings.Join(missing, `", "`), where)}
 	}
 	return nil
+}
+
+// checkNamespace fails when a namespace the user named does not exist or the API cannot be
+// reached, and returns the namespace when it could be read.
+func checkNamespace(ctx context.Context, c Clients, ns string) ([]corev1.Namespace, error) {
+	if ns == "" {
+		return nil, nil
+	}
+	namespace, err := c.Kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+	switch {
+	case err == nil:
+		return []corev1.Namespace{*namespace}, nil
+	case apierrors.IsNotFound(err):
+		return nil, &NotFoundError{What: fmt.Sprintf("namespace %q", ns)}
+	case !apierrors.IsForbidden(err) && apierrors.ReasonForError(err) == metav1.StatusReasonUnknown:
+		return nil, fmt.Errorf("cannot reach the API server: %w", err)
+	}
+	return nil, nil
 }
 
 type listFunc func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error)

@@ -1,0 +1,161 @@
+package snapshot
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	imagev1 "github.com/openshift/api/image/v1"
+	imageinformers "github.com/openshift/client-go/image/informers/externalversions"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/stsdiag/stsdiag/openshift"
+)
+
+// Live keeps the objects of a scope current with informers (one LIST and one WATCH per resource
+// type) and builds snapshots from their caches without further API calls.
+type Live struct {
+	scope     Scope
+	openShift bool
+	// Changed receives a value (coalesced) whenever an object in scope changes.
+	Changed <-chan struct{}
+
+	namespaces     []corev1.Namespace
+	storageClasses []storagev1.StorageClass
+	sets           cache.GenericLister
+	pods           cache.GenericLister
+	revisions      cache.GenericLister
+	pvcs           cache.GenericLister
+	events         cache.GenericLister
+	imageStreams   cache.GenericLister
+}
+
+// StartLive starts informers for the scope and waits for their caches to fill. They stop with ctx.
+func StartLive(ctx context.Context, c Clients, scope Scope) (*Live, []string, error) {
+	namespaces, err := checkNamespace(ctx, c, scope.Namespace)
+	if err != nil {
+		return nil, nil, err
+	}
+	enabled, err := openshift.Enabled(ctx, scope.OpenShift, c.Kube.Discovery())
+	if err != nil {
+		return nil, nil, err
+	}
+	changed := make(chan struct{}, 1)
+	l := &Live{scope: scope, openShift: enabled, Changed: changed, namespaces: namespaces}
+	notify := cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { signal(changed) },
+		UpdateFunc: func(any, any) { signal(changed) },
+		DeleteFunc: func(any) { signal(changed) },
+	}
+	strip := informers.WithTransform(stripManagedFields)
+	factory := informers.NewSharedInformerFactoryWithOptions(c.Kube, 0, informers.WithNamespace(scope.Namespace), strip)
+	warnings := informers.NewSharedInformerFactoryWithOptions(c.Kube, 0, informers.WithNamespace(scope.Namespace), strip,
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = "type=" + corev1.EventTypeWarning }))
+	for _, inf := range []struct {
+		informer cache.SharedIndexInformer
+		lister   *cache.GenericLister
+		resource string
+	}{
+		{factory.Apps().V1().StatefulSets().Informer(), &l.sets, "statefulsets"},
+		{factory.Core().V1().Pods().Informer(), &l.pods, "pods"},
+		{factory.Apps().V1().ControllerRevisions().Informer(), &l.revisions, "controllerrevisions"},
+		{factory.Core().V1().PersistentVolumeClaims().Informer(), &l.pvcs, "persistentvolumeclaims"},
+		{warnings.Core().V1().Events().Informer(), &l.events, "events"},
+	} {
+		if _, err := inf.informer.AddEventHandler(notify); err != nil {
+			return nil, nil, err
+		}
+		*inf.lister = cache.NewGenericLister(inf.informer.GetIndexer(), appsv1.Resource(inf.resource))
+	}
+	factory.Start(ctx.Done())
+	warnings.Start(ctx.Done())
+	var warns []string
+	if enabled && c.Image != nil {
+		if _, err := openshift.ListImageStreams(ctx, c.Image, scope.Namespace); err != nil {
+			warns = append(warns, fmt.Sprintf("ImageStream checks skipped: cannot list imagestreams.image.openshift.io: %v", firstLine(err)))
+		} else {
+			images := imageinformers.NewSharedInformerFactoryWithOptions(c.Image, 0, imageinformers.WithNamespace(scope.Namespace),
+				imageinformers.WithTransform(stripManagedFields))
+			informer := images.Image().V1().ImageStreams().Informer()
+			if _, err := informer.AddEventHandler(notify); err != nil {
+				return nil, nil, err
+			}
+			l.imageStreams = cache.NewGenericLister(informer.GetIndexer(), imagev1.Resource("imagestreams"))
+			images.Start(ctx.Done())
+			images.WaitForCacheSync(ctx.Done())
+		}
+	}
+	if classes, err := list[storagev1.StorageClass](ctx, "storageclasses", "", func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+		return c.Kube.StorageV1().StorageClasses().List(ctx, o)
+	}); err == nil {
+		l.storageClasses = classes
+	}
+	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			return nil, nil, fmt.Errorf("informer for %v did not sync: %w", typ, context.Cause(ctx))
+		}
+	}
+	for typ, ok := range warnings.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			return nil, nil, fmt.Errorf("informer for %v did not sync: %w", typ, context.Cause(ctx))
+		}
+	}
+	return l, warns, nil
+}
+
+// OpenShift reports whether the image API is in use.
+func (l *Live) OpenShift() bool { return l.openShift }
+
+// Snapshot builds a snapshot of the caches. It fails with NotFoundError when a StatefulSet
+// named in the scope no longer exists.
+func (l *Live) Snapshot() (*Snapshot, error) {
+	s := &Snapshot{Now: time.Now(), OpenShift: l.openShift, Namespaces: l.namespaces, StorageClasses: l.storageClasses}
+	s.StatefulSets = fromLister[appsv1.StatefulSet](l.sets)
+	s.Pods = fromLister[corev1.Pod](l.pods)
+	s.Revisions = fromLister[appsv1.ControllerRevision](l.revisions)
+	s.PVCs = fromLister[corev1.PersistentVolumeClaim](l.pvcs)
+	s.Events = fromLister[corev1.Event](l.events)
+	if l.imageStreams != nil {
+		s.ImageStreams = fromLister[imagev1.ImageStream](l.imageStreams)
+	}
+	if err := s.selectStatefulSets(l.scope); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func fromLister[T any](lister cache.GenericLister) []T {
+	objs, err := lister.List(labels.Everything())
+	if err != nil {
+		return nil
+	}
+	out := make([]T, 0, len(objs))
+	for _, o := range objs {
+		if item, ok := any(o).(*T); ok {
+			out = append(out, *item)
+		}
+	}
+	return out
+}
+
+func signal(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+func stripManagedFields(obj any) (any, error) {
+	if m, err := meta.Accessor(obj); err == nil {
+		m.SetManagedFields(nil)
+	}
+	return obj, nil
+}
