@@ -12,11 +12,10 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/stsdiag/stsdiag/diagnose"
 	"github.com/stsdiag/stsdiag/openshift"
 	"github.com/stsdiag/stsdiag/report"
-	"github.com/stsdiag/stsdiag/resolver"
 	"github.com/stsdiag/stsdiag/snapshot"
-	"github.com/stsdiag/stsdiag/stuck"
 )
 
 // CheckOptions are the flags and state of `stsdiag check`.
@@ -137,29 +136,8 @@ func Diagnose(ctx context.Context, flags *genericclioptions.ConfigFlags, scope s
 	if err != nil {
 		return nil, err
 	}
-	rep, _, err := diagnose(ctx, c, scope)
+	rep, _, err := diagnose.Run(ctx, c, scope)
 	return rep, err
-}
-
-func diagnose(ctx context.Context, c snapshot.Clients, scope snapshot.Scope) (*report.Report, *snapshot.Snapshot, error) {
-	snap, warnings, err := snapshot.Gather(ctx, c, scope)
-	if err != nil {
-		return nil, nil, err
-	}
-	rep := Build(snap)
-	rep.Warnings = warnings
-	return rep, snap, nil
-}
-
-// Build diagnoses a snapshot.
-func Build(snap *snapshot.Snapshot) *report.Report {
-	opts := stuck.DefaultOptions()
-	if snap.OpenShift {
-		opts.CLI = "oc"
-	}
-	res := stuck.Diagnose(snap, opts)
-	findings := linkImageRemedies(append(res.Findings, resolver.Diagnose(snap, opts.CLI)...))
-	return report.New(snap.OpenShift, markStuck(res.StatefulSets, findings), findings)
 }
 
 func parseFailOn(s string) (report.Severity, error) {
@@ -187,48 +165,4 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
-}
-
-// markStuck marks StatefulSets with an error finding from any diagnosis as Stuck.
-func markStuck(sets []report.StatefulSetSummary, findings []report.Finding) []report.StatefulSetSummary {
-	stuckSets := map[string]bool{}
-	for _, f := range findings {
-		if f.Severity == report.SeverityError {
-			stuckSets[snapshot.Key(f.Namespace, f.StatefulSet)] = true
-		}
-	}
-	for i := range sets {
-		if stuckSets[snapshot.Key(sets[i].Namespace, sets[i].Name)] && sets[i].Status != report.StatusTerminating {
-			sets[i].Status = report.StatusStuck
-		}
-	}
-	return sets
-}
-
-// linkImageRemedies points a pod failing on an unresolved ImageStream name to the exact image the
-// resolver computed, instead of a generic "fix the image".
-func linkImageRemedies(findings []report.Finding) []report.Finding {
-	resolved := map[string]string{}
-	for _, f := range findings {
-		if f.Code == report.UnresolvedImageReference {
-			resolved[snapshot.Key(f.Namespace, f.StatefulSet)+"/"+f.Container+"/"+f.Image] = f.ResolvedImage
-		}
-	}
-	for i, f := range findings {
-		to, ok := resolved[snapshot.Key(f.Namespace, f.StatefulSet)+"/"+f.Container+"/"+f.Image]
-		if !ok || f.Code != report.CurrentRevisionFailing {
-			continue
-		}
-		findings[i].Remedy = fmt.Sprintf("the image is an unresolved ImageStream name: set container %q to %s (see UnresolvedImageReference for the exact patch), then delete the stuck pod: %s",
-			f.Container, to, deleteCommand(f.Remedy, f.Pod, f.Namespace))
-	}
-	return findings
-}
-
-func deleteCommand(remedy, pod, namespace string) string {
-	cli := "kubectl"
-	if strings.Contains(remedy, "oc ") {
-		cli = "oc"
-	}
-	return fmt.Sprintf("%s delete pod %s -n %s", cli, pod, namespace)
 }

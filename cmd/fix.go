@@ -19,6 +19,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/cli-runtime/pkg/printers"
 
+	"github.com/stsdiag/stsdiag/diagnose"
 	"github.com/stsdiag/stsdiag/openshift"
 	"github.com/stsdiag/stsdiag/repair"
 	"github.com/stsdiag/stsdiag/report"
@@ -162,7 +163,7 @@ func (o *FixOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return withCode(ExitError, err)
 	}
-	rep, snap, err := diagnose(ctx, c, o.scope)
+	rep, snap, err := diagnose.Run(ctx, c, o.scope)
 	if err != nil {
 		return withCode(ExitError, err)
 	}
@@ -198,7 +199,7 @@ func (o *FixOptions) Run(ctx context.Context) error {
 		Kube:   c.Kube,
 		DryRun: o.DryRun,
 		Rediagnose: func(ctx context.Context) (*report.Report, *snapshot.Snapshot, error) {
-			return diagnose(ctx, c, o.scope)
+			return diagnose.Run(ctx, c, o.scope)
 		},
 	}
 	if human {

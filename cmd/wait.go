@@ -20,6 +20,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/cli-runtime/pkg/printers"
 
+	"github.com/stsdiag/stsdiag/diagnose"
 	"github.com/stsdiag/stsdiag/openshift"
 	"github.com/stsdiag/stsdiag/repair"
 	"github.com/stsdiag/stsdiag/report"
@@ -189,7 +190,7 @@ func (o *WaitOptions) Run(ctx context.Context) error {
 			}
 			return o.finish(&WaitResult{Result: WaitNotFound, Message: err.Error(), Actions: actions}, start, withCode(ExitError, err))
 		}
-		rep = Build(snap)
+		rep = diagnose.Report(snap)
 		now := time.Now()
 		complete := o.progress(snap, lastLine)
 		current := map[string]bool{}
@@ -285,7 +286,7 @@ func (o *WaitOptions) repair(ctx context.Context, c snapshot.Clients, rep *repor
 	actions, _ := repair.Plan(rep, snap)
 	exec := &repair.Executor{Kube: c.Kube, DryRun: repair.DryRunNone,
 		Rediagnose: func(ctx context.Context) (*report.Report, *snapshot.Snapshot, error) {
-			return diagnose(ctx, c, o.scope)
+			return diagnose.Run(ctx, c, o.scope)
 		},
 		Progress: func(a repair.Action) {
 			fmt.Fprintf(o.ErrOut, "%-8s %s: %s\n", a.Result, a.Describe(), a.Message)
