@@ -15,14 +15,18 @@ import (
 const defaultRequestTimeout = 30 * time.Second
 
 // clients builds the API clients from the kubeconfig flags. Kubernetes types are read as
-// protobuf; ImageStreams (often a CRD off OpenShift) as JSON.
-func clients(flags *genericclioptions.ConfigFlags) (snapshot.Clients, *rest.Config, error) {
+// protobuf; ImageStreams (often a CRD off OpenShift) as JSON. requestTimeout applies unless
+// --request-timeout is set; 0 means none (long-running watches).
+func clients(flags *genericclioptions.ConfigFlags, requestTimeout ...time.Duration) (snapshot.Clients, *rest.Config, error) {
 	config, err := flags.ToRESTConfig()
 	if err != nil {
 		return snapshot.Clients{}, nil, fmt.Errorf("loading kubeconfig: %w", err)
 	}
 	if config.Timeout == 0 {
 		config.Timeout = defaultRequestTimeout
+		if len(requestTimeout) > 0 {
+			config.Timeout = requestTimeout[0]
+		}
 	}
 	config.QPS, config.Burst = 50, 100
 	config.UserAgent = "kubectl-stsdiag"

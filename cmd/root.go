@@ -2,11 +2,15 @@
 package cmd
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -40,7 +44,9 @@ func Main(args []string, in io.Reader, out, errOut io.Writer) int {
 	streams := genericiooptions.IOStreams{In: in, Out: out, ErrOut: errOut}
 	root := NewRootCommand(streams)
 	root.SetArgs(args)
-	err := root.Execute()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err := root.ExecuteContext(ctx)
 	if err == nil {
 		return ExitOK
 	}
@@ -85,6 +91,7 @@ Exit codes: 0 no finding at or above --fail-on, 1 findings, 2 could not evaluate
 	root.AddCommand(NewCheckCommand(configFlags, streams))
 	root.AddCommand(NewFixCommand(configFlags, streams))
 	root.AddCommand(NewWaitCommand(configFlags, streams))
+	root.AddCommand(NewWatchCommand(configFlags, streams))
 	return root
 }
 

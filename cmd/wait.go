@@ -163,13 +163,13 @@ func findingKey(f report.Finding) string {
 // Run waits and sets the exit code.
 func (o *WaitOptions) Run(ctx context.Context) error {
 	start := time.Now()
-	c, _, err := clients(o.configFlags)
+	c, _, err := clients(o.configFlags, 0)
 	if err != nil {
 		return withCode(ExitError, err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
-	live, warnings, err := snapshot.StartLive(ctx, c, o.scope)
+	live, warnings, err := snapshot.StartLive(ctx, c, o.scope, nil)
 	if err != nil {
 		return o.finish(&WaitResult{Result: WaitNotFound, Message: err.Error()}, start, withCode(ExitError, err))
 	}

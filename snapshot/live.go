@@ -39,7 +39,9 @@ type Live struct {
 }
 
 // StartLive starts informers for the scope and waits for their caches to fill. They stop with ctx.
-func StartLive(ctx context.Context, c Clients, scope Scope) (*Live, []string, error) {
+// onChange, if set, is called with every object added, updated or deleted (also during the
+// initial fill).
+func StartLive(ctx context.Context, c Clients, scope Scope, onChange func(obj any)) (*Live, []string, error) {
 	namespaces, err := checkNamespace(ctx, c, scope.Namespace)
 	if err != nil {
 		return nil, nil, err
@@ -50,10 +52,19 @@ func StartLive(ctx context.Context, c Clients, scope Scope) (*Live, []string, er
 	}
 	changed := make(chan struct{}, 1)
 	l := &Live{scope: scope, openShift: enabled, Changed: changed, namespaces: namespaces}
+	changedObj := func(obj any) {
+		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = d.Obj
+		}
+		if onChange != nil {
+			onChange(obj)
+		}
+		signal(changed)
+	}
 	notify := cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { signal(changed) },
-		UpdateFunc: func(any, any) { signal(changed) },
-		DeleteFunc: func(any) { signal(changed) },
+		AddFunc:    changedObj,
+		UpdateFunc: func(_, obj any) { changedObj(obj) },
+		DeleteFunc: changedObj,
 	}
 	strip := informers.WithTransform(stripManagedFields)
 	factory := informers.NewSharedInformerFactoryWithOptions(c.Kube, 0, informers.WithNamespace(scope.Namespace), strip)
@@ -132,11 +143,71 @@ func (l *Live) Snapshot() (*Snapshot, error) {
 	return s, nil
 }
 
+// SnapshotOf builds a snapshot of one namespace from the caches, with only the named
+// StatefulSets in scope (all of the namespace's StatefulSets stay in it, for orphan detection).
+func (l *Live) SnapshotOf(namespace string, names ...string) *Snapshot {
+	s := &Snapshot{Now: time.Now(), OpenShift: l.openShift, StorageClasses: l.storageClasses, Selected: map[string]bool{}}
+	for _, ns := range l.namespaces {
+		if ns.Name == namespace {
+			s.Namespaces = []corev1.Namespace{ns}
+		}
+	}
+	s.StatefulSets = fromNamespace[appsv1.StatefulSet](l.sets, namespace)
+	s.Pods = fromNamespace[corev1.Pod](l.pods, namespace)
+	s.Revisions = fromNamespace[appsv1.ControllerRevision](l.revisions, namespace)
+	s.PVCs = fromNamespace[corev1.PersistentVolumeClaim](l.pvcs, namespace)
+	s.Events = fromNamespace[corev1.Event](l.events, namespace)
+	if l.imageStreams != nil {
+		s.ImageStreams = fromNamespace[imagev1.ImageStream](l.imageStreams, namespace)
+	}
+	for _, name := range names {
+		s.Selected[Key(namespace, name)] = true
+	}
+	return s
+}
+
+// StatefulSetNames lists the StatefulSets of a namespace in the cache.
+func (l *Live) StatefulSetNames(namespace string) []string {
+	var out []string
+	for _, set := range fromNamespace[appsv1.StatefulSet](l.sets, namespace) {
+		out = append(out, set.Name)
+	}
+	return out
+}
+
+// PodController returns the name of the StatefulSet controlling a cached pod.
+func (l *Live) PodController(namespace, name string) (string, bool) {
+	obj, err := l.pods.ByNamespace(namespace).Get(name)
+	if err != nil {
+		return "", false
+	}
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return "", false
+	}
+	if ref := metav1.GetControllerOfNoCopy(pod); ref != nil && ref.Kind == "StatefulSet" {
+		return ref.Name, true
+	}
+	return "", false
+}
+
+func fromNamespace[T any](lister cache.GenericLister, namespace string) []T {
+	objs, err := lister.ByNamespace(namespace).List(labels.Everything())
+	if err != nil {
+		return nil
+	}
+	return items[T](objs)
+}
+
 func fromLister[T any](lister cache.GenericLister) []T {
 	objs, err := lister.List(labels.Everything())
 	if err != nil {
 		return nil
 	}
+	return items[T](objs)
+}
+
+func items[T any](objs []runtime.Object) []T {
 	out := make([]T, 0, len(objs))
 	for _, o := range objs {
 		if item, ok := any(o).(*T); ok {

@@ -65,6 +65,8 @@ type Cluster struct {
 
 type process struct {
 	name string
+	bin  string
+	args []string
 	cmd  *exec.Cmd
 	log  string
 	done chan struct{}
@@ -289,14 +291,23 @@ func (c *Cluster) Destroy(_ context.Context) error {
 	return errors.Join(errs...)
 }
 
-// StopComponent stops one running component (e.g. to simulate an outage); StartAgain is not supported.
-func (c *Cluster) StopComponent(name string) error {
-	for _, p := range c.procs {
-		if p.name == name {
-			return p.stop(10 * time.Second)
+// RestartAPIServer stops kube-apiserver and starts it again on the same port, as an upgrade or
+// a crash would, and waits until it is ready.
+func (c *Cluster) RestartAPIServer(ctx context.Context) error {
+	for i, p := range c.procs {
+		if p.name != "kube-apiserver" {
+			continue
 		}
+		if err := p.stop(10 * time.Second); err != nil {
+			return err
+		}
+		c.procs = append(c.procs[:i], c.procs[i+1:]...)
+		if err := c.start(p.name, p.bin, p.args...); err != nil {
+			return err
+		}
+		return c.waitHTTP(ctx, "kube-apiserver", c.APIServerURL()+"/readyz", 90*time.Second)
 	}
-	return fmt.Errorf("no component %q", name)
+	return errors.New("kube-apiserver is not running")
 }
 
 func (c *Cluster) writeFiles() error {
@@ -387,7 +398,7 @@ func (c *Cluster) createNode(ctx context.Context) error {
 
 func (c *Cluster) start(name, bin string, args ...string) error {
 	logPath := filepath.Join(c.logDir, name+".log")
-	logFile, err := os.Create(logPath)
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
 	}
@@ -398,7 +409,7 @@ func (c *Cluster) start(name, bin string, args ...string) error {
 		logFile.Close()
 		return fmt.Errorf("starting %s: %w", name, err)
 	}
-	p := &process{name: name, cmd: cmd, log: logPath, done: make(chan struct{})}
+	p := &process{name: name, bin: bin, args: args, cmd: cmd, log: logPath, done: make(chan struct{})}
 	go func() {
 		p.err = cmd.Wait()
 		logFile.Close()

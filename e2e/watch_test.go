@@ -1,0 +1,310 @@
+package e2e
+
+// The monitor needs the ImageStream API; it installs the CRD if an earlier test did not.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	imageclient "github.com/openshift/client-go/image/clientset/versioned"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/e2e-framework/pkg/envconf"
+	"sigs.k8s.io/e2e-framework/pkg/features"
+
+	"github.com/stsdiag/stsdiag/e2e/cluster"
+	"github.com/stsdiag/stsdiag/e2e/scenario"
+)
+
+// applyDeployRBAC creates the Namespace, ServiceAccount and RBAC objects of deploy/watch and
+// deploy/watch-fix (the Deployment itself cannot run on a simulated node) and returns a
+// kubeconfig for the ServiceAccount.
+func applyDeployRBAC(ctx context.Context, t *testing.T, cfg *envconf.Config) string {
+	t.Helper()
+	cs := clientset(t, cfg)
+	files := []string{"namespace.yaml", "serviceaccount.yaml", "rbac-report.yaml", "rbac-leader.yaml"}
+	var paths []string
+	for _, f := range files {
+		paths = append(paths, filepath.Join("..", "deploy", "watch", f))
+	}
+	paths = append(paths, filepath.Join("..", "deploy", "watch-fix", "rbac-fix.yaml"))
+	for _, path := range paths {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, doc := range bytes.Split(data, []byte("\n---\n")) {
+			obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(doc, nil, nil)
+			if err != nil {
+				t.Fatalf("%s: %v", path, err)
+			}
+			switch o := obj.(type) {
+			case *corev1.Namespace:
+				err = scenario.Namespace(ctx, cs, o.Name)
+			case *corev1.ServiceAccount:
+				_, err = cs.CoreV1().ServiceAccounts(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+			case *rbacv1.ClusterRole:
+				_, err = cs.RbacV1().ClusterRoles().Create(ctx, o, metav1.CreateOptions{})
+			case *rbacv1.ClusterRoleBinding:
+				_, err = cs.RbacV1().ClusterRoleBindings().Create(ctx, o, metav1.CreateOptions{})
+			case *rbacv1.Role:
+				_, err = cs.RbacV1().Roles(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+			case *rbacv1.RoleBinding:
+				_, err = cs.RbacV1().RoleBindings(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+			default:
+				t.Fatalf("%s: unexpected %T", path, obj)
+			}
+			if err != nil {
+				t.Fatalf("%s: %v", path, err)
+			}
+		}
+	}
+	tok, err := cs.CoreV1().ServiceAccounts("stsdiag").CreateToken(ctx, "stsdiag", &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "stsdiag-sa.kubeconfig")
+	if err := local.WriteKubeconfig(path, "stsdiag", tok.Status.Token); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+type watchProcess struct {
+	cmd     *exec.Cmd
+	metrics string
+	log     *bytes.Buffer
+	done    chan error
+}
+
+func startWatch(t *testing.T, kubeconfig string, args ...string) *watchProcess {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	args = append([]string{"watch", "--kubeconfig", kubeconfig, "--metrics-addr", addr}, args...)
+	cmd := exec.Command(stsdiag, args...)
+	w := &watchProcess{cmd: cmd, metrics: "http://" + addr, log: &bytes.Buffer{}, done: make(chan error, 1)}
+	cmd.Stdout, cmd.Stderr = w.log, w.log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { w.done <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		t.Logf("watch log:\n%s", w.log.String())
+	})
+	err = wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		resp, err := http.Get(w.metrics + "/readyz")
+		if err != nil {
+			return false, nil
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
+	})
+	if err != nil {
+		t.Fatalf("watch never became ready:\n%s", w.log.String())
+	}
+	return w
+}
+
+// metric returns the value of one sample of /metrics (0 if absent).
+func (w *watchProcess) metric(t *testing.T, name string, labels map[string]string) float64 {
+	t.Helper()
+	resp, err := http.Get(w.metrics + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	sc := bufio.NewScanner(bytes.NewReader(body))
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, name+"{") {
+			continue
+		}
+		match := true
+		for k, v := range labels {
+			if !strings.Contains(line, fmt.Sprintf("%s=%q", k, v)) {
+				match = false
+			}
+		}
+		if match {
+			f, _ := strconv.ParseFloat(line[strings.LastIndex(line, " ")+1:], 64)
+			return f
+		}
+	}
+	return 0
+}
+
+// waitAllReady waits until every replica is Ready on the update revision.
+func waitAllReady(ctx context.Context, cs kubernetes.Interface, ns, name string, timeout time.Duration) error {
+	return scenario.WaitRolloutComplete(ctx, cs, ns, name, timeout)
+}
+
+func stsdiagEvents(ctx context.Context, t *testing.T, cs kubernetes.Interface, ns, set string) []corev1.Event {
+	t.Helper()
+	list, err := cs.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.kind=StatefulSet,involvedObject.name=" + set})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []corev1.Event
+	for _, e := range list.Items {
+		if e.Source.Component == "stsdiag" {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// TestWatch: the monitor, as the ServiceAccount of deploy/, repairs on its own.
+func TestWatch(t *testing.T) {
+	var w *watchProcess
+	f := features.New("stsdiag watch --fix").
+		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			if err := cluster.InstallImageStreamCRD(ctx, cfg.Client().RESTConfig()); err != nil {
+				t.Fatal(err)
+			}
+			kubeconfig := applyDeployRBAC(ctx, t, cfg)
+			w = startWatch(t, kubeconfig, "-A", "--fix", "--min-stuck", "5s", "--leader-elect", "--leader-elect-namespace", "stsdiag")
+			return ctx
+		}).
+		Assess("kubernetes#67250 recovers by itself; a healthy rollout is never touched", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			cs := clientset(t, cfg)
+			for _, ns := range []string{"watch-stuck", "watch-healthy"} {
+				if err := scenario.Namespace(ctx, cs, ns); err != nil {
+					t.Fatal(err)
+				}
+			}
+			healthy := scenario.StatefulSet("watch-healthy", "web", scenario.GoodImage, 3, false)
+			if _, err := cs.AppsV1().StatefulSets("watch-healthy").Create(ctx, healthy, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if err := scenario.StuckRollout(ctx, cs, "watch-stuck", "web", 3); err != nil {
+				t.Fatal(err)
+			}
+			stuckSince := time.Now()
+			if err := scenario.SetImage(ctx, cs, "watch-healthy", "web", "registry.k8s.io/nginx-slim:0.28"); err != nil {
+				t.Fatal(err)
+			}
+			if err := waitAllReady(ctx, cs, "watch-stuck", "web", 90*time.Second); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("kubernetes#67250: from the fixed template (web-0 in ImagePullBackOff) to 3/3 Ready: %s", time.Since(stuckSince).Round(100*time.Millisecond))
+			if err := waitAllReady(ctx, cs, "watch-healthy", "web", 60*time.Second); err != nil {
+				t.Fatal(err)
+			}
+			if n := w.metric(t, "stsdiag_repairs_total", map[string]string{"namespace": "watch-stuck", "action": "DeletePod", "result": "done"}); n != 1 {
+				t.Errorf("repairs in watch-stuck: %v, want exactly 1", n)
+			}
+			if n := w.metric(t, "stsdiag_findings_total", map[string]string{"namespace": "watch-stuck", "code": "StaleRevisionStuck"}); n < 1 {
+				t.Errorf("stsdiag_findings_total for StaleRevisionStuck: %v", n)
+			}
+			if n := w.metric(t, "stsdiag_repairs_total", map[string]string{"namespace": "watch-healthy"}); n != 0 {
+				t.Errorf("the healthy rollout was touched: %v repairs", n)
+			}
+			if events := stsdiagEvents(ctx, t, cs, "watch-healthy", "web"); len(events) != 0 {
+				t.Errorf("events on the healthy set: %+v", events)
+			}
+			reasons := map[string]bool{}
+			for _, e := range stsdiagEvents(ctx, t, cs, "watch-stuck", "web") {
+				reasons[e.Reason+"/"+e.Type] = true
+			}
+			if !reasons["StaleRevisionStuck/Warning"] || !reasons["StaleRevisionStuck/Normal"] {
+				t.Errorf("want a finding event and a repair event with reason StaleRevisionStuck: %v", reasons)
+			}
+			return ctx
+		}).
+		Assess("the OpenShift seed case recovers by itself", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			cs := clientset(t, cfg)
+			images, err := imageclient.NewForConfig(cfg.Client().RESTConfig())
+			if err != nil {
+				t.Fatal(err)
+			}
+			const ns = "watch-seed"
+			if err := scenario.Namespace(ctx, cs, ns); err != nil {
+				t.Fatal(err)
+			}
+			if err := scenario.UnresolvedImageStream(ctx, cs, images, ns); err != nil {
+				t.Fatal(err)
+			}
+			since := time.Now()
+			if err := waitAllReady(ctx, cs, ns, "web", 90*time.Second); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("OpenShift seed case: from web-0 in ImagePullBackOff to 3/3 Ready: %s", time.Since(since).Round(100*time.Millisecond))
+			set, err := cs.AppsV1().StatefulSets(ns).Get(ctx, "web", metav1.GetOptions{})
+			if err != nil || set.Spec.Template.Spec.Containers[0].Image != scenario.SeedResolved(ns) {
+				t.Fatalf("image not patched to the digest (%v)", err)
+			}
+			if n := w.metric(t, "stsdiag_repairs_total", map[string]string{"namespace": ns, "action": "PatchImage", "result": "done"}); n != 1 {
+				t.Errorf("patches: %v, want 1", n)
+			}
+			return ctx
+		}).
+		Assess("a kube-apiserver restart loses no finding and causes no double repair", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			cs := clientset(t, cfg)
+			const ns = "watch-restart"
+			if err := scenario.Namespace(ctx, cs, ns); err != nil {
+				t.Fatal(err)
+			}
+			if err := scenario.StuckRollout(ctx, cs, ns, "web", 2); err != nil {
+				t.Fatal(err)
+			}
+			if err := local.RestartAPIServer(ctx); err != nil {
+				t.Fatal(err)
+			}
+			cs = clientset(t, cfg)
+			if err := waitAllReady(ctx, cs, ns, "web", 120*time.Second); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(2 * time.Second)
+			if n := w.metric(t, "stsdiag_repairs_total", map[string]string{"namespace": ns, "action": "DeletePod", "result": "done"}); n != 1 {
+				t.Errorf("repairs across the restart: %v, want exactly 1", n)
+			}
+			if n := w.metric(t, "stsdiag_findings_total", map[string]string{"namespace": ns, "code": "StaleRevisionStuck"}); n < 1 {
+				t.Errorf("finding lost across the restart")
+			}
+			return ctx
+		}).
+		Assess("SIGTERM: a clean exit", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			if err := w.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case err := <-w.done:
+				if err != nil {
+					t.Errorf("exit: %v", err)
+				}
+			case <-time.After(15 * time.Second):
+				t.Fatal("watch did not stop within 15s of SIGTERM")
+			}
+			if !regexp.MustCompile(`leads \(Lease stsdiag/stsdiag-watch\)`).MatchString(w.log.String()) {
+				t.Errorf("no leader election in the log")
+			}
+			return ctx
+		}).Feature()
+	testenv.Test(t, f)
+}

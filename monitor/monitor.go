@@ -1,0 +1,369 @@
+// Package monitor diagnoses StatefulSets continuously from shared informers, reports new findings
+// as Kubernetes Events and metrics, and, when enabled, repairs findings that have held long
+// enough through the same code path as `stsdiag fix`.
+package monitor
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	imagev1 "github.com/openshift/api/image/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+
+	"github.com/stsdiag/stsdiag/diagnose"
+	"github.com/stsdiag/stsdiag/repair"
+	"github.com/stsdiag/stsdiag/report"
+	"github.com/stsdiag/stsdiag/snapshot"
+)
+
+// Options tune the monitor.
+type Options struct {
+	// Fix enables repairs of findings that held for MinStuck.
+	Fix      bool
+	MinStuck time.Duration
+	// MaxRepairsPerHour bounds repair actions per namespace (0: no bound).
+	MaxRepairsPerHour int
+	Workers           int
+	// Log receives one line per finding and repair.
+	Log io.Writer
+}
+
+// Controller is the monitor. Create it with New and start it with Run.
+type Controller struct {
+	clients  snapshot.Clients
+	scope    snapshot.Scope
+	opts     Options
+	metrics  *Metrics
+	live     atomic.Pointer[snapshot.Live]
+	queue    workqueue.TypedRateLimitingInterface[string]
+	recorder record.EventRecorder
+	ready    atomic.Bool
+
+	mu      sync.Mutex
+	seen    map[string]map[string]*tracked // StatefulSet key → finding key → state
+	repairs map[string][]time.Time         // namespace → times of repair actions
+}
+
+type tracked struct {
+	finding   report.Finding
+	firstSeen time.Time
+}
+
+// New returns a monitor for the scope.
+func New(c snapshot.Clients, scope snapshot.Scope, opts Options, metrics *Metrics) *Controller {
+	if opts.Workers == 0 {
+		opts.Workers = 2
+	}
+	if opts.Log == nil {
+		opts.Log = io.Discard
+	}
+	return &Controller{clients: c, scope: scope, opts: opts, metrics: metrics,
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "stsdiag"}),
+		seen: map[string]map[string]*tracked{}, repairs: map[string][]time.Time{}}
+}
+
+// Ready reports whether the caches are synced and the workers run.
+func (c *Controller) Ready() bool { return c.ready.Load() }
+
+// Run starts the informers and workers and blocks until ctx ends.
+func (c *Controller) Run(ctx context.Context) error {
+	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.clients.Kube.CoreV1().Events("")})
+	defer broadcaster.Shutdown()
+	c.recorder = broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "stsdiag"})
+
+	live, warnings, err := snapshot.StartLive(ctx, c.clients, c.scope, c.enqueueFor)
+	if err != nil {
+		return err
+	}
+	for _, w := range warnings {
+		c.logf("warning: %s", w)
+	}
+	c.live.Store(live)
+	for _, key := range c.allKeys() {
+		c.queue.Add(key)
+	}
+	var wg sync.WaitGroup
+	for i := 0; i < c.opts.Workers; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for c.processNext(ctx) {
+			}
+		}()
+	}
+	c.ready.Store(true)
+	c.logf("watching StatefulSets in %s (fix: %v, min-stuck: %s)", scopeName(c.scope.Namespace), c.opts.Fix, c.opts.MinStuck)
+	<-ctx.Done()
+	c.ready.Store(false)
+	c.queue.ShutDownWithDrain()
+	wg.Wait()
+	return nil
+}
+
+func scopeName(ns string) string {
+	if ns == "" {
+		return "all namespaces"
+	}
+	return "namespace " + ns
+}
+
+// allKeys lists the StatefulSets known when the caches synced.
+func (c *Controller) allKeys() []string {
+	snap, err := c.live.Load().Snapshot()
+	if err != nil {
+		return nil
+	}
+	var keys []string
+	for _, set := range snap.StatefulSets {
+		keys = append(keys, snapshot.Key(set.Namespace, set.Name))
+	}
+	return keys
+}
+
+// enqueueFor maps a changed object to the StatefulSets it concerns.
+func (c *Controller) enqueueFor(obj any) {
+	live := c.live.Load()
+	if live == nil {
+		return // initial fill: allKeys enqueues everything once the caches synced
+	}
+	switch o := obj.(type) {
+	case *appsv1.StatefulSet:
+		c.queue.Add(snapshot.Key(o.Namespace, o.Name))
+	case *corev1.Pod:
+		if ref := metav1.GetControllerOfNoCopy(o); ref != nil && ref.Kind == "StatefulSet" {
+			c.queue.Add(snapshot.Key(o.Namespace, ref.Name))
+		}
+	case *appsv1.ControllerRevision:
+		if ref := metav1.GetControllerOfNoCopy(o); ref != nil && ref.Kind == "StatefulSet" {
+			c.queue.Add(snapshot.Key(o.Namespace, ref.Name))
+		}
+	case *corev1.Event:
+		if o.Source.Component == "stsdiag" || o.ReportingController == "stsdiag" {
+			return
+		}
+		switch o.InvolvedObject.Kind {
+		case "Pod":
+			if name, ok := live.PodController(o.InvolvedObject.Namespace, o.InvolvedObject.Name); ok {
+				c.queue.Add(snapshot.Key(o.InvolvedObject.Namespace, name))
+			}
+		case "PersistentVolumeClaim":
+			c.enqueueNamespace(live, o.InvolvedObject.Namespace)
+		}
+	case *corev1.PersistentVolumeClaim:
+		c.enqueueNamespace(live, o.Namespace)
+	case *imagev1.ImageStream:
+		c.enqueueNamespace(live, o.Namespace)
+	}
+}
+
+func (c *Controller) enqueueNamespace(live *snapshot.Live, ns string) {
+	for _, name := range live.StatefulSetNames(ns) {
+		c.queue.Add(snapshot.Key(ns, name))
+	}
+}
+
+func (c *Controller) processNext(ctx context.Context) bool {
+	key, quit := c.queue.Get()
+	if quit {
+		return false
+	}
+	defer c.queue.Done(key)
+	if err := c.sync(ctx, key); err != nil {
+		c.logf("%s: %v (retrying)", key, err)
+		c.queue.AddRateLimited(key)
+		return true
+	}
+	c.queue.Forget(key)
+	return true
+}
+
+// repairable findings are those fix has a safe action for.
+func repairable(f report.Finding) bool {
+	return f.Code == report.StaleRevisionStuck || (f.Code == report.UnresolvedImageReference && f.Pod == "")
+}
+
+func findingKey(f report.Finding) string {
+	return strings.Join([]string{f.Code, f.Pod, f.Container, f.Image}, "/")
+}
+
+// sync diagnoses one StatefulSet from the caches, reports what is new and repairs what has held.
+func (c *Controller) sync(ctx context.Context, key string) error {
+	ns, name, _ := strings.Cut(key, "/")
+	start := time.Now()
+	snap := c.live.Load().SnapshotOf(ns, name)
+	rep := diagnose.Report(snap)
+	c.metrics.Latency.Observe(time.Since(start).Seconds())
+
+	var set *appsv1.StatefulSet
+	for i := range snap.StatefulSets {
+		if snap.StatefulSets[i].Name == name {
+			set = &snap.StatefulSets[i]
+		}
+	}
+	now := time.Now()
+	c.mu.Lock()
+	previous := c.seen[key]
+	current := map[string]*tracked{}
+	var fresh []report.Finding
+	for _, f := range rep.Findings {
+		k := findingKey(f)
+		if t, ok := previous[k]; ok {
+			t.finding = f
+			current[k] = t
+			continue
+		}
+		current[k] = &tracked{finding: f, firstSeen: now}
+		fresh = append(fresh, f)
+	}
+	if len(current) == 0 {
+		delete(c.seen, key)
+	} else {
+		c.seen[key] = current
+	}
+	c.updateGauge()
+	c.mu.Unlock()
+
+	for _, f := range fresh {
+		c.metrics.FindingsTotal.WithLabelValues(f.Code, f.Namespace).Inc()
+		c.logf("%s: new finding %s %s %s: %s", key, f.Severity, f.Code, f.Pod, f.Message)
+		if set != nil {
+			eventType := corev1.EventTypeWarning
+			if f.Severity == report.SeverityInfo {
+				eventType = corev1.EventTypeNormal
+			}
+			c.recorder.Event(set, eventType, f.Code, truncate(fmt.Sprintf("%s: %s Remedy: %s", f.Pod, f.Message, f.Remedy)))
+		}
+	}
+	if !c.opts.Fix || set == nil {
+		return nil
+	}
+	var due []report.Finding
+	var wait time.Duration = -1
+	for _, t := range current {
+		if !repairable(t.finding) {
+			continue
+		}
+		if held := now.Sub(t.firstSeen); held >= c.opts.MinStuck {
+			due = append(due, t.finding)
+		} else if left := c.opts.MinStuck - held; wait < 0 || left < wait {
+			wait = left
+		}
+	}
+	if wait >= 0 {
+		c.queue.AddAfter(key, wait+50*time.Millisecond)
+	}
+	if len(due) == 0 {
+		return nil
+	}
+	return c.repair(ctx, key, set, rep, snap)
+}
+
+// repair plans and applies fix's actions for one StatefulSet, within the namespace's budget.
+func (c *Controller) repair(ctx context.Context, key string, set *appsv1.StatefulSet, rep *report.Report, snap *snapshot.Snapshot) error {
+	planned, _ := repair.Plan(rep, snap)
+	var actions []repair.Action
+	for _, a := range planned {
+		if a.Namespace == set.Namespace && a.StatefulSet == set.Name {
+			actions = append(actions, a)
+		}
+	}
+	if len(actions) == 0 {
+		return nil
+	}
+	if !c.allowRepairs(set.Namespace, len(actions)) {
+		for _, a := range actions {
+			c.metrics.Repairs.WithLabelValues(string(a.Action), "ratelimited", a.Namespace).Inc()
+		}
+		c.logf("%s: repair postponed: %d repairs per hour in namespace %s already made", key, c.opts.MaxRepairsPerHour, set.Namespace)
+		c.recorder.Event(set, corev1.EventTypeWarning, "RepairRateLimited", fmt.Sprintf("stsdiag postponed %d repair(s): --max-repairs-per-hour %d reached in this namespace", len(actions), c.opts.MaxRepairsPerHour))
+		c.queue.AddAfter(key, 5*time.Minute)
+		return nil
+	}
+	scope := snapshot.Scope{Namespace: set.Namespace, Names: []string{set.Name}, OpenShift: c.scope.OpenShift}
+	exec := &repair.Executor{Kube: c.clients.Kube, DryRun: repair.DryRunNone,
+		Rediagnose: func(ctx context.Context) (*report.Report, *snapshot.Snapshot, error) {
+			return diagnose.Run(ctx, c.clients, scope)
+		}}
+	done, err := exec.Apply(ctx, actions)
+	changed := 0
+	for _, a := range done {
+		if a.Result == repair.Done {
+			changed++
+		}
+		c.metrics.Repairs.WithLabelValues(string(a.Action), a.Result, a.Namespace).Inc()
+		reason := report.StaleRevisionStuck
+		if a.Action == repair.PatchImage {
+			reason = report.UnresolvedImageReference
+		}
+		eventType := corev1.EventTypeNormal
+		if a.Result != repair.Done {
+			eventType = corev1.EventTypeWarning
+		}
+		c.recorder.Event(set, eventType, reason, truncate(fmt.Sprintf("stsdiag repair %s: %s: %s", a.Result, a.Describe(), a.Message)))
+		c.logf("%s: repair %s: %s: %s", key, a.Result, a.Describe(), a.Message)
+	}
+	c.spendRepairs(set.Namespace, changed)
+	return err
+}
+
+// allowRepairs reports whether n more repair actions fit in the namespace's hourly budget.
+func (c *Controller) allowRepairs(namespace string, n int) bool {
+	if c.opts.MaxRepairsPerHour <= 0 {
+		return true
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cutoff := time.Now().Add(-time.Hour)
+	var recent []time.Time
+	for _, t := range c.repairs[namespace] {
+		if t.After(cutoff) {
+			recent = append(recent, t)
+		}
+	}
+	c.repairs[namespace] = recent
+	return len(recent)+n <= c.opts.MaxRepairsPerHour
+}
+
+// spendRepairs records repair actions that changed something.
+func (c *Controller) spendRepairs(namespace string, n int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i := 0; i < n; i++ {
+		c.repairs[namespace] = append(c.repairs[namespace], time.Now())
+	}
+}
+
+// updateGauge recomputes stsdiag_findings; callers hold c.mu.
+func (c *Controller) updateGauge() {
+	c.metrics.Findings.Reset()
+	for _, findings := range c.seen {
+		for _, t := range findings {
+			c.metrics.Findings.WithLabelValues(t.finding.Code, t.finding.Namespace).Inc()
+		}
+	}
+}
+
+func (c *Controller) logf(format string, args ...any) {
+	fmt.Fprintf(c.opts.Log, "%s %s\n", time.Now().UTC().Format(time.RFC3339), fmt.Sprintf(format, args...))
+}
+
+func truncate(s string) string {
+	const max = 1000
+	if len(s) > max {
+		return s[:max-3] + "..."
+	}
+	return s
+}
