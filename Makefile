@@ -5,7 +5,7 @@ GO ?= go
 BIN := bin/kubectl-stsdiag
 UNIT_PKGS = $$($(GO) list ./... | grep -v /e2e)
 
-.PHONY: all build test unit e2e cluster-bins demo cluster fuzz vet fmt clean
+.PHONY: all build test unit e2e cluster-bins demo deploy-demo cluster fuzz vet fmt clean
 
 all: build
 
@@ -38,6 +38,10 @@ cluster-bins:
 ## demo: start a local control plane, reproduce stuck rollouts, run stsdiag check (KEEP=1 leaves it up)
 demo: build cluster-bins
 	$(GO) run ./e2e/cmd/localcluster demo -stsdiag $(BIN) $(if $(KEEP),-keep)
+
+## deploy-demo: stsdiag watch --fix with deploy/'s RBAC repairs a stuck rollout by itself
+deploy-demo: build cluster-bins
+	$(GO) run ./e2e/cmd/localcluster deploy-demo -stsdiag $(BIN) -log-dir e2e/_artifacts/deploy-demo $(if $(KEEP),-keep)
 
 ## cluster: a local control plane until Ctrl-C
 cluster: build cluster-bins

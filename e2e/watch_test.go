@@ -10,7 +10,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -21,13 +20,10 @@ import (
 	"time"
 
 	imageclient "github.com/openshift/client-go/image/clientset/versioned"
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
@@ -35,55 +31,20 @@ import (
 	"github.com/stsdiag/stsdiag/e2e/scenario"
 )
 
-// applyDeployRBAC creates the Namespace, ServiceAccount and RBAC objects of deploy/watch and
-// deploy/watch-fix (the Deployment itself cannot run on a simulated node) and returns a
-// kubeconfig for the ServiceAccount.
+// applyDeployRBAC creates what deploy/watch and deploy/watch-fix grant and returns a kubeconfig
+// for their ServiceAccount.
 func applyDeployRBAC(ctx context.Context, t *testing.T, cfg *envconf.Config) string {
 	t.Helper()
 	cs := clientset(t, cfg)
-	files := []string{"namespace.yaml", "serviceaccount.yaml", "rbac-report.yaml", "rbac-leader.yaml"}
-	var paths []string
-	for _, f := range files {
-		paths = append(paths, filepath.Join("..", "deploy", "watch", f))
+	if err := scenario.ApplyManifests(ctx, cs, "..", scenario.WatchManifests...); err != nil {
+		t.Fatal(err)
 	}
-	paths = append(paths, filepath.Join("..", "deploy", "watch-fix", "rbac-fix.yaml"))
-	for _, path := range paths {
-		data, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, doc := range bytes.Split(data, []byte("\n---\n")) {
-			obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(doc, nil, nil)
-			if err != nil {
-				t.Fatalf("%s: %v", path, err)
-			}
-			switch o := obj.(type) {
-			case *corev1.Namespace:
-				err = scenario.Namespace(ctx, cs, o.Name)
-			case *corev1.ServiceAccount:
-				_, err = cs.CoreV1().ServiceAccounts(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
-			case *rbacv1.ClusterRole:
-				_, err = cs.RbacV1().ClusterRoles().Create(ctx, o, metav1.CreateOptions{})
-			case *rbacv1.ClusterRoleBinding:
-				_, err = cs.RbacV1().ClusterRoleBindings().Create(ctx, o, metav1.CreateOptions{})
-			case *rbacv1.Role:
-				_, err = cs.RbacV1().Roles(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
-			case *rbacv1.RoleBinding:
-				_, err = cs.RbacV1().RoleBindings(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
-			default:
-				t.Fatalf("%s: unexpected %T", path, obj)
-			}
-			if err != nil {
-				t.Fatalf("%s: %v", path, err)
-			}
-		}
-	}
-	tok, err := cs.CoreV1().ServiceAccounts("stsdiag").CreateToken(ctx, "stsdiag", &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	token, err := scenario.ServiceAccountToken(ctx, cs, "stsdiag", "stsdiag")
 	if err != nil {
 		t.Fatal(err)
 	}
 	path := filepath.Join(t.TempDir(), "stsdiag-sa.kubeconfig")
-	if err := local.WriteKubeconfig(path, "stsdiag", tok.Status.Token); err != nil {
+	if err := local.WriteKubeconfig(path, "stsdiag", token); err != nil {
 		t.Fatal(err)
 	}
 	return path

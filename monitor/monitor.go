@@ -316,6 +316,8 @@ func (c *Controller) repair(ctx context.Context, key string, set *appsv1.Statefu
 		c.logf("%s: repair %s: %s: %s", key, a.Result, a.Describe(), a.Message)
 	}
 	c.spendRepairs(set.Namespace, changed)
+	// Look again once the repair had time to work; a finding that holds is due again.
+	c.queue.AddAfter(key, c.opts.MinStuck+time.Second)
 	return err
 }
 

@@ -21,6 +21,7 @@ import (
 // index joins the snapshot's objects once, so diagnosis is linear in their number.
 type index struct {
 	now            time.Time
+	settle         time.Duration
 	sets           map[string]*appsv1.StatefulSet
 	podsByOwner    map[types.UID][]*corev1.Pod
 	revsByOwner    map[types.UID][]*appsv1.ControllerRevision
@@ -32,9 +33,10 @@ type index struct {
 
 const defaultClassAnnotation = "storageclass.kubernetes.io/is-default-class"
 
-func newIndex(s *snapshot.Snapshot) *index {
+func newIndex(s *snapshot.Snapshot, settle time.Duration) *index {
 	ix := &index{
 		now:         s.Now,
+		settle:      settle,
 		sets:        make(map[string]*appsv1.StatefulSet, len(s.StatefulSets)),
 		podsByOwner: make(map[types.UID][]*corev1.Pod, len(s.StatefulSets)),
 		revsByOwner: make(map[types.UID][]*appsv1.ControllerRevision, len(s.StatefulSets)),

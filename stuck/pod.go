@@ -54,11 +54,13 @@ func (ix *index) startupProblem(pod *corev1.Pod) *problem {
 		return nil
 	}
 	if pod.Spec.NodeName == "" {
-		if p := ix.pendingClaim(pod); p != nil {
+		p, settling := ix.pendingClaim(pod)
+		if p != nil || settling {
 			return p
 		}
 		for _, c := range pod.Status.Conditions {
-			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable &&
+				(c.LastTransitionTime.IsZero() || ix.now.Sub(c.LastTransitionTime.Time) >= ix.settle) {
 				return &problem{kind: unschedulableProblem, reason: corev1.PodReasonUnschedulable, message: c.Message}
 			}
 		}
@@ -104,7 +106,9 @@ func (ix *index) startupProblem(pod *corev1.Pod) *problem {
 }
 
 // pendingClaim returns the first PVC of an unscheduled pod that will not bind by itself.
-func (ix *index) pendingClaim(pod *corev1.Pod) *problem {
+// settling is true when a claim is Pending for a reason that may still resolve (a volume being
+// provisioned or bound) and has been so for less than the settle time: the pod waits for it.
+func (ix *index) pendingClaim(pod *corev1.Pod) (p *problem, settling bool) {
 	for _, v := range pod.Spec.Volumes {
 		if v.PersistentVolumeClaim == nil {
 			continue
@@ -114,19 +118,24 @@ func (ix *index) pendingClaim(pod *corev1.Pod) *problem {
 		if !ok || pvc.Status.Phase != corev1.ClaimPending {
 			continue
 		}
-		why, waitsForPod := ix.claimPendingReason(pvc)
+		why, certain, waitsForPod := ix.claimPendingReason(pvc)
 		if waitsForPod {
 			continue
 		}
+		if !certain && ix.now.Sub(pvc.CreationTimestamp.Time) < ix.settle {
+			settling = true
+			continue
+		}
 		return &problem{kind: claimProblem, reason: "PersistentVolumeClaimPending", claim: name, claimWhy: why,
-			message: fmt.Sprintf("PersistentVolumeClaim %q is Pending: %s", name, why)}
+			message: fmt.Sprintf("PersistentVolumeClaim %q is Pending: %s", name, why)}, false
 	}
-	return nil
+	return nil, settling
 }
 
-// claimPendingReason explains a Pending claim. waitsForPod is true when binding waits for the pod
-// to be scheduled (WaitForFirstConsumer): then the claim is not the cause.
-func (ix *index) claimPendingReason(pvc *corev1.PersistentVolumeClaim) (why string, waitsForPod bool) {
+// claimPendingReason explains a Pending claim. certain is true when it can never bind as it is
+// (a missing StorageClass); waitsForPod when binding waits for the pod to be scheduled
+// (WaitForFirstConsumer): then the claim is not the cause.
+func (ix *index) claimPendingReason(pvc *corev1.PersistentVolumeClaim) (why string, certain, waitsForPod bool) {
 	className := ""
 	if pvc.Spec.StorageClassName != nil {
 		className = *pvc.Spec.StorageClassName
@@ -135,27 +144,27 @@ func (ix *index) claimPendingReason(pvc *corev1.PersistentVolumeClaim) (why stri
 	if ix.storageClasses != nil {
 		if className == "" && pvc.Spec.StorageClassName == nil {
 			if ix.defaultClass == nil {
-				return join("no storageClassName is set and the cluster has no default StorageClass", event), false
+				return join("no storageClassName is set and the cluster has no default StorageClass", event), true, false
 			}
 			className = ix.defaultClass.Name
 		}
 		if className != "" {
 			sc, ok := ix.storageClasses[className]
 			if !ok {
-				return join(fmt.Sprintf("StorageClass %q does not exist", className), event), false
+				return join(fmt.Sprintf("StorageClass %q does not exist", className), event), true, false
 			}
 			if sc.VolumeBindingMode != nil && *sc.VolumeBindingMode == storagev1.VolumeBindingWaitForFirstConsumer {
-				return "", true
+				return "", false, true
 			}
 		}
 	}
 	if event != "" {
-		return event, false
+		return event, false, false
 	}
 	if className == "" {
-		return "not bound: no PersistentVolume matches the claim", false
+		return "not bound: no PersistentVolume matches the claim", false, false
 	}
-	return fmt.Sprintf("not bound: StorageClass %q has provisioned no volume and no PersistentVolume matches", className), false
+	return fmt.Sprintf("not bound: StorageClass %q has provisioned no volume and no PersistentVolume matches", className), false, false
 }
 
 func join(parts ...string) string {

@@ -24,11 +24,14 @@ type Options struct {
 	TerminatingAfter time.Duration
 	// CLI is the command named in remedies: "kubectl" or "oc".
 	CLI string
+	// Settle is how long an Unschedulable pod or a Pending claim with a cause that may still
+	// resolve (a volume being provisioned or bound) waits before it is reported.
+	Settle time.Duration
 }
 
 // DefaultOptions are the options of `stsdiag check`.
 func DefaultOptions() Options {
-	return Options{TerminatingAfter: 5 * time.Minute, CLI: "kubectl"}
+	return Options{TerminatingAfter: 5 * time.Minute, CLI: "kubectl", Settle: 30 * time.Second}
 }
 
 // Result is what the diagnosis found.
@@ -42,7 +45,7 @@ func Diagnose(s *snapshot.Snapshot, opts Options) Result {
 	if opts.CLI == "" {
 		opts.CLI = "kubectl"
 	}
-	ix := newIndex(s)
+	ix := newIndex(s, opts.Settle)
 	d := &diagnosis{ix: ix, opts: opts}
 	var res Result
 	for i := range s.StatefulSets {

@@ -1,6 +1,7 @@
 // Command localcluster starts the local control plane for `make demo` and `make cluster`.
 //
-//	localcluster demo [-keep] [-stsdiag PATH]   scenarios + stsdiag check, then tear down
+//	localcluster demo [-keep] [-stsdiag PATH]   scenarios + stsdiag check and fix, then tear down
+//	localcluster deploy-demo [-keep]             stsdiag watch --fix as the ServiceAccount of deploy/
 //	localcluster up                              start and wait for Ctrl-C
 package main
 
@@ -8,10 +9,14 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -34,7 +39,7 @@ func run() error {
 	stsdiag := fs.String("stsdiag", "bin/kubectl-stsdiag", "path of the kubectl-stsdiag binary")
 	logDir := fs.String("log-dir", "e2e/_artifacts/demo", "folder for component logs")
 	if len(os.Args) < 2 {
-		return fmt.Errorf("usage: localcluster demo|up [flags]")
+		return fmt.Errorf("usage: localcluster demo|deploy-demo|up [flags]")
 	}
 	mode := os.Args[1]
 	if err := fs.Parse(os.Args[2:]); err != nil {
@@ -63,8 +68,12 @@ func run() error {
 		if err := demo(ctx, c, kubeconfig, *stsdiag); err != nil {
 			return err
 		}
+	case "deploy-demo":
+		if err := deployDemo(ctx, c, kubeconfig, *stsdiag); err != nil {
+			return err
+		}
 	default:
-		return fmt.Errorf("unknown mode %q: want demo or up", mode)
+		return fmt.Errorf("unknown mode %q: want demo, deploy-demo or up", mode)
 	}
 	if *keep {
 		fmt.Printf("\nThe cluster stays up until you press Ctrl-C. In another shell:\n  export KUBECONFIG=%s\n  export PATH=%s:$PATH   # then: kubectl stsdiag check -A\n", kubeconfig, absDir(*stsdiag))
@@ -152,4 +161,81 @@ func absDir(path string) string {
 		return filepath.Dir(path)
 	}
 	return abs
+}
+
+// deployDemo runs `stsdiag watch --fix` with the permissions of deploy/watch-fix (as its
+// ServiceAccount: a simulated node cannot run the Deployment's container) and lets it repair a
+// kubernetes#67250 rollout by itself.
+func deployDemo(ctx context.Context, c *cluster.Cluster, kubeconfig, stsdiag string) error {
+	cs, err := c.Clientset()
+	if err != nil {
+		return err
+	}
+	fmt.Println("\n== stsdiag watch --fix, as ServiceAccount stsdiag/stsdiag with the RBAC of deploy/watch-fix ==")
+	if err := scenario.ApplyManifests(ctx, cs, ".", scenario.WatchManifests...); err != nil {
+		return err
+	}
+	token, err := scenario.ServiceAccountToken(ctx, cs, "stsdiag", "stsdiag")
+	if err != nil {
+		return err
+	}
+	saConfig := filepath.Join(filepath.Dir(kubeconfig), "stsdiag-sa.kubeconfig")
+	if err := c.WriteKubeconfig(saConfig, "stsdiag", token); err != nil {
+		return err
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	addr := l.Addr().String()
+	l.Close()
+	watch := exec.Command(stsdiag, "watch", "-A", "--fix", "--min-stuck", "10s", "--metrics-addr", addr,
+		"--leader-elect", "--leader-elect-namespace", "stsdiag", "--kubeconfig", saConfig)
+	watch.Stdout, watch.Stderr = prefixed("[watch] "), prefixed("[watch] ")
+	if err := watch.Start(); err != nil {
+		return err
+	}
+	defer func() {
+		_ = watch.Process.Signal(syscall.SIGTERM)
+		_ = watch.Wait()
+	}()
+	if err := scenario.Namespace(ctx, cs, "shop"); err != nil {
+		return err
+	}
+	fmt.Printf("creating shop/web (3 replicas, PVCs) with %s, then fixing the template to %s\n", scenario.BadImage, scenario.GoodImage)
+	if err := scenario.StuckRollout(ctx, cs, "shop", "web", 3); err != nil {
+		return err
+	}
+	fixed := time.Now()
+	fmt.Println("template fixed; web-0 is stuck on the old revision. Waiting for stsdiag watch (--min-stuck 10s) to repair it...")
+	if err := scenario.WaitRolloutComplete(ctx, cs, "shop", "web", 2*time.Minute); err != nil {
+		return err
+	}
+	fmt.Printf("shop/web: 3/3 Ready on the update revision %s after the template fix, with nobody at the keyboard\n", time.Since(fixed).Round(100*time.Millisecond))
+	fmt.Println("\n$ kubectl get events -n shop --field-selector involvedObject.kind=StatefulSet")
+	runShow(kubeconfig, "kubectl", "get", "events", "-n", "shop", "--field-selector", "involvedObject.kind=StatefulSet,source=stsdiag")
+	fmt.Printf("\n$ curl -s http://%s/metrics | grep ^stsdiag_\n", addr)
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	for _, line := range strings.Split(string(body), "\n") {
+		if strings.HasPrefix(line, "stsdiag_") && !strings.Contains(line, "_bucket") {
+			fmt.Println(line)
+		}
+	}
+	return nil
+}
+
+type prefixWriter struct{ prefix string }
+
+func prefixed(prefix string) io.Writer { return &prefixWriter{prefix: prefix} }
+
+func (w *prefixWriter) Write(p []byte) (int, error) {
+	for _, line := range strings.Split(strings.TrimRight(string(p), "\n"), "\n") {
+		fmt.Println(w.prefix + line)
+	}
+	return len(p), nil
 }
