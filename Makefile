@@ -5,7 +5,7 @@ GO ?= go
 BIN := bin/kubectl-stsdiag
 UNIT_PKGS = $$($(GO) list ./... | grep -v /e2e)
 
-.PHONY: all build test unit e2e cluster-bins demo deploy-demo cluster fuzz vet fmt clean
+.PHONY: all build test unit e2e bench cluster-bins demo deploy-demo cluster fuzz vet fmt clean
 
 all: build
 
@@ -19,7 +19,8 @@ test:
 	$(MAKE) --no-print-directory unit; t2=$$SECONDS; \
 	$(MAKE) --no-print-directory cluster-bins; t3=$$SECONDS; \
 	$(MAKE) --no-print-directory e2e; t4=$$SECONDS; \
-	echo "phase timings: vet $$((t1-t0))s, unit $$((t2-t1))s, cluster-bins $$((t3-t2))s, e2e $$((t4-t3))s, total $$((t4-t0))s"
+	$(MAKE) --no-print-directory bench REPS=3; t5=$$SECONDS; \
+	echo "phase timings: vet $$((t1-t0))s, unit $$((t2-t1))s, cluster-bins $$((t3-t2))s, e2e $$((t4-t3))s, bench $$((t5-t4))s, total $$((t5-t0))s"
 
 vet:
 	@test -z "$$(gofmt -l . | tee /dev/stderr)" || { echo "gofmt needed"; exit 1; }
@@ -46,6 +47,12 @@ deploy-demo: build cluster-bins
 ## cluster: a local control plane until Ctrl-C
 cluster: build cluster-bins
 	$(GO) run ./e2e/cmd/localcluster up -stsdiag $(BIN)
+
+## bench: check -A vs kubectl get -A on a synthetic cluster (SETS=2000 for 10k pods)
+SETS ?= 200
+REPS ?= 5
+bench: build cluster-bins
+	$(GO) run ./e2e/cmd/bench -sets $(SETS) -replicas 5 -reps $(REPS) -stsdiag $(BIN)
 
 fuzz:
 	$(GO) test ./resolver -run '^$$' -fuzz FuzzResolve -fuzztime 30s

@@ -2,6 +2,9 @@ package cmd
 
 import (
 	"fmt"
+	"net/http"
+	"os"
+	"sync/atomic"
 	"time"
 
 	imageclient "github.com/openshift/client-go/image/clientset/versioned"
@@ -30,6 +33,9 @@ func clients(flags *genericclioptions.ConfigFlags, requestTimeout ...time.Durati
 	}
 	config.QPS, config.Burst = 50, 100
 	config.UserAgent = "kubectl-stsdiag"
+	if os.Getenv("STSDIAG_REQUEST_STATS") != "" {
+		config.Wrap(countRequests)
+	}
 	image, err := imageclient.NewForConfig(rest.CopyConfig(config))
 	if err != nil {
 		return snapshot.Clients{}, nil, err
@@ -55,3 +61,15 @@ func namespace(flags *genericclioptions.ConfigFlags, all bool) (string, bool, er
 	}
 	return ns, explicit, nil
 }
+
+// requests counts the HTTP requests made when STSDIAG_REQUEST_STATS is set (for the benchmark).
+var requests atomic.Int64
+
+type countingTransport struct{ next http.RoundTripper }
+
+func (t countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	requests.Add(1)
+	return t.next.RoundTrip(r)
+}
+
+func countRequests(next http.RoundTripper) http.RoundTripper { return countingTransport{next: next} }

@@ -47,6 +47,9 @@ func Main(args []string, in io.Reader, out, errOut io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	err := root.ExecuteContext(ctx)
+	if os.Getenv("STSDIAG_REQUEST_STATS") != "" {
+		fmt.Fprintf(errOut, "stsdiag: %d HTTP requests\n", requests.Load())
+	}
 	if err == nil {
 		return ExitOK
 	}

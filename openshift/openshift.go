@@ -64,7 +64,7 @@ func Enabled(ctx context.Context, mode Mode, d discovery.DiscoveryInterface) (bo
 // ListImageStreams lists ImageStreams in one namespace ("" = all), paging through the result.
 func ListImageStreams(ctx context.Context, c imageclient.Interface, namespace string) ([]imagev1.ImageStream, error) {
 	var out []imagev1.ImageStream
-	opts := metav1.ListOptions{Limit: 500}
+	opts := metav1.ListOptions{}
 	for {
 		list, err := c.ImageV1().ImageStreams(namespace).List(ctx, opts)
 		if err != nil {

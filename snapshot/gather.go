@@ -13,12 +13,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/pager"
 
 	"github.com/stsdiag/stsdiag/openshift"
 )
@@ -45,8 +42,8 @@ type NotFoundError struct{ What string }
 
 func (e *NotFoundError) Error() string { return e.What + " not found" }
 
-// Gather reads everything a diagnosis needs with a fixed number of paged LIST calls
-// (one per resource type, run in parallel), plus discovery. It never reads per object.
+// Gather reads everything a diagnosis needs with a fixed number of LIST calls (one per resource
+// type, run in parallel), plus discovery. It never reads per object.
 // Warnings lists optional data that could not be read.
 func Gather(ctx context.Context, c Clients, scope Scope) (s *Snapshot, warnings []string, err error) {
 	ns := scope.Namespace
@@ -62,40 +59,33 @@ func Gather(ctx context.Context, c Clients, scope Scope) (s *Snapshot, warnings 
 	)
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() (err error) {
-		s.StatefulSets, err = list[appsv1.StatefulSet](gctx, "statefulsets", ns, func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			return c.Kube.AppsV1().StatefulSets(ns).List(ctx, o)
-		})
+		s.StatefulSets, err = list(gctx, "statefulsets", ns, metav1.ListOptions{}, c.Kube.AppsV1().StatefulSets(ns).List,
+			func(l *appsv1.StatefulSetList) []appsv1.StatefulSet { return l.Items })
 		return err
 	})
 	g.Go(func() (err error) {
-		s.Pods, err = list[corev1.Pod](gctx, "pods", ns, func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			return c.Kube.CoreV1().Pods(ns).List(ctx, o)
-		})
+		s.Pods, err = list(gctx, "pods", ns, metav1.ListOptions{}, c.Kube.CoreV1().Pods(ns).List,
+			func(l *corev1.PodList) []corev1.Pod { return l.Items })
 		return err
 	})
 	g.Go(func() (err error) {
-		s.Revisions, err = list[appsv1.ControllerRevision](gctx, "controllerrevisions", ns, func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			return c.Kube.AppsV1().ControllerRevisions(ns).List(ctx, o)
-		})
+		s.Revisions, err = list(gctx, "controllerrevisions", ns, metav1.ListOptions{}, c.Kube.AppsV1().ControllerRevisions(ns).List,
+			func(l *appsv1.ControllerRevisionList) []appsv1.ControllerRevision { return l.Items })
 		return err
 	})
 	g.Go(func() (err error) {
-		s.PVCs, err = list[corev1.PersistentVolumeClaim](gctx, "persistentvolumeclaims", ns, func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			return c.Kube.CoreV1().PersistentVolumeClaims(ns).List(ctx, o)
-		})
+		s.PVCs, err = list(gctx, "persistentvolumeclaims", ns, metav1.ListOptions{}, c.Kube.CoreV1().PersistentVolumeClaims(ns).List,
+			func(l *corev1.PersistentVolumeClaimList) []corev1.PersistentVolumeClaim { return l.Items })
 		return err
 	})
 	g.Go(func() (err error) {
-		s.Events, err = list[corev1.Event](gctx, "events", ns, func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			o.FieldSelector = "type=" + corev1.EventTypeWarning
-			return c.Kube.CoreV1().Events(ns).List(ctx, o)
-		})
+		s.Events, err = list(gctx, "events", ns, metav1.ListOptions{FieldSelector: "type=" + corev1.EventTypeWarning}, c.Kube.CoreV1().Events(ns).List,
+			func(l *corev1.EventList) []corev1.Event { return l.Items })
 		return err
 	})
 	g.Go(func() error {
-		storageClasses, scErr = list[storagev1.StorageClass](gctx, "storageclasses", "", func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			return c.Kube.StorageV1().StorageClasses().List(ctx, o)
-		})
+		storageClasses, scErr = list(gctx, "storageclasses", "", metav1.ListOptions{}, c.Kube.StorageV1().StorageClasses().List,
+			func(l *storagev1.StorageClassList) []storagev1.StorageClass { return l.Items })
 		return nil
 	})
 	g.Go(func() error {
@@ -110,9 +100,8 @@ func Gather(ctx context.Context, c Clients, scope Scope) (s *Snapshot, warnings 
 		s.ImageStreams, imageErr = openshift.ListImageStreams(gctx, c.Image, ns)
 		if ns == "" {
 			// Run levels of namespaces matter for image lookup; without permission they stay unknown.
-			if all, err := list[corev1.Namespace](gctx, "namespaces", "", func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-				return c.Kube.CoreV1().Namespaces().List(ctx, o)
-			}); err == nil {
+			if all, err := list(gctx, "namespaces", "", metav1.ListOptions{}, c.Kube.CoreV1().Namespaces().List,
+				func(l *corev1.NamespaceList) []corev1.Namespace { return l.Items }); err == nil {
 				s.Namespaces = all
 			}
 		}
@@ -192,31 +181,23 @@ func checkNamespace(ctx context.Context, c Clients, ns string) ([]corev1.Namespa
 	return nil, nil
 }
 
-type listFunc func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error)
-
-func list[T any](ctx context.Context, resource, namespace string, fn listFunc) ([]T, error) {
-	p := pager.New(func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-		return fn(ctx, opts)
-	})
-	p.PageSize = 500
-	var out []T
-	err := p.EachListItem(ctx, metav1.ListOptions{}, func(obj runtime.Object) error {
-		item, ok := any(obj).(*T)
-		if !ok {
-			return fmt.Errorf("unexpected %T in %s list", obj, resource)
-		}
-		if m, err := meta.Accessor(obj); err == nil {
-			m.SetManagedFields(nil)
-		}
-		out = append(out, *item)
-		return nil
-	})
+// list reads one resource type with a single unpaged LIST: a constant number of requests,
+// served from the apiserver's watch cache. Items are used in place, managedFields dropped.
+func list[L any, T any](ctx context.Context, resource, namespace string, opts metav1.ListOptions,
+	fn func(context.Context, metav1.ListOptions) (L, error), items func(L) []T) ([]T, error) {
+	l, err := fn(ctx, opts)
 	if err != nil {
 		where := "all namespaces"
 		if namespace != "" {
 			where = fmt.Sprintf("namespace %q", namespace)
 		}
 		return nil, fmt.Errorf("listing %s in %s: %w", resource, where, err)
+	}
+	out := items(l)
+	for i := range out {
+		if m, ok := any(&out[i]).(metav1.Object); ok {
+			m.SetManagedFields(nil)
+		}
 	}
 	return out, nil
 }

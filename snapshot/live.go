@@ -104,9 +104,8 @@ func StartLive(ctx context.Context, c Clients, scope Scope, onChange func(obj an
 			images.WaitForCacheSync(ctx.Done())
 		}
 	}
-	if classes, err := list[storagev1.StorageClass](ctx, "storageclasses", "", func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-		return c.Kube.StorageV1().StorageClasses().List(ctx, o)
-	}); err == nil {
+	if classes, err := list(ctx, "storageclasses", "", metav1.ListOptions{}, c.Kube.StorageV1().StorageClasses().List,
+		func(l *storagev1.StorageClassList) []storagev1.StorageClass { return l.Items }); err == nil {
 		l.storageClasses = classes
 	}
 	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {

@@ -53,6 +53,10 @@ var stagesTemplate string
 
 // Cluster is one local control plane.
 type Cluster struct {
+	// APIServerOnly starts etcd and kube-apiserver only: no controllers, scheduler or nodes
+	// touch the objects (the benchmark writes them with their statuses itself).
+	APIServerOnly bool
+
 	name       string
 	binDir     string
 	workDir    string
@@ -203,6 +207,9 @@ func (c *Cluster) Create(ctx context.Context, _ ...string) (kubeconfig string, e
 	}
 	if err := c.waitHTTP(ctx, "kube-apiserver", c.APIServerURL()+"/readyz", 90*time.Second); err != nil {
 		return "", err
+	}
+	if c.APIServerOnly {
+		return c.kubeconfig, nil
 	}
 	if err := c.start("kube-controller-manager", bins["kube-controller-manager"], "--kubeconfig", c.kubeconfig,
 		"--controllers", "statefulset,serviceaccount,garbagecollector,namespace,nodelifecycle,persistentvolume-binder",

@@ -1,0 +1,352 @@
+// Command bench measures `stsdiag check -A` against the cost of just listing the same objects
+// with kubectl, on a local kube-apiserver filled with a synthetic cluster (e2e/synth).
+//
+//	go run ./e2e/cmd/bench -sets 200 -replicas 5 -reps 5 -stsdiag bin/kubectl-stsdiag
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	imageclient "github.com/openshift/client-go/image/clientset/versioned"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/stsdiag/stsdiag/e2e/cluster"
+	"github.com/stsdiag/stsdiag/e2e/synth"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+type sample struct {
+	seconds  float64
+	rssKiB   int64
+	requests int
+}
+
+func run() error {
+	sets := flag.Int("sets", 200, "StatefulSets")
+	replicas := flag.Int("replicas", 5, "replicas per StatefulSet")
+	reps := flag.Int("reps", 5, "repetitions of each measurement")
+	stsdiag := flag.String("stsdiag", "bin/kubectl-stsdiag", "kubectl-stsdiag binary")
+	workers := flag.Int("workers", 32, "parallel creates")
+	flag.Parse()
+
+	ctx := context.Background()
+	c := cluster.New("e2e/_artifacts/bench")
+	c.APIServerOnly = true
+	start := time.Now()
+	kubeconfig, err := c.Create(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Destroy(context.Background())
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return err
+	}
+	cfg.QPS, cfg.Burst = 5000, 5000
+	if err := cluster.InstallImageStreamCRD(ctx, cfg); err != nil {
+		return err
+	}
+	fmt.Printf("kube-apiserver + etcd up in %s\n", time.Since(start).Round(100*time.Millisecond))
+
+	syn := synth.Generate(*sets, *replicas, max(1, *sets/10))
+	start = time.Now()
+	n, err := populate(ctx, cfg, syn, *workers)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("created %d objects (%d StatefulSets × %d replicas, their revisions, PVCs, ImageStreams) in %s\n",
+		n, *sets, *replicas, time.Since(start).Round(100*time.Millisecond))
+
+	env := append(os.Environ(), "KUBECONFIG="+kubeconfig, "STSDIAG_REQUEST_STATS=1")
+	var kubectl, check []sample
+	for i := 0; i < *reps; i++ {
+		k, err := measure(env, "kubectl", "get", "statefulsets,pods,controllerrevisions,persistentvolumeclaims,imagestreams", "-A", "-o", "json")
+		if err != nil {
+			return err
+		}
+		s, err := measure(env, *stsdiag, "check", "-A", "-o", "json", "--fail-on", "never")
+		if err != nil {
+			return err
+		}
+		kubectl, check = append(kubectl, k), append(check, s)
+	}
+	if err := verifyFindings(env, *stsdiag, syn.Expected); err != nil {
+		return err
+	}
+	podsPerSecond, err := pureDiagnosis(*sets, *replicas)
+	if err != nil {
+		return err
+	}
+
+	kMin, kMed := stats(kubectl)
+	sMin, sMed := stats(check)
+	ratio := sMed / kMed
+	var rss int64
+	for _, s := range check {
+		rss = max(rss, s.rssKiB)
+	}
+	fmt.Printf("\nmachine: %d CPUs, %s/%s, %s; %d repetitions\n\n", runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, cpuModel(), *reps)
+	fmt.Printf("| size | objects | kubectl get -A -o json (min / median) | stsdiag check -A -o json (min / median) | ratio (median) | stsdiag requests | stsdiag peak RSS | pure diagnosis, 1 core |\n")
+	fmt.Printf("|---|---|---|---|---|---|---|---|\n")
+	fmt.Printf("| %d×%d | %d | %.2fs / %.2fs | %.2fs / %.2fs | %.2f | %d | %.0f MiB | %s pods/s |\n",
+		*sets, *replicas, n, kMin, kMed, sMin, sMed, ratio, check[0].requests, float64(rss)/1024, podsPerSecond)
+
+	var failures []string
+	if ratio > 1.0 {
+		failures = append(failures, fmt.Sprintf("check -A took %.2f× the kubectl baseline (target ≤ 1.0×)", ratio))
+	}
+	if *sets**replicas >= 10000 && rss > 300*1024 {
+		failures = append(failures, fmt.Sprintf("peak RSS %d MiB at %d pods (target ≤ 300 MiB)", rss/1024, *sets**replicas))
+	}
+	for _, s := range check[1:] {
+		if s.requests != check[0].requests {
+			failures = append(failures, fmt.Sprintf("request count varies: %d vs %d", s.requests, check[0].requests))
+		}
+	}
+	if len(failures) > 0 {
+		return fmt.Errorf("targets missed: %s", strings.Join(failures, "; "))
+	}
+	fmt.Println("\nfindings match the known mix; all targets met")
+	return nil
+}
+
+// populate creates the synthetic objects with parallel workers and writes their statuses.
+func populate(ctx context.Context, cfg *rest.Config, syn *synth.Cluster, workers int) (int, error) {
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return 0, err
+	}
+	images, err := imageclient.NewForConfig(cfg)
+	if err != nil {
+		return 0, err
+	}
+	for _, ns := range syn.Namespaces {
+		if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+			return 0, err
+		}
+		if _, err := kube.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil {
+			return 0, err
+		}
+	}
+	uids := sync.Map{}
+	count := 0
+	phase := func(items int, do func(i int) error) error {
+		count += items
+		var wg sync.WaitGroup
+		errs := make(chan error, workers)
+		next := make(chan int)
+		for w := 0; w < workers; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range next {
+					if err := do(i); err != nil {
+						select {
+						case errs <- err:
+						default:
+						}
+					}
+				}
+			}()
+		}
+		for i := 0; i < items; i++ {
+			next <- i
+		}
+		close(next)
+		wg.Wait()
+		select {
+		case err := <-errs:
+			return err
+		default:
+			return nil
+		}
+	}
+	owned := func(refs []metav1.OwnerReference) []metav1.OwnerReference {
+		out := append([]metav1.OwnerReference(nil), refs...)
+		for i := range out {
+			if uid, ok := uids.Load(out[i].Name); ok {
+				out[i].UID = uid.(types.UID)
+			}
+		}
+		return out
+	}
+	if err := phase(len(syn.StatefulSets), func(i int) error {
+		set := syn.StatefulSets[i].DeepCopy()
+		set.UID, set.Generation = "", 0
+		created, err := kube.AppsV1().StatefulSets(set.Namespace).Create(ctx, set, metav1.CreateOptions{})
+		if err != nil {
+			return err
+		}
+		uids.Store(created.Name, created.UID)
+		created.Status = syn.StatefulSets[i].Status
+		created.Status.ObservedGeneration = created.Generation
+		_, err = kube.AppsV1().StatefulSets(set.Namespace).UpdateStatus(ctx, created, metav1.UpdateOptions{})
+		return err
+	}); err != nil {
+		return 0, fmt.Errorf("statefulsets: %w", err)
+	}
+	if err := phase(len(syn.Revisions), func(i int) error {
+		rev := syn.Revisions[i].DeepCopy()
+		rev.OwnerReferences = owned(rev.OwnerReferences)
+		_, err := kube.AppsV1().ControllerRevisions(rev.Namespace).Create(ctx, rev, metav1.CreateOptions{})
+		return err
+	}); err != nil {
+		return 0, fmt.Errorf("controllerrevisions: %w", err)
+	}
+	if err := phase(len(syn.Pods), func(i int) error {
+		pod := syn.Pods[i].DeepCopy()
+		pod.UID = ""
+		pod.OwnerReferences = owned(pod.OwnerReferences)
+		status := pod.Status
+		pod.Status = corev1.PodStatus{}
+		created, err := kube.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+		if err != nil {
+			return err
+		}
+		created.Status = status
+		_, err = kube.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, created, metav1.UpdateOptions{})
+		return err
+	}); err != nil {
+		return 0, fmt.Errorf("pods: %w", err)
+	}
+	if err := phase(len(syn.PVCs), func(i int) error {
+		pvc := syn.PVCs[i].DeepCopy()
+		status := pvc.Status
+		created, err := kube.CoreV1().PersistentVolumeClaims(pvc.Namespace).Create(ctx, pvc, metav1.CreateOptions{})
+		if err != nil {
+			return err
+		}
+		created.Status = status
+		_, err = kube.CoreV1().PersistentVolumeClaims(pvc.Namespace).UpdateStatus(ctx, created, metav1.UpdateOptions{})
+		return err
+	}); err != nil {
+		return 0, fmt.Errorf("persistentvolumeclaims: %w", err)
+	}
+	if err := phase(len(syn.ImageStreams), func(i int) error {
+		is := syn.ImageStreams[i].DeepCopy()
+		status := is.Status
+		created, err := images.ImageV1().ImageStreams(is.Namespace).Create(ctx, is, metav1.CreateOptions{})
+		if err != nil {
+			return err
+		}
+		created.Status = status
+		_, err = images.ImageV1().ImageStreams(is.Namespace).UpdateStatus(ctx, created, metav1.UpdateOptions{})
+		return err
+	}); err != nil {
+		return 0, fmt.Errorf("imagestreams: %w", err)
+	}
+	return count, nil
+}
+
+var requestsLine = regexp.MustCompile(`stsdiag: (\d+) HTTP requests`)
+
+// measure runs a command with its output discarded and returns its wall time, peak RSS and, for
+// stsdiag, the HTTP requests it counted.
+func measure(env []string, bin string, args ...string) (sample, error) {
+	cmd := exec.Command(bin, args...)
+	cmd.Env = env
+	var stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = nil, &stderr
+	start := time.Now()
+	if err := cmd.Run(); err != nil {
+		return sample{}, fmt.Errorf("%s %v: %w\n%s", bin, args, err, stderr.String())
+	}
+	s := sample{seconds: time.Since(start).Seconds()}
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		s.rssKiB = ru.Maxrss
+	}
+	if m := requestsLine.FindStringSubmatch(stderr.String()); m != nil {
+		s.requests, _ = strconv.Atoi(m[1])
+	}
+	return s, nil
+}
+
+func verifyFindings(env []string, stsdiag string, expected map[string]int) error {
+	cmd := exec.Command(stsdiag, "check", "-A", "-o", "json", "--fail-on", "never")
+	cmd.Env = env
+	out, err := cmd.Output()
+	if err != nil {
+		return err
+	}
+	var rep struct {
+		Findings []struct {
+			Code string `json:"code"`
+		} `json:"findings"`
+	}
+	if err := json.Unmarshal(out, &rep); err != nil {
+		return err
+	}
+	got := map[string]int{}
+	for _, f := range rep.Findings {
+		got[f.Code]++
+	}
+	if fmt.Sprint(got) != fmt.Sprint(expected) {
+		return fmt.Errorf("findings %v, want the known mix %v", got, expected)
+	}
+	fmt.Printf("findings: %v (the known mix)\n", got)
+	return nil
+}
+
+var podsPerSecondRE = regexp.MustCompile(`([\d.]+) pods/s`)
+
+// pureDiagnosis runs the Go benchmark of the diagnosis on one core for the same size.
+func pureDiagnosis(sets, replicas int) (string, error) {
+	name := fmt.Sprintf("BenchmarkDiagnose/%dx%d$", sets, replicas)
+	out, err := exec.Command("go", "test", "./diagnose", "-run", "^$", "-bench", name, "-cpu", "1", "-benchtime", "3s").CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("go test -bench: %w\n%s", err, out)
+	}
+	m := podsPerSecondRE.FindStringSubmatch(string(out))
+	if m == nil {
+		return "n/a (size not in BenchmarkDiagnose)", nil
+	}
+	v, _ := strconv.ParseFloat(m[1], 64)
+	return fmt.Sprintf("%.2fM", v/1e6), nil
+}
+
+func stats(samples []sample) (minimum, median float64) {
+	var v []float64
+	for _, s := range samples {
+		v = append(v, s.seconds)
+	}
+	sort.Float64s(v)
+	return v[0], v[len(v)/2]
+}
+
+func cpuModel() string {
+	data, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return "unknown CPU"
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(line, "model name") {
+			return strings.TrimSpace(line[strings.Index(line, ":")+1:])
+		}
+	}
+	return "unknown CPU"
+}
