@@ -55,15 +55,7 @@ func NewCheckCommand(configFlags *genericclioptions.ConfigFlags, streams generic
 		Use:     "check [NAME...] [-n NAMESPACE | -A] [-l SELECTOR]",
 		Short:   "Report StatefulSet rollouts that will not finish on their own, and why",
 		Example: checkExample,
-		RunE: func(c *cobra.Command, args []string) error {
-			if err := o.Complete(args); err != nil {
-				return withCode(ExitError, err)
-			}
-			if err := o.Validate(); err != nil {
-				return withCode(ExitError, err)
-			}
-			return o.Run(c.Context())
-		},
+		RunE:    runE(o),
 	}
 	o.AddFlags(c)
 	return c

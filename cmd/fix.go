@@ -92,15 +92,7 @@ Without --yes it asks on a terminal; without a terminal it prints the plan and e
 Exit codes: 0 every planned action done (and, with --wait, the rollout complete); 1 something
 left unrepaired, skipped or refused; 2 could not evaluate; 3 --wait timed out.`,
 		Example: fixExample,
-		RunE: func(c *cobra.Command, args []string) error {
-			if err := o.Complete(args); err != nil {
-				return withCode(ExitError, err)
-			}
-			if err := o.Validate(); err != nil {
-				return withCode(ExitError, err)
-			}
-			return o.Run(c.Context())
-		},
+		RunE:    runE(o),
 	}
 	f := c.Flags()
 	f.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "Repair StatefulSets in all namespaces")

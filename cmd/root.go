@@ -110,3 +110,23 @@ func silenceKlog() {
 func oneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
 }
+
+// options is the Complete/Validate/Run shape every command's options follow.
+type options interface {
+	Complete(args []string) error
+	Validate() error
+	Run(ctx context.Context) error
+}
+
+// runE runs a command's options; errors before Run are bad input (exit 2).
+func runE(o options) func(*cobra.Command, []string) error {
+	return func(c *cobra.Command, args []string) error {
+		if err := o.Complete(args); err != nil {
+			return withCode(ExitError, err)
+		}
+		if err := o.Validate(); err != nil {
+			return withCode(ExitError, err)
+		}
+		return o.Run(c.Context())
+	}
+}

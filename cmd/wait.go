@@ -96,15 +96,7 @@ and keeps waiting.
 Exit codes: 0 complete; 1 stuck (findings held for the grace); 2 could not evaluate, StatefulSet
 not found or deleted while waiting; 3 --timeout passed while still progressing.`,
 		Example: waitExample,
-		RunE: func(c *cobra.Command, args []string) error {
-			if err := o.Complete(args); err != nil {
-				return withCode(ExitError, err)
-			}
-			if err := o.Validate(); err != nil {
-				return withCode(ExitError, err)
-			}
-			return o.Run(c.Context())
-		},
+		RunE:    runE(o),
 	}
 	f := c.Flags()
 	f.StringVarP(&o.Selector, "selector", "l", "", "Label selector for the StatefulSets to wait for")
@@ -335,9 +327,6 @@ func (o *WaitOptions) finish(res *WaitResult, start time.Time, exit error) error
 	}
 	if err != nil && exit == nil {
 		return withCode(ExitError, err)
-	}
-	if exit != nil && res.Result == WaitNotFound {
-		return exit
 	}
 	return exit
 }

@@ -63,12 +63,7 @@ records an Event per repair. Serves /metrics, /healthz and /readyz on --metrics-
 --leader-elect only the holder of a Lease works, so two replicas never both repair. It stops
 cleanly on SIGTERM.`,
 		Example: watchExample,
-		RunE: func(c *cobra.Command, args []string) error {
-			if err := o.Complete(args); err != nil {
-				return withCode(ExitError, err)
-			}
-			return o.Run(c.Context())
-		},
+		RunE:    runE(o),
 	}
 	f := c.Flags()
 	f.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "Watch StatefulSets in all namespaces")
@@ -97,9 +92,6 @@ func (o *WatchOptions) Complete(args []string) error {
 		return err
 	}
 	o.scope = snapshot.Scope{Namespace: ns, OpenShift: mode}
-	if o.MinStuck < 0 || o.MaxRepairsPerHour < 0 {
-		return errors.New("--min-stuck and --max-repairs-per-hour must not be negative")
-	}
 	if o.LeaseNamespace == "" {
 		o.LeaseNamespace = os.Getenv("POD_NAMESPACE")
 	}
@@ -107,6 +99,14 @@ func (o *WatchOptions) Complete(args []string) error {
 		if o.LeaseNamespace, _, err = namespace(o.configFlags, false); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// Validate checks the flags.
+func (o *WatchOptions) Validate() error {
+	if o.MinStuck < 0 || o.MaxRepairsPerHour < 0 {
+		return errors.New("--min-stuck and --max-repairs-per-hour must not be negative")
 	}
 	return nil
 }

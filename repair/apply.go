@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -278,7 +279,7 @@ func (e *Executor) waitObserved(ctx context.Context, patched map[string]int64) e
 		timeout = 30 * time.Second
 	}
 	for key, generation := range patched {
-		ns, name, _ := cutKey(key)
+		ns, name, _ := strings.Cut(key, "/")
 		err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 			set, err := e.Kube.AppsV1().StatefulSets(ns).Get(ctx, name, metav1.GetOptions{})
 			if err != nil {
@@ -293,15 +294,6 @@ func (e *Executor) waitObserved(ctx context.Context, patched map[string]int64) e
 	return nil
 }
 
-func cutKey(key string) (string, string, bool) {
-	for i := 0; i < len(key); i++ {
-		if key[i] == '/' {
-			return key[:i], key[i+1:], true
-		}
-	}
-	return "", key, false
-}
-
 // isAPIAnswer reports whether err is a status the API server returned (as opposed to a
 // transport failure).
 func isAPIAnswer(err error) bool {
@@ -310,11 +302,6 @@ func isAPIAnswer(err error) bool {
 }
 
 func firstLine(err error) string {
-	msg := err.Error()
-	for i := 0; i < len(msg); i++ {
-		if msg[i] == '\n' {
-			return msg[:i]
-		}
-	}
-	return msg
+	line, _, _ := strings.Cut(err.Error(), "\n")
+	return line
 }
