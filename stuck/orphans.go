@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -109,11 +110,25 @@ func (d *diagnosis) orphans(s *snapshot.Snapshot) {
 // obj not within its deletion grace).
 func (d *diagnosis) orphaned(s *snapshot.Snapshot, obj metav1.Object) (*metav1.OwnerReference, ownerState, *appsv1.StatefulSet, bool) {
 	ref := metav1.GetControllerOfNoCopy(obj)
-	if !isStatefulSetRef(ref) || !s.InScope(obj.GetNamespace(), ref.Name) || d.recentlyDeleted(obj.GetDeletionTimestamp()) {
+	if !isStatefulSetRef(ref) || !s.InScope(obj.GetNamespace(), ref.Name) {
 		return nil, ownerLive, nil, false
 	}
 	state, set := d.ix.owner(obj.GetNamespace(), ref)
-	return ref, state, set, state == ownerGone || state == ownerReplaced
+	switch state {
+	case ownerGone:
+		// The garbage collector removes it in seconds unless something holds it.
+		return ref, state, set, !d.recentlyDeleted(obj.GetDeletionTimestamp())
+	case ownerReplaced:
+		// A pod with an ordinal's name keeps the new StatefulSet from creating that pod, even
+		// while it terminates.
+		if _, isPod := obj.(*corev1.Pod); isPod {
+			if _, ok := ordinal(set.Name, obj.GetName()); ok {
+				return ref, state, set, true
+			}
+		}
+		return ref, state, set, !d.recentlyDeleted(obj.GetDeletionTimestamp())
+	}
+	return ref, state, set, false
 }
 
 func (d *diagnosis) ownerFate(state ownerState, set *appsv1.StatefulSet, deleting *metav1.Time) string {

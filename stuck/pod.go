@@ -159,7 +159,8 @@ func (ix *index) claimPendingReason(pvc *corev1.PersistentVolumeClaim) (why stri
 		}
 	}
 	if event != "" {
-		return event, false, false
+		// The volume controller has tried and complained (ProvisioningFailed, FailedBinding).
+		return event, true, false
 	}
 	if className == "" {
 		return "not bound: no PersistentVolume matches the claim", false, false
