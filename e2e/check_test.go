@@ -258,3 +258,49 @@ func TestBadInput(t *testing.T) {
 		}).Feature()
 	testenv.Test(t, f)
 }
+
+// TestPendingAndUnschedulable: a claim of a class nobody serves, and a pod no node accepts, on
+// the real scheduler and volume binder.
+func TestPendingAndUnschedulable(t *testing.T) {
+	const ns = "pending"
+	f := features.New("VolumeClaimPending and PodUnschedulable").
+		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			cs := clientset(t, cfg)
+			if err := scenario.Namespace(ctx, cs, ns); err != nil {
+				t.Fatal(err)
+			}
+			claims := scenario.StatefulSet(ns, "claims", scenario.GoodImage, 1, true)
+			claims.Spec.VolumeClaimTemplates[0].Spec.StorageClassName = ptr.To("nobody-serves")
+			picky := scenario.StatefulSet(ns, "picky", scenario.GoodImage, 1, false)
+			picky.Spec.Template.Spec.NodeSelector = map[string]string{"disk": "nvme"}
+			for _, set := range []*appsv1.StatefulSet{claims, picky} {
+				if _, err := cs.AppsV1().StatefulSets(ns).Create(ctx, set, metav1.CreateOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			return ctx
+		}).
+		Assess("both reported with their cause, exit 1", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			deadline := time.Now().Add(45 * time.Second)
+			for {
+				r := stsdiagRun(t, cfg, "check", "-n", ns, "-o", "json")
+				rep := decodeReport(t, r)
+				got := map[string]report.Finding{}
+				for _, f := range rep.Findings {
+					got[f.StatefulSet] = f
+				}
+				claim, pod := got["claims"], got["picky"]
+				if claim.Code == report.VolumeClaimPending && pod.Code == report.PodUnschedulable {
+					if r.code != 1 || !strings.Contains(claim.Message, `StorageClass "nobody-serves" does not exist`) || !strings.Contains(pod.Message, "node affinity/selector") {
+						t.Fatalf("exit %d\n%s\n%s", r.code, claim.Message, pod.Message)
+					}
+					return ctx
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("findings %v", codes(rep))
+				}
+				time.Sleep(2 * time.Second)
+			}
+		}).Feature()
+	testenv.Test(t, f)
+}

@@ -35,7 +35,7 @@ func pluginRun(t *testing.T, cfg *envconf.Config, args ...string) result {
 
 func runCmd(t *testing.T, cfg *envconf.Config, bin string, args ...string) result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+cfg.KubeconfigFile(), "PATH="+binDir+":"+os.Getenv("PATH"), "NO_COLOR=1")

@@ -111,7 +111,7 @@ func Gather(ctx context.Context, c Clients, scope Scope) (s *Snapshot, warnings 
 		return nil, nil, err
 	}
 	if scErr == nil {
-		s.StorageClasses = storageClasses
+		s.StorageClasses, s.StorageClassesListed = storageClasses, true
 	}
 	if imageErr != nil {
 		warnings = append(warnings, fmt.Sprintf("ImageStream checks skipped: cannot list imagestreams.image.openshift.io: %v", firstLine(imageErr)))

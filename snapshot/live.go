@@ -30,6 +30,7 @@ type Live struct {
 
 	namespaces     []corev1.Namespace
 	storageClasses []storagev1.StorageClass
+	classesListed  bool
 	sets           cache.GenericLister
 	pods           cache.GenericLister
 	revisions      cache.GenericLister
@@ -106,7 +107,7 @@ func StartLive(ctx context.Context, c Clients, scope Scope, onChange func(obj an
 	}
 	if classes, err := list(ctx, "storageclasses", "", metav1.ListOptions{}, c.Kube.StorageV1().StorageClasses().List,
 		func(l *storagev1.StorageClassList) []storagev1.StorageClass { return l.Items }); err == nil {
-		l.storageClasses = classes
+		l.storageClasses, l.classesListed = classes, true
 	}
 	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
 		if !ok {
@@ -127,7 +128,7 @@ func (l *Live) OpenShift() bool { return l.openShift }
 // Snapshot builds a snapshot of the caches. It fails with NotFoundError when a StatefulSet
 // named in the scope no longer exists.
 func (l *Live) Snapshot() (*Snapshot, error) {
-	s := &Snapshot{Now: time.Now(), OpenShift: l.openShift, Namespaces: l.namespaces, StorageClasses: l.storageClasses}
+	s := &Snapshot{Now: time.Now(), OpenShift: l.openShift, Namespaces: l.namespaces, StorageClasses: l.storageClasses, StorageClassesListed: l.classesListed}
 	s.StatefulSets = fromLister[appsv1.StatefulSet](l.sets)
 	s.Pods = fromLister[corev1.Pod](l.pods)
 	s.Revisions = fromLister[appsv1.ControllerRevision](l.revisions)
@@ -145,7 +146,7 @@ func (l *Live) Snapshot() (*Snapshot, error) {
 // SnapshotOf builds a snapshot of one namespace from the caches, with only the named
 // StatefulSets in scope (all of the namespace's StatefulSets stay in it, for orphan detection).
 func (l *Live) SnapshotOf(namespace string, names ...string) *Snapshot {
-	s := &Snapshot{Now: time.Now(), OpenShift: l.openShift, StorageClasses: l.storageClasses, Selected: map[string]bool{}}
+	s := &Snapshot{Now: time.Now(), OpenShift: l.openShift, StorageClasses: l.storageClasses, StorageClassesListed: l.classesListed, Selected: map[string]bool{}}
 	for _, ns := range l.namespaces {
 		if ns.Name == namespace {
 			s.Namespaces = []corev1.Namespace{ns}

@@ -83,6 +83,7 @@ func (s *Snapshot) add(obj runtime.Object) error {
 		s.Namespaces = append(s.Namespaces, *o)
 	case *storagev1.StorageClass:
 		s.StorageClasses = append(s.StorageClasses, *o)
+		s.StorageClassesListed = true
 	case *imagev1.ImageStream:
 		s.OpenShift = true
 		s.ImageStreams = append(s.ImageStreams, *o)

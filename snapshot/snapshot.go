@@ -19,9 +19,11 @@ type Snapshot struct {
 	Revisions    []appsv1.ControllerRevision
 	PVCs         []corev1.PersistentVolumeClaim
 	// Events holds Warning events only.
-	Events []corev1.Event
-	// StorageClasses is nil when they could not be listed.
+	Events         []corev1.Event
 	StorageClasses []storagev1.StorageClass
+	// StorageClassesListed is false when StorageClasses could not be read (then a claim's class
+	// is not judged).
+	StorageClassesListed bool
 
 	// Namespaces holds the namespaces in scope when they could be read (OpenShift run levels).
 	Namespaces []corev1.Namespace

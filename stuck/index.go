@@ -71,7 +71,7 @@ func newIndex(s *snapshot.Snapshot, settle time.Duration) *index {
 	for _, list := range ix.events {
 		sort.SliceStable(list, func(i, j int) bool { return eventTime(list[i]).After(eventTime(list[j])) })
 	}
-	if s.StorageClasses != nil {
+	if s.StorageClassesListed {
 		ix.storageClasses = map[string]*storagev1.StorageClass{}
 		for i := range s.StorageClasses {
 			sc := &s.StorageClasses[i]

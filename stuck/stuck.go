@@ -31,7 +31,7 @@ type Options struct {
 
 // DefaultOptions are the options of `stsdiag check`.
 func DefaultOptions() Options {
-	return Options{TerminatingAfter: 5 * time.Minute, CLI: "kubectl", Settle: 30 * time.Second}
+	return Options{TerminatingAfter: 5 * time.Minute, CLI: "kubectl", Settle: 10 * time.Second}
 }
 
 // Result is what the diagnosis found.
