@@ -109,7 +109,7 @@ func TestStuckRollout(t *testing.T) {
 			}
 			return ctx
 		}).Feature()
-	testenv.Test(t, f)
+	testenv.TestInParallel(t, f, pendingAndUnschedulable())
 }
 
 // TestNoFalsePositives: healthy, OnDelete, partitioned and Parallel StatefulSets rolled by the real
@@ -259,11 +259,11 @@ func TestBadInput(t *testing.T) {
 	testenv.Test(t, f)
 }
 
-// TestPendingAndUnschedulable: a claim of a class nobody serves, and a pod no node accepts, on
-// the real scheduler and volume binder.
-func TestPendingAndUnschedulable(t *testing.T) {
+// pendingAndUnschedulable: a claim of a class nobody serves, and a pod no node accepts, on the
+// real scheduler and volume binder. It runs beside the kubernetes#67250 feature.
+func pendingAndUnschedulable() features.Feature {
 	const ns = "pending"
-	f := features.New("VolumeClaimPending and PodUnschedulable").
+	return features.New("VolumeClaimPending and PodUnschedulable").
 		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			cs := clientset(t, cfg)
 			if err := scenario.Namespace(ctx, cs, ns); err != nil {
@@ -302,5 +302,4 @@ func TestPendingAndUnschedulable(t *testing.T) {
 				time.Sleep(2 * time.Second)
 			}
 		}).Feature()
-	testenv.Test(t, f)
 }

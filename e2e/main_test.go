@@ -49,7 +49,7 @@ func run(m *testing.M) int {
 	logDir, _ = filepath.Abs(filepath.Join("_artifacts", "logs"))
 	_ = os.RemoveAll(logDir)
 	local = cluster.New(logDir)
-	testenv = env.NewWithConfig(envconf.New())
+	testenv = env.NewWithConfig(envconf.New().WithParallelTestEnabled())
 	testenv.Setup(
 		envfuncs.CreateCluster(local, "stsdiag"),
 		func(ctx context.Context, _ *envconf.Config) (context.Context, error) {

@@ -68,15 +68,15 @@ func TestWait(t *testing.T) {
 		}).
 		Assess("a slow but healthy rollout never trips the grace", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			set := scenario.StatefulSet(ns, "slow", scenario.GoodImage, 3, false)
-			set.Spec.MinReadySeconds = 3
+			set.Spec.MinReadySeconds = 2
 			if _, err := clientset(t, cfg).AppsV1().StatefulSets(ns).Create(ctx, set, metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			r, took := timed(t, "wait slow", func() result {
 				return stsdiagRun(t, cfg, "wait", "slow", "-n", ns, "--timeout", "1m", "--stuck-grace", "2s")
 			})
-			if r.code != 0 || took < 6*time.Second {
-				t.Fatalf("exit %d after %s (pods are 3s apart: it cannot be complete sooner)", r.code, took)
+			if r.code != 0 || took < 4*time.Second {
+				t.Fatalf("exit %d after %s (pods are 2s apart: it cannot be complete sooner)", r.code, took)
 			}
 			return ctx
 		}).
@@ -154,7 +154,7 @@ func TestWait(t *testing.T) {
 		Assess("side by side with kubectl rollout status", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			timeout := os.Getenv("STSDIAG_E2E_ROLLOUT_TIMEOUT")
 			if timeout == "" {
-				timeout = "15s"
+				timeout = "10s"
 			}
 			k, kt := timed(t, "kubectl rollout status --timeout="+timeout, func() result {
 				return runCmd(t, cfg, "kubectl", "rollout", "status", "statefulset/web", "-n", "wait-stuck", "--timeout="+timeout)
