@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -16,6 +17,7 @@ import (
 	"github.com/stsdiag/stsdiag/openshift"
 	"github.com/stsdiag/stsdiag/report"
 	"github.com/stsdiag/stsdiag/snapshot"
+	"github.com/stsdiag/stsdiag/stuck"
 )
 
 // CheckOptions are the flags and state of `stsdiag check`.
@@ -28,6 +30,7 @@ type CheckOptions struct {
 	Output        string
 	FailOn        string
 	OpenShift     string
+	Terminating   time.Duration
 
 	names     []string
 	namespace string
@@ -69,6 +72,7 @@ func (o *CheckOptions) AddFlags(c *cobra.Command) {
 	f.StringVarP(&o.Output, "output", "o", "table", "Output format: table, wide, json or yaml")
 	f.StringVar(&o.FailOn, "fail-on", "error", "Exit 1 when a finding is at least this severe: error, warning, info or never")
 	f.StringVar(&o.OpenShift, "openshift", "auto", "Use the OpenShift image API: auto (if served), always or never")
+	f.DurationVar(&o.Terminating, "terminating-threshold", stuck.DefaultOptions().TerminatingAfter, "Report a StatefulSet (and its dependents) terminating for longer than this")
 }
 
 // Complete fills in defaults from the arguments and kubeconfig.
@@ -105,31 +109,29 @@ func (o *CheckOptions) Validate() error {
 
 // Run gathers, diagnoses, prints and sets the exit code.
 func (o *CheckOptions) Run(ctx context.Context) error {
-	rep, err := Diagnose(ctx, o.configFlags, snapshot.Scope{Namespace: o.namespace, Names: o.names, Selector: o.selector, OpenShift: o.mode})
+	c, _, err := clients(o.configFlags)
 	if err != nil {
 		return withCode(ExitError, err)
 	}
+	snap, warnings, err := snapshot.Gather(ctx, c, snapshot.Scope{Namespace: o.namespace, Names: o.names, Selector: o.selector, OpenShift: o.mode})
+	if err != nil {
+		return withCode(ExitError, err)
+	}
+	opts := stuck.DefaultOptions()
+	opts.TerminatingAfter = o.Terminating
+	rep := diagnose.ReportWith(snap, opts)
+	rep.Warnings = warnings
 	for _, w := range rep.Warnings {
 		fmt.Fprintf(o.ErrOut, "Warning: %s\n", w)
 	}
-	opts := report.TableOptions{WithNamespace: o.AllNamespaces, Color: colorEnabled(o.Out)}
-	if err := report.Print(o.Out, rep, o.Output, opts); err != nil {
+	table := report.TableOptions{WithNamespace: o.AllNamespaces, Color: colorEnabled(o.Out)}
+	if err := report.Print(o.Out, rep, o.Output, table); err != nil {
 		return withCode(ExitError, err)
 	}
 	if o.failOn != "" && rep.Count(o.failOn) > 0 {
 		return withCode(ExitFindings, nil)
 	}
 	return nil
-}
-
-// Diagnose runs gather → diagnose for a scope and returns the report.
-func Diagnose(ctx context.Context, flags *genericclioptions.ConfigFlags, scope snapshot.Scope) (*report.Report, error) {
-	c, _, err := clients(flags)
-	if err != nil {
-		return nil, err
-	}
-	rep, _, err := diagnose.Run(ctx, c, scope)
-	return rep, err
 }
 
 func parseFailOn(s string) (report.Severity, error) {

@@ -15,7 +15,11 @@ import (
 
 // Report diagnoses a snapshot.
 func Report(snap *snapshot.Snapshot) *report.Report {
-	opts := stuck.DefaultOptions()
+	return ReportWith(snap, stuck.DefaultOptions())
+}
+
+// ReportWith diagnoses a snapshot with the given options (the CLI becomes "oc" on OpenShift).
+func ReportWith(snap *snapshot.Snapshot, opts stuck.Options) *report.Report {
 	if snap.OpenShift {
 		opts.CLI = "oc"
 	}

@@ -2,13 +2,18 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
@@ -302,4 +307,100 @@ func pendingAndUnschedulable() features.Feature {
 				time.Sleep(2 * time.Second)
 			}
 		}).Feature()
+}
+
+// TestOrphansAndTerminating: a StatefulSet deleted and recreated while its old pod is held by a
+// finalizer, and a StatefulSet held in deletion.
+func TestOrphansAndTerminating(t *testing.T) {
+	const ns, hold = "orphans", "stsdiag.e2e/hold"
+	setFinalizers := func(ctx context.Context, t *testing.T, cs kubernetes.Interface, kind, name string, finalizers []string) {
+		t.Helper()
+		patch := fmt.Sprintf(`{"metadata":{"finalizers":%s}}`, toJSON(finalizers))
+		var err error
+		if kind == "pod" {
+			_, err = cs.CoreV1().Pods(ns).Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+		} else {
+			_, err = cs.AppsV1().StatefulSets(ns).Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	f := features.New("OrphanedRevision and StatefulSetTerminating").
+		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			cs := clientset(t, cfg)
+			if err := scenario.Namespace(ctx, cs, ns); err != nil {
+				t.Fatal(err)
+			}
+			for _, name := range []string{"web", "db"} {
+				if _, err := cs.AppsV1().StatefulSets(ns).Create(ctx, scenario.StatefulSet(ns, name, scenario.GoodImage, 1, false), metav1.CreateOptions{}); err != nil {
+					t.Fatal(err)
+				}
+				if err := scenario.WaitRolloutComplete(ctx, cs, ns, name, time.Minute); err != nil {
+					t.Fatal(err)
+				}
+			}
+			return ctx
+		}).
+		Assess("recreated over a pod that still terminates: OrphanedRevision", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			cs := clientset(t, cfg)
+			setFinalizers(ctx, t, cs, "pod", "web-0", []string{hold})
+			if err := cs.AppsV1().StatefulSets(ns).Delete(ctx, "web", metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)}); err != nil {
+				t.Fatal(err)
+			}
+			err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+				_, err := cs.AppsV1().StatefulSets(ns).Get(ctx, "web", metav1.GetOptions{})
+				pod, perr := cs.CoreV1().Pods(ns).Get(ctx, "web-0", metav1.GetOptions{})
+				return apierrors.IsNotFound(err) && perr == nil && pod.DeletionTimestamp != nil, nil
+			})
+			if err != nil {
+				t.Fatal("the old StatefulSet did not go while its pod terminates")
+			}
+			if _, err := cs.AppsV1().StatefulSets(ns).Create(ctx, scenario.StatefulSet(ns, "web", scenario.GoodImage, 1, false), metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			r := stsdiagRun(t, cfg, "check", "web", "-n", ns, "-o", "json", "--fail-on", "warning")
+			rep := decodeReport(t, r)
+			if r.code != 1 || len(rep.Findings) != 1 || rep.Findings[0].Code != report.OrphanedRevision || rep.Findings[0].Pod != "web-0" {
+				t.Fatalf("exit %d findings %v", r.code, codes(rep))
+			}
+			setFinalizers(ctx, t, cs, "pod", "web-0", nil)
+			if err := scenario.WaitRolloutComplete(ctx, cs, ns, "web", time.Minute); err != nil {
+				t.Fatal(err)
+			}
+			if r := stsdiagRun(t, cfg, "check", "web", "-n", ns, "--fail-on", "warning"); r.code != 0 {
+				t.Errorf("after the old pod went: exit %d", r.code)
+			}
+			return ctx
+		}).
+		Assess("held in deletion: StatefulSetTerminating past the threshold", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			cs := clientset(t, cfg)
+			setFinalizers(ctx, t, cs, "statefulset", "db", []string{hold})
+			if err := cs.AppsV1().StatefulSets(ns).Delete(ctx, "db", metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(2 * time.Second)
+			r := stsdiagRun(t, cfg, "check", "db", "-n", ns, "-o", "json", "--terminating-threshold", "1s")
+			rep := decodeReport(t, r)
+			found := false
+			for _, f := range rep.Findings {
+				if f.Code == report.StatefulSetTerminating && strings.Contains(f.Message, hold) {
+					found = true
+				}
+			}
+			if !found || r.code != 0 || rep.StatefulSets[0].Status != report.StatusTerminating {
+				t.Errorf("exit %d findings %v", r.code, codes(rep))
+			}
+			if r := stsdiagRun(t, cfg, "check", "db", "-n", ns, "-o", "json"); len(decodeReport(t, r).Findings) != 0 {
+				t.Errorf("within the default 5m threshold: %v", codes(decodeReport(t, r)))
+			}
+			setFinalizers(ctx, t, cs, "statefulset", "db", nil)
+			return ctx
+		}).Feature()
+	testenv.Test(t, f)
+}
+
+func toJSON(v any) string {
+	data, _ := json.Marshal(v)
+	return string(data)
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -54,7 +55,7 @@ func (d *diagnosis) orphans(s *snapshot.Snapshot) {
 		f := report.Finding{Code: report.OrphanedRevision, Severity: report.SeverityWarning, Namespace: pod.Namespace, StatefulSet: ref.Name, Pod: pod.Name,
 			Details: map[string]any{"kind": "Pod", "ownerUID": string(ref.UID), "podRevision": podRevision(pod), "podUID": string(pod.UID)}}
 		f.Message = fmt.Sprintf("pod %s belongs to StatefulSet %s with UID %s, %s", pod.Name, ref.Name, ref.UID, d.ownerFate(state, set, pod.DeletionTimestamp))
-		f.Short = "pod of a StatefulSet that " + map[ownerState]string{ownerGone: "no longer exists", ownerReplaced: "was deleted and recreated"}[state]
+		f.Short = "pod of a StatefulSet that " + ownerShort[state]
 		if state == ownerReplaced {
 			f.Details["currentUID"] = string(set.UID)
 			if _, ok := ordinal(set.Name, pod.Name); ok {
@@ -100,7 +101,7 @@ func (d *diagnosis) orphans(s *snapshot.Snapshot) {
 		if g.set != nil {
 			f.Details["currentUID"] = string(g.set.UID)
 		}
-		f.Short = fmt.Sprintf("%d revision(s) of a StatefulSet that %s", len(g.revisions), map[ownerState]string{ownerGone: "no longer exists", ownerReplaced: "was deleted and recreated"}[g.state])
+		f.Short = fmt.Sprintf("%d revision(s) of a StatefulSet that %s", len(g.revisions), ownerShort[g.state])
 		f.Remedy = fmt.Sprintf("%s delete controllerrevision -n %s %s", d.opts.CLI, g.namespace, strings.Join(g.revisions, " "))
 		d.add(f)
 	}
@@ -127,15 +128,24 @@ func (d *diagnosis) orphaned(s *snapshot.Snapshot, obj metav1.Object) (*metav1.O
 			}
 		}
 		return ref, state, set, !d.recentlyDeleted(obj.GetDeletionTimestamp())
+	case ownerTerminating:
+		// Deleting an owner deletes or releases its dependents in seconds; one that still
+		// depends on an owner terminating for longer is held by something.
+		return ref, state, set, !d.recentlyDeleted(set.DeletionTimestamp)
 	}
 	return ref, state, set, false
 }
 
+var ownerShort = map[ownerState]string{ownerGone: "no longer exists", ownerReplaced: "was deleted and recreated", ownerTerminating: "is stuck terminating"}
+
 func (d *diagnosis) ownerFate(state ownerState, set *appsv1.StatefulSet, deleting *metav1.Time) string {
 	var s string
-	if state == ownerReplaced {
+	switch state {
+	case ownerReplaced:
 		s = fmt.Sprintf("but today's StatefulSet %s has UID %s (deleted and recreated)", set.Name, set.UID)
-	} else {
+	case ownerTerminating:
+		s = fmt.Sprintf("which has been terminating for %s", d.ix.now.Sub(set.DeletionTimestamp.Time).Round(time.Second))
+	default:
 		s = "which no longer exists"
 	}
 	if deleting != nil {
