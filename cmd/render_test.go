@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"k8s.io/cli-runtime/pkg/printers"
 
@@ -33,10 +32,6 @@ func golden(t *testing.T, name string, got []byte) {
 	}
 }
 
-var stuckFinding = report.Finding{Code: report.StaleRevisionStuck, Severity: report.SeverityError, Reason: "ImagePullBackOff",
-	Namespace: "shop", StatefulSet: "web", Pod: "web-0", Message: "web-0 runs old revision web-a & is stuck <here>",
-	Remedy: "kubectl delete pod web-0 -n shop"}
-
 func TestFixResultJSON(t *testing.T) {
 	res := &FixResult{DryRun: repair.DryRunNone, Rollout: "complete", Actions: []repair.Action{
 		{Action: repair.PatchImage, Namespace: "shop", StatefulSet: "web", Container: "app", From: "myapp:1", To: "registry/shop/myapp@sha256:0", UID: "u1", Result: repair.Done, Message: "image patched"},
@@ -48,26 +43,4 @@ func TestFixResultJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	golden(t, "fix-result.json", buf.Bytes())
-}
-
-func TestWaitJUnit(t *testing.T) {
-	res := &WaitResult{Result: WaitStuck, Message: "1 finding(s) held for 30s",
-		StatefulSets: []report.StatefulSetSummary{
-			{Namespace: "shop", Name: "web", Replicas: 3, Status: report.StatusStuck},
-			{Namespace: "shop", Name: "db", Replicas: 1, ReadyReplicas: 1, Status: report.StatusComplete},
-		},
-		Findings: []report.Finding{stuckFinding}}
-	var buf bytes.Buffer
-	if err := writeJUnit(&buf, res, 31500*time.Millisecond); err != nil {
-		t.Fatal(err)
-	}
-	golden(t, "wait-stuck.junit.xml", buf.Bytes())
-
-	res = &WaitResult{Result: WaitTimedOut, Message: "timed out after 10m0s while the rollout was still progressing",
-		StatefulSets: []report.StatefulSetSummary{{Namespace: "shop", Name: "web", Replicas: 3, ReadyReplicas: 1, Status: report.StatusProgressing}}}
-	buf.Reset()
-	if err := writeJUnit(&buf, res, 10*time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	golden(t, "wait-timeout.junit.xml", buf.Bytes())
 }

@@ -2,56 +2,24 @@ package cmd
 
 import (
 	"context"
-	"encoding/xml"
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"sort"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
-	appsv1 "k8s.io/api/apps/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/cli-runtime/pkg/printers"
 
 	"github.com/stsdiag/stsdiag/diagnose"
+	"github.com/stsdiag/stsdiag/monitor"
 	"github.com/stsdiag/stsdiag/openshift"
 	"github.com/stsdiag/stsdiag/repair"
 	"github.com/stsdiag/stsdiag/report"
 	"github.com/stsdiag/stsdiag/snapshot"
-	"github.com/stsdiag/stsdiag/stuck"
 )
-
-// Verdicts of `wait`.
-const (
-	WaitComplete = "Complete"
-	WaitStuck    = "Stuck"
-	WaitTimedOut = "TimedOut"
-	WaitNotFound = "NotFound"
-)
-
-// WaitResult is the document printed by `wait -o json`.
-type WaitResult struct {
-	metav1.TypeMeta `json:",inline"`
-	Result          string                      `json:"result"`
-	Elapsed         string                      `json:"elapsed"`
-	Message         string                      `json:"message,omitempty"`
-	StatefulSets    []report.StatefulSetSummary `json:"statefulSets"`
-	Findings        []report.Finding            `json:"findings"`
-	Actions         []repair.Action             `json:"actions,omitempty"`
-}
-
-// DeepCopyObject lets cli-runtime printers print the result.
-func (r *WaitResult) DeepCopyObject() runtime.Object {
-	c := *r
-	return &c
-}
 
 // WaitOptions are the flags and state of `stsdiag wait`.
 type WaitOptions struct {
@@ -142,16 +110,6 @@ func (o *WaitOptions) Validate() error {
 	return nil
 }
 
-// blocking reports whether a finding keeps the rollout from completing.
-func blocking(f report.Finding) bool {
-	return f.Severity == report.SeverityError || f.Code == report.ImageStreamTagNotFound ||
-		(f.Code == report.OrphanedRevision && f.Pod != "")
-}
-
-func findingKey(f report.Finding) string {
-	return strings.Join([]string{f.Code, f.Namespace, f.StatefulSet, f.Pod, f.Container}, "/")
-}
-
 // Run waits and sets the exit code.
 func (o *WaitOptions) Run(ctx context.Context) error {
 	start := time.Now()
@@ -163,115 +121,22 @@ func (o *WaitOptions) Run(ctx context.Context) error {
 	defer cancel()
 	live, warnings, err := snapshot.StartLive(ctx, c, o.scope, nil)
 	if err != nil {
-		return o.finish(&WaitResult{Result: WaitNotFound, Message: err.Error()}, start, withCode(ExitError, err))
+		return o.finish(&report.WaitResult{Result: report.WaitNotFound, Message: err.Error()}, start, err)
 	}
 	for _, w := range warnings {
 		fmt.Fprintf(o.ErrOut, "Warning: %s\n", w)
 	}
-	firstSeen := map[string]time.Time{}
-	lastLine := map[string]string{}
-	var actions []repair.Action
-	fixed := false
-	var rep *report.Report
-	for {
-		snap, err := live.Snapshot()
-		if err != nil {
-			var nf *snapshot.NotFoundError
-			if errors.As(err, &nf) && rep != nil {
-				err = fmt.Errorf("%s: deleted while waiting", nf.What)
-			}
-			return o.finish(&WaitResult{Result: WaitNotFound, Message: err.Error(), Actions: actions}, start, withCode(ExitError, err))
-		}
-		rep = diagnose.Report(snap)
-		now := time.Now()
-		complete := o.progress(snap, lastLine)
-		current := map[string]bool{}
-		var expired []report.Finding
-		var nextExpiry time.Duration = -1
-		for _, f := range rep.Findings {
-			if !blocking(f) {
-				continue
-			}
-			key := findingKey(f)
-			current[key] = true
-			seen, ok := firstSeen[key]
-			if !ok {
-				seen = now
-				firstSeen[key] = now
-				fmt.Fprintf(o.ErrOut, "%s/%s: %s %s%s — stuck if it holds for %s\n", f.Namespace, f.StatefulSet, f.Code, f.Pod, reasonSuffix(f), o.StuckGrace)
-			}
-			if left := o.StuckGrace - now.Sub(seen); left <= 0 {
-				expired = append(expired, f)
-			} else if nextExpiry < 0 || left < nextExpiry {
-				nextExpiry = left
-			}
-		}
-		for key := range firstSeen {
-			if !current[key] {
-				delete(firstSeen, key)
-			}
-		}
-		switch {
-		case len(expired) > 0 && o.Fix && !fixed:
-			fixed = true
-			fmt.Fprintf(o.ErrOut, "stuck for %s: applying fix's safe repairs (--fix)\n", o.StuckGrace)
-			applied, err := o.repair(ctx, c, rep, snap)
-			actions = append(actions, applied...)
-			if err != nil {
-				return o.finish(&WaitResult{Result: WaitStuck, Message: err.Error(), Actions: actions}, start, withCode(ExitError, err))
-			}
-			for key := range firstSeen {
-				delete(firstSeen, key)
-			}
-			continue
-		case len(expired) > 0:
-			res := &WaitResult{Result: WaitStuck, StatefulSets: rep.StatefulSets, Findings: rep.Findings, Actions: actions,
-				Message: fmt.Sprintf("%d finding(s) held for %s: the rollout will not finish on its own", len(expired), o.StuckGrace)}
-			return o.finish(res, start, withCode(ExitFindings, nil))
-		case complete && len(current) == 0:
-			res := &WaitResult{Result: WaitComplete, StatefulSets: rep.StatefulSets, Findings: rep.Findings, Actions: actions, Message: "rollout complete"}
-			return o.finish(res, start, nil)
-		}
-		var timer <-chan time.Time
-		if nextExpiry >= 0 {
-			timer = time.After(nextExpiry + 10*time.Millisecond)
-		}
-		select {
-		case <-live.Changed:
-		case <-timer:
-		case <-ctx.Done():
-			res := &WaitResult{Result: WaitTimedOut, StatefulSets: rep.StatefulSets, Findings: rep.Findings, Actions: actions,
-				Message: fmt.Sprintf("timed out after %s while the rollout was still progressing", o.Timeout)}
-			return o.finish(res, start, withCode(ExitTimeout, nil))
+	opts := monitor.GateOptions{StuckGrace: o.StuckGrace, Log: o.ErrOut}
+	if o.Fix {
+		opts.Repair = func(ctx context.Context, rep *report.Report, snap *snapshot.Snapshot) ([]repair.Action, error) {
+			return o.repair(ctx, c, rep, snap)
 		}
 	}
-}
-
-// progress prints a line per StatefulSet whose rollout state changed and reports whether all
-// selected StatefulSets are complete.
-func (o *WaitOptions) progress(snap *snapshot.Snapshot, last map[string]string) bool {
-	complete := true
-	var sets []*appsv1.StatefulSet
-	for i := range snap.StatefulSets {
-		if snap.InScope(snap.StatefulSets[i].Namespace, snap.StatefulSets[i].Name) {
-			sets = append(sets, &snap.StatefulSets[i])
-		}
+	res, err := monitor.Gate(ctx, live, opts)
+	if res.Result == report.WaitTimedOut {
+		res.Message = fmt.Sprintf("timed out after %s while the rollout was still progressing", o.Timeout)
 	}
-	if len(sets) == 0 {
-		return false
-	}
-	for _, set := range sets {
-		line := repair.Progress(set)
-		key := snapshot.Key(set.Namespace, set.Name)
-		if last[key] != line {
-			fmt.Fprintln(o.ErrOut, line)
-			last[key] = line
-		}
-		if !stuck.RolloutComplete(set) {
-			complete = false
-		}
-	}
-	return complete
+	return o.finish(res, start, err)
 }
 
 func (o *WaitOptions) repair(ctx context.Context, c snapshot.Clients, rep *report.Report, snap *snapshot.Snapshot) ([]repair.Action, error) {
@@ -297,7 +162,7 @@ func reasonSuffix(f report.Finding) string {
 }
 
 // finish prints the verdict in the chosen format (and the JUnit file) and returns the exit.
-func (o *WaitOptions) finish(res *WaitResult, start time.Time, exit error) error {
+func (o *WaitOptions) finish(res *report.WaitResult, start time.Time, failure error) error {
 	res.SetGroupVersionKind(report.GroupVersion.WithKind("WaitResult"))
 	elapsed := time.Since(start)
 	res.Elapsed = elapsed.Round(10 * time.Millisecond).String()
@@ -312,30 +177,39 @@ func (o *WaitOptions) finish(res *WaitResult, start time.Time, exit error) error
 	case "json":
 		err = (&printers.JSONPrinter{}).PrintObj(res, o.Out)
 	case "junit":
-		err = writeJUnit(o.Out, res, elapsed)
+		err = report.WriteJUnit(o.Out, res, elapsed)
 	default:
 		err = o.printText(res)
 	}
 	if err == nil && o.JUnitFile != "" {
 		var f *os.File
 		if f, err = os.Create(o.JUnitFile); err == nil {
-			err = writeJUnit(f, res, elapsed)
+			err = report.WriteJUnit(f, res, elapsed)
 			if cerr := f.Close(); err == nil {
 				err = cerr
 			}
 		}
 	}
-	if err != nil && exit == nil {
+	switch {
+	case failure != nil:
+		return withCode(ExitError, failure)
+	case err != nil:
 		return withCode(ExitError, err)
+	case res.Result == report.WaitNotFound:
+		return withCode(ExitError, errors.New(res.Message))
+	case res.Result == report.WaitStuck:
+		return withCode(ExitFindings, nil)
+	case res.Result == report.WaitTimedOut:
+		return withCode(ExitTimeout, nil)
 	}
-	return exit
+	return nil
 }
 
-func (o *WaitOptions) printText(res *WaitResult) error {
-	if res.Result == WaitNotFound {
+func (o *WaitOptions) printText(res *report.WaitResult) error {
+	if res.Result == report.WaitNotFound {
 		return nil
 	}
-	if res.Result != WaitComplete && len(res.Findings) > 0 {
+	if res.Result != report.WaitComplete && len(res.Findings) > 0 {
 		rep := report.New(false, res.StatefulSets, res.Findings)
 		if err := report.PrintTable(o.Out, rep, report.TableOptions{Color: colorEnabled(o.Out)}); err != nil {
 			return err
@@ -350,85 +224,5 @@ func (o *WaitOptions) printText(res *WaitResult) error {
 		}
 	}
 	_, err := fmt.Fprintf(o.Out, "%s after %s: %s\n", res.Result, res.Elapsed, res.Message)
-	return err
-}
-
-type junitSuites struct {
-	XMLName xml.Name     `xml:"testsuites"`
-	Suites  []junitSuite `xml:"testsuite"`
-}
-
-type junitSuite struct {
-	Name     string      `xml:"name,attr"`
-	Tests    int         `xml:"tests,attr"`
-	Failures int         `xml:"failures,attr"`
-	Time     string      `xml:"time,attr"`
-	Cases    []junitCase `xml:"testcase"`
-}
-
-type junitCase struct {
-	Name      string        `xml:"name,attr"`
-	Classname string        `xml:"classname,attr"`
-	Time      string        `xml:"time,attr"`
-	Failure   *junitFailure `xml:"failure,omitempty"`
-}
-
-type junitFailure struct {
-	Message string `xml:"message,attr"`
-	Type    string `xml:"type,attr"`
-	Text    string `xml:",chardata"`
-}
-
-// writeJUnit writes one testcase per StatefulSet; failures carry the findings.
-func writeJUnit(w io.Writer, res *WaitResult, elapsed time.Duration) error {
-	seconds := fmt.Sprintf("%.3f", elapsed.Seconds())
-	suite := junitSuite{Name: "stsdiag wait", Time: seconds}
-	byName := map[string][]report.Finding{}
-	for _, f := range res.Findings {
-		byName[snapshot.Key(f.Namespace, f.StatefulSet)] = append(byName[snapshot.Key(f.Namespace, f.StatefulSet)], f)
-	}
-	sets := append([]report.StatefulSetSummary(nil), res.StatefulSets...)
-	sort.Slice(sets, func(i, j int) bool {
-		return snapshot.Key(sets[i].Namespace, sets[i].Name) < snapshot.Key(sets[j].Namespace, sets[j].Name)
-	})
-	if len(sets) == 0 && res.Result == WaitNotFound {
-		suite.Cases = append(suite.Cases, junitCase{Name: "statefulsets", Classname: "stsdiag.wait", Time: seconds,
-			Failure: &junitFailure{Message: res.Message, Type: WaitNotFound, Text: res.Message}})
-	}
-	for _, s := range sets {
-		tc := junitCase{Name: snapshot.Key(s.Namespace, s.Name), Classname: "stsdiag.wait", Time: seconds}
-		var failing []report.Finding
-		for _, f := range byName[tc.Name] {
-			if blocking(f) {
-				failing = append(failing, f)
-			}
-		}
-		switch {
-		case res.Result == WaitStuck && len(failing) > 0:
-			var text strings.Builder
-			var codes []string
-			for _, f := range failing {
-				codes = append(codes, f.Code)
-				fmt.Fprintf(&text, "%s %s %s: %s\nremedy: %s\n", f.Severity, f.Code, f.Pod, f.Message, f.Remedy)
-			}
-			tc.Failure = &junitFailure{Message: strings.Join(codes, ", "), Type: WaitStuck, Text: text.String()}
-		case res.Result == WaitTimedOut && s.Status != report.StatusComplete:
-			tc.Failure = &junitFailure{Message: res.Message, Type: WaitTimedOut, Text: fmt.Sprintf("%d/%d ready, status %s", s.ReadyReplicas, s.Replicas, s.Status)}
-		}
-		if tc.Failure != nil {
-			suite.Failures++
-		}
-		suite.Cases = append(suite.Cases, tc)
-	}
-	suite.Tests = len(suite.Cases)
-	if _, err := io.WriteString(w, xml.Header); err != nil {
-		return err
-	}
-	enc := xml.NewEncoder(w)
-	enc.Indent("", "  ")
-	if err := enc.Encode(junitSuites{Suites: []junitSuite{suite}}); err != nil {
-		return err
-	}
-	_, err := io.WriteString(w, "\n")
 	return err
 }

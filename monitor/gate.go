@@ -1,0 +1,147 @@
+package monitor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+
+	"github.com/stsdiag/stsdiag/diagnose"
+	"github.com/stsdiag/stsdiag/repair"
+	"github.com/stsdiag/stsdiag/report"
+	"github.com/stsdiag/stsdiag/snapshot"
+	"github.com/stsdiag/stsdiag/stuck"
+)
+
+// GateOptions tune Gate.
+type GateOptions struct {
+	// StuckGrace is how long a blocking finding must hold before the rollout counts as stuck.
+	StuckGrace time.Duration
+	// Repair, if set, is called once when stuck (wait --fix); Gate then keeps waiting.
+	Repair func(ctx context.Context, rep *report.Report, snap *snapshot.Snapshot) ([]repair.Action, error)
+	// Log receives one line per change.
+	Log io.Writer
+}
+
+// Gate follows the StatefulSets in the live scope until their rollouts complete (Complete),
+// a blocking finding holds for the grace (Stuck), ctx ends (TimedOut), or one is missing or
+// deleted (NotFound). The error is set when a repair could not be evaluated.
+func Gate(ctx context.Context, live *snapshot.Live, opts GateOptions) (*report.WaitResult, error) {
+	if opts.Log == nil {
+		opts.Log = io.Discard
+	}
+	firstSeen := map[string]time.Time{}
+	lastLine := map[string]string{}
+	var actions []repair.Action
+	repaired := false
+	var rep *report.Report
+	result := func(verdict, message string) *report.WaitResult {
+		res := &report.WaitResult{Result: verdict, Message: message}
+		if rep != nil {
+			res.StatefulSets, res.Findings = rep.StatefulSets, rep.Findings
+		}
+		if len(actions) > 0 {
+			res.Actions = actions
+		}
+		return res
+	}
+	for {
+		snap, err := live.Snapshot()
+		if err != nil {
+			var nf *snapshot.NotFoundError
+			if errors.As(err, &nf) && rep != nil {
+				err = fmt.Errorf("%s: deleted while waiting", nf.What)
+			}
+			return result(report.WaitNotFound, err.Error()), nil
+		}
+		rep = diagnose.Report(snap)
+		now := time.Now()
+		complete := progress(snap, lastLine, opts.Log)
+		current := map[string]bool{}
+		var expired []report.Finding
+		nextExpiry := time.Duration(-1)
+		for _, f := range rep.Findings {
+			if !report.Blocking(f) {
+				continue
+			}
+			key := report.FindingKey(f)
+			current[key] = true
+			seen, ok := firstSeen[key]
+			if !ok {
+				seen = now
+				firstSeen[key] = now
+				fmt.Fprintf(opts.Log, "%s/%s: %s %s%s — stuck if it holds for %s\n", f.Namespace, f.StatefulSet, f.Code, f.Pod, reasonSuffix(f), opts.StuckGrace)
+			}
+			if left := opts.StuckGrace - now.Sub(seen); left <= 0 {
+				expired = append(expired, f)
+			} else if nextExpiry < 0 || left < nextExpiry {
+				nextExpiry = left
+			}
+		}
+		for key := range firstSeen {
+			if !current[key] {
+				delete(firstSeen, key)
+			}
+		}
+		switch {
+		case len(expired) > 0 && opts.Repair != nil && !repaired:
+			repaired = true
+			fmt.Fprintf(opts.Log, "stuck for %s: applying fix's safe repairs (--fix)\n", opts.StuckGrace)
+			applied, err := opts.Repair(ctx, rep, snap)
+			actions = append(actions, applied...)
+			if err != nil {
+				return result(report.WaitStuck, err.Error()), err
+			}
+			clear(firstSeen)
+			continue
+		case len(expired) > 0:
+			return result(report.WaitStuck, fmt.Sprintf("%d finding(s) held for %s: the rollout will not finish on its own", len(expired), opts.StuckGrace)), nil
+		case complete && len(current) == 0:
+			return result(report.WaitComplete, "rollout complete"), nil
+		}
+		var timer <-chan time.Time
+		if nextExpiry >= 0 {
+			timer = time.After(nextExpiry + 10*time.Millisecond)
+		}
+		select {
+		case <-live.Changed:
+		case <-timer:
+		case <-ctx.Done():
+			return result(report.WaitTimedOut, "timed out while the rollout was still progressing"), nil
+		}
+	}
+}
+
+// progress logs a line per StatefulSet whose rollout state changed and reports whether all
+// selected StatefulSets are complete.
+func progress(snap *snapshot.Snapshot, last map[string]string, log io.Writer) bool {
+	var sets []*appsv1.StatefulSet
+	for i := range snap.StatefulSets {
+		if snap.InScope(snap.StatefulSets[i].Namespace, snap.StatefulSets[i].Name) {
+			sets = append(sets, &snap.StatefulSets[i])
+		}
+	}
+	complete := len(sets) > 0
+	for _, set := range sets {
+		line := repair.Progress(set)
+		key := snapshot.Key(set.Namespace, set.Name)
+		if last[key] != line {
+			fmt.Fprintln(log, line)
+			last[key] = line
+		}
+		if !stuck.RolloutComplete(set) {
+			complete = false
+		}
+	}
+	return complete
+}
+
+func reasonSuffix(f report.Finding) string {
+	if f.Reason == "" {
+		return ""
+	}
+	return " (" + f.Reason + ")"
+}

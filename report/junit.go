@@ -1,0 +1,90 @@
+package report
+
+import (
+	"encoding/xml"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+)
+
+type junitSuites struct {
+	XMLName xml.Name     `xml:"testsuites"`
+	Suites  []junitSuite `xml:"testsuite"`
+}
+
+type junitSuite struct {
+	Name     string      `xml:"name,attr"`
+	Tests    int         `xml:"tests,attr"`
+	Failures int         `xml:"failures,attr"`
+	Time     string      `xml:"time,attr"`
+	Cases    []junitCase `xml:"testcase"`
+}
+
+type junitCase struct {
+	Name      string        `xml:"name,attr"`
+	Classname string        `xml:"classname,attr"`
+	Time      string        `xml:"time,attr"`
+	Failure   *junitFailure `xml:"failure,omitempty"`
+}
+
+type junitFailure struct {
+	Message string `xml:"message,attr"`
+	Type    string `xml:"type,attr"`
+	Text    string `xml:",chardata"`
+}
+
+// writeJUnit writes one testcase per StatefulSet; failures carry the findings.
+func WriteJUnit(w io.Writer, res *WaitResult, elapsed time.Duration) error {
+	seconds := fmt.Sprintf("%.3f", elapsed.Seconds())
+	suite := junitSuite{Name: "stsdiag wait", Time: seconds}
+	byName := map[string][]Finding{}
+	for _, f := range res.Findings {
+		byName[key(f.Namespace, f.StatefulSet)] = append(byName[key(f.Namespace, f.StatefulSet)], f)
+	}
+	sets := append([]StatefulSetSummary(nil), res.StatefulSets...)
+	sort.Slice(sets, func(i, j int) bool {
+		return key(sets[i].Namespace, sets[i].Name) < key(sets[j].Namespace, sets[j].Name)
+	})
+	if len(sets) == 0 && res.Result == WaitNotFound {
+		suite.Cases = append(suite.Cases, junitCase{Name: "statefulsets", Classname: "stsdiag.wait", Time: seconds,
+			Failure: &junitFailure{Message: res.Message, Type: WaitNotFound, Text: res.Message}})
+	}
+	for _, s := range sets {
+		tc := junitCase{Name: key(s.Namespace, s.Name), Classname: "stsdiag.wait", Time: seconds}
+		var failing []Finding
+		for _, f := range byName[tc.Name] {
+			if Blocking(f) {
+				failing = append(failing, f)
+			}
+		}
+		switch {
+		case res.Result == WaitStuck && len(failing) > 0:
+			var text strings.Builder
+			var codes []string
+			for _, f := range failing {
+				codes = append(codes, f.Code)
+				fmt.Fprintf(&text, "%s %s %s: %s\nremedy: %s\n", f.Severity, f.Code, f.Pod, f.Message, f.Remedy)
+			}
+			tc.Failure = &junitFailure{Message: strings.Join(codes, ", "), Type: WaitStuck, Text: text.String()}
+		case res.Result == WaitTimedOut && s.Status != StatusComplete:
+			tc.Failure = &junitFailure{Message: res.Message, Type: WaitTimedOut, Text: fmt.Sprintf("%d/%d ready, status %s", s.ReadyReplicas, s.Replicas, s.Status)}
+		}
+		if tc.Failure != nil {
+			suite.Failures++
+		}
+		suite.Cases = append(suite.Cases, tc)
+	}
+	suite.Tests = len(suite.Cases)
+	if _, err := io.WriteString(w, xml.Header); err != nil {
+		return err
+	}
+	enc := xml.NewEncoder(w)
+	enc.Indent("", "  ")
+	if err := enc.Encode(junitSuites{Suites: []junitSuite{suite}}); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, "\n")
+	return err
+}
