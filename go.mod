@@ -3,6 +3,7 @@ module github.com/stsdiag/stsdiag
 go 1.26.8
 
 require (
+	github.com/creack/pty v1.1.24
 	github.com/distribution/reference v0.6.0
 	github.com/openshift/api v0.0.0-20260326111139-30c2ef7a272e
 	github.com/openshift/client-go v0.0.0-20260330134249-7e1499aaacd7
