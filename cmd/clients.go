@@ -8,10 +8,12 @@ import (
 	"time"
 
 	imageclient "github.com/openshift/client-go/image/clientset/versioned"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/stsdiag/stsdiag/openshift"
 	"github.com/stsdiag/stsdiag/snapshot"
 )
 
@@ -73,3 +75,15 @@ func (t countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 func countRequests(next http.RoundTripper) http.RoundTripper { return countingTransport{next: next} }
+
+// parseScopeFlags sets the OpenShift mode and label selector of a scope from their flags.
+func parseScopeFlags(scope *snapshot.Scope, mode, selector string) error {
+	var err error
+	if scope.OpenShift, err = openshift.ParseMode(mode); err != nil {
+		return err
+	}
+	if scope.Selector, err = labels.Parse(selector); err != nil {
+		return fmt.Errorf("invalid --selector %q: %w", selector, err)
+	}
+	return nil
+}

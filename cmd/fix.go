@@ -13,14 +13,12 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/cli-runtime/pkg/printers"
 
 	"github.com/stsdiag/stsdiag/diagnose"
-	"github.com/stsdiag/stsdiag/openshift"
 	"github.com/stsdiag/stsdiag/repair"
 	"github.com/stsdiag/stsdiag/report"
 	"github.com/stsdiag/stsdiag/snapshot"
@@ -139,14 +137,7 @@ func (o *FixOptions) Validate() error {
 		}
 		o.wait = d
 	}
-	var err error
-	if o.scope.OpenShift, err = openshift.ParseMode(o.OpenShift); err != nil {
-		return err
-	}
-	if o.scope.Selector, err = labels.Parse(o.Selector); err != nil {
-		return fmt.Errorf("invalid --selector %q: %w", o.Selector, err)
-	}
-	return nil
+	return parseScopeFlags(&o.scope, o.OpenShift, o.Selector)
 }
 
 // Run diagnoses, plans, confirms, repairs and optionally waits.

@@ -3,34 +3,16 @@ package cmd
 import (
 	"bytes"
 	"flag"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"k8s.io/cli-runtime/pkg/printers"
 
 	"github.com/stsdiag/stsdiag/repair"
 	"github.com/stsdiag/stsdiag/report"
+	"github.com/stsdiag/stsdiag/snapshot/snapshottest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
-
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("..", "testdata", "golden", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./cmd -update)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs:\n--- got\n%s\n--- want\n%s", path, got, want)
-	}
-}
 
 func TestFixResultJSON(t *testing.T) {
 	res := &FixResult{DryRun: repair.DryRunNone, Rollout: "complete", Actions: []repair.Action{
@@ -42,5 +24,5 @@ func TestFixResultJSON(t *testing.T) {
 	if err := (&printers.JSONPrinter{}).PrintObj(res, &buf); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "fix-result.json", buf.Bytes())
+	snapshottest.Golden(t, "fix-result.json", buf.Bytes(), *update)
 }

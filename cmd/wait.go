@@ -8,14 +8,12 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/cli-runtime/pkg/printers"
 
 	"github.com/stsdiag/stsdiag/diagnose"
 	"github.com/stsdiag/stsdiag/monitor"
-	"github.com/stsdiag/stsdiag/openshift"
 	"github.com/stsdiag/stsdiag/repair"
 	"github.com/stsdiag/stsdiag/report"
 	"github.com/stsdiag/stsdiag/snapshot"
@@ -100,14 +98,7 @@ func (o *WaitOptions) Validate() error {
 	if o.Timeout <= 0 || o.StuckGrace < 0 {
 		return errors.New("--timeout must be positive and --stuck-grace not negative")
 	}
-	var err error
-	if o.scope.OpenShift, err = openshift.ParseMode(o.OpenShift); err != nil {
-		return err
-	}
-	if o.scope.Selector, err = labels.Parse(o.Selector); err != nil {
-		return fmt.Errorf("invalid --selector %q: %w", o.Selector, err)
-	}
-	return nil
+	return parseScopeFlags(&o.scope, o.OpenShift, o.Selector)
 }
 
 // Run waits and sets the exit code.

@@ -30,20 +30,7 @@ func TestOpenShiftUnresolvedImage(t *testing.T) {
 	const ns = "openshift-seed"
 	f := features.New("unresolved ImageStream reference").
 		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			if err := cluster.InstallImageStreamCRD(ctx, cfg.Client().RESTConfig()); err != nil {
-				t.Fatal(err)
-			}
-			images, err := imageclient.NewForConfig(cfg.Client().RESTConfig())
-			if err != nil {
-				t.Fatal(err)
-			}
-			cs := clientset(t, cfg)
-			if err := scenario.Namespace(ctx, cs, ns); err != nil {
-				t.Fatal(err)
-			}
-			if err := scenario.UnresolvedImageStream(ctx, cs, images, ns); err != nil {
-				t.Fatal(err)
-			}
+			seedScenario(ctx, t, cfg, ns)
 			return ctx
 		}).
 		Assess("check names the digest admission would have written", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
@@ -163,18 +150,8 @@ func TestOpenShiftFix(t *testing.T) {
 	var before map[string]types.UID
 	f := features.New("fix an unresolved ImageStream reference").
 		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			images, err := imageclient.NewForConfig(cfg.Client().RESTConfig())
-			if err != nil {
-				t.Fatal(err)
-			}
-			cs := clientset(t, cfg)
-			if err := scenario.Namespace(ctx, cs, ns); err != nil {
-				t.Fatal(err)
-			}
-			if err := scenario.UnresolvedImageStream(ctx, cs, images, ns); err != nil {
-				t.Fatal(err)
-			}
-			before = markClaims(ctx, t, cs, ns)
+			seedScenario(ctx, t, cfg, ns)
+			before = markClaims(ctx, t, clientset(t, cfg), ns)
 			return ctx
 		}).
 		Assess("fix --yes --wait patches the digest and recreates web-0", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
@@ -205,4 +182,23 @@ func TestOpenShiftFix(t *testing.T) {
 			return ctx
 		}).Feature()
 	testenv.Test(t, f)
+}
+
+// seedScenario builds the OpenShift seed case in a new namespace (installing the CRD if needed).
+func seedScenario(ctx context.Context, t *testing.T, cfg *envconf.Config, ns string) {
+	t.Helper()
+	if err := cluster.InstallImageStreamCRD(ctx, cfg.Client().RESTConfig()); err != nil {
+		t.Fatal(err)
+	}
+	images, err := imageclient.NewForConfig(cfg.Client().RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := clientset(t, cfg)
+	if err := scenario.Namespace(ctx, cs, ns); err != nil {
+		t.Fatal(err)
+	}
+	if err := scenario.UnresolvedImageStream(ctx, cs, images, ns); err != nil {
+		t.Fatal(err)
+	}
 }

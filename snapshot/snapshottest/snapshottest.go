@@ -3,6 +3,7 @@
 package snapshottest
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -120,4 +121,23 @@ func normalize(v any) any {
 func dump(v any) string {
 	data, _ := json.MarshalIndent(v, "", "  ")
 	return string(data)
+}
+
+// Golden compares got with testdata/golden/name (from a package directory); with update it
+// rewrites the file first.
+func Golden(t *testing.T, name string, got []byte, update bool) {
+	t.Helper()
+	path := filepath.Join("..", "testdata", "golden", name)
+	if update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test with -update)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs:\n--- got\n%s\n--- want\n%s", path, got, want)
+	}
 }
