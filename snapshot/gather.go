@@ -56,6 +56,7 @@ func Gather(ctx context.Context, c Clients, scope Scope) (s *Snapshot, warnings 
 		storageClasses []storagev1.StorageClass
 		scErr          error
 		imageErr       error
+		eventErr       error
 	)
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() (err error) {
@@ -78,10 +79,10 @@ func Gather(ctx context.Context, c Clients, scope Scope) (s *Snapshot, warnings 
 			func(l *corev1.PersistentVolumeClaimList) []corev1.PersistentVolumeClaim { return l.Items })
 		return err
 	})
-	g.Go(func() (err error) {
-		s.Events, err = list(gctx, "events", ns, metav1.ListOptions{FieldSelector: "type=" + corev1.EventTypeWarning}, c.Kube.CoreV1().Events(ns).List,
+	g.Go(func() error {
+		s.Events, eventErr = list(gctx, "events", ns, metav1.ListOptions{FieldSelector: "type=" + corev1.EventTypeWarning}, c.Kube.CoreV1().Events(ns).List,
 			func(l *corev1.EventList) []corev1.Event { return l.Items })
-		return err
+		return nil
 	})
 	g.Go(func() error {
 		storageClasses, scErr = list(gctx, "storageclasses", "", metav1.ListOptions{}, c.Kube.StorageV1().StorageClasses().List,
@@ -112,6 +113,9 @@ func Gather(ctx context.Context, c Clients, scope Scope) (s *Snapshot, warnings 
 	}
 	if scErr == nil {
 		s.StorageClasses, s.StorageClassesListed = storageClasses, true
+	}
+	if eventErr != nil {
+		warnings = append(warnings, fmt.Sprintf("findings carry no pod events: %v", firstLine(eventErr)))
 	}
 	if imageErr != nil {
 		warnings = append(warnings, fmt.Sprintf("ImageStream checks skipped: cannot list imagestreams.image.openshift.io: %v", firstLine(imageErr)))
@@ -162,6 +166,7 @@ func (s *Snapshot) selectStatefulSets(scope Scope) error {
 	}
 	return nil
 }
+
 
 // checkNamespace fails when a namespace the user named does not exist or the API cannot be
 // reached, and returns the namespace when it could be read.

@@ -121,3 +121,14 @@ func TestGatherImageStreams(t *testing.T) {
 		t.Fatalf("forbidden imagestreams must only warn: warnings %v err %v", warnings, err)
 	}
 }
+
+func TestGatherWithoutEvents(t *testing.T) {
+	kube := fake.NewClientset(objects(1)...)
+	kube.PrependReactor("list", "events", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "events"}, "", errors.New("no"))
+	})
+	s, warnings, err := snapshot.Gather(context.Background(), snapshot.Clients{Kube: kube}, snapshot.Scope{Namespace: "shop", OpenShift: openshift.ModeNever})
+	if err != nil || len(warnings) != 1 || len(s.Pods) != 3 {
+		t.Fatalf("events are optional: err %v warnings %v", err, warnings)
+	}
+}
