@@ -167,7 +167,6 @@ func (s *Snapshot) selectStatefulSets(scope Scope) error {
 	return nil
 }
 
-
 // checkNamespace fails when a namespace the user named does not exist or the API cannot be
 // reached, and returns the namespace when it could be read.
 func checkNamespace(ctx context.Context, c Clients, ns string) ([]corev1.Namespace, error) {
