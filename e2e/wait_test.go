@@ -10,10 +10,13 @@ import (
 	"testing"
 	"time"
 
+	imagev1 "github.com/openshift/api/image/v1"
+	imageclient "github.com/openshift/client-go/image/clientset/versioned"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
+	"github.com/stsdiag/stsdiag/e2e/cluster"
 	"github.com/stsdiag/stsdiag/e2e/scenario"
 	"github.com/stsdiag/stsdiag/report"
 )
@@ -179,7 +182,95 @@ func TestWait(t *testing.T) {
 			allReadyOnUpdateRevision(ctx, t, clientset(t, cfg), "wait-fix", "web")
 			return ctx
 		}).Feature()
-	testenv.Test(t, f, stuck)
+	testenv.TestInParallel(t, f, stuck, tagImportedLate())
+}
+
+// tagImportedLate: the CI gate right after a push. The ImageStream tag has no image yet
+// (ImageStreamTagNotFound); without --fix wait reports it once it held for the grace. When the
+// tag is imported a few seconds later, wait --fix patches the template to the digest and the
+// rollout completes.
+func tagImportedLate() features.Feature {
+	setup := func(ctx context.Context, t *testing.T, cfg *envconf.Config, ns string) {
+		if err := cluster.InstallImageStreamCRD(ctx, cfg.Client().RESTConfig()); err != nil {
+			t.Fatal(err)
+		}
+		images, err := imageclient.NewForConfig(cfg.Client().RESTConfig())
+		if err != nil {
+			t.Fatal(err)
+		}
+		cs := clientset(t, cfg)
+		if err := scenario.Namespace(ctx, cs, ns); err != nil {
+			t.Fatal(err)
+		}
+		is := &imagev1.ImageStream{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: ns},
+			Spec: imagev1.ImageStreamSpec{LookupPolicy: imagev1.ImageLookupPolicy{Local: true},
+				Tags: []imagev1.TagReference{{Name: "2.0", ReferencePolicy: imagev1.TagReferencePolicy{Type: imagev1.LocalTagReferencePolicy}}}}}
+		created, err := images.ImageV1().ImageStreams(ns).Create(ctx, is, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		created.Status.DockerImageRepository = scenario.InternalRegistry + "/" + ns + "/app"
+		if _, err := images.ImageV1().ImageStreams(ns).UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cs.AppsV1().StatefulSets(ns).Create(ctx, scenario.StatefulSet(ns, "web", "app:2.0", 1, false), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	importTag := func(ctx context.Context, t *testing.T, cfg *envconf.Config, ns string) {
+		images, err := imageclient.NewForConfig(cfg.Client().RESTConfig())
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		is, err := images.ImageV1().ImageStreams(ns).Get(ctx, "app", metav1.GetOptions{})
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		is.Status.Tags = []imagev1.NamedTagEventList{{Tag: "2.0", Items: []imagev1.TagEvent{{
+			Created: metav1.Now(), Image: scenario.SeedDigest, DockerImageReference: "quay.io/example/app@" + scenario.SeedDigest, Generation: 1}}}}
+		if _, err := images.ImageV1().ImageStreams(ns).UpdateStatus(ctx, is, metav1.UpdateOptions{}); err != nil {
+			t.Error(err)
+		}
+	}
+	return features.New("stsdiag wait right after a push").
+		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			setup(ctx, t, cfg, "wait-push")
+			setup(ctx, t, cfg, "wait-import")
+			return ctx
+		}).
+		Assess("tag never imported: ImageStreamTagNotFound after the grace, exit 1", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			r, took := timed(t, "wait (no import)", func() result {
+				return stsdiagRun(t, cfg, "wait", "web", "-n", "wait-push", "--stuck-grace", "6s", "--timeout", "1m", "-o", "json")
+			})
+			res := decodeWait(t, r)
+			found := false
+			for _, f := range res.Findings {
+				found = found || (f.Code == report.ImageStreamTagNotFound && f.ResolvedImage == scenario.InternalRegistry+"/wait-push/app:2.0")
+			}
+			if r.code != 1 || !found || took > 20*time.Second {
+				t.Fatalf("exit %d after %s, findings %+v", r.code, took, res.Findings)
+			}
+			return ctx
+		}).
+		Assess("tag imported 3s later: wait --fix resolves it and completes", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			go func() {
+				time.Sleep(3 * time.Second)
+				importTag(context.Background(), t, cfg, "wait-import")
+			}()
+			r, took := timed(t, "wait --fix (import after 3s)", func() result {
+				return stsdiagRun(t, cfg, "wait", "web", "-n", "wait-import", "--stuck-grace", "6s", "--timeout", "1m", "--fix")
+			})
+			if r.code != 0 || !strings.Contains(r.stderr, "image patched") {
+				t.Fatalf("exit %d after %s\n%s%s", r.code, took, r.stdout, r.stderr)
+			}
+			set, err := clientset(t, cfg).AppsV1().StatefulSets("wait-import").Get(ctx, "web", metav1.GetOptions{})
+			if err != nil || set.Spec.Template.Spec.Containers[0].Image != scenario.InternalRegistry+"/wait-import/app@"+scenario.SeedDigest {
+				t.Errorf("template not patched to the imported digest (%v)", err)
+			}
+			return ctx
+		}).Feature()
 }
 
 type junitSuite struct {
