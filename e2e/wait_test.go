@@ -106,6 +106,9 @@ func TestWait(t *testing.T) {
 			if r := stsdiagRun(t, cfg, "wait", "nope", "-n", ns, "--timeout", "10s"); r.code != 2 {
 				t.Fatalf("not found: exit %d", r.code)
 			}
+			if r := stsdiagRun(t, cfg, "wait", "-l", "app=nothing", "-n", ns, "--timeout", "10s"); r.code != 2 || !strings.Contains(r.stderr, "no StatefulSet matches") {
+				t.Fatalf("empty selector: exit %d %q", r.code, r.stderr)
+			}
 			go func() {
 				time.Sleep(2 * time.Second)
 				_ = clientset(t, cfg).AppsV1().StatefulSets(ns).Delete(context.Background(), "slower", metav1.DeleteOptions{})

@@ -57,6 +57,9 @@ func Gate(ctx context.Context, live *snapshot.Live, opts GateOptions) (*report.W
 			}
 			return result(report.WaitNotFound, err.Error()), nil
 		}
+		if rep == nil && len(snap.Selected) == 0 && snap.Selected != nil {
+			return result(report.WaitNotFound, "no StatefulSet matches the selector"), nil
+		}
 		rep = diagnose.Report(snap)
 		now := time.Now()
 		complete := progress(snap, lastLine, opts.Log)
