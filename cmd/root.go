@@ -76,10 +76,11 @@ func NewRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 OrderedReady + RollingUpdate), image references an OpenShift ImageStream should have resolved,
 stale revisions of deleted owners, and the other reasons StatefulSet pods do not start.
 
-Run it as a kubectl or oc plugin: kubectl stsdiag check, oc stsdiag check.
+Run it as a kubectl or oc plugin: kubectl stsdiag check to diagnose, fix to repair safely,
+wait as a CI gate; watch runs in the cluster.
 
-Exit codes: 0 no finding at or above --fail-on, 1 findings, 2 could not evaluate,
-3 a wait timed out.`,
+Exit codes: 0 nothing wrong (or everything repaired), 1 findings or something left unrepaired,
+2 could not evaluate, 3 a wait timed out.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Annotations: map[string]string{
