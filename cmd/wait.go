@@ -145,13 +145,6 @@ func (o *WaitOptions) repair(ctx context.Context, c snapshot.Clients, rep *repor
 	return exec.Apply(ctx, actions)
 }
 
-func reasonSuffix(f report.Finding) string {
-	if f.Reason == "" {
-		return ""
-	}
-	return " (" + f.Reason + ")"
-}
-
 // finish prints the verdict in the chosen format (and the JUnit file) and returns the exit.
 func (o *WaitOptions) finish(res *report.WaitResult, start time.Time, failure error) error {
 	res.SetGroupVersionKind(report.GroupVersion.WithKind("WaitResult"))

@@ -177,7 +177,7 @@ func TestNoFalsePositives(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if err := waitUpdated(ctx, cfg, ns, "canary", 1); err != nil {
+			if err := waitUpdated(ctx, cs, ns, "canary", 1); err != nil {
 				t.Fatal(err)
 			}
 			if err := scenario.WaitObserved(ctx, cs, ns, "ondelete"); err != nil {
@@ -201,20 +201,16 @@ func TestNoFalsePositives(t *testing.T) {
 	testenv.Test(t, f)
 }
 
-func waitUpdated(ctx context.Context, cfg *envconf.Config, ns, name string, want int32) error {
-	cs, err := clientsetErr(cfg)
-	if err != nil {
-		return err
-	}
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
+func waitUpdated(ctx context.Context, cs kubernetes.Interface, ns, name string, want int32) error {
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
 		set, err := cs.AppsV1().StatefulSets(ns).Get(ctx, name, metav1.GetOptions{})
-		if err == nil && set.Status.ObservedGeneration >= set.Generation && set.Status.UpdatedReplicas == want && set.Status.ReadyReplicas == *set.Spec.Replicas {
-			return nil
-		}
-		time.Sleep(250 * time.Millisecond)
+		return err == nil && set.Status.ObservedGeneration >= set.Generation && set.Status.UpdatedReplicas == want &&
+			set.Status.ReadyReplicas == *set.Spec.Replicas, nil
+	})
+	if err != nil {
+		return fmt.Errorf("%s/%s: not %d updated and all ready in time", ns, name, want)
 	}
-	return fmt.Errorf("%s/%s: not %d updated and all ready in time", ns, name, want)
+	return nil
 }
 
 // TestPlainKubernetes: without the image.openshift.io API the report says so.

@@ -10,9 +10,11 @@ import (
 	"testing"
 	"time"
 
+	imageclient "github.com/openshift/client-go/image/clientset/versioned"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 
+	"github.com/stsdiag/stsdiag/e2e/cluster"
 	"github.com/stsdiag/stsdiag/report"
 )
 
@@ -81,8 +83,17 @@ func codes(rep report.Report) []string {
 	return out
 }
 
-func clientsetErr(cfg *envconf.Config) (kubernetes.Interface, error) {
-	return kubernetes.NewForConfig(cfg.Client().RESTConfig())
+// imageStreams installs the ImageStream CRD (if no test did yet) and returns a client for it.
+func imageStreams(ctx context.Context, t *testing.T, cfg *envconf.Config) imageclient.Interface {
+	t.Helper()
+	if err := cluster.InstallImageStreamCRD(ctx, cfg.Client().RESTConfig()); err != nil {
+		t.Fatal(err)
+	}
+	images, err := imageclient.NewForConfig(cfg.Client().RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return images
 }
 
 func writeFile(path, content string) error { return os.WriteFile(path, []byte(content), 0o600) }

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	imageclient "github.com/openshift/client-go/image/clientset/versioned"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -19,7 +18,6 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
-	"github.com/stsdiag/stsdiag/e2e/cluster"
 	"github.com/stsdiag/stsdiag/e2e/scenario"
 	"github.com/stsdiag/stsdiag/repair"
 	"github.com/stsdiag/stsdiag/report"
@@ -187,13 +185,7 @@ func TestOpenShiftFix(t *testing.T) {
 // seedScenario builds the OpenShift seed case in a new namespace (installing the CRD if needed).
 func seedScenario(ctx context.Context, t *testing.T, cfg *envconf.Config, ns string) {
 	t.Helper()
-	if err := cluster.InstallImageStreamCRD(ctx, cfg.Client().RESTConfig()); err != nil {
-		t.Fatal(err)
-	}
-	images, err := imageclient.NewForConfig(cfg.Client().RESTConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
+	images := imageStreams(ctx, t, cfg)
 	cs := clientset(t, cfg)
 	if err := scenario.Namespace(ctx, cs, ns); err != nil {
 		t.Fatal(err)

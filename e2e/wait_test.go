@@ -16,7 +16,6 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
-	"github.com/stsdiag/stsdiag/e2e/cluster"
 	"github.com/stsdiag/stsdiag/e2e/scenario"
 	"github.com/stsdiag/stsdiag/report"
 )
@@ -194,13 +193,7 @@ func TestWait(t *testing.T) {
 // rollout completes.
 func tagImportedLate() features.Feature {
 	setup := func(ctx context.Context, t *testing.T, cfg *envconf.Config, ns string) {
-		if err := cluster.InstallImageStreamCRD(ctx, cfg.Client().RESTConfig()); err != nil {
-			t.Fatal(err)
-		}
-		images, err := imageclient.NewForConfig(cfg.Client().RESTConfig())
-		if err != nil {
-			t.Fatal(err)
-		}
+		images := imageStreams(ctx, t, cfg)
 		cs := clientset(t, cfg)
 		if err := scenario.Namespace(ctx, cs, ns); err != nil {
 			t.Fatal(err)

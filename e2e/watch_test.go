@@ -19,7 +19,6 @@ import (
 	"testing"
 	"time"
 
-	imageclient "github.com/openshift/client-go/image/clientset/versioned"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -27,7 +26,6 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
-	"github.com/stsdiag/stsdiag/e2e/cluster"
 	"github.com/stsdiag/stsdiag/e2e/scenario"
 )
 
@@ -120,11 +118,6 @@ func (w *watchProcess) metric(t *testing.T, name string, labels map[string]strin
 	return 0
 }
 
-// waitAllReady waits until every replica is Ready on the update revision.
-func waitAllReady(ctx context.Context, cs kubernetes.Interface, ns, name string, timeout time.Duration) error {
-	return scenario.WaitRolloutComplete(ctx, cs, ns, name, timeout)
-}
-
 func stsdiagEvents(ctx context.Context, t *testing.T, cs kubernetes.Interface, ns, set string) []corev1.Event {
 	t.Helper()
 	list, err := cs.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.kind=StatefulSet,involvedObject.name=" + set})
@@ -145,9 +138,7 @@ func TestWatch(t *testing.T) {
 	var w *watchProcess
 	f := features.New("stsdiag watch --fix").
 		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			if err := cluster.InstallImageStreamCRD(ctx, cfg.Client().RESTConfig()); err != nil {
-				t.Fatal(err)
-			}
+			imageStreams(ctx, t, cfg)
 			kubeconfig := applyDeployRBAC(ctx, t, cfg)
 			w = startWatch(t, kubeconfig, "-A", "--fix", "--min-stuck", "5s", "--leader-elect", "--leader-elect-namespace", "stsdiag")
 			return ctx
@@ -170,11 +161,11 @@ func TestWatch(t *testing.T) {
 			if err := scenario.SetImage(ctx, cs, "watch-healthy", "web", "registry.k8s.io/nginx-slim:0.28"); err != nil {
 				t.Fatal(err)
 			}
-			if err := waitAllReady(ctx, cs, "watch-stuck", "web", 90*time.Second); err != nil {
+			if err := scenario.WaitRolloutComplete(ctx, cs, "watch-stuck", "web", 90*time.Second); err != nil {
 				t.Fatal(err)
 			}
 			t.Logf("kubernetes#67250: from the fixed template (web-0 in ImagePullBackOff) to 3/3 Ready: %s", time.Since(stuckSince).Round(100*time.Millisecond))
-			if err := waitAllReady(ctx, cs, "watch-healthy", "web", 60*time.Second); err != nil {
+			if err := scenario.WaitRolloutComplete(ctx, cs, "watch-healthy", "web", 60*time.Second); err != nil {
 				t.Fatal(err)
 			}
 			if n := w.metric(t, "stsdiag_repairs_total", map[string]string{"namespace": "watch-stuck", "action": "DeletePod", "result": "done"}); n != 1 {
@@ -199,20 +190,11 @@ func TestWatch(t *testing.T) {
 			return ctx
 		}).
 		Assess("the OpenShift seed case recovers by itself", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			cs := clientset(t, cfg)
-			images, err := imageclient.NewForConfig(cfg.Client().RESTConfig())
-			if err != nil {
-				t.Fatal(err)
-			}
 			const ns = "watch-seed"
-			if err := scenario.Namespace(ctx, cs, ns); err != nil {
-				t.Fatal(err)
-			}
-			if err := scenario.UnresolvedImageStream(ctx, cs, images, ns); err != nil {
-				t.Fatal(err)
-			}
+			seedScenario(ctx, t, cfg, ns)
+			cs := clientset(t, cfg)
 			since := time.Now()
-			if err := waitAllReady(ctx, cs, ns, "web", 90*time.Second); err != nil {
+			if err := scenario.WaitRolloutComplete(ctx, cs, ns, "web", 90*time.Second); err != nil {
 				t.Fatal(err)
 			}
 			t.Logf("OpenShift seed case: from web-0 in ImagePullBackOff to 3/3 Ready: %s", time.Since(since).Round(100*time.Millisecond))
@@ -238,7 +220,7 @@ func TestWatch(t *testing.T) {
 				t.Fatal(err)
 			}
 			cs = clientset(t, cfg)
-			if err := waitAllReady(ctx, cs, ns, "web", 120*time.Second); err != nil {
+			if err := scenario.WaitRolloutComplete(ctx, cs, ns, "web", 120*time.Second); err != nil {
 				t.Fatal(err)
 			}
 			time.Sleep(2 * time.Second)

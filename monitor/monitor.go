@@ -122,15 +122,7 @@ func scopeName(ns string) string {
 
 // allKeys lists the StatefulSets known when the caches synced.
 func (c *Controller) allKeys() []string {
-	snap, err := c.live.Load().Snapshot()
-	if err != nil {
-		return nil
-	}
-	var keys []string
-	for _, set := range snap.StatefulSets {
-		keys = append(keys, snapshot.Key(set.Namespace, set.Name))
-	}
-	return keys
+	return c.live.Load().StatefulSetKeys()
 }
 
 // enqueueFor maps a changed object to the StatefulSets it concerns.

@@ -91,7 +91,8 @@ func StartLive(ctx context.Context, c Clients, scope Scope, onChange func(obj an
 	warnings.Start(ctx.Done())
 	var warns []string
 	if enabled && c.Image != nil {
-		if _, err := openshift.ListImageStreams(ctx, c.Image, scope.Namespace); err != nil {
+		// A forbidden informer would retry forever: probe the permission with one item first.
+		if _, err := c.Image.ImageV1().ImageStreams(scope.Namespace).List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
 			warns = append(warns, fmt.Sprintf("ImageStream checks skipped: cannot list imagestreams.image.openshift.io: %v", firstLine(err)))
 		} else {
 			images := imageinformers.NewSharedInformerFactoryWithOptions(c.Image, 0, imageinformers.WithNamespace(scope.Namespace),
@@ -164,6 +165,15 @@ func (l *Live) SnapshotOf(namespace string, names ...string) *Snapshot {
 		s.Selected[Key(namespace, name)] = true
 	}
 	return s
+}
+
+// StatefulSetKeys lists every cached StatefulSet as namespace/name.
+func (l *Live) StatefulSetKeys() []string {
+	var out []string
+	for _, set := range fromLister[appsv1.StatefulSet](l.sets) {
+		out = append(out, Key(set.Namespace, set.Name))
+	}
+	return out
 }
 
 // StatefulSetNames lists the StatefulSets of a namespace in the cache.

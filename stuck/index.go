@@ -137,16 +137,16 @@ func ordinal(setName, podName string) (int, bool) {
 // updateRevision returns the revision new pods get. When the controller has not observed the
 // latest spec yet, it is the ControllerRevision holding today's template, or "" if none does yet
 // (the controller will create a new one).
-func (ix *index) updateRevision(set *appsv1.StatefulSet) (name string, observed bool) {
+func (ix *index) updateRevision(set *appsv1.StatefulSet) string {
 	if set.Status.ObservedGeneration >= set.Generation {
-		return set.Status.UpdateRevision, true
+		return set.Status.UpdateRevision
 	}
 	for _, rev := range ix.revsByOwner[set.UID] {
-		if templateOf(rev) != nil && equality.Semantic.DeepEqual(*templateOf(rev), set.Spec.Template) {
-			return rev.Name, false
+		if tmpl := templateOf(rev); tmpl != nil && equality.Semantic.DeepEqual(*tmpl, set.Spec.Template) {
+			return rev.Name
 		}
 	}
-	return "", false
+	return ""
 }
 
 // templateOf decodes the pod template a StatefulSet ControllerRevision records.

@@ -122,7 +122,7 @@ func (d *diagnosis) statefulSet(set *appsv1.StatefulSet) {
 		return
 	}
 	r := &rollout{set: set, current: set.Status.CurrentRevision}
-	r.update, _ = d.ix.updateRevision(set)
+	r.update = d.ix.updateRevision(set)
 	if set.Spec.Ordinals != nil {
 		r.start = int(set.Spec.Ordinals.Start)
 	}
