@@ -94,7 +94,10 @@ func Matches(want, got map[string]any) bool {
 	for k, w := range want {
 		g, ok := got[k]
 		if !ok {
-			return w == nil
+			if w != nil {
+				return false
+			}
+			continue
 		}
 		wm, wIsMap := w.(map[string]any)
 		gm, gIsMap := g.(map[string]any)
