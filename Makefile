@@ -3,14 +3,17 @@
 SHELL := /bin/bash
 GO ?= go
 BIN := bin/kubectl-stsdiag
-UNIT_PKGS = $$($(GO) list ./... | grep -v /e2e)
+UNIT_PKGS = $$($(GO) list ./... | grep -v '/e2e$$')
 
 .PHONY: all build test unit e2e bench cluster-bins demo deploy-demo cluster fuzz vet fmt clean
 
 all: build
 
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -X github.com/stsdiag/stsdiag/cmd.version=$(VERSION) -X github.com/stsdiag/stsdiag/cmd.gitCommit=$(shell git rev-parse HEAD 2>/dev/null)
+
 build:
-	$(GO) build -o $(BIN) ./cmd/kubectl-stsdiag
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/kubectl-stsdiag
 
 ## test: vet, unit tests, then the e2e suite on a real local control plane
 test:
@@ -27,7 +30,7 @@ vet:
 	$(GO) vet ./...
 
 unit:
-	$(GO) test -count=1 $(UNIT_PKGS)
+	$(GO) test -race -count=1 $(UNIT_PKGS)
 
 e2e: cluster-bins
 	$(GO) test -count=1 -timeout 15m ./e2e/...

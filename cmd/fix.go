@@ -12,50 +12,30 @@ import (
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"k8s.io/cli-runtime/pkg/printers"
 
-	"github.com/stsdiag/stsdiag/diagnose"
+	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/render"
 	"github.com/stsdiag/stsdiag/repair"
-	"github.com/stsdiag/stsdiag/report"
-	"github.com/stsdiag/stsdiag/snapshot"
+	"github.com/stsdiag/stsdiag/rollout"
+	"github.com/stsdiag/stsdiag/stuck"
 )
-
-// FixResult is the document printed by `fix -o json`.
-type FixResult struct {
-	metav1.TypeMeta `json:",inline"`
-	DryRun          string           `json:"dryRun"`
-	Actions         []repair.Action  `json:"actions"`
-	Unrepaired      []report.Finding `json:"unrepaired,omitempty"`
-	Rollout         string           `json:"rollout,omitempty"`
-}
-
-// DeepCopyObject lets cli-runtime printers print the result.
-func (r *FixResult) DeepCopyObject() runtime.Object {
-	c := *r
-	c.Actions = append([]repair.Action(nil), r.Actions...)
-	c.Unrepaired = append([]report.Finding(nil), r.Unrepaired...)
-	return &c
-}
 
 // FixOptions are the flags and state of `stsdiag fix`.
 type FixOptions struct {
 	configFlags *genericclioptions.ConfigFlags
 	genericiooptions.IOStreams
+	PrintFlags *render.PrintFlags
 
 	AllNamespaces bool
 	Selector      string
-	Output        string
 	DryRun        string
 	Yes           bool
 	Wait          string
 	OpenShift     string
 
-	scope   snapshot.Scope
-	wait    time.Duration
+	fix     repair.FixOptions
 	confirm func() (bool, error)
 }
 
@@ -70,7 +50,7 @@ const fixExample = `  # Show what would be repaired, without changing anything
 
 // NewFixCommand builds `stsdiag fix`.
 func NewFixCommand(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &FixOptions{configFlags: configFlags, IOStreams: streams}
+	o := &FixOptions{configFlags: configFlags, IOStreams: streams, PrintFlags: render.NewPrintFlags()}
 	c := &cobra.Command{
 		Use:   "fix [NAME...] [-n NAMESPACE | -A] [--dry-run=none|client|server] [--yes] [--wait[=TIMEOUT]]",
 		Short: "Repair stuck rollouts safely: patch unresolved images, recreate pods proven stuck",
@@ -95,7 +75,7 @@ left unrepaired, skipped or refused; 2 could not evaluate; 3 --wait timed out.`,
 	f := c.Flags()
 	f.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "Repair StatefulSets in all namespaces")
 	f.StringVarP(&o.Selector, "selector", "l", "", "Label selector for the StatefulSets to repair")
-	f.StringVarP(&o.Output, "output", "o", "table", "Output format: table or json")
+	o.PrintFlags.AddFlags(c)
 	f.StringVar(&o.DryRun, "dry-run", repair.DryRunNone, "none, client (print only) or server (send with dryRun=All)")
 	f.BoolVarP(&o.Yes, "yes", "y", false, "Apply without asking")
 	f.StringVar(&o.Wait, "wait", "", "Follow the rollouts until complete, up to this long (--wait alone: 5m)")
@@ -106,11 +86,11 @@ left unrepaired, skipped or refused; 2 could not evaluate; 3 --wait timed out.`,
 
 // Complete fills in the scope.
 func (o *FixOptions) Complete(args []string) error {
-	ns, _, err := namespace(o.configFlags, o.AllNamespaces)
+	scope, err := scopeOf(o.configFlags, o.AllNamespaces, args)
 	if err != nil {
 		return err
 	}
-	o.scope = snapshot.Scope{Namespace: ns, Names: args}
+	o.fix.Scope = scope
 	if o.confirm == nil {
 		o.confirm = o.askOnTerminal
 	}
@@ -119,11 +99,11 @@ func (o *FixOptions) Complete(args []string) error {
 
 // Validate checks the flags.
 func (o *FixOptions) Validate() error {
-	if o.AllNamespaces && len(o.scope.Names) > 0 {
+	if o.AllNamespaces && len(o.fix.Scope.Names) > 0 {
 		return fmt.Errorf("StatefulSet names cannot be combined with --all-namespaces")
 	}
-	if o.Output != "table" && o.Output != "json" {
-		return fmt.Errorf("unknown output format %q: want table or json", o.Output)
+	if err := o.PrintFlags.Validate(); err != nil {
+		return err
 	}
 	switch o.DryRun {
 	case repair.DryRunNone, repair.DryRunClient, repair.DryRunServer:
@@ -135,152 +115,59 @@ func (o *FixOptions) Validate() error {
 		if err != nil || d <= 0 {
 			return fmt.Errorf("invalid --wait %q: want a duration such as 5m", o.Wait)
 		}
-		o.wait = d
+		o.fix.Wait = d
 	}
-	return parseScopeFlags(&o.scope, o.OpenShift, o.Selector)
+	return parseScopeFlags(&o.fix.Scope, o.OpenShift, o.Selector)
 }
 
-// Run diagnoses, plans, confirms, repairs and optionally waits.
+// Run repairs (repair.Fix), prints the outcome and sets the exit code.
 func (o *FixOptions) Run(ctx context.Context) error {
-	c, _, err := clients(o.configFlags)
+	c, err := clients(o.configFlags, defaultRequestTimeout)
 	if err != nil {
 		return withCode(ExitError, err)
 	}
-	rep, snap, err := diagnose.Run(ctx, c, o.scope)
-	if err != nil {
-		return withCode(ExitError, err)
+	human := o.PrintFlags.Human()
+	o.fix.Clients, o.fix.DryRun, o.fix.Diagnosis = c, o.DryRun, stuck.DefaultOptions()
+	o.fix.RolloutLog = o.ErrOut
+	o.fix.OnPlan = func(plan *apiv1.FixResult, warnings []string) {
+		for _, w := range warnings {
+			fmt.Fprintf(o.ErrOut, "Warning: %s\n", w)
+		}
+		if human {
+			render.Plan(o.Out, plan)
+		}
 	}
-	for _, w := range rep.Warnings {
-		fmt.Fprintf(o.ErrOut, "Warning: %s\n", w)
-	}
-	actions, unrepaired := repair.Plan(rep, snap)
-	human := o.Output == "table"
 	if human {
-		o.printPlan(actions, unrepaired)
+		o.fix.RolloutLog = o.Out
+		o.fix.Progress = func(a apiv1.Action) { fmt.Fprintln(o.Out, render.ActionLine(a)) }
 	}
-	result := &FixResult{DryRun: o.DryRun, Actions: actions, Unrepaired: unrepaired}
-	result.SetGroupVersionKind(report.GroupVersion.WithKind("FixResult"))
-	if len(actions) == 0 {
-		return o.finish(result, nil)
-	}
-	if o.DryRun == repair.DryRunNone && !o.Yes {
-		ok, err := o.confirm()
-		if err != nil {
-			if human {
+	if !o.Yes {
+		o.fix.Confirm = func(*apiv1.FixResult) (bool, error) {
+			ok, err := o.confirm()
+			if err != nil && human {
 				fmt.Fprintf(o.Out, "Not applied: %v.\n", err)
 			}
-			for i := range result.Actions {
-				result.Actions[i].Result, result.Actions[i].Message = repair.Skipped, "not confirmed"
-			}
-			return o.finish(result, withCode(ExitFindings, nil))
-		}
-		if !ok {
-			return o.finish(result, withCode(ExitFindings, errors.New("not confirmed; nothing changed")))
+			return ok, err
 		}
 	}
-	exec := &repair.Executor{
-		Kube:   c.Kube,
-		DryRun: o.DryRun,
-		Rediagnose: func(ctx context.Context) (*report.Report, *snapshot.Snapshot, error) {
-			return diagnose.Run(ctx, c, o.scope)
-		},
+	result, err := repair.Fix(ctx, o.fix)
+	if result == nil {
+		return withCode(ExitError, err)
 	}
-	if human {
-		exec.Progress = func(a repair.Action) { fmt.Fprintf(o.Out, "%-8s %s: %s\n", a.Result, a.Describe(), a.Message) }
+	if perr := render.FixResult(o.Out, result, o.PrintFlags); perr != nil && err == nil {
+		err = perr
 	}
-	result.Actions, err = exec.Apply(ctx, actions)
-	if err != nil {
-		return o.finish(result, withCode(ExitError, err))
-	}
-	if o.wait > 0 && o.DryRun == repair.DryRunNone {
-		if err := o.waitRollouts(ctx, c, result); err != nil {
-			return o.finish(result, err)
-		}
-	}
-	return o.finish(result, nil)
-}
-
-func (o *FixOptions) printPlan(actions []repair.Action, unrepaired []report.Finding) {
-	if len(actions) == 0 {
-		fmt.Fprintln(o.Out, "Nothing stsdiag can repair safely.")
-	} else {
-		fmt.Fprintf(o.Out, "Plan (%d action%s):\n", len(actions), plural(len(actions)))
-		for i, a := range actions {
-			fmt.Fprintf(o.Out, "  %d. %s\n", i+1, a.Describe())
-		}
-	}
-	if len(unrepaired) > 0 {
-		fmt.Fprintf(o.Out, "Left for you (no safe automatic repair):\n")
-		for _, f := range unrepaired {
-			fmt.Fprintf(o.Out, "  - %s %s/%s %s: %s\n", f.Code, f.Namespace, f.StatefulSet, f.Pod, f.Remedy)
-		}
-	}
-}
-
-// waitRollouts follows the StatefulSets an action touched.
-func (o *FixOptions) waitRollouts(ctx context.Context, c snapshot.Clients, result *FixResult) error {
-	out := o.Out
-	if o.Output == "json" {
-		out = o.ErrOut
-	}
-	seen := map[string]bool{}
-	ctx, cancel := context.WithTimeout(ctx, o.wait)
-	defer cancel()
-	for _, a := range result.Actions {
-		key := snapshot.Key(a.Namespace, a.StatefulSet)
-		if a.Result != repair.Done || seen[key] {
-			continue
-		}
-		seen[key] = true
-		if err := repair.WaitRollout(ctx, c.Kube, a.Namespace, a.StatefulSet, out); err != nil {
-			if errors.Is(err, repair.ErrRolloutTimeout) {
-				result.Rollout = "timed out"
-				return withCode(ExitTimeout, err)
-			}
-			return withCode(ExitError, err)
-		}
-	}
-	result.Rollout = "complete"
-	return nil
-}
-
-// finish prints the result and picks the exit code.
-func (o *FixOptions) finish(result *FixResult, err error) error {
-	if o.Output == "json" {
-		if perr := (&printers.JSONPrinter{}).PrintObj(result, o.Out); perr != nil && err == nil {
-			err = withCode(ExitError, perr)
-		}
-	} else {
-		fmt.Fprintln(o.Out, fixSummary(result))
-	}
-	if err != nil {
-		return err
-	}
-	for _, a := range result.Actions {
-		if a.Result != repair.Done {
-			return withCode(ExitFindings, nil)
-		}
-	}
-	if len(result.Unrepaired) > 0 {
+	switch {
+	case errors.Is(err, repair.ErrNotConfirmed):
+		return withCode(ExitFindings, err)
+	case errors.Is(err, rollout.ErrTimeout):
+		return withCode(ExitTimeout, err)
+	case err != nil:
+		return withCode(ExitError, err)
+	case !result.Repaired():
 		return withCode(ExitFindings, nil)
 	}
 	return nil
-}
-
-func fixSummary(r *FixResult) string {
-	count := map[string]int{}
-	for _, a := range r.Actions {
-		count[a.Result]++
-	}
-	s := fmt.Sprintf("%d action%s: %d done, %d skipped, %d failed; %d finding%s left unrepaired",
-		len(r.Actions), plural(len(r.Actions)), count[repair.Done], count[repair.Skipped], count[repair.Failed], len(r.Unrepaired), plural(len(r.Unrepaired)))
-	if r.DryRun != repair.DryRunNone {
-		s += " (dry run: " + r.DryRun + ")"
-	}
-	if r.Rollout != "" {
-		s += "; rollout " + r.Rollout
-	}
-	return s + "."
 }
 
 // askOnTerminal asks for confirmation; without a terminal it refuses.
@@ -296,11 +183,4 @@ func (o *FixOptions) askOnTerminal() (bool, error) {
 	}
 	answer = strings.ToLower(strings.TrimSpace(answer))
 	return answer == "y" || answer == "yes", nil
-}
-
-func plural(n int) string {
-	if n == 1 {
-		return ""
-	}
-	return "s"
 }

@@ -96,6 +96,7 @@ Exit codes: 0 nothing wrong (or everything repaired), 1 findings or something le
 	root.AddCommand(NewFixCommand(configFlags, streams))
 	root.AddCommand(NewWaitCommand(configFlags, streams))
 	root.AddCommand(NewWatchCommand(configFlags, streams))
+	root.AddCommand(NewVersionCommand(streams))
 	return root
 }
 

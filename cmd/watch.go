@@ -4,23 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
-	"sync/atomic"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"k8s.io/client-go/tools/leaderelection"
-	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
+	"github.com/stsdiag/stsdiag/gather"
 	"github.com/stsdiag/stsdiag/monitor"
-	"github.com/stsdiag/stsdiag/openshift"
-	"github.com/stsdiag/stsdiag/snapshot"
+	"github.com/stsdiag/stsdiag/stuck"
 )
 
 // WatchOptions are the flags and state of `stsdiag watch`.
@@ -38,7 +31,7 @@ type WatchOptions struct {
 	LeaseName         string
 	OpenShift         string
 
-	scope snapshot.Scope
+	scope gather.Scope
 }
 
 const watchExample = `  # Report only: Events on StatefulSets and Prometheus metrics for every namespace
@@ -78,25 +71,20 @@ cleanly on SIGTERM.`,
 	return c
 }
 
-// Complete fills in the scope.
+// Complete fills in the scope and the Lease namespace.
 func (o *WatchOptions) Complete(args []string) error {
 	if len(args) > 0 {
 		return fmt.Errorf("watch takes no arguments")
 	}
-	ns, _, err := namespace(o.configFlags, o.AllNamespaces)
-	if err != nil {
+	var err error
+	if o.scope, err = scopeOf(o.configFlags, o.AllNamespaces, nil); err != nil {
 		return err
 	}
-	mode, err := openshift.ParseMode(o.OpenShift)
-	if err != nil {
-		return err
-	}
-	o.scope = snapshot.Scope{Namespace: ns, OpenShift: mode}
 	if o.LeaseNamespace == "" {
 		o.LeaseNamespace = os.Getenv("POD_NAMESPACE")
 	}
 	if o.LeaseNamespace == "" {
-		if o.LeaseNamespace, _, err = namespace(o.configFlags, false); err != nil {
+		if o.LeaseNamespace, err = namespace(o.configFlags, false); err != nil {
 			return err
 		}
 	}
@@ -108,80 +96,27 @@ func (o *WatchOptions) Validate() error {
 	if o.MinStuck < 0 || o.MaxRepairsPerHour < 0 {
 		return errors.New("--min-stuck and --max-repairs-per-hour must not be negative")
 	}
-	return nil
+	return parseScopeFlags(&o.scope, o.OpenShift, "")
 }
 
-// Run serves health and metrics and runs the monitor (as leader, with --leader-elect) until
-// SIGTERM.
+// Run serves the monitor (monitor.Serve) until SIGTERM.
 func (o *WatchOptions) Run(ctx context.Context) error {
-	c, _, err := clients(o.configFlags, 0)
+	c, err := clients(o.configFlags, 0)
 	if err != nil {
 		return withCode(ExitError, err)
 	}
-	metrics := monitor.NewMetrics()
-	monitorOptions := monitor.Options{Fix: o.Fix, MinStuck: o.MinStuck, MaxRepairsPerHour: o.MaxRepairsPerHour, Log: o.ErrOut}
-	var current atomic.Pointer[monitor.Controller]
-	ctrl := monitor.New(c, o.scope, monitorOptions, metrics)
-	current.Store(ctrl)
-	var standby atomic.Bool
-	if o.MetricsAddr != "" {
-		mux := http.NewServeMux()
-		mux.Handle("/metrics", promhttp.HandlerFor(metrics.Registry, promhttp.HandlerOpts{}))
-		mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
-		mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
-			if current.Load().Ready() || standby.Load() {
-				fmt.Fprintln(w, "ok")
-				return
-			}
-			http.Error(w, "informers not synced", http.StatusServiceUnavailable)
-		})
-		listener, err := net.Listen("tcp", o.MetricsAddr)
-		if err != nil {
-			return withCode(ExitError, fmt.Errorf("--metrics-addr: %w", err))
-		}
-		server := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-		go func() { _ = server.Serve(listener) }()
-		defer func() {
-			shutdown, done := context.WithTimeout(context.Background(), 5*time.Second)
-			defer done()
-			_ = server.Shutdown(shutdown)
-		}()
-		fmt.Fprintf(o.ErrOut, "serving /metrics, /healthz and /readyz on %s\n", listener.Addr())
-	}
-	if !o.LeaderElect {
-		if err := ctrl.Run(ctx); err != nil {
-			return withCode(ExitError, err)
-		}
-		return nil
-	}
 	identity, _ := os.Hostname()
-	identity = fmt.Sprintf("%s_%d", identity, os.Getpid())
-	lock := &resourcelock.LeaseLock{
-		LeaseMeta:  metav1.ObjectMeta{Name: o.LeaseName, Namespace: o.LeaseNamespace},
-		Client:     c.Kube.CoordinationV1(),
-		LockConfig: resourcelock.ResourceLockConfig{Identity: identity},
-	}
-	standby.Store(true)
-	var runErr error
-	// Losing the Lease (e.g. the API server was away longer than the renew deadline) stops the
-	// monitor; it then campaigns again with a fresh one, so two never run at once.
-	for ctx.Err() == nil && runErr == nil {
-		leaderelection.RunOrDie(ctx, leaderelection.LeaderElectionConfig{
-			Lock: lock, LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
-			ReleaseOnCancel: true, Name: o.LeaseName,
-			Callbacks: leaderelection.LeaderCallbacks{
-				OnStartedLeading: func(ctx context.Context) {
-					fmt.Fprintf(o.ErrOut, "%s leads (Lease %s/%s)\n", identity, o.LeaseNamespace, o.LeaseName)
-					ctrl := monitor.New(c, o.scope, monitorOptions, metrics)
-					current.Store(ctrl)
-					runErr = ctrl.Run(ctx)
-				},
-				OnStoppedLeading: func() { fmt.Fprintf(o.ErrOut, "%s stopped leading\n", identity) },
-			},
-		})
-	}
-	if runErr != nil {
-		return withCode(ExitError, runErr)
+	err = monitor.Serve(ctx, monitor.ServeOptions{
+		Clients: c, Scope: o.scope,
+		Monitor: monitor.Options{Fix: o.Fix, MinStuck: o.MinStuck, MaxRepairsPerHour: o.MaxRepairsPerHour, Log: o.ErrOut,
+			Diagnosis: stuck.DefaultOptions()},
+		MetricsAddr: o.MetricsAddr,
+		LeaderElect: o.LeaderElect, LeaseNamespace: o.LeaseNamespace, LeaseName: o.LeaseName,
+		Identity: fmt.Sprintf("%s_%d", identity, os.Getpid()),
+		Log:      o.ErrOut,
+	})
+	if err != nil {
+		return withCode(ExitError, err)
 	}
 	return nil
 }

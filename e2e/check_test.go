@@ -18,8 +18,8 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
+	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/e2e/scenario"
-	"github.com/stsdiag/stsdiag/report"
 )
 
 // TestStuckRollout reproduces kubernetes#67250 with the real StatefulSet controller, proves the
@@ -74,7 +74,7 @@ func TestStuckRollout(t *testing.T) {
 					t.Fatalf("%s: findings %v, want exactly one", ns, codes(rep))
 				}
 				got := rep.Findings[0]
-				if got.Code != report.StaleRevisionStuck || got.Pod != "web-0" || got.Severity != report.SeverityError || got.Reason != "ImagePullBackOff" {
+				if got.Code != apiv1.StaleRevisionStuck || got.Pod != "web-0" || got.Severity != apiv1.SeverityError || got.Reason != "ImagePullBackOff" {
 					t.Fatalf("%s: finding %+v", ns, got)
 				}
 				if got.Image != scenario.BadImage || !strings.Contains(got.Remedy, "delete pod web-0 -n "+ns) {
@@ -87,7 +87,7 @@ func TestStuckRollout(t *testing.T) {
 				if len(blocks) != int(replicas)-1 {
 					t.Errorf("%s: blocks %v, want %d later ordinals", ns, blocks, replicas-1)
 				}
-				if len(rep.StatefulSets) != 1 || rep.StatefulSets[0].Status != report.StatusStuck || rep.OpenShift {
+				if len(rep.StatefulSets) != 1 || rep.StatefulSets[0].Status != apiv1.StatusStuck || rep.OpenShift {
 					t.Errorf("%s: statefulSets %+v openshift %v", ns, rep.StatefulSets, rep.OpenShift)
 				}
 			}
@@ -105,7 +105,7 @@ func TestStuckRollout(t *testing.T) {
 			rep := decodeReport(t, all)
 			stuck := 0
 			for _, f := range rep.Findings {
-				if f.Code == report.StaleRevisionStuck {
+				if f.Code == apiv1.StaleRevisionStuck {
 					stuck++
 				}
 			}
@@ -159,7 +159,7 @@ func TestNoFalsePositives(t *testing.T) {
 				t.Fatalf("exit %d findings %v sets %d", r.code, codes(rep), len(rep.StatefulSets))
 			}
 			for _, s := range rep.StatefulSets {
-				if s.Status != report.StatusComplete {
+				if s.Status != apiv1.StatusComplete {
 					t.Errorf("%s: status %s", s.Name, s.Status)
 				}
 			}
@@ -189,7 +189,7 @@ func TestNoFalsePositives(t *testing.T) {
 				t.Fatalf("exit %d, findings %v", r.code, codes(rep))
 			}
 			for _, f := range rep.Findings {
-				if f.Code != report.OnDeleteStale || f.StatefulSet != "ondelete" {
+				if f.Code != apiv1.OnDeleteStale || f.StatefulSet != "ondelete" {
 					t.Errorf("unexpected finding %+v", f)
 				}
 			}
@@ -286,12 +286,12 @@ func pendingAndUnschedulable() features.Feature {
 			for {
 				r := stsdiagRun(t, cfg, "check", "-n", ns, "-o", "json")
 				rep := decodeReport(t, r)
-				got := map[string]report.Finding{}
+				got := map[string]apiv1.Finding{}
 				for _, f := range rep.Findings {
 					got[f.StatefulSet] = f
 				}
 				claim, pod := got["claims"], got["picky"]
-				if claim.Code == report.VolumeClaimPending && pod.Code == report.PodUnschedulable {
+				if claim.Code == apiv1.VolumeClaimPending && pod.Code == apiv1.PodUnschedulable {
 					if r.code != 1 || !strings.Contains(claim.Message, `StorageClass "nobody-serves" does not exist`) || !strings.Contains(pod.Message, "node affinity/selector") {
 						t.Fatalf("exit %d\n%s\n%s", r.code, claim.Message, pod.Message)
 					}
@@ -357,7 +357,7 @@ func TestOrphansAndTerminating(t *testing.T) {
 			}
 			r := stsdiagRun(t, cfg, "check", "web", "-n", ns, "-o", "json", "--fail-on", "warning")
 			rep := decodeReport(t, r)
-			if r.code != 1 || len(rep.Findings) != 1 || rep.Findings[0].Code != report.OrphanedRevision || rep.Findings[0].Pod != "web-0" {
+			if r.code != 1 || len(rep.Findings) != 1 || rep.Findings[0].Code != apiv1.OrphanedRevision || rep.Findings[0].Pod != "web-0" {
 				t.Fatalf("exit %d findings %v", r.code, codes(rep))
 			}
 			setFinalizers(ctx, t, cs, "pod", "web-0", nil)
@@ -380,11 +380,11 @@ func TestOrphansAndTerminating(t *testing.T) {
 			rep := decodeReport(t, r)
 			found := false
 			for _, f := range rep.Findings {
-				if f.Code == report.StatefulSetTerminating && strings.Contains(f.Message, hold) {
+				if f.Code == apiv1.StatefulSetTerminating && strings.Contains(f.Message, hold) {
 					found = true
 				}
 			}
-			if !found || r.code != 0 || rep.StatefulSets[0].Status != report.StatusTerminating {
+			if !found || r.code != 0 || rep.StatefulSets[0].Status != apiv1.StatusTerminating {
 				t.Errorf("exit %d findings %v", r.code, codes(rep))
 			}
 			if r := stsdiagRun(t, cfg, "check", "db", "-n", ns, "-o", "json"); len(decodeReport(t, r).Findings) != 0 {

@@ -17,16 +17,16 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/features"
 	"sigs.k8s.io/yaml"
 
+	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/e2e/scenario"
-	"github.com/stsdiag/stsdiag/repair"
 )
 
 type fixResult struct {
-	APIVersion string          `json:"apiVersion"`
-	Kind       string          `json:"kind"`
-	DryRun     string          `json:"dryRun"`
-	Actions    []repair.Action `json:"actions"`
-	Rollout    string          `json:"rollout"`
+	APIVersion string         `json:"apiVersion"`
+	Kind       string         `json:"kind"`
+	DryRun     string         `json:"dryRun"`
+	Actions    []apiv1.Action `json:"actions"`
+	Rollout    string         `json:"rollout"`
 }
 
 func decodeFix(t *testing.T, r result) fixResult {
@@ -147,7 +147,7 @@ func TestFixStuckRollout(t *testing.T) {
 		Assess("--dry-run=server: exit 0, nothing changed", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			r := stsdiagRun(t, cfg, "fix", "-n", ns, "--dry-run=server", "-o", "json")
 			res := decodeFix(t, r)
-			if r.code != 0 || len(res.Actions) != 1 || res.Actions[0].Result != repair.Done || res.DryRun != "server" {
+			if r.code != 0 || len(res.Actions) != 1 || res.Actions[0].Result != apiv1.ResultDone || res.DryRun != "server" {
 				t.Fatalf("exit %d %+v", r.code, res)
 			}
 			assertPodUID(ctx, t, cfg, ns, "web-0", stuckUID)
@@ -167,7 +167,7 @@ func TestFixStuckRollout(t *testing.T) {
 			start := time.Now()
 			r := stsdiagRun(t, cfg, "fix", "-n", ns, "--yes", "--wait=2m", "-o", "json", "--kubeconfig", kubeconfig)
 			res := decodeFix(t, r)
-			if r.code != 0 || len(res.Actions) != 1 || res.Actions[0].Result != repair.Done || res.Actions[0].UID != string(stuckUID) || res.Rollout != "complete" {
+			if r.code != 0 || len(res.Actions) != 1 || res.Actions[0].Result != apiv1.ResultDone || res.Actions[0].UID != string(stuckUID) || res.Rollout != "complete" {
 				t.Fatalf("exit %d %+v\n%s", r.code, res, r.stderr)
 			}
 			if !strings.Contains(r.stderr, "rollout complete") {

@@ -14,8 +14,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 
+	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/e2e/cluster"
-	"github.com/stsdiag/stsdiag/report"
 )
 
 type result struct {
@@ -54,9 +54,9 @@ func runCmd(t *testing.T, cfg *envconf.Config, bin string, args ...string) resul
 	return result{stdout: out.String(), stderr: errOut.String(), code: code}
 }
 
-func decodeReport(t *testing.T, r result) report.Report {
+func decodeReport(t *testing.T, r result) apiv1.Report {
 	t.Helper()
-	var rep report.Report
+	var rep apiv1.Report
 	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
 		t.Fatalf("stdout is not a JSON report: %v\n%s", err, r.stdout)
 	}
@@ -75,7 +75,7 @@ func clientset(t *testing.T, cfg *envconf.Config) kubernetes.Interface {
 	return cs
 }
 
-func codes(rep report.Report) []string {
+func codes(rep apiv1.Report) []string {
 	var out []string
 	for _, f := range rep.Findings {
 		out = append(out, f.Code+"/"+f.Pod)

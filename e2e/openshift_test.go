@@ -18,9 +18,8 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
+	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/e2e/scenario"
-	"github.com/stsdiag/stsdiag/repair"
-	"github.com/stsdiag/stsdiag/report"
 )
 
 // TestOpenShiftUnresolvedImage: the seed case on the real control plane with the ImageStream CRD.
@@ -40,13 +39,13 @@ func TestOpenShiftUnresolvedImage(t *testing.T) {
 			var unresolved, failing int
 			for _, f := range rep.Findings {
 				switch f.Code {
-				case report.UnresolvedImageReference:
+				case apiv1.UnresolvedImageReference:
 					unresolved++
-					if f.Severity != report.SeverityError || f.StatefulSet != "web" || f.Container != "web" || f.Image != scenario.SeedImage ||
+					if f.Severity != apiv1.SeverityError || f.StatefulSet != "web" || f.Container != "web" || f.Image != scenario.SeedImage ||
 						f.ResolvedImage != scenario.SeedResolved(ns) || !strings.HasPrefix(f.Remedy, "oc patch statefulset web -n "+ns) {
 						t.Errorf("finding %+v", f)
 					}
-				case report.CurrentRevisionFailing:
+				case apiv1.CurrentRevisionFailing:
 					failing++
 					if f.Pod != "web-0" {
 						t.Errorf("stuck pod %q, want web-0", f.Pod)
@@ -67,7 +66,7 @@ func TestOpenShiftUnresolvedImage(t *testing.T) {
 				t.Fatalf("exit %d openshift %v", r.code, rep.OpenShift)
 			}
 			for _, f := range rep.Findings {
-				if f.Code != report.CurrentRevisionFailing {
+				if f.Code != apiv1.CurrentRevisionFailing {
 					t.Errorf("unexpected finding %s", f.Code)
 				}
 			}
@@ -90,7 +89,7 @@ func TestOpenShiftUnresolvedImage(t *testing.T) {
 			if r.code != 1 || len(rep.Warnings) != 1 || !strings.Contains(r.stderr, "Warning: ImageStream checks skipped") {
 				t.Fatalf("exit %d warnings %v stderr %q", r.code, rep.Warnings, r.stderr)
 			}
-			if len(rep.Findings) != 1 || rep.Findings[0].Code != report.CurrentRevisionFailing {
+			if len(rep.Findings) != 1 || rep.Findings[0].Code != apiv1.CurrentRevisionFailing {
 				t.Errorf("findings %v", codes(rep))
 			}
 			return ctx
@@ -160,10 +159,10 @@ func TestOpenShiftFix(t *testing.T) {
 				t.Fatalf("exit %d %+v\n%s", r.code, res, r.stderr)
 			}
 			patch, del := res.Actions[0], res.Actions[1]
-			if patch.Action != repair.PatchImage || patch.Result != repair.Done || patch.From != scenario.SeedImage || patch.To != scenario.SeedResolved(ns) {
+			if patch.Action != apiv1.PatchImage || patch.Result != apiv1.ResultDone || patch.From != scenario.SeedImage || patch.To != scenario.SeedResolved(ns) {
 				t.Errorf("patch %+v", patch)
 			}
-			if del.Action != repair.DeletePod || del.Pod != "web-0" || del.Result != repair.Done {
+			if del.Action != apiv1.DeletePod || del.Pod != "web-0" || del.Result != apiv1.ResultDone {
 				t.Errorf("delete %+v", del)
 			}
 			t.Logf("fix --yes --wait took %s", time.Since(start).Round(100*time.Millisecond))

@@ -16,14 +16,14 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
+	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/e2e/scenario"
-	"github.com/stsdiag/stsdiag/report"
 )
 
 type waitResult struct {
-	Kind     string           `json:"kind"`
-	Result   string           `json:"result"`
-	Findings []report.Finding `json:"findings"`
+	Kind     string          `json:"kind"`
+	Result   string          `json:"result"`
+	Findings []apiv1.Finding `json:"findings"`
 }
 
 func decodeWait(t *testing.T, r result) waitResult {
@@ -143,7 +143,7 @@ func TestWait(t *testing.T) {
 			}
 			found := false
 			for _, f := range res.Findings {
-				if f.Code == report.StaleRevisionStuck && f.Pod == "web-0" && f.Remedy != "" && f.Details["events"] != nil {
+				if f.Code == apiv1.StaleRevisionStuck && f.Pod == "web-0" && f.Remedy != "" && f.Details["events"] != nil {
 					found = true
 				}
 			}
@@ -243,7 +243,7 @@ func tagImportedLate() features.Feature {
 			res := decodeWait(t, r)
 			found := false
 			for _, f := range res.Findings {
-				found = found || (f.Code == report.ImageStreamTagNotFound && f.ResolvedImage == scenario.InternalRegistry+"/wait-push/app:2.0")
+				found = found || (f.Code == apiv1.ImageStreamTagNotFound && f.ResolvedImage == scenario.InternalRegistry+"/wait-push/app:2.0")
 			}
 			if r.code != 1 || !found || took > 20*time.Second {
 				t.Fatalf("exit %d after %s, findings %+v", r.code, took, res.Findings)

@@ -12,18 +12,23 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/stsdiag/stsdiag/gather"
+	"github.com/stsdiag/stsdiag/render"
+	"github.com/stsdiag/stsdiag/stuck"
+
 	imagev1 "github.com/openshift/api/image/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 
+	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/diagnose"
 	"github.com/stsdiag/stsdiag/repair"
-	"github.com/stsdiag/stsdiag/report"
 	"github.com/stsdiag/stsdiag/snapshot"
 )
 
@@ -37,15 +42,17 @@ type Options struct {
 	Workers           int
 	// Log receives one line per finding and repair.
 	Log io.Writer
+	// Diagnosis tunes each diagnosis.
+	Diagnosis stuck.Options
 }
 
 // Controller is the monitor. Create it with New and start it with Run.
 type Controller struct {
-	clients  snapshot.Clients
-	scope    snapshot.Scope
+	clients  gather.Clients
+	scope    gather.Scope
 	opts     Options
 	metrics  *Metrics
-	live     atomic.Pointer[snapshot.Live]
+	live     atomic.Pointer[gather.Live]
 	queue    workqueue.TypedRateLimitingInterface[string]
 	recorder record.EventRecorder
 	ready    atomic.Bool
@@ -56,12 +63,12 @@ type Controller struct {
 }
 
 type tracked struct {
-	finding   report.Finding
+	finding   apiv1.Finding
 	firstSeen time.Time
 }
 
 // New returns a monitor for the scope.
-func New(c snapshot.Clients, scope snapshot.Scope, opts Options, metrics *Metrics) *Controller {
+func New(c gather.Clients, scope gather.Scope, opts Options, metrics *Metrics) *Controller {
 	if opts.Workers == 0 {
 		opts.Workers = 2
 	}
@@ -84,7 +91,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	defer broadcaster.Shutdown()
 	c.recorder = broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "stsdiag"})
 
-	live, warnings, err := snapshot.StartLive(ctx, c.clients, c.scope, c.enqueueFor)
+	live, warnings, err := gather.StartLive(ctx, c.clients, c.scope, c.enqueueFor)
 	if err != nil {
 		return err
 	}
@@ -161,7 +168,7 @@ func (c *Controller) enqueueFor(obj any) {
 	}
 }
 
-func (c *Controller) enqueueNamespace(live *snapshot.Live, ns string) {
+func (c *Controller) enqueueNamespace(live *gather.Live, ns string) {
 	for _, name := range live.StatefulSetNames(ns) {
 		c.queue.Add(snapshot.Key(ns, name))
 	}
@@ -183,20 +190,23 @@ func (c *Controller) processNext(ctx context.Context) bool {
 }
 
 // repairable findings are those fix has a safe action for.
-func repairable(f report.Finding) bool {
-	return f.Code == report.StaleRevisionStuck || (f.Code == report.UnresolvedImageReference && f.Pod == "")
+func repairable(f apiv1.Finding) bool {
+	return f.Code == apiv1.StaleRevisionStuck || (f.Code == apiv1.UnresolvedImageReference && f.Pod == "")
 }
 
-func findingKey(f report.Finding) string {
+func findingKey(f apiv1.Finding) string {
 	return strings.Join([]string{f.Code, f.Pod, f.Container, f.Image}, "/")
 }
 
 // sync diagnoses one StatefulSet from the caches, reports what is new and repairs what has held.
 func (c *Controller) sync(ctx context.Context, key string) error {
-	ns, name, _ := strings.Cut(key, "/")
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return nil // not a key this monitor queued
+	}
 	start := time.Now()
 	snap := c.live.Load().SnapshotOf(ns, name)
-	rep := diagnose.Report(snap)
+	rep := diagnose.Report(snap, c.opts.Diagnosis)
 	c.metrics.Latency.Observe(time.Since(start).Seconds())
 
 	var set *appsv1.StatefulSet
@@ -209,7 +219,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	c.mu.Lock()
 	previous := c.seen[key]
 	current := map[string]*tracked{}
-	var fresh []report.Finding
+	var fresh []apiv1.Finding
 	for _, f := range rep.Findings {
 		k := findingKey(f)
 		if t, ok := previous[k]; ok {
@@ -233,7 +243,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		c.logf("%s: new finding %s %s %s: %s", key, f.Severity, f.Code, f.Pod, f.Message)
 		if set != nil {
 			eventType := corev1.EventTypeWarning
-			if f.Severity == report.SeverityInfo {
+			if f.Severity == apiv1.SeverityInfo {
 				eventType = corev1.EventTypeNormal
 			}
 			c.recorder.Event(set, eventType, f.Code, truncate(fmt.Sprintf("%s: %s Remedy: %s", f.Pod, f.Message, f.Remedy)))
@@ -242,7 +252,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if !c.opts.Fix || set == nil {
 		return nil
 	}
-	var due []report.Finding
+	var due []apiv1.Finding
 	var wait time.Duration = -1
 	for _, t := range current {
 		if !repairable(t.finding) {
@@ -264,9 +274,9 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 }
 
 // repair plans and applies fix's actions for one StatefulSet, within the namespace's budget.
-func (c *Controller) repair(ctx context.Context, key string, set *appsv1.StatefulSet, rep *report.Report, snap *snapshot.Snapshot) error {
+func (c *Controller) repair(ctx context.Context, key string, set *appsv1.StatefulSet, rep *apiv1.Report, snap *snapshot.Snapshot) error {
 	planned, _ := repair.Plan(rep, snap)
-	var actions []repair.Action
+	var actions []apiv1.Action
 	for _, a := range planned {
 		if a.Namespace == set.Namespace && a.StatefulSet == set.Name {
 			actions = append(actions, a)
@@ -284,28 +294,25 @@ func (c *Controller) repair(ctx context.Context, key string, set *appsv1.Statefu
 		c.queue.AddAfter(key, 5*time.Minute)
 		return nil
 	}
-	scope := snapshot.Scope{Namespace: set.Namespace, Names: []string{set.Name}, OpenShift: c.scope.OpenShift}
-	exec := &repair.Executor{Kube: c.clients.Kube, DryRun: repair.DryRunNone,
-		Rediagnose: func(ctx context.Context) (*report.Report, *snapshot.Snapshot, error) {
-			return diagnose.Run(ctx, c.clients, scope)
-		}}
+	scope := gather.Scope{Namespace: set.Namespace, Names: []string{set.Name}, OpenShift: c.scope.OpenShift}
+	exec := repair.New(repair.Options{Clients: c.clients, Scope: scope, Diagnosis: c.opts.Diagnosis, DryRun: repair.DryRunNone})
 	done, err := exec.Apply(ctx, actions)
 	changed := 0
 	for _, a := range done {
-		if a.Result == repair.Done {
+		if a.Result == apiv1.ResultDone {
 			changed++
 		}
 		c.metrics.Repairs.WithLabelValues(string(a.Action), a.Result, a.Namespace).Inc()
-		reason := report.StaleRevisionStuck
-		if a.Action == repair.PatchImage {
-			reason = report.UnresolvedImageReference
+		reason := apiv1.StaleRevisionStuck
+		if a.Action == apiv1.PatchImage {
+			reason = apiv1.UnresolvedImageReference
 		}
 		eventType := corev1.EventTypeNormal
-		if a.Result != repair.Done {
+		if a.Result != apiv1.ResultDone {
 			eventType = corev1.EventTypeWarning
 		}
-		c.recorder.Event(set, eventType, reason, truncate(fmt.Sprintf("stsdiag repair %s: %s: %s", a.Result, a.Describe(), a.Message)))
-		c.logf("%s: repair %s: %s: %s", key, a.Result, a.Describe(), a.Message)
+		c.recorder.Event(set, eventType, reason, truncate(fmt.Sprintf("stsdiag repair %s: %s: %s", a.Result, render.DescribeAction(a), a.Message)))
+		c.logf("%s: repair %s: %s: %s", key, a.Result, render.DescribeAction(a), a.Message)
 	}
 	c.spendRepairs(set.Namespace, changed)
 	// Look again once the repair had time to work; a finding that holds is due again.

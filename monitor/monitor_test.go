@@ -16,9 +16,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/stsdiag/stsdiag/gather"
 	"github.com/stsdiag/stsdiag/monitor"
 	"github.com/stsdiag/stsdiag/openshift"
-	"github.com/stsdiag/stsdiag/snapshot"
 )
 
 // stuckObjects: web-0 on the old revision in ImagePullBackOff under OrderedReady (kubernetes#67250).
@@ -43,7 +43,7 @@ func stuckObjects() []runtime.Object {
 func run(t *testing.T, kube *fake.Clientset, opts monitor.Options) (*monitor.Metrics, context.CancelFunc) {
 	t.Helper()
 	metrics := monitor.NewMetrics()
-	ctrl := monitor.New(snapshot.Clients{Kube: kube}, snapshot.Scope{Namespace: "shop", OpenShift: openshift.ModeNever}, opts, metrics)
+	ctrl := monitor.New(gather.Clients{Kube: kube}, gather.Scope{Namespace: "shop", OpenShift: openshift.ModeNever}, opts, metrics)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { _ = ctrl.Run(ctx); close(done) }()

@@ -9,7 +9,9 @@ import (
 	imageclient "github.com/openshift/client-go/image/clientset/versioned"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/tools/pager"
 )
 
 // Mode says whether to use the image.openshift.io API.
@@ -61,22 +63,22 @@ func Enabled(ctx context.Context, mode Mode, d discovery.DiscoveryInterface) (bo
 	return Detect(d)
 }
 
-// ListImageStreams lists ImageStreams in one namespace ("" = all), paging through the result.
+// ListImageStreams lists ImageStreams in one namespace ("" = all) in pages of 500
+// (client-go's pager): ImageStreams are served by openshift-apiserver or, off OpenShift, a CRD,
+// where a page limit bounds each response.
 func ListImageStreams(ctx context.Context, c imageclient.Interface, namespace string) ([]imagev1.ImageStream, error) {
 	var out []imagev1.ImageStream
-	opts := metav1.ListOptions{}
-	for {
-		list, err := c.ImageV1().ImageStreams(namespace).List(ctx, opts)
-		if err != nil {
-			return nil, err
+	p := pager.New(func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+		return c.ImageV1().ImageStreams(namespace).List(ctx, opts)
+	})
+	err := p.EachListItem(ctx, metav1.ListOptions{}, func(obj runtime.Object) error {
+		is, ok := obj.(*imagev1.ImageStream)
+		if !ok {
+			return fmt.Errorf("unexpected %T in an ImageStream list", obj)
 		}
-		for i := range list.Items {
-			list.Items[i].ManagedFields = nil
-		}
-		out = append(out, list.Items...)
-		if list.Continue == "" {
-			return out, nil
-		}
-		opts.Continue = list.Continue
-	}
+		is.ManagedFields = nil
+		out = append(out, *is)
+		return nil
+	})
+	return out, err
 }

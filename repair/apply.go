@@ -14,8 +14,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
 
-	"github.com/stsdiag/stsdiag/report"
+	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/snapshot"
 )
 
@@ -27,7 +28,7 @@ const (
 )
 
 // Diagnoser re-reads the cluster and diagnoses it again (gather → diagnose).
-type Diagnoser func(ctx context.Context) (*report.Report, *snapshot.Snapshot, error)
+type Diagnoser func(ctx context.Context) (*apiv1.Report, *snapshot.Snapshot, error)
 
 // Executor applies planned actions.
 type Executor struct {
@@ -38,7 +39,7 @@ type Executor struct {
 	// ObserveTimeout bounds the wait for the controller to observe a patch.
 	ObserveTimeout time.Duration
 	// Progress, if set, is told about each action as it completes.
-	Progress func(Action)
+	Progress func(apiv1.Action)
 }
 
 // UnavailableError means the API could not be reached or answered unexpectedly: nothing more
@@ -52,13 +53,13 @@ func (e *UnavailableError) Unwrap() error { return e.Err }
 
 // Apply carries out the actions in order and returns them with their results. It returns an
 // UnavailableError when the API fails in a way that is not an answer about one object.
-func (e *Executor) Apply(ctx context.Context, actions []Action) ([]Action, error) {
-	out := make([]Action, 0, len(actions))
+func (e *Executor) Apply(ctx context.Context, actions []apiv1.Action) ([]apiv1.Action, error) {
+	out := make([]apiv1.Action, 0, len(actions))
 	patched := map[string]int64{}
-	var later []Action
+	var later []apiv1.Action
 	for _, a := range actions {
 		switch {
-		case a.Action == PatchImage:
+		case a.Action == apiv1.PatchImage:
 			done, generation, err := e.patch(ctx, &a)
 			if err != nil {
 				return append(out, a), err
@@ -96,7 +97,7 @@ func (e *Executor) Apply(ctx context.Context, actions []Action) ([]Action, error
 	return out, nil
 }
 
-func (e *Executor) report(a Action) {
+func (e *Executor) report(a apiv1.Action) {
 	if e.Progress != nil {
 		e.Progress(a)
 	}
@@ -118,30 +119,30 @@ type jsonPatchOp struct {
 // patch sets the image with a JSON patch that first tests the object's UID and the image as
 // diagnosed, so a concurrent change is never overwritten. On such a change it diagnoses again,
 // once, and retries with the fresh finding.
-func (e *Executor) patch(ctx context.Context, a *Action) (done bool, generation int64, err error) {
+func (e *Executor) patch(ctx context.Context, a *apiv1.Action) (done bool, generation int64, err error) {
 	if e.DryRun == DryRunClient {
-		a.Result, a.Message = Done, "dry run: not sent"
+		a.Result, a.Message = apiv1.ResultDone, "dry run: not sent"
 		return false, 0, nil
 	}
 	for attempt := 0; ; attempt++ {
 		set, err := e.sendPatch(ctx, a)
 		switch {
 		case err == nil:
-			a.Result, a.Message = Done, "image patched"
+			a.Result, a.Message = apiv1.ResultDone, "image patched"
 			if e.DryRun == DryRunServer {
 				a.Message = "server dry run: the patch would be accepted"
 				return false, 0, nil
 			}
 			return true, set.Generation, nil
 		case apierrors.IsForbidden(err):
-			a.Result, a.Message = Failed, fmt.Sprintf("forbidden: needs patch statefulsets.apps in namespace %s (see deploy/fix-role.yaml): %s", a.Namespace, firstLine(err))
+			a.Result, a.Message = apiv1.ResultFailed, fmt.Sprintf("forbidden: needs patch statefulsets.apps in namespace %s (see deploy/fix-clusterrole.yaml): %s", a.Namespace, firstLine(err))
 			return false, 0, nil
 		case apierrors.IsNotFound(err):
-			a.Result, a.Message = Skipped, "the StatefulSet no longer exists; nothing patched"
+			a.Result, a.Message = apiv1.ResultSkipped, "the StatefulSet no longer exists; nothing patched"
 			return false, 0, nil
 		case apierrors.IsInvalid(err) || apierrors.IsConflict(err):
 			if attempt > 0 || e.Rediagnose == nil {
-				a.Result, a.Message = Failed, "the StatefulSet changed again since diagnosis; nothing overwritten"
+				a.Result, a.Message = apiv1.ResultFailed, "the StatefulSet changed again since diagnosis; nothing overwritten"
 				return false, 0, nil
 			}
 			fresh, ok, err := e.freshPatch(ctx, *a)
@@ -149,21 +150,21 @@ func (e *Executor) patch(ctx context.Context, a *Action) (done bool, generation 
 				return false, 0, err
 			}
 			if !ok {
-				a.Result, a.Message = Skipped, "the StatefulSet changed since diagnosis and no longer needs this patch; nothing overwritten"
+				a.Result, a.Message = apiv1.ResultSkipped, "the StatefulSet changed since diagnosis and no longer needs this patch; nothing overwritten"
 				return false, 0, nil
 			}
 			*a = fresh
 		case isAPIAnswer(err):
-			a.Result, a.Message = Failed, firstLine(err)
+			a.Result, a.Message = apiv1.ResultFailed, firstLine(err)
 			return false, 0, nil
 		default:
-			a.Result, a.Message = Failed, firstLine(err)
+			a.Result, a.Message = apiv1.ResultFailed, firstLine(err)
 			return false, 0, &UnavailableError{Err: err}
 		}
 	}
 }
 
-func (e *Executor) sendPatch(ctx context.Context, a *Action) (*appsv1.StatefulSet, error) {
+func (e *Executor) sendPatch(ctx context.Context, a *apiv1.Action) (*appsv1.StatefulSet, error) {
 	ops := []jsonPatchOp{
 		{Op: "test", Path: "/metadata/uid", Value: a.UID},
 		{Op: "test", Path: a.Path, Value: a.From},
@@ -178,14 +179,14 @@ func (e *Executor) sendPatch(ctx context.Context, a *Action) (*appsv1.StatefulSe
 }
 
 // freshPatch diagnoses again and returns the same container's patch, if it is still needed.
-func (e *Executor) freshPatch(ctx context.Context, a Action) (Action, bool, error) {
+func (e *Executor) freshPatch(ctx context.Context, a apiv1.Action) (apiv1.Action, bool, error) {
 	rep, snap, err := e.Rediagnose(ctx)
 	if err != nil {
 		return a, false, &UnavailableError{Err: err}
 	}
 	actions, _ := Plan(rep, snap)
 	for _, fresh := range actions {
-		if fresh.Action == PatchImage && fresh.Namespace == a.Namespace && fresh.StatefulSet == a.StatefulSet && fresh.Container == a.Container {
+		if fresh.Action == apiv1.PatchImage && fresh.Namespace == a.Namespace && fresh.StatefulSet == a.StatefulSet && fresh.Container == a.Container {
 			return fresh, true, nil
 		}
 	}
@@ -193,9 +194,9 @@ func (e *Executor) freshPatch(ctx context.Context, a Action) (Action, bool, erro
 }
 
 // deletePod deletes the pod only if it is still the one diagnosed (UID and resourceVersion).
-func (e *Executor) deletePod(ctx context.Context, a *Action) error {
+func (e *Executor) deletePod(ctx context.Context, a *apiv1.Action) error {
 	if e.DryRun == DryRunClient {
-		a.Result, a.Message = Done, "dry run: not sent"
+		a.Result, a.Message = apiv1.ResultDone, "dry run: not sent"
 		return nil
 	}
 	pre := &metav1.Preconditions{}
@@ -209,20 +210,20 @@ func (e *Executor) deletePod(ctx context.Context, a *Action) error {
 	err := e.Kube.CoreV1().Pods(a.Namespace).Delete(ctx, a.Pod, metav1.DeleteOptions{Preconditions: pre, DryRun: e.dryRunOptions()})
 	switch {
 	case err == nil:
-		a.Result, a.Message = Done, "pod deleted; the controller recreates it from the update revision, its PersistentVolumeClaims are kept"
+		a.Result, a.Message = apiv1.ResultDone, "pod deleted; the controller recreates it from the update revision, its PersistentVolumeClaims are kept"
 		if e.DryRun == DryRunServer {
 			a.Message = "server dry run: the delete would be accepted"
 		}
 	case apierrors.IsConflict(err):
-		a.Result, a.Message = Skipped, "the pod was replaced or changed since diagnosis; nothing deleted"
+		a.Result, a.Message = apiv1.ResultSkipped, "the pod was replaced or changed since diagnosis; nothing deleted"
 	case apierrors.IsNotFound(err):
-		a.Result, a.Message = Skipped, "the pod is already gone; nothing deleted"
+		a.Result, a.Message = apiv1.ResultSkipped, "the pod is already gone; nothing deleted"
 	case apierrors.IsForbidden(err):
-		a.Result, a.Message = Failed, fmt.Sprintf("forbidden: needs delete pods in namespace %s (see deploy/fix-role.yaml): %s", a.Namespace, firstLine(err))
+		a.Result, a.Message = apiv1.ResultFailed, fmt.Sprintf("forbidden: needs delete pods in namespace %s (see deploy/fix-clusterrole.yaml): %s", a.Namespace, firstLine(err))
 	case isAPIAnswer(err):
-		a.Result, a.Message = Failed, firstLine(err)
+		a.Result, a.Message = apiv1.ResultFailed, firstLine(err)
 	default:
-		a.Result, a.Message = Failed, firstLine(err)
+		a.Result, a.Message = apiv1.ResultFailed, firstLine(err)
 		return &UnavailableError{Err: err}
 	}
 	return nil
@@ -230,16 +231,16 @@ func (e *Executor) deletePod(ctx context.Context, a *Action) error {
 
 // provenAfterPatch waits for the controller to observe each patch, diagnoses again and keeps the
 // deletes of pods now proven StaleRevisionStuck, with their fresh UID and resourceVersion.
-func (e *Executor) provenAfterPatch(ctx context.Context, later []Action, patched map[string]int64) ([]Action, error) {
+func (e *Executor) provenAfterPatch(ctx context.Context, later []apiv1.Action, patched map[string]int64) ([]apiv1.Action, error) {
 	if e.DryRun != DryRunNone {
 		for i := range later {
-			later[i].Result, later[i].Message = Done, "dry run: deleted only if still stuck on the old revision after the patch"
+			later[i].Result, later[i].Message = apiv1.ResultDone, "dry run: deleted only if still stuck on the old revision after the patch"
 		}
 		return later, nil
 	}
 	for i, a := range later {
 		if _, ok := patched[snapshot.Key(a.Namespace, a.StatefulSet)]; !ok {
-			later[i].Result, later[i].Message = Skipped, "its StatefulSet was not patched; nothing deleted"
+			later[i].Result, later[i].Message = apiv1.ResultSkipped, "its StatefulSet was not patched; nothing deleted"
 		}
 	}
 	if len(patched) == 0 || e.Rediagnose == nil {
@@ -252,9 +253,9 @@ func (e *Executor) provenAfterPatch(ctx context.Context, later []Action, patched
 	if err != nil {
 		return later, &UnavailableError{Err: err}
 	}
-	stuck := map[string]report.Finding{}
+	stuck := map[string]apiv1.Finding{}
 	for _, f := range rep.Findings {
-		if f.Code == report.StaleRevisionStuck {
+		if f.Code == apiv1.StaleRevisionStuck && f.Target != nil {
 			stuck[snapshot.Key(f.Namespace, f.Pod)] = f
 		}
 	}
@@ -264,11 +265,10 @@ func (e *Executor) provenAfterPatch(ctx context.Context, later []Action, patched
 		}
 		f, ok := stuck[snapshot.Key(a.Namespace, a.Pod)]
 		if !ok {
-			later[i].Result, later[i].Message = Skipped, "not stuck on an old revision after the patch (the controller replaced it or it recovered); nothing deleted"
+			later[i].Result, later[i].Message = apiv1.ResultSkipped, "not stuck on an old revision after the patch (the controller replaced it or it recovered); nothing deleted"
 			continue
 		}
-		later[i].UID, _ = f.Details["podUID"].(string)
-		later[i].ResourceVersion, _ = f.Details["podResourceVersion"].(string)
+		later[i].UID, later[i].ResourceVersion = string(f.Target.UID), f.Target.ResourceVersion
 	}
 	return later, nil
 }
@@ -279,7 +279,7 @@ func (e *Executor) waitObserved(ctx context.Context, patched map[string]int64) e
 		timeout = 30 * time.Second
 	}
 	for key, generation := range patched {
-		ns, name, _ := strings.Cut(key, "/")
+		ns, name, _ := cache.SplitMetaNamespaceKey(key)
 		err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 			set, err := e.Kube.AppsV1().StatefulSets(ns).Get(ctx, name, metav1.GetOptions{})
 			if err != nil {

@@ -17,8 +17,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/repair"
-	"github.com/stsdiag/stsdiag/report"
 	"github.com/stsdiag/stsdiag/snapshot"
 )
 
@@ -35,20 +35,20 @@ func objects() []runtime.Object {
 	return append(pods, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data-web-0", Namespace: "shop"}})
 }
 
-func stuckReport(pods ...string) *report.Report {
-	var findings []report.Finding
+func stuckReport(pods ...string) *apiv1.Report {
+	var findings []apiv1.Finding
 	for _, pod := range pods {
-		findings = append(findings, report.Finding{Code: report.StaleRevisionStuck, Severity: report.SeverityError, Namespace: "shop", StatefulSet: "web", Pod: pod,
-			Details: map[string]any{"podUID": "uid-" + pod, "podResourceVersion": "5"}})
+		findings = append(findings, apiv1.Finding{Code: apiv1.StaleRevisionStuck, Severity: apiv1.SeverityError, Namespace: "shop", StatefulSet: "web", Pod: pod,
+			Target: &apiv1.PodRef{Name: pod, UID: types.UID("uid-" + pod), ResourceVersion: "5"}})
 	}
-	return report.New(false, nil, findings)
+	return apiv1.NewReport(false, nil, findings)
 }
 
-func unresolvedReport(from string) *report.Report {
-	return report.New(true, nil, []report.Finding{
-		{Code: report.UnresolvedImageReference, Severity: report.SeverityError, Namespace: "shop", StatefulSet: "web", Container: "app", Image: from, ResolvedImage: digestImage,
-			Details: map[string]any{"failingPods": []string{"web-0"}, "patch": map[string]any{"path": "/spec/template/spec/containers/0/image", "from": from, "to": digestImage}}},
-		{Code: report.CurrentRevisionFailing, Severity: report.SeverityError, Namespace: "shop", StatefulSet: "web", Pod: "web-0", Container: "app", Image: from},
+func unresolvedReport(from string) *apiv1.Report {
+	return apiv1.NewReport(true, nil, []apiv1.Finding{
+		{Code: apiv1.UnresolvedImageReference, Severity: apiv1.SeverityError, Namespace: "shop", StatefulSet: "web", Container: "app", Image: from, ResolvedImage: digestImage,
+			FailingPods: []string{"web-0"}, Patch: &apiv1.ImagePatch{Path: "/spec/template/spec/containers/0/image", From: from, To: digestImage}},
+		{Code: apiv1.CurrentRevisionFailing, Severity: apiv1.SeverityError, Namespace: "shop", StatefulSet: "web", Pod: "web-0", Container: "app", Image: from},
 	})
 }
 
@@ -80,7 +80,7 @@ func onlySafeWrites(t *testing.T, kube *fake.Clientset) {
 
 func TestPlan(t *testing.T) {
 	actions, unrepaired := repair.Plan(unresolvedReport("myapp:1"), snap())
-	if len(actions) != 2 || actions[0].Action != repair.PatchImage || actions[1].Action != repair.DeletePod || !actions[1].AfterPatch {
+	if len(actions) != 2 || actions[0].Action != apiv1.PatchImage || actions[1].Action != apiv1.DeletePod || !actions[1].AfterPatch {
 		t.Fatalf("actions %+v", actions)
 	}
 	if actions[0].UID != "set-uid" || actions[0].From != "myapp:1" || actions[0].To != digestImage {
@@ -89,10 +89,10 @@ func TestPlan(t *testing.T) {
 	if len(unrepaired) != 0 {
 		t.Errorf("the failing pod is repaired by patch + delete: unrepaired %v", unrepaired)
 	}
-	rep := report.New(false, nil, []report.Finding{
-		{Code: report.CurrentRevisionFailing, Severity: report.SeverityError, Pod: "web-0"},
-		{Code: report.VolumeClaimPending, Severity: report.SeverityError, Pod: "web-1"},
-		{Code: report.OnDeleteStale, Severity: report.SeverityInfo},
+	rep := apiv1.NewReport(false, nil, []apiv1.Finding{
+		{Code: apiv1.CurrentRevisionFailing, Severity: apiv1.SeverityError, Pod: "web-0"},
+		{Code: apiv1.VolumeClaimPending, Severity: apiv1.SeverityError, Pod: "web-1"},
+		{Code: apiv1.OnDeleteStale, Severity: apiv1.SeverityInfo},
 	})
 	actions, unrepaired = repair.Plan(rep, snap())
 	if len(actions) != 0 || len(unrepaired) != 2 {
@@ -104,7 +104,7 @@ func TestDeleteWithPreconditions(t *testing.T) {
 	kube := fake.NewClientset(objects()...)
 	actions, _ := repair.Plan(stuckReport("web-0"), snap())
 	done, err := (&repair.Executor{Kube: kube, DryRun: repair.DryRunNone}).Apply(context.Background(), actions)
-	if err != nil || len(done) != 1 || done[0].Result != repair.Done {
+	if err != nil || len(done) != 1 || done[0].Result != apiv1.ResultDone {
 		t.Fatalf("%+v %v", done, err)
 	}
 	del := kube.Actions()[0].(k8stesting.DeleteAction)
@@ -120,7 +120,7 @@ func TestPodReplacedBetweenDiagnosisAndDelete(t *testing.T) {
 		return true, nil, apierrors.NewConflict(schema.GroupResource{Resource: "pods"}, "web-0", errors.New("Precondition failed: UID in precondition: uid-web-0, UID in object meta: new"))
 	})
 	done, err := (&repair.Executor{Kube: kube, DryRun: repair.DryRunNone}).Apply(context.Background(), mustPlan(stuckReport("web-0")))
-	if err != nil || done[0].Result != repair.Skipped || !strings.Contains(done[0].Message, "nothing deleted") {
+	if err != nil || done[0].Result != apiv1.ResultSkipped || !strings.Contains(done[0].Message, "nothing deleted") {
 		t.Fatalf("%+v %v", done, err)
 	}
 }
@@ -137,7 +137,7 @@ func TestForbiddenDeleteIsReportedAndOthersGoOn(t *testing.T) {
 	if err != nil || len(done) != 2 {
 		t.Fatalf("%+v %v", done, err)
 	}
-	if done[0].Result != repair.Failed || !strings.Contains(done[0].Message, "forbidden: needs delete pods") || done[1].Result != repair.Done {
+	if done[0].Result != apiv1.ResultFailed || !strings.Contains(done[0].Message, "forbidden: needs delete pods") || done[1].Result != apiv1.ResultDone {
 		t.Errorf("results %+v", done)
 	}
 }
@@ -156,12 +156,12 @@ func TestAPIGoneIsUnavailable(t *testing.T) {
 
 func TestPatchTestsTheDiagnosedImage(t *testing.T) {
 	kube := fake.NewClientset(objects()...)
-	exec := &repair.Executor{Kube: kube, DryRun: repair.DryRunNone, Rediagnose: func(context.Context) (*report.Report, *snapshot.Snapshot, error) {
-		return report.New(true, nil, nil), snap(), nil
+	exec := &repair.Executor{Kube: kube, DryRun: repair.DryRunNone, Rediagnose: func(context.Context) (*apiv1.Report, *snapshot.Snapshot, error) {
+		return apiv1.NewReport(true, nil, nil), snap(), nil
 	}}
 	actions, _ := repair.Plan(unresolvedReport("myapp:1"), snap())
 	done, err := exec.Apply(context.Background(), actions[:1])
-	if err != nil || done[0].Result != repair.Done {
+	if err != nil || done[0].Result != apiv1.ResultDone {
 		t.Fatalf("%+v %v", done, err)
 	}
 	set, _ := kube.AppsV1().StatefulSets("shop").Get(context.Background(), "web", metav1.GetOptions{})
@@ -180,12 +180,12 @@ func TestPatchTestsTheDiagnosedImage(t *testing.T) {
 func TestStatefulSetChangedBeforePatch(t *testing.T) {
 	invalid := apierrors.NewGenericServerResponse(422, "patch", schema.GroupResource{Group: "apps", Resource: "statefulsets"}, "web", "testing value /spec/template/spec/containers/0/image failed", 0, false)
 	for name, tc := range map[string]struct {
-		fresh      *report.Report
+		fresh      *apiv1.Report
 		wantResult string
 		patches    int
 	}{
-		"no longer needed":      {fresh: report.New(true, nil, nil), wantResult: repair.Skipped, patches: 1},
-		"needed with new value": {fresh: unresolvedReport("myapp:2"), wantResult: repair.Failed, patches: 2},
+		"no longer needed":      {fresh: apiv1.NewReport(true, nil, nil), wantResult: apiv1.ResultSkipped, patches: 1},
+		"needed with new value": {fresh: unresolvedReport("myapp:2"), wantResult: apiv1.ResultFailed, patches: 2},
 	} {
 		t.Run(name, func(t *testing.T) {
 			kube := fake.NewClientset(objects()...)
@@ -195,7 +195,7 @@ func TestStatefulSetChangedBeforePatch(t *testing.T) {
 				return true, nil, invalid
 			})
 			diagnosed := 0
-			exec := &repair.Executor{Kube: kube, DryRun: repair.DryRunNone, Rediagnose: func(context.Context) (*report.Report, *snapshot.Snapshot, error) {
+			exec := &repair.Executor{Kube: kube, DryRun: repair.DryRunNone, Rediagnose: func(context.Context) (*apiv1.Report, *snapshot.Snapshot, error) {
 				diagnosed++
 				return tc.fresh, snap(), nil
 			}}
@@ -207,7 +207,7 @@ func TestStatefulSetChangedBeforePatch(t *testing.T) {
 			if tc.patches == 2 && !strings.Contains(sent[1], `"value":"myapp:2"`) {
 				t.Errorf("retry must test the fresh value: %s", sent[1])
 			}
-			if done[1].Result != repair.Skipped {
+			if done[1].Result != apiv1.ResultSkipped {
 				t.Errorf("pods of an unpatched StatefulSet must not be deleted: %+v", done[1])
 			}
 			onlySafeWrites(t, kube)
@@ -218,7 +218,7 @@ func TestStatefulSetChangedBeforePatch(t *testing.T) {
 func TestDryRunServer(t *testing.T) {
 	kube := fake.NewClientset(objects()...)
 	done, err := (&repair.Executor{Kube: kube, DryRun: repair.DryRunServer}).Apply(context.Background(), mustPlan(stuckReport("web-0")))
-	if err != nil || done[0].Result != repair.Done {
+	if err != nil || done[0].Result != apiv1.ResultDone {
 		t.Fatalf("%+v %v", done, err)
 	}
 	if opts := kube.Actions()[0].(k8stesting.DeleteAction).GetDeleteOptions(); len(opts.DryRun) != 1 || opts.DryRun[0] != metav1.DryRunAll {
@@ -226,7 +226,7 @@ func TestDryRunServer(t *testing.T) {
 	}
 }
 
-func mustPlan(rep *report.Report) []repair.Action {
+func mustPlan(rep *apiv1.Report) []apiv1.Action {
 	actions, _ := repair.Plan(rep, snap())
 	return actions
 }

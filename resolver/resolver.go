@@ -11,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/stsdiag/stsdiag/report"
+	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/snapshot"
 )
 
@@ -69,7 +69,7 @@ func localReferencePolicy(stream *imagev1.ImageStream, tag string) bool {
 
 // Diagnose reports image references of StatefulSets (templates and pods) that image lookup should
 // have resolved. It returns nothing off OpenShift. cli names the command in remedies.
-func Diagnose(s *snapshot.Snapshot, cli string) []report.Finding {
+func Diagnose(s *snapshot.Snapshot, cli string) []apiv1.Finding {
 	if !s.OpenShift {
 		return nil
 	}
@@ -91,7 +91,7 @@ func Diagnose(s *snapshot.Snapshot, cli string) []report.Finding {
 			pods[ref.UID] = append(pods[ref.UID], &s.Pods[i])
 		}
 	}
-	var out []report.Finding
+	var out []apiv1.Finding
 	for i := range s.StatefulSets {
 		set := &s.StatefulSets[i]
 		if !s.InScope(set.Namespace, set.Name) || set.DeletionTimestamp != nil {
@@ -127,7 +127,7 @@ func (c *checker) forced(podAnnotations map[string]string) bool {
 		podAnnotations[ResolveNamesAnnotation] == "*"
 }
 
-func (c *checker) check() []report.Finding {
+func (c *checker) check() []apiv1.Finding {
 	uses := map[string]*use{}
 	var order []string
 	add := func(container string, init bool, index int, image string) *use {
@@ -165,7 +165,7 @@ func (c *checker) check() []report.Finding {
 			}
 		}
 	}
-	var out []report.Finding
+	var out []apiv1.Finding
 	forced := c.forced(nil)
 	for _, key := range order {
 		if f := c.checkUse(uses[key], forced); f != nil {
@@ -190,7 +190,7 @@ func pullFailures(pod *corev1.Pod) map[string]bool {
 	return out
 }
 
-func (c *checker) checkUse(u *use, forced bool) *report.Finding {
+func (c *checker) checkUse(u *use, forced bool) *apiv1.Finding {
 	ref, err := Parse(u.image)
 	if err != nil || !ref.Local(forced) {
 		return nil
@@ -200,13 +200,14 @@ func (c *checker) checkUse(u *use, forced bool) *report.Finding {
 	if stream == nil {
 		return nil
 	}
-	f := &report.Finding{Namespace: c.set.Namespace, StatefulSet: c.set.Name, Container: u.container, Image: u.image,
+	f := &apiv1.Finding{Namespace: c.set.Namespace, StatefulSet: c.set.Name, Container: u.container, Image: u.image,
 		Details: map[string]any{"imageStream": stream.Name, "tag": tag}}
 	if len(u.pods) > 0 {
 		f.Details["pods"] = u.pods
 	}
 	if len(u.pulling) > 0 {
 		f.Details["failingPods"] = u.pulling
+		f.FailingPods = u.pulling
 		f.Reason = "ImagePullFailing"
 	}
 	if u.init {
@@ -216,9 +217,9 @@ func (c *checker) checkUse(u *use, forced bool) *report.Finding {
 		f.Pod = u.pods[0]
 		f.Details["templateImage"] = "changed since these pods were created"
 	}
-	severity := report.SeverityWarning
+	severity := apiv1.SeverityWarning
 	if len(u.pulling) > 0 {
-		severity = report.SeverityError
+		severity = apiv1.SeverityError
 	}
 	kind := "container"
 	if u.init {
@@ -226,7 +227,7 @@ func (c *checker) checkUse(u *use, forced bool) *report.Finding {
 	}
 
 	if !stream.Spec.LookupPolicy.Local && !forced {
-		f.Code, f.Severity = report.ImageLookupDisabled, report.SeverityWarning
+		f.Code, f.Severity = apiv1.ImageLookupDisabled, apiv1.SeverityWarning
 		f.Message = fmt.Sprintf("%s %q uses %q; ImageStream %s exists in %s but its local lookup is off, so the name is pulled from docker.io as %q",
 			kind, u.container, u.image, stream.Name, c.set.Namespace, dockerHub(ref))
 		f.Short = fmt.Sprintf("ImageStream %s exists but lookupPolicy.local is false", stream.Name)
@@ -237,7 +238,7 @@ func (c *checker) checkUse(u *use, forced bool) *report.Finding {
 	res := Resolve(stream, tag)
 	f.ResolvedImage = res.Image
 	if skip := c.skipReason(); skip != "" {
-		f.Code, f.Severity = report.ImageResolutionSkipped, report.SeverityWarning
+		f.Code, f.Severity = apiv1.ImageResolutionSkipped, apiv1.SeverityWarning
 		f.Message = fmt.Sprintf("%s %q uses the local name %q, which ImageStream %s resolves, but admission never resolves this StatefulSet: %s",
 			kind, u.container, u.image, stream.Name, skip)
 		f.Short = "image lookup never runs here: " + skip
@@ -254,7 +255,7 @@ func (c *checker) checkUse(u *use, forced bool) *report.Finding {
 		return f
 	}
 	if res.TagMissing {
-		f.Code, f.Severity = report.ImageStreamTagNotFound, severity
+		f.Code, f.Severity = apiv1.ImageStreamTagNotFound, severity
 		f.Message = fmt.Sprintf("%s %q uses %q: ImageStream %s has lookup enabled but tag %q has no image yet (not pushed or imported)",
 			kind, u.container, u.image, stream.Name, tag)
 		f.Short = fmt.Sprintf("ImageStream %s has no image for tag %s", stream.Name, tag)
@@ -267,11 +268,12 @@ func (c *checker) checkUse(u *use, forced bool) *report.Finding {
 			return nil
 		}
 	}
-	f.Code, f.Severity = report.UnresolvedImageReference, severity
+	f.Code, f.Severity = apiv1.UnresolvedImageReference, severity
 	f.Message = fmt.Sprintf("%s %q uses the local name %q, which ImageStream %s (lookupPolicy.local) resolves to %s, but it was not rewritten: pods pull %q",
 		kind, u.container, u.image, stream.Name, res.Image, dockerHub(ref))
 	f.Short = fmt.Sprintf("%s not resolved to %s", u.image, res.Image)
 	path := fmt.Sprintf("/spec/template/spec/%s/%d/image", map[bool]string{true: "initContainers", false: "containers"}[u.init], u.index)
+	f.Patch = &apiv1.ImagePatch{Path: path, From: u.image, To: res.Image}
 	f.Details["patch"] = map[string]any{"path": path, "from": u.image, "to": res.Image}
 	patch := fmt.Sprintf(`[{"op":"test","path":"%s","value":"%s"},{"op":"replace","path":"%s","value":"%s"}]`, path, u.image, path, res.Image)
 	f.Remedy = fmt.Sprintf("%s patch statefulset %s -n %s --type=json -p '%s'", c.cli, c.set.Name, c.set.Namespace, patch)

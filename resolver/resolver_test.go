@@ -3,7 +3,7 @@ package resolver_test
 import (
 	"testing"
 
-	"github.com/stsdiag/stsdiag/report"
+	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/resolver"
 	"github.com/stsdiag/stsdiag/snapshot"
 	"github.com/stsdiag/stsdiag/snapshot/snapshottest"
@@ -11,7 +11,7 @@ import (
 
 // TestScenarios runs every folder of testdata/resolver: one per rule of OpenShift's image lookup.
 func TestScenarios(t *testing.T) {
-	snapshottest.Run(t, "../testdata/resolver/*", func(s *snapshot.Snapshot) ([]report.Finding, []report.StatefulSetSummary) {
+	snapshottest.Run(t, "../testdata/resolver", func(s *snapshot.Snapshot) ([]apiv1.Finding, []apiv1.StatefulSetSummary) {
 		return resolver.Diagnose(s, "oc"), nil
 	})
 }

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/kubectl/pkg/util/podutils"
 
 	"github.com/stsdiag/stsdiag/snapshot"
 )
@@ -162,16 +163,22 @@ func templateOf(rev *appsv1.ControllerRevision) *corev1.PodTemplateSpec {
 	return &data.Spec.Template
 }
 
+// byOrdinal sorts pod names of one StatefulSet by ordinal (web-9 before web-10).
+func byOrdinal(setName string, pods []string) {
+	sort.SliceStable(pods, func(i, j int) bool {
+		a, okA := ordinal(setName, pods[i])
+		b, okB := ordinal(setName, pods[j])
+		if okA && okB {
+			return a < b
+		}
+		return pods[i] < pods[j]
+	})
+}
+
 func podRevision(pod *corev1.Pod) string { return pod.Labels[appsv1.ControllerRevisionHashLabelKey] }
 
+// isRunningAndReady is the controller's own test (stateful_set_utils.go isRunningAndReady):
+// phase Running and the Ready condition true (kubectl's podutils.IsPodReady).
 func isRunningAndReady(pod *corev1.Pod) bool {
-	if pod.Status.Phase != corev1.PodRunning {
-		return false
-	}
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
+	return pod.Status.Phase == corev1.PodRunning && podutils.IsPodReady(pod)
 }

@@ -8,12 +8,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stsdiag/stsdiag/rollout"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
-	"github.com/stsdiag/stsdiag/report"
+	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/snapshot"
 )
 
@@ -36,8 +38,8 @@ func DefaultOptions() Options {
 
 // Result is what the diagnosis found.
 type Result struct {
-	StatefulSets []report.StatefulSetSummary
-	Findings     []report.Finding
+	StatefulSets []apiv1.StatefulSetSummary
+	Findings     []apiv1.Finding
 }
 
 // Diagnose examines every StatefulSet in the snapshot's scope.
@@ -59,20 +61,20 @@ func Diagnose(s *snapshot.Snapshot, opts Options) Result {
 	}
 	d.orphans(s)
 	res.Findings = d.findings
-	report.SortFindings(res.Findings)
+	apiv1.SortFindings(res.Findings)
 	return res
 }
 
 type diagnosis struct {
 	ix       *index
 	opts     Options
-	findings []report.Finding
+	findings []apiv1.Finding
 }
 
-func (d *diagnosis) add(f report.Finding) { d.findings = append(d.findings, f) }
+func (d *diagnosis) add(f apiv1.Finding) { d.findings = append(d.findings, f) }
 
-// rollout is the controller's view of one StatefulSet.
-type rollout struct {
+// controllerView is the controller's view of one StatefulSet.
+type controllerView struct {
 	set       *appsv1.StatefulSet
 	start     int
 	replicas  int
@@ -83,16 +85,16 @@ type rollout struct {
 	byIndex []*corev1.Pod
 }
 
-func (r *rollout) rollingUpdate() bool {
+func (r *controllerView) rollingUpdate() bool {
 	return r.set.Spec.UpdateStrategy.Type == appsv1.RollingUpdateStatefulSetStrategyType || r.set.Spec.UpdateStrategy.Type == ""
 }
 
-func (r *rollout) ordered() bool {
+func (r *controllerView) ordered() bool {
 	return r.set.Spec.PodManagementPolicy != appsv1.ParallelPodManagement
 }
 
 // target is the revision the controller gives the pod at this index when it (re)creates it.
-func (r *rollout) target(i int) string {
+func (r *controllerView) target(i int) string {
 	if r.rollingUpdate() && i < r.partition && r.current != "" {
 		return r.current
 	}
@@ -101,7 +103,7 @@ func (r *rollout) target(i int) string {
 
 // replaces reports whether the controller itself deletes an off-revision pod at this index,
 // even when it is not Ready.
-func (r *rollout) replaces(i int) bool {
+func (r *controllerView) replaces(i int) bool {
 	switch r.set.Spec.UpdateStrategy.Type {
 	case appsv1.OnDeleteStatefulSetStrategyType:
 		return false
@@ -121,7 +123,7 @@ func (d *diagnosis) statefulSet(set *appsv1.StatefulSet) {
 		d.terminating(set)
 		return
 	}
-	r := &rollout{set: set, current: set.Status.CurrentRevision}
+	r := &controllerView{set: set, current: set.Status.CurrentRevision}
 	r.update = d.ix.updateRevision(set)
 	if set.Spec.Ordinals != nil {
 		r.start = int(set.Spec.Ordinals.Start)
@@ -168,13 +170,14 @@ func (d *diagnosis) statefulSet(set *appsv1.StatefulSet) {
 	}
 }
 
-func (d *diagnosis) base(r *rollout, code string, sev report.Severity, pod *corev1.Pod, p *problem) report.Finding {
-	f := report.Finding{Code: code, Severity: sev, Namespace: r.set.Namespace, StatefulSet: r.set.Name, Details: map[string]any{}}
+func (d *diagnosis) base(r *controllerView, code string, sev apiv1.Severity, pod *corev1.Pod, p *problem) apiv1.Finding {
+	f := apiv1.Finding{Code: code, Severity: sev, Namespace: r.set.Namespace, StatefulSet: r.set.Name, Details: map[string]any{}}
 	if r.update != "" {
 		f.Details["updateRevision"] = r.update
 	}
 	if pod != nil {
 		f.Pod = pod.Name
+		f.Target = &apiv1.PodRef{Name: pod.Name, UID: pod.UID, ResourceVersion: pod.ResourceVersion}
 		f.Details["podRevision"] = podRevision(pod)
 		f.Details["podUID"] = string(pod.UID)
 		f.Details["podResourceVersion"] = pod.ResourceVersion
@@ -196,7 +199,7 @@ func (d *diagnosis) base(r *rollout, code string, sev report.Severity, pod *core
 	return f
 }
 
-func (d *diagnosis) strategy(r *rollout) string {
+func (d *diagnosis) strategy(r *controllerView) string {
 	policy := string(r.set.Spec.PodManagementPolicy)
 	if policy == "" {
 		policy = string(appsv1.OrderedReadyPodManagement)
@@ -209,7 +212,7 @@ func (d *diagnosis) strategy(r *rollout) string {
 }
 
 // blocked lists the other pods the stuck pod at index k keeps from being created or updated.
-func (r *rollout) blocked(k int) []string {
+func (r *controllerView) blocked(k int) []string {
 	if !r.ordered() {
 		return nil
 	}
@@ -232,8 +235,8 @@ func (r *rollout) blocked(k int) []string {
 	return out
 }
 
-func (d *diagnosis) staleStuck(r *rollout, i int, pod *corev1.Pod, p *problem) {
-	f := d.base(r, report.StaleRevisionStuck, report.SeverityError, pod, p)
+func (d *diagnosis) staleStuck(r *controllerView, i int, pod *corev1.Pod, p *problem) {
+	f := d.base(r, apiv1.StaleRevisionStuck, apiv1.SeverityError, pod, p)
 	target := r.target(i)
 	targetDesc := fmt.Sprintf("revision %s", target)
 	if target == "" {
@@ -278,8 +281,8 @@ func containerSuffix(p *problem) string {
 	return fmt.Sprintf(", %s %q, image %q", kind, p.container, p.image)
 }
 
-func (d *diagnosis) revisionFailing(r *rollout, i int, pod *corev1.Pod, p *problem) {
-	f := d.base(r, report.CurrentRevisionFailing, report.SeverityError, pod, p)
+func (d *diagnosis) revisionFailing(r *controllerView, i int, pod *corev1.Pod, p *problem) {
+	f := d.base(r, apiv1.CurrentRevisionFailing, apiv1.SeverityError, pod, p)
 	rev := podRevision(pod)
 	f.Message = fmt.Sprintf("%s runs revision %s, the one the controller would recreate it from, and is stuck at startup (%s%s)", pod.Name, rev, p.reason, containerSuffix(p))
 	if rev != r.update && i < r.partition {
@@ -298,7 +301,7 @@ func (d *diagnosis) revisionFailing(r *rollout, i int, pod *corev1.Pod, p *probl
 	d.add(f)
 }
 
-func (d *diagnosis) templateRemedy(r *rollout, pod *corev1.Pod, p *problem) string {
+func (d *diagnosis) templateRemedy(r *controllerView, pod *corev1.Pod, p *problem) string {
 	set := fmt.Sprintf("statefulset/%s -n %s", r.set.Name, r.set.Namespace)
 	after := fmt.Sprintf("; once the template is fixed, delete the stuck pod: %s delete pod %s -n %s", d.opts.CLI, pod.Name, pod.Namespace)
 	if !r.ordered() {
@@ -323,8 +326,8 @@ func (d *diagnosis) templateRemedy(r *rollout, pod *corev1.Pod, p *problem) stri
 	return "fix the pod template of " + set + after
 }
 
-func (d *diagnosis) unschedulable(r *rollout, i int, pod *corev1.Pod, p *problem) {
-	f := d.base(r, report.PodUnschedulable, report.SeverityError, pod, p)
+func (d *diagnosis) unschedulable(r *controllerView, i int, pod *corev1.Pod, p *problem) {
+	f := d.base(r, apiv1.PodUnschedulable, apiv1.SeverityError, pod, p)
 	f.Message = fmt.Sprintf("%s cannot be scheduled: %s", pod.Name, p.message)
 	f.Short = "unschedulable: " + p.message
 	if blocked := r.blocked(i); len(blocked) > 0 {
@@ -336,8 +339,8 @@ func (d *diagnosis) unschedulable(r *rollout, i int, pod *corev1.Pod, p *problem
 	d.add(f)
 }
 
-func (d *diagnosis) claimPending(r *rollout, pod *corev1.Pod, p *problem) {
-	f := d.base(r, report.VolumeClaimPending, report.SeverityError, pod, p)
+func (d *diagnosis) claimPending(r *controllerView, pod *corev1.Pod, p *problem) {
+	f := d.base(r, apiv1.VolumeClaimPending, apiv1.SeverityError, pod, p)
 	f.Message = fmt.Sprintf("%s waits for PersistentVolumeClaim %s, which is Pending: %s", pod.Name, p.claim, p.claimWhy)
 	f.Details["claim"] = p.claim
 	f.Short = fmt.Sprintf("PVC %s Pending: %s", p.claim, p.claimWhy)
@@ -349,9 +352,9 @@ func (d *diagnosis) claimPending(r *rollout, pod *corev1.Pod, p *problem) {
 	d.add(f)
 }
 
-func (d *diagnosis) onDeleteStale(r *rollout, pods []string) {
-	f := d.base(r, report.OnDeleteStale, report.SeverityInfo, nil, nil)
-	sort.Strings(pods)
+func (d *diagnosis) onDeleteStale(r *controllerView, pods []string) {
+	f := d.base(r, apiv1.OnDeleteStale, apiv1.SeverityInfo, nil, nil)
+	byOrdinal(r.set.Name, pods)
 	f.Message = fmt.Sprintf("OnDelete strategy: %d pod(s) run an older revision than %s (%s); they change only when deleted; delete them one at a time, highest ordinal first, waiting for each to be Ready", len(pods), r.update, strings.Join(pods, ", "))
 	f.Details["pods"] = pods
 	f.Short = fmt.Sprintf("%d pod(s) on older revisions: %s", len(pods), strings.Join(pods, ", "))
@@ -365,7 +368,7 @@ func (d *diagnosis) terminating(set *appsv1.StatefulSet) {
 	if age < d.opts.TerminatingAfter && len(reused) == 0 {
 		return
 	}
-	f := report.Finding{Code: report.StatefulSetTerminating, Severity: report.SeverityWarning, Namespace: set.Namespace, StatefulSet: set.Name,
+	f := apiv1.Finding{Code: apiv1.StatefulSetTerminating, Severity: apiv1.SeverityWarning, Namespace: set.Namespace, StatefulSet: set.Name,
 		Details: map[string]any{"uid": string(set.UID), "terminatingFor": age.Round(time.Second).String()}}
 	f.Message = fmt.Sprintf("StatefulSet %s has been terminating for %s", set.Name, age.Round(time.Second))
 	if len(set.Finalizers) > 0 {
@@ -410,57 +413,29 @@ func (d *diagnosis) reusedByOthers(set *appsv1.StatefulSet) []string {
 }
 
 // summarize gives the StatefulSet's rollout state.
-func summarize(set *appsv1.StatefulSet, findings []report.Finding) report.StatefulSetSummary {
-	replicas := int32(1)
-	if set.Spec.Replicas != nil {
-		replicas = *set.Spec.Replicas
-	}
-	s := report.StatefulSetSummary{Namespace: set.Namespace, Name: set.Name, Replicas: replicas, ReadyReplicas: set.Status.ReadyReplicas,
+func summarize(set *appsv1.StatefulSet, findings []apiv1.Finding) apiv1.StatefulSetSummary {
+	s := apiv1.StatefulSetSummary{Namespace: set.Namespace, Name: set.Name, Replicas: rollout.Replicas(set), ReadyReplicas: set.Status.ReadyReplicas,
 		CurrentRevision: set.Status.CurrentRevision, UpdateRevision: set.Status.UpdateRevision}
 	switch {
 	case set.DeletionTimestamp != nil:
-		s.Status = report.StatusTerminating
+		s.Status = apiv1.StatusTerminating
 	case hasError(findings):
-		s.Status = report.StatusStuck
-	case RolloutComplete(set):
-		s.Status = report.StatusComplete
+		s.Status = apiv1.StatusStuck
+	case rollout.Complete(set):
+		s.Status = apiv1.StatusComplete
 	default:
-		s.Status = report.StatusProgressing
+		s.Status = apiv1.StatusProgressing
 	}
 	return s
 }
 
-func hasError(findings []report.Finding) bool {
+func hasError(findings []apiv1.Finding) bool {
 	for _, f := range findings {
-		if f.Severity == report.SeverityError {
+		if f.Severity == apiv1.SeverityError {
 			return true
 		}
 	}
 	return false
-}
-
-// RolloutComplete applies kubectl rollout status's rules, plus availability for minReadySeconds.
-// With OnDelete, pods on older revisions are by design: the set is complete when all are ready.
-func RolloutComplete(set *appsv1.StatefulSet) bool {
-	st := set.Status
-	if st.ObservedGeneration == 0 || st.ObservedGeneration < set.Generation {
-		return false
-	}
-	replicas := int32(1)
-	if set.Spec.Replicas != nil {
-		replicas = *set.Spec.Replicas
-	}
-	if st.Replicas != replicas || st.ReadyReplicas < replicas || st.AvailableReplicas < replicas {
-		return false
-	}
-	switch set.Spec.UpdateStrategy.Type {
-	case appsv1.OnDeleteStatefulSetStrategyType:
-		return true
-	}
-	if ru := set.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.Partition != nil && *ru.Partition > 0 {
-		return st.UpdatedReplicas >= replicas-*ru.Partition
-	}
-	return st.UpdateRevision == st.CurrentRevision && st.UpdatedReplicas >= replicas
 }
 
 // recreateStrategy is the 1.37 alpha strategy (gate StatefulSetRecreateStrategy); k8s.io/api 0.35 has no constant.

@@ -3,7 +3,7 @@ package stuck_test
 import (
 	"testing"
 
-	"github.com/stsdiag/stsdiag/report"
+	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/snapshot"
 	"github.com/stsdiag/stsdiag/snapshot/snapshottest"
 	"github.com/stsdiag/stsdiag/stuck"
@@ -11,7 +11,7 @@ import (
 
 // TestScenarios runs every folder of testdata/stuck.
 func TestScenarios(t *testing.T) {
-	snapshottest.Run(t, "../testdata/stuck/*", func(s *snapshot.Snapshot) ([]report.Finding, []report.StatefulSetSummary) {
+	snapshottest.Run(t, "../testdata/stuck", func(s *snapshot.Snapshot) ([]apiv1.Finding, []apiv1.StatefulSetSummary) {
 		res := stuck.Diagnose(s, stuck.DefaultOptions())
 		return res.Findings, res.StatefulSets
 	})

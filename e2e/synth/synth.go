@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
-	"github.com/stsdiag/stsdiag/report"
+	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/snapshot"
 )
 
@@ -130,10 +130,10 @@ func Generate(sets, replicas, namespaces int) *Cluster {
 		}
 		switch kind {
 		case "stuck":
-			c.Expected[report.StaleRevisionStuck]++
+			c.Expected[apiv1.StaleRevisionStuck]++
 		case "unresolved":
-			c.Expected[report.UnresolvedImageReference]++
-			c.Expected[report.CurrentRevisionFailing]++
+			c.Expected[apiv1.UnresolvedImageReference]++
+			c.Expected[apiv1.CurrentRevisionFailing]++
 			c.ImageStreams = append(c.ImageStreams, imagev1.ImageStream{
 				ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 				Spec: imagev1.ImageStreamSpec{LookupPolicy: imagev1.ImageLookupPolicy{Local: true},

@@ -13,7 +13,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/stsdiag/stsdiag/report"
+	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/snapshot"
 )
 
@@ -31,15 +31,16 @@ type Expectation struct {
 }
 
 // Diagnosis turns a snapshot into findings and StatefulSet summaries.
-type Diagnosis func(*snapshot.Snapshot) ([]report.Finding, []report.StatefulSetSummary)
+type Diagnosis func(*snapshot.Snapshot) ([]apiv1.Finding, []apiv1.StatefulSetSummary)
 
-// Run runs every scenario folder matching glob.
-func Run(t *testing.T, glob string, diagnose Diagnosis) {
-	dirs, err := filepath.Glob(glob)
-	if err != nil || len(dirs) == 0 {
-		t.Fatalf("no scenarios in %s: %v", glob, err)
+// Run runs every scenario folder under root (a folder holding objects.yaml and expected.yaml).
+func Run(t *testing.T, root string, diagnose Diagnosis) {
+	files, err := filepath.Glob(filepath.Join(root, "*", "objects.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no scenarios in %s: %v", root, err)
 	}
-	for _, dir := range dirs {
+	for _, file := range files {
+		dir := filepath.Dir(file)
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			snap, err := snapshot.LoadFile(filepath.Join(dir, "objects.yaml"), Now)
 			if err != nil {
@@ -54,7 +55,7 @@ func Run(t *testing.T, glob string, diagnose Diagnosis) {
 				t.Fatalf("expected.yaml: %v", err)
 			}
 			findings, sets := diagnose(snap)
-			report.SortFindings(findings)
+			apiv1.SortFindings(findings)
 			got := toMaps(t, findings)
 			if len(got) != len(want.Findings) {
 				t.Fatalf("got %d findings, want %d:\n%s", len(got), len(want.Findings), dump(findings))
@@ -77,7 +78,7 @@ func Run(t *testing.T, glob string, diagnose Diagnosis) {
 	}
 }
 
-func toMaps(t *testing.T, findings []report.Finding) []map[string]any {
+func toMaps(t *testing.T, findings []apiv1.Finding) []map[string]any {
 	data, err := json.Marshal(findings)
 	if err != nil {
 		t.Fatal(err)

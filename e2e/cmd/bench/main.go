@@ -317,7 +317,7 @@ var podsPerSecondRE = regexp.MustCompile(`([\d.]+) pods/s`)
 // pureDiagnosis runs the Go benchmark of the diagnosis on one core for the same size.
 func pureDiagnosis(sets, replicas int) (string, error) {
 	name := fmt.Sprintf("BenchmarkDiagnose/%dx%d$", sets, replicas)
-	out, err := exec.Command("go", "test", "./diagnose", "-run", "^$", "-bench", name, "-cpu", "1", "-benchtime", "3s").CombinedOutput()
+	out, err := exec.Command("go", "test", "./e2e/synth", "-run", "^$", "-bench", name, "-cpu", "1", "-benchtime", "3s").CombinedOutput()
 	if err != nil {
 		return "", fmt.Errorf("go test -bench: %w\n%s", err, out)
 	}

@@ -1,4 +1,4 @@
-package report_test
+package render_test
 
 import (
 	"bytes"
@@ -8,7 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stsdiag/stsdiag/report"
+	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/render"
 	"github.com/stsdiag/stsdiag/snapshot"
 	"github.com/stsdiag/stsdiag/stuck"
 )
@@ -25,11 +26,16 @@ func TestGolden(t *testing.T) {
 			t.Fatal(err)
 		}
 		res := stuck.Diagnose(snap, stuck.DefaultOptions())
-		rep := report.New(false, res.StatefulSets, res.Findings)
+		rep := apiv1.NewReport(false, res.StatefulSets, res.Findings)
 		for _, format := range []string{"table", "wide", "json", "yaml"} {
 			t.Run(scenario+"."+format, func(t *testing.T) {
 				var buf bytes.Buffer
-				if err := report.Print(&buf, rep, format, report.TableOptions{}); err != nil {
+				flags := render.NewPrintFlags()
+				flags.OutputFormat = format
+				if err := flags.Validate(); err != nil {
+					t.Fatal(err)
+				}
+				if err := render.Report(&buf, rep, flags, render.TableOptions{}); err != nil {
 					t.Fatal(err)
 				}
 				golden := filepath.Join("..", "testdata", "golden", scenario+"."+format)
@@ -40,7 +46,7 @@ func TestGolden(t *testing.T) {
 				}
 				want, err := os.ReadFile(golden)
 				if err != nil {
-					t.Fatalf("%v (run go test ./report -update)", err)
+					t.Fatalf("%v (run go test ./render -update)", err)
 				}
 				if !bytes.Equal(buf.Bytes(), want) {
 					t.Errorf("%s differs from golden file:\n--- got\n%s\n--- want\n%s", golden, buf.String(), want)
@@ -51,13 +57,13 @@ func TestGolden(t *testing.T) {
 }
 
 func TestColorKeepsAlignment(t *testing.T) {
-	rep := report.New(false, nil, []report.Finding{
-		{Code: "A", Severity: report.SeverityError, StatefulSet: "web", Message: "m"},
-		{Code: "B", Severity: report.SeverityInfo, StatefulSet: "web", Message: "m"},
+	rep := apiv1.NewReport(false, nil, []apiv1.Finding{
+		{Code: "A", Severity: apiv1.SeverityError, StatefulSet: "web", Message: "m"},
+		{Code: "B", Severity: apiv1.SeverityInfo, StatefulSet: "web", Message: "m"},
 	})
 	var plain, colored bytes.Buffer
-	_ = report.PrintTable(&plain, rep, report.TableOptions{})
-	_ = report.PrintTable(&colored, rep, report.TableOptions{Color: true})
+	_ = render.PrintTable(&plain, rep, render.TableOptions{})
+	_ = render.PrintTable(&colored, rep, render.TableOptions{Color: true})
 	if bytes.Equal(plain.Bytes(), colored.Bytes()) || !bytes.Contains(colored.Bytes(), []byte("\x1b[31merror\x1b[0m")) {
 		t.Fatalf("no colour:\n%s", colored.String())
 	}
@@ -76,18 +82,18 @@ func TestColorKeepsAlignment(t *testing.T) {
 }
 
 func TestCountAndSummary(t *testing.T) {
-	rep := report.New(false, []report.StatefulSetSummary{{Name: "web", Status: report.StatusStuck}}, []report.Finding{
-		{Code: "A", Severity: report.SeverityWarning},
-		{Code: "B", Severity: report.SeverityError},
+	rep := apiv1.NewReport(false, []apiv1.StatefulSetSummary{{Name: "web", Status: apiv1.StatusStuck}}, []apiv1.Finding{
+		{Code: "A", Severity: apiv1.SeverityWarning},
+		{Code: "B", Severity: apiv1.SeverityError},
 	})
-	if rep.Findings[0].Severity != report.SeverityError {
+	if rep.Findings[0].Severity != apiv1.SeverityError {
 		t.Errorf("errors sort first: %+v", rep.Findings)
 	}
-	if rep.Count(report.SeverityError) != 1 || rep.Count(report.SeverityWarning) != 2 || rep.Count(report.SeverityInfo) != 2 {
+	if rep.Count(apiv1.SeverityError) != 1 || rep.Count(apiv1.SeverityWarning) != 2 || rep.Count(apiv1.SeverityInfo) != 2 {
 		t.Errorf("counts wrong")
 	}
 	want := "2 findings (1 error, 1 warning, 0 info) in 1 StatefulSet checked (1 stuck)."
-	if got := report.Summary(rep); got != want {
+	if got := render.Summary(rep); got != want {
 		t.Errorf("summary %q, want %q", got, want)
 	}
 }

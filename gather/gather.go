@@ -1,4 +1,4 @@
-package snapshot
+package gather
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/stsdiag/stsdiag/openshift"
+	"github.com/stsdiag/stsdiag/snapshot"
 )
 
 // Clients are the API clients gathering uses. Image may be nil on plain Kubernetes.
@@ -45,13 +46,13 @@ func (e *NotFoundError) Error() string { return e.What + " not found" }
 // Gather reads everything a diagnosis needs with a fixed number of LIST calls (one per resource
 // type, run in parallel), plus discovery. It never reads per object.
 // Warnings lists optional data that could not be read.
-func Gather(ctx context.Context, c Clients, scope Scope) (s *Snapshot, warnings []string, err error) {
+func Gather(ctx context.Context, c Clients, scope Scope) (s *snapshot.Snapshot, warnings []string, err error) {
 	ns := scope.Namespace
 	namespaces, err := checkNamespace(ctx, c, ns)
 	if err != nil {
 		return nil, nil, err
 	}
-	s = &Snapshot{Now: time.Now(), Namespaces: namespaces}
+	s = &snapshot.Snapshot{Now: time.Now(), Namespaces: namespaces}
 	var (
 		storageClasses []storagev1.StorageClass
 		scErr          error
@@ -120,7 +121,7 @@ func Gather(ctx context.Context, c Clients, scope Scope) (s *Snapshot, warnings 
 	if imageErr != nil {
 		warnings = append(warnings, fmt.Sprintf("ImageStream checks skipped: cannot list imagestreams.image.openshift.io: %v", firstLine(imageErr)))
 	}
-	if err := s.selectStatefulSets(scope); err != nil {
+	if err := selectStatefulSets(s, scope); err != nil {
 		return nil, nil, err
 	}
 	return s, warnings, nil
@@ -128,7 +129,7 @@ func Gather(ctx context.Context, c Clients, scope Scope) (s *Snapshot, warnings 
 
 // selectStatefulSets marks the StatefulSets in scope. All StatefulSets of the namespace stay in the
 // snapshot: orphan detection needs to know which names exist today.
-func (s *Snapshot) selectStatefulSets(scope Scope) error {
+func selectStatefulSets(s *snapshot.Snapshot, scope Scope) error {
 	if len(scope.Names) == 0 && (scope.Selector == nil || scope.Selector.Empty()) {
 		return nil
 	}
@@ -140,7 +141,7 @@ func (s *Snapshot) selectStatefulSets(scope Scope) error {
 		}
 		byName[set.Name] = true
 		if len(scope.Names) == 0 {
-			s.Selected[Key(set.Namespace, set.Name)] = true
+			s.Selected[snapshot.Key(set.Namespace, set.Name)] = true
 		}
 	}
 	var missing []string
@@ -148,7 +149,7 @@ func (s *Snapshot) selectStatefulSets(scope Scope) error {
 		found := false
 		for _, set := range s.StatefulSets {
 			if set.Name == name && byName[name] {
-				s.Selected[Key(set.Namespace, set.Name)] = true
+				s.Selected[snapshot.Key(set.Namespace, set.Name)] = true
 				found = true
 			}
 		}
@@ -185,8 +186,10 @@ func checkNamespace(ctx context.Context, c Clients, ns string) ([]corev1.Namespa
 	return nil, nil
 }
 
-// list reads one resource type with a single unpaged LIST: a constant number of requests,
-// served from the apiserver's watch cache. Items are used in place, managedFields dropped.
+// list reads one resource type with a single unpaged LIST: one request per type whatever the
+// cluster's size, served from the apiserver's watch cache. client-go's pager is not used here on
+// purpose: on most releases a LIST with a limit is read from etcd instead of the watch cache,
+// which at 10k pods is slower and costs the server more than one response. Items are used in place, managedFields dropped.
 func list[L any, T any](ctx context.Context, resource, namespace string, opts metav1.ListOptions,
 	fn func(context.Context, metav1.ListOptions) (L, error), items func(L) []T) ([]T, error) {
 	l, err := fn(ctx, opts)

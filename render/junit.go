@@ -1,4 +1,4 @@
-package report
+package render
 
 import (
 	"encoding/xml"
@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 )
 
 type junitSuites struct {
@@ -36,40 +38,40 @@ type junitFailure struct {
 }
 
 // writeJUnit writes one testcase per StatefulSet; failures carry the findings.
-func WriteJUnit(w io.Writer, res *WaitResult, elapsed time.Duration) error {
+func WriteJUnit(w io.Writer, res *apiv1.WaitResult, elapsed time.Duration) error {
 	seconds := fmt.Sprintf("%.3f", elapsed.Seconds())
 	suite := junitSuite{Name: "stsdiag wait", Time: seconds}
-	byName := map[string][]Finding{}
+	byName := map[string][]apiv1.Finding{}
 	for _, f := range res.Findings {
 		byName[key(f.Namespace, f.StatefulSet)] = append(byName[key(f.Namespace, f.StatefulSet)], f)
 	}
-	sets := append([]StatefulSetSummary(nil), res.StatefulSets...)
+	sets := append([]apiv1.StatefulSetSummary(nil), res.StatefulSets...)
 	sort.Slice(sets, func(i, j int) bool {
 		return key(sets[i].Namespace, sets[i].Name) < key(sets[j].Namespace, sets[j].Name)
 	})
-	if len(sets) == 0 && res.Result == WaitNotFound {
+	if len(sets) == 0 && res.Result == apiv1.WaitNotFound {
 		suite.Cases = append(suite.Cases, junitCase{Name: "statefulsets", Classname: "stsdiag.wait", Time: seconds,
-			Failure: &junitFailure{Message: res.Message, Type: WaitNotFound, Text: res.Message}})
+			Failure: &junitFailure{Message: res.Message, Type: apiv1.WaitNotFound, Text: res.Message}})
 	}
 	for _, s := range sets {
 		tc := junitCase{Name: key(s.Namespace, s.Name), Classname: "stsdiag.wait", Time: seconds}
-		var failing []Finding
+		var failing []apiv1.Finding
 		for _, f := range byName[tc.Name] {
-			if Blocking(f) {
+			if f.Blocking() {
 				failing = append(failing, f)
 			}
 		}
 		switch {
-		case res.Result == WaitStuck && len(failing) > 0:
+		case res.Result == apiv1.WaitStuck && len(failing) > 0:
 			var text strings.Builder
 			var codes []string
 			for _, f := range failing {
 				codes = append(codes, f.Code)
 				fmt.Fprintf(&text, "%s %s %s: %s\nremedy: %s\n", f.Severity, f.Code, f.Pod, f.Message, f.Remedy)
 			}
-			tc.Failure = &junitFailure{Message: strings.Join(codes, ", "), Type: WaitStuck, Text: text.String()}
-		case res.Result == WaitTimedOut && s.Status != StatusComplete:
-			tc.Failure = &junitFailure{Message: res.Message, Type: WaitTimedOut, Text: fmt.Sprintf("%d/%d ready, status %s", s.ReadyReplicas, s.Replicas, s.Status)}
+			tc.Failure = &junitFailure{Message: strings.Join(codes, ", "), Type: apiv1.WaitStuck, Text: text.String()}
+		case res.Result == apiv1.WaitTimedOut && s.Status != apiv1.StatusComplete:
+			tc.Failure = &junitFailure{Message: res.Message, Type: apiv1.WaitTimedOut, Text: fmt.Sprintf("%d/%d ready, status %s", s.ReadyReplicas, s.Replicas, s.Status)}
 		}
 		if tc.Failure != nil {
 			suite.Failures++
@@ -88,3 +90,5 @@ func WriteJUnit(w io.Writer, res *WaitResult, elapsed time.Duration) error {
 	_, err := io.WriteString(w, "\n")
 	return err
 }
+
+func key(namespace, name string) string { return namespace + "/" + name }

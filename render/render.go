@@ -1,4 +1,4 @@
-package report
+package render
 
 import (
 	"bytes"
@@ -8,10 +8,9 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/printers"
-)
 
-// Output formats accepted by -o.
-var Formats = []string{"table", "wide", "json", "yaml"}
+	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+)
 
 // TableOptions controls the human-readable table.
 type TableOptions struct {
@@ -20,24 +19,17 @@ type TableOptions struct {
 	Color         bool
 }
 
-// Print writes the report in the given format.
-func Print(w io.Writer, r *Report, format string, opts TableOptions) error {
-	switch format {
-	case "json":
-		return (&printers.JSONPrinter{}).PrintObj(r, w)
-	case "yaml":
-		return (&printers.YAMLPrinter{}).PrintObj(r, w)
-	case "table", "":
-		return PrintTable(w, r, opts)
-	case "wide":
-		opts.Wide = true
-		return PrintTable(w, r, opts)
+// Report prints a check report in the format of the -o flags.
+func Report(w io.Writer, r *apiv1.Report, flags *PrintFlags, opts TableOptions) error {
+	if !flags.Human() {
+		return flags.PrintDocument(r, w)
 	}
-	return fmt.Errorf("unknown output format %q (want one of %s)", format, strings.Join(Formats, ", "))
+	opts.Wide = flags.OutputFormat == FormatWide
+	return PrintTable(w, r, opts)
 }
 
 // PrintTable writes one row per finding, severity first, then a one-line summary.
-func PrintTable(w io.Writer, r *Report, opts TableOptions) error {
+func PrintTable(w io.Writer, r *apiv1.Report, opts TableOptions) error {
 	table := &metav1.Table{ColumnDefinitions: []metav1.TableColumnDefinition{
 		{Name: "Severity", Type: "string"},
 		{Name: "Code", Type: "string"},
@@ -58,7 +50,7 @@ func PrintTable(w io.Writer, r *Report, opts TableOptions) error {
 		if opts.WithNamespace {
 			cells = append(cells, f.Namespace)
 		}
-		revision, _ := f.Details["podRevision"].(string)
+		revision, _ := f.Details["podRevision"].(string) // display only
 		message := f.Short
 		if message == "" {
 			message = f.Message
@@ -88,8 +80,8 @@ func PrintTable(w io.Writer, r *Report, opts TableOptions) error {
 }
 
 // Summary is the one-line verdict printed under the table.
-func Summary(r *Report) string {
-	bySeverity := map[Severity]int{}
+func Summary(r *apiv1.Report) string {
+	bySeverity := map[apiv1.Severity]int{}
 	for _, f := range r.Findings {
 		bySeverity[f.Severity]++
 	}
@@ -98,7 +90,7 @@ func Summary(r *Report) string {
 		byStatus[s.Status]++
 	}
 	var states []string
-	for _, st := range []string{StatusStuck, StatusProgressing, StatusTerminating, StatusComplete} {
+	for _, st := range []string{apiv1.StatusStuck, apiv1.StatusProgressing, apiv1.StatusTerminating, apiv1.StatusComplete} {
 		if byStatus[st] > 0 {
 			states = append(states, fmt.Sprintf("%d %s", byStatus[st], strings.ToLower(st)))
 		}
@@ -112,9 +104,9 @@ func Summary(r *Report) string {
 	}
 	return fmt.Sprintf("%d finding%s (%d error%s, %d warning%s, %d info) in %s.",
 		len(r.Findings), plural(len(r.Findings)),
-		bySeverity[SeverityError], plural(bySeverity[SeverityError]),
-		bySeverity[SeverityWarning], plural(bySeverity[SeverityWarning]),
-		bySeverity[SeverityInfo], sets)
+		bySeverity[apiv1.SeverityError], plural(bySeverity[apiv1.SeverityError]),
+		bySeverity[apiv1.SeverityWarning], plural(bySeverity[apiv1.SeverityWarning]),
+		bySeverity[apiv1.SeverityInfo], sets)
 }
 
 func plural(n int) string {
@@ -141,7 +133,7 @@ func colorizeRows(table []byte, enabled bool) []byte {
 	if !enabled {
 		return table
 	}
-	colors := map[string]string{string(SeverityError): "31", string(SeverityWarning): "33", string(SeverityInfo): "36"}
+	colors := map[string]string{string(apiv1.SeverityError): "31", string(apiv1.SeverityWarning): "33", string(apiv1.SeverityInfo): "36"}
 	lines := bytes.Split(table, []byte("\n"))
 	for i, line := range lines {
 		word, rest, _ := bytes.Cut(line, []byte(" "))

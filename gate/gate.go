@@ -1,4 +1,6 @@
-package monitor
+// Package gate is wait's verdict: it follows StatefulSets from informer caches until their
+// rollouts complete, or a finding that keeps them from completing has held for a grace period.
+package gate
 
 import (
 	"context"
@@ -7,70 +9,72 @@ import (
 	"io"
 	"time"
 
+	"github.com/stsdiag/stsdiag/gather"
+	"github.com/stsdiag/stsdiag/rollout"
+	"github.com/stsdiag/stsdiag/stuck"
+
 	appsv1 "k8s.io/api/apps/v1"
 
+	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/diagnose"
-	"github.com/stsdiag/stsdiag/repair"
-	"github.com/stsdiag/stsdiag/report"
 	"github.com/stsdiag/stsdiag/snapshot"
-	"github.com/stsdiag/stsdiag/stuck"
 )
 
-// GateOptions tune Gate.
-type GateOptions struct {
+// Options tune Run.
+type Options struct {
+	// Diagnosis tunes each diagnosis.
+	Diagnosis stuck.Options
 	// StuckGrace is how long a blocking finding must hold before the rollout counts as stuck.
 	StuckGrace time.Duration
 	// Repair, if set, is called once when stuck (wait --fix); Gate then keeps waiting.
-	Repair func(ctx context.Context, rep *report.Report, snap *snapshot.Snapshot) ([]repair.Action, error)
+	Repair func(ctx context.Context, rep *apiv1.Report, snap *snapshot.Snapshot) ([]apiv1.Action, error)
 	// Log receives one line per change.
 	Log io.Writer
 }
 
-// Gate follows the StatefulSets in the live scope until their rollouts complete (Complete),
+// Run follows the StatefulSets in the live scope until their rollouts complete (Complete),
 // a blocking finding holds for the grace (Stuck), ctx ends (TimedOut), or one is missing or
 // deleted (NotFound). The error is set when a repair could not be evaluated.
-func Gate(ctx context.Context, live *snapshot.Live, opts GateOptions) (*report.WaitResult, error) {
+func Run(ctx context.Context, live *gather.Live, opts Options) (*apiv1.WaitResult, error) {
 	if opts.Log == nil {
 		opts.Log = io.Discard
 	}
 	firstSeen := map[string]time.Time{}
 	lastLine := map[string]string{}
-	var actions []repair.Action
+	var actions []apiv1.Action
 	repaired := false
-	var rep *report.Report
-	result := func(verdict, message string) *report.WaitResult {
-		res := &report.WaitResult{Result: verdict, Message: message}
+	var rep *apiv1.Report
+	result := func(verdict, message string) *apiv1.WaitResult {
+		res := apiv1.NewWaitResult(verdict, message)
 		if rep != nil {
 			res.StatefulSets, res.Findings = rep.StatefulSets, rep.Findings
 		}
-		if len(actions) > 0 {
-			res.Actions = actions
-		}
+		res.Actions = actions
 		return res
 	}
 	for {
 		snap, err := live.Snapshot()
 		if err != nil {
-			var nf *snapshot.NotFoundError
+			var nf *gather.NotFoundError
 			if errors.As(err, &nf) && rep != nil {
 				err = fmt.Errorf("%s: deleted while waiting", nf.What)
 			}
-			return result(report.WaitNotFound, err.Error()), nil
+			return result(apiv1.WaitNotFound, err.Error()), nil
 		}
 		if rep == nil && len(snap.Selected) == 0 && snap.Selected != nil {
-			return result(report.WaitNotFound, "no StatefulSet matches the selector"), nil
+			return result(apiv1.WaitNotFound, "no StatefulSet matches the selector"), nil
 		}
-		rep = diagnose.Report(snap)
+		rep = diagnose.Report(snap, opts.Diagnosis)
 		now := time.Now()
 		complete := progress(snap, lastLine, opts.Log)
 		current := map[string]bool{}
-		var expired []report.Finding
+		var expired []apiv1.Finding
 		nextExpiry := time.Duration(-1)
 		for _, f := range rep.Findings {
-			if !report.Blocking(f) {
+			if !f.Blocking() {
 				continue
 			}
-			key := report.FindingKey(f)
+			key := f.Key()
 			current[key] = true
 			seen, ok := firstSeen[key]
 			if !ok {
@@ -96,14 +100,14 @@ func Gate(ctx context.Context, live *snapshot.Live, opts GateOptions) (*report.W
 			applied, err := opts.Repair(ctx, rep, snap)
 			actions = append(actions, applied...)
 			if err != nil {
-				return result(report.WaitStuck, err.Error()), err
+				return result(apiv1.WaitStuck, err.Error()), err
 			}
 			clear(firstSeen)
 			continue
 		case len(expired) > 0:
-			return result(report.WaitStuck, fmt.Sprintf("%d finding(s) held for %s: the rollout will not finish on its own", len(expired), opts.StuckGrace)), nil
+			return result(apiv1.WaitStuck, fmt.Sprintf("%d finding(s) held for %s: the rollout will not finish on its own", len(expired), opts.StuckGrace)), nil
 		case complete && len(current) == 0:
-			return result(report.WaitComplete, "rollout complete"), nil
+			return result(apiv1.WaitComplete, "rollout complete"), nil
 		}
 		var timer <-chan time.Time
 		if nextExpiry >= 0 {
@@ -113,7 +117,7 @@ func Gate(ctx context.Context, live *snapshot.Live, opts GateOptions) (*report.W
 		case <-live.Changed:
 		case <-timer:
 		case <-ctx.Done():
-			return result(report.WaitTimedOut, "timed out while the rollout was still progressing"), nil
+			return result(apiv1.WaitTimedOut, "timed out while the rollout was still progressing"), nil
 		}
 	}
 }
@@ -129,20 +133,20 @@ func progress(snap *snapshot.Snapshot, last map[string]string, log io.Writer) bo
 	}
 	complete := len(sets) > 0
 	for _, set := range sets {
-		line := repair.Progress(set)
+		line := rollout.Progress(set)
 		key := snapshot.Key(set.Namespace, set.Name)
 		if last[key] != line {
 			fmt.Fprintln(log, line)
 			last[key] = line
 		}
-		if !stuck.RolloutComplete(set) {
+		if !rollout.Complete(set) {
 			complete = false
 		}
 	}
 	return complete
 }
 
-func reasonSuffix(f report.Finding) string {
+func reasonSuffix(f apiv1.Finding) string {
 	if f.Reason == "" {
 		return ""
 	}

@@ -1,4 +1,4 @@
-package diagnose_test
+package synth_test
 
 import (
 	"fmt"
@@ -7,6 +7,7 @@ import (
 
 	"github.com/stsdiag/stsdiag/diagnose"
 	"github.com/stsdiag/stsdiag/e2e/synth"
+	"github.com/stsdiag/stsdiag/stuck"
 )
 
 // TestSyntheticMix: the benchmark's cluster gives exactly its known findings.
@@ -15,7 +16,7 @@ func TestSyntheticMix(t *testing.T) {
 	snap := c.Snapshot()
 	snap.Now = time.Now()
 	got := map[string]int{}
-	for _, f := range diagnose.Report(snap).Findings {
+	for _, f := range diagnose.Report(snap, stuck.DefaultOptions()).Findings {
 		got[f.Code]++
 	}
 	if fmt.Sprint(got) != fmt.Sprint(c.Expected) {
@@ -33,7 +34,7 @@ func BenchmarkDiagnose(b *testing.B) {
 		b.Run(fmt.Sprintf("%dx%d", size.sets, size.replicas), func(b *testing.B) {
 			b.ReportAllocs()
 			for i := 0; i < b.N; i++ {
-				diagnose.Report(snap)
+				diagnose.Report(snap, stuck.DefaultOptions())
 			}
 			b.ReportMetric(float64(len(c.Pods))*float64(b.N)/b.Elapsed().Seconds(), "pods/s")
 		})

@@ -1,4 +1,4 @@
-package snapshot
+package gather
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/stsdiag/stsdiag/openshift"
+	"github.com/stsdiag/stsdiag/snapshot"
 )
 
 // Live keeps the objects of a scope current with informers (one LIST and one WATCH per resource
@@ -128,8 +129,8 @@ func (l *Live) OpenShift() bool { return l.openShift }
 
 // Snapshot builds a snapshot of the caches. It fails with NotFoundError when a StatefulSet
 // named in the scope no longer exists.
-func (l *Live) Snapshot() (*Snapshot, error) {
-	s := &Snapshot{Now: time.Now(), OpenShift: l.openShift, Namespaces: l.namespaces, StorageClasses: l.storageClasses, StorageClassesListed: l.classesListed}
+func (l *Live) Snapshot() (*snapshot.Snapshot, error) {
+	s := &snapshot.Snapshot{Now: time.Now(), OpenShift: l.openShift, Namespaces: l.namespaces, StorageClasses: l.storageClasses, StorageClassesListed: l.classesListed}
 	s.StatefulSets = fromLister[appsv1.StatefulSet](l.sets)
 	s.Pods = fromLister[corev1.Pod](l.pods)
 	s.Revisions = fromLister[appsv1.ControllerRevision](l.revisions)
@@ -138,7 +139,7 @@ func (l *Live) Snapshot() (*Snapshot, error) {
 	if l.imageStreams != nil {
 		s.ImageStreams = fromLister[imagev1.ImageStream](l.imageStreams)
 	}
-	if err := s.selectStatefulSets(l.scope); err != nil {
+	if err := selectStatefulSets(s, l.scope); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -146,8 +147,8 @@ func (l *Live) Snapshot() (*Snapshot, error) {
 
 // SnapshotOf builds a snapshot of one namespace from the caches, with only the named
 // StatefulSets in scope (all of the namespace's StatefulSets stay in it, for orphan detection).
-func (l *Live) SnapshotOf(namespace string, names ...string) *Snapshot {
-	s := &Snapshot{Now: time.Now(), OpenShift: l.openShift, StorageClasses: l.storageClasses, StorageClassesListed: l.classesListed, Selected: map[string]bool{}}
+func (l *Live) SnapshotOf(namespace string, names ...string) *snapshot.Snapshot {
+	s := &snapshot.Snapshot{Now: time.Now(), OpenShift: l.openShift, StorageClasses: l.storageClasses, StorageClassesListed: l.classesListed, Selected: map[string]bool{}}
 	for _, ns := range l.namespaces {
 		if ns.Name == namespace {
 			s.Namespaces = []corev1.Namespace{ns}
@@ -162,7 +163,7 @@ func (l *Live) SnapshotOf(namespace string, names ...string) *Snapshot {
 		s.ImageStreams = fromNamespace[imagev1.ImageStream](l.imageStreams, namespace)
 	}
 	for _, name := range names {
-		s.Selected[Key(namespace, name)] = true
+		s.Selected[snapshot.Key(namespace, name)] = true
 	}
 	return s
 }
@@ -171,7 +172,7 @@ func (l *Live) SnapshotOf(namespace string, names ...string) *Snapshot {
 func (l *Live) StatefulSetKeys() []string {
 	var out []string
 	for _, set := range fromLister[appsv1.StatefulSet](l.sets) {
-		out = append(out, Key(set.Namespace, set.Name))
+		out = append(out, snapshot.Key(set.Namespace, set.Name))
 	}
 	return out
 }

@@ -1,0 +1,163 @@
+package v1
+
+import (
+	"maps"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// NewReport returns a report with StatefulSets sorted by namespace and name and findings sorted
+// by SortFindings; nil lists become empty ones (JSON [] rather than null).
+func NewReport(openshift bool, sets []StatefulSetSummary, findings []Finding) *Report {
+	if sets == nil {
+		sets = []StatefulSetSummary{}
+	}
+	if findings == nil {
+		findings = []Finding{}
+	}
+	sort.SliceStable(sets, func(i, j int) bool {
+		if sets[i].Namespace != sets[j].Namespace {
+			return sets[i].Namespace < sets[j].Namespace
+		}
+		return sets[i].Name < sets[j].Name
+	})
+	SortFindings(findings)
+	r := &Report{OpenShift: openshift, StatefulSets: sets, Findings: findings}
+	r.SetGroupVersionKind(GroupVersion.WithKind("Report"))
+	return r
+}
+
+// NewFixResult returns an empty FixResult for a dry-run mode.
+func NewFixResult(dryRun string) *FixResult {
+	r := &FixResult{DryRun: dryRun, Actions: []Action{}}
+	r.SetGroupVersionKind(GroupVersion.WithKind("FixResult"))
+	return r
+}
+
+// NewWaitResult returns a WaitResult with a verdict.
+func NewWaitResult(result, message string) *WaitResult {
+	r := &WaitResult{Result: result, Message: message, StatefulSets: []StatefulSetSummary{}, Findings: []Finding{}}
+	r.SetGroupVersionKind(GroupVersion.WithKind("WaitResult"))
+	return r
+}
+
+// SortFindings orders findings by severity, namespace, StatefulSet, pod, code and container.
+func SortFindings(f []Finding) {
+	sort.SliceStable(f, func(i, j int) bool {
+		a, b := f[i], f[j]
+		if a.Severity.Rank() != b.Severity.Rank() {
+			return a.Severity.Rank() > b.Severity.Rank()
+		}
+		if a.Namespace != b.Namespace {
+			return a.Namespace < b.Namespace
+		}
+		if a.StatefulSet != b.StatefulSet {
+			return a.StatefulSet < b.StatefulSet
+		}
+		if a.Pod != b.Pod {
+			return a.Pod < b.Pod
+		}
+		if a.Code != b.Code {
+			return a.Code < b.Code
+		}
+		return a.Container < b.Container
+	})
+}
+
+// Count returns how many findings are at least as severe as min.
+func (r *Report) Count(min Severity) int {
+	n := 0
+	for _, f := range r.Findings {
+		if f.Severity.Rank() >= min.Rank() {
+			n++
+		}
+	}
+	return n
+}
+
+// Blocking reports whether a finding keeps a rollout from completing by itself: every error, a
+// tag not imported yet, an orphan pod holding an ordinal's name, and OnDelete pods on an old
+// revision (they change only when someone deletes them).
+func (f Finding) Blocking() bool {
+	return f.Severity == SeverityError || f.Code == ImageStreamTagNotFound || f.Code == OnDeleteStale ||
+		(f.Code == OrphanedRevision && f.Pod != "")
+}
+
+// Key identifies a finding across diagnoses.
+func (f Finding) Key() string {
+	return strings.Join([]string{f.Code, f.Namespace, f.StatefulSet, f.Pod, f.Container, f.Image}, "/")
+}
+
+// DeepCopy copies a finding, its details map (one level) and its typed hand-offs.
+func (f Finding) DeepCopy() Finding {
+	c := f
+	if f.Details != nil {
+		c.Details = maps.Clone(f.Details)
+	}
+	if f.Target != nil {
+		t := *f.Target
+		c.Target = &t
+	}
+	if f.Patch != nil {
+		p := *f.Patch
+		c.Patch = &p
+	}
+	c.FailingPods = append([]string(nil), f.FailingPods...)
+	return c
+}
+
+func copyFindings(in []Finding) []Finding {
+	if in == nil {
+		return nil
+	}
+	out := make([]Finding, len(in))
+	for i, f := range in {
+		out[i] = f.DeepCopy()
+	}
+	return out
+}
+
+// DeepCopyObject lets cli-runtime printers print the report.
+func (r *Report) DeepCopyObject() runtime.Object {
+	c := *r
+	c.StatefulSets = append([]StatefulSetSummary(nil), r.StatefulSets...)
+	c.Findings = copyFindings(r.Findings)
+	c.Warnings = append([]string(nil), r.Warnings...)
+	return &c
+}
+
+// DeepCopyObject lets cli-runtime printers print the result.
+func (r *FixResult) DeepCopyObject() runtime.Object {
+	c := *r
+	c.Actions = append([]Action(nil), r.Actions...)
+	c.Unrepaired = copyFindings(r.Unrepaired)
+	return &c
+}
+
+// DeepCopyObject lets cli-runtime printers print the result.
+func (r *WaitResult) DeepCopyObject() runtime.Object {
+	c := *r
+	c.StatefulSets = append([]StatefulSetSummary(nil), r.StatefulSets...)
+	c.Findings = copyFindings(r.Findings)
+	c.Actions = append([]Action(nil), r.Actions...)
+	return &c
+}
+
+// DeepCopyObject lets cli-runtime printers print the version.
+func (v *Version) DeepCopyObject() runtime.Object {
+	c := *v
+	return &c
+}
+
+// Repaired reports whether every planned action was done and no error finding was left
+// unrepaired.
+func (r *FixResult) Repaired() bool {
+	for _, a := range r.Actions {
+		if a.Result != ResultDone {
+			return false
+		}
+	}
+	return len(r.Unrepaired) == 0
+}

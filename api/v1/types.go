@@ -1,0 +1,246 @@
+// Package v1 holds stsdiag's public documents (apiVersion stsdiag/v1): the Report of check, the
+// FixResult of fix, the WaitResult of wait and the Version of version. Scripts and CI read them
+// as JSON or YAML; field names, codes and results are public API and change only additively.
+package v1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// GroupVersion of every stsdiag document.
+var GroupVersion = schema.GroupVersion{Group: "stsdiag", Version: "v1"}
+
+// Severity orders findings; --fail-on compares against it.
+type Severity string
+
+// Severities, most severe first.
+const (
+	SeverityError   Severity = "error"
+	SeverityWarning Severity = "warning"
+	SeverityInfo    Severity = "info"
+)
+
+// Rank is higher for more severe findings (0 for an unknown severity).
+func (s Severity) Rank() int {
+	switch s {
+	case SeverityError:
+		return 3
+	case SeverityWarning:
+		return 2
+	case SeverityInfo:
+		return 1
+	}
+	return 0
+}
+
+// Finding codes. Scripts and CI match on them.
+const (
+	StaleRevisionStuck       = "StaleRevisionStuck"
+	CurrentRevisionFailing   = "CurrentRevisionFailing"
+	OnDeleteStale            = "OnDeleteStale"
+	VolumeClaimPending       = "VolumeClaimPending"
+	PodUnschedulable         = "PodUnschedulable"
+	OrphanedRevision         = "OrphanedRevision"
+	StatefulSetTerminating   = "StatefulSetTerminating"
+	UnresolvedImageReference = "UnresolvedImageReference"
+	ImageStreamTagNotFound   = "ImageStreamTagNotFound"
+	ImageLookupDisabled      = "ImageLookupDisabled"
+	ImageResolutionSkipped   = "ImageResolutionSkipped"
+)
+
+// Finding is one reason a StatefulSet rollout will not finish, or a risk to it.
+type Finding struct {
+	// Code names the kind of finding (one of the constants above).
+	Code string `json:"code"`
+	// Severity is error (the rollout will not finish), warning (a risk) or info.
+	Severity Severity `json:"severity"`
+	// Reason is the low-level cause, e.g. ImagePullBackOff or Unschedulable.
+	Reason string `json:"reason,omitempty"`
+	// Namespace of the StatefulSet.
+	Namespace string `json:"namespace"`
+	// StatefulSet the finding is about.
+	StatefulSet string `json:"statefulSet"`
+	// Pod the finding is about, if it concerns one pod.
+	Pod string `json:"pod,omitempty"`
+	// Container whose state or image is at fault.
+	Container string `json:"container,omitempty"`
+	// Image as written in the template or pod.
+	Image string `json:"image,omitempty"`
+	// ResolvedImage is what OpenShift's image lookup would have written instead of Image.
+	ResolvedImage string `json:"resolvedImage,omitempty"`
+	// Message explains the finding in full.
+	Message string `json:"message"`
+	// Remedy is the command or change that repairs it.
+	Remedy string `json:"remedy,omitempty"`
+	// Details are extra facts for people and scripts (podUID, blocks, events, patch, ...).
+	// Programs inside stsdiag read the typed fields below, never these keys.
+	Details map[string]any `json:"details,omitempty"`
+
+	// Short is the message as the table shows it.
+	Short string `json:"-"`
+	// Target is the exact pod diagnosed (name, UID, resourceVersion), for repair preconditions.
+	Target *PodRef `json:"-"`
+	// Patch is the template change that repairs an unresolved image reference.
+	Patch *ImagePatch `json:"-"`
+	// FailingPods are the pods that fail to pull the image of an image finding.
+	FailingPods []string `json:"-"`
+}
+
+// PodRef identifies one pod object as it was when diagnosed.
+type PodRef struct {
+	Name            string
+	UID             types.UID
+	ResourceVersion string
+}
+
+// ImagePatch is a JSON-patch replace of one image field of a StatefulSet's template.
+type ImagePatch struct {
+	// Path is the JSON pointer of the image, e.g. /spec/template/spec/containers/0/image.
+	Path string
+	// From is the image as diagnosed (the patch tests it first).
+	From string
+	// To is the image to write.
+	To string
+}
+
+// Rollout states of a StatefulSet.
+const (
+	StatusComplete    = "Complete"
+	StatusProgressing = "Progressing"
+	StatusStuck       = "Stuck"
+	StatusTerminating = "Terminating"
+)
+
+// StatefulSetSummary is one StatefulSet in scope.
+type StatefulSetSummary struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	// Replicas is spec.replicas (1 when unset).
+	Replicas int32 `json:"replicas"`
+	// ReadyReplicas is status.readyReplicas.
+	ReadyReplicas int32 `json:"readyReplicas"`
+	// CurrentRevision and UpdateRevision are the controller's status revisions.
+	CurrentRevision string `json:"currentRevision,omitempty"`
+	UpdateRevision  string `json:"updateRevision,omitempty"`
+	// Status is Complete, Progressing, Stuck or Terminating.
+	Status string `json:"status"`
+}
+
+// Report is the document `check -o json|yaml` prints (kind Report).
+type Report struct {
+	metav1.TypeMeta `json:",inline"`
+	// OpenShift is true when the ImageStream checks ran.
+	OpenShift bool `json:"openshift"`
+	// StatefulSets are the StatefulSets in scope, sorted by namespace and name.
+	StatefulSets []StatefulSetSummary `json:"statefulSets"`
+	// Findings, most severe first.
+	Findings []Finding `json:"findings"`
+	// Warnings are problems gathering optional data (e.g. no permission to list ImageStreams).
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// Repair action kinds.
+type ActionKind string
+
+const (
+	// PatchImage sets a template image to what image lookup would have written.
+	PatchImage ActionKind = "PatchImage"
+	// DeletePod deletes a pod proven stuck so the controller recreates it (PVCs kept).
+	DeletePod ActionKind = "DeletePod"
+)
+
+// Results of an action.
+const (
+	ResultDone    = "done"
+	ResultSkipped = "skipped"
+	ResultFailed  = "failed"
+)
+
+// Action is one planned repair and, once applied, its result.
+type Action struct {
+	// Action is the kind of change.
+	Action ActionKind `json:"action"`
+	// Namespace and StatefulSet the action belongs to.
+	Namespace   string `json:"namespace"`
+	StatefulSet string `json:"statefulSet"`
+	// Pod deleted by a DeletePod.
+	Pod string `json:"pod,omitempty"`
+	// Container whose image a PatchImage changes.
+	Container string `json:"container,omitempty"`
+	// From and To are the image before and after a PatchImage.
+	From string `json:"from,omitempty"`
+	To   string `json:"to,omitempty"`
+	// UID is the precondition: of the StatefulSet for a patch, of the pod for a delete.
+	UID string `json:"uid,omitempty"`
+	// Result is done, skipped or failed (empty in a plan not yet applied).
+	Result string `json:"result,omitempty"`
+	// Message says what happened, or why not.
+	Message string `json:"message,omitempty"`
+
+	// Path is the JSON pointer of the image field to patch.
+	Path string `json:"-"`
+	// ResourceVersion is the pod's resourceVersion at diagnosis (a delete precondition).
+	ResourceVersion string `json:"-"`
+	// AfterPatch marks a pod that becomes an off-revision pod only once its StatefulSet is
+	// patched: it is deleted only if a fresh diagnosis after the patch proves it stuck.
+	AfterPatch bool `json:"-"`
+}
+
+// Rollout outcomes of fix --wait.
+const (
+	RolloutComplete = "complete"
+	RolloutTimedOut = "timed out"
+)
+
+// FixResult is the document `fix -o json|yaml` prints (kind FixResult).
+type FixResult struct {
+	metav1.TypeMeta `json:",inline"`
+	// DryRun is none, client or server.
+	DryRun string `json:"dryRun"`
+	// Actions planned, with their results once applied.
+	Actions []Action `json:"actions"`
+	// Unrepaired are the error findings fix has no safe repair for.
+	Unrepaired []Finding `json:"unrepaired,omitempty"`
+	// Rollout is "complete" or "timed out" with --wait.
+	Rollout string `json:"rollout,omitempty"`
+}
+
+// Verdicts of wait.
+const (
+	WaitComplete = "Complete"
+	WaitStuck    = "Stuck"
+	WaitTimedOut = "TimedOut"
+	WaitNotFound = "NotFound"
+)
+
+// WaitResult is the document `wait -o json|yaml` prints (kind WaitResult).
+type WaitResult struct {
+	metav1.TypeMeta `json:",inline"`
+	// Result is Complete, Stuck, TimedOut or NotFound.
+	Result string `json:"result"`
+	// Elapsed is how long wait ran.
+	Elapsed string `json:"elapsed"`
+	// Message explains the result.
+	Message string `json:"message,omitempty"`
+	// StatefulSets at the end.
+	StatefulSets []StatefulSetSummary `json:"statefulSets"`
+	// Findings at the end.
+	Findings []Finding `json:"findings"`
+	// Actions are the repairs made with --fix.
+	Actions []Action `json:"actions,omitempty"`
+}
+
+// Version is the document `version -o json|yaml` prints (kind Version).
+type Version struct {
+	metav1.TypeMeta `json:",inline"`
+	// Version is the release, stamped at build time ("dev" otherwise).
+	Version string `json:"version"`
+	// GitCommit the binary was built from, when known.
+	GitCommit string `json:"gitCommit,omitempty"`
+	// GoVersion that built it.
+	GoVersion string `json:"goVersion"`
+	// Platform is GOOS/GOARCH.
+	Platform string `json:"platform"`
+}

@@ -1,0 +1,73 @@
+package render
+
+import (
+	"fmt"
+	"io"
+
+	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+)
+
+// DescribeAction is an action as one line of a plan.
+func DescribeAction(a apiv1.Action) string {
+	switch a.Action {
+	case apiv1.PatchImage:
+		return fmt.Sprintf("patch statefulset/%s -n %s: container %q image %s → %s", a.StatefulSet, a.Namespace, a.Container, a.From, a.To)
+	case apiv1.DeletePod:
+		if a.AfterPatch {
+			return fmt.Sprintf("delete pod/%s -n %s once the patch makes it an old revision (proven again after the patch)", a.Pod, a.Namespace)
+		}
+		return fmt.Sprintf("delete pod/%s -n %s (uid %s)", a.Pod, a.Namespace, a.UID)
+	}
+	return string(a.Action)
+}
+
+// ActionLine is one applied action: its result, what it was and what happened.
+func ActionLine(a apiv1.Action) string {
+	return fmt.Sprintf("%-8s %s: %s", a.Result, DescribeAction(a), a.Message)
+}
+
+// Plan prints the planned actions and the error findings left for the user.
+func Plan(w io.Writer, r *apiv1.FixResult) {
+	if len(r.Actions) == 0 {
+		fmt.Fprintln(w, "Nothing stsdiag can repair safely.")
+	} else {
+		fmt.Fprintf(w, "Plan (%d action%s):\n", len(r.Actions), plural(len(r.Actions)))
+		for i, a := range r.Actions {
+			fmt.Fprintf(w, "  %d. %s\n", i+1, DescribeAction(a))
+		}
+	}
+	if len(r.Unrepaired) > 0 {
+		fmt.Fprintf(w, "Left for you (no safe automatic repair):\n")
+		for _, f := range r.Unrepaired {
+			fmt.Fprintf(w, "  - %s %s/%s %s: %s\n", f.Code, f.Namespace, f.StatefulSet, f.Pod, f.Remedy)
+		}
+	}
+}
+
+// FixSummary is the one-line outcome of fix.
+func FixSummary(r *apiv1.FixResult) string {
+	count := map[string]int{}
+	for _, a := range r.Actions {
+		count[a.Result]++
+	}
+	s := fmt.Sprintf("%d action%s: %d done, %d skipped, %d failed; %d finding%s left unrepaired",
+		len(r.Actions), plural(len(r.Actions)), count[apiv1.ResultDone], count[apiv1.ResultSkipped], count[apiv1.ResultFailed],
+		len(r.Unrepaired), plural(len(r.Unrepaired)))
+	if r.DryRun != "" && r.DryRun != "none" {
+		s += " (dry run: " + r.DryRun + ")"
+	}
+	if r.Rollout != "" {
+		s += "; rollout " + r.Rollout
+	}
+	return s + "."
+}
+
+// FixResult prints the outcome of fix in the format of the -o flags (the plan and each action
+// were already printed as they happened in the human formats).
+func FixResult(w io.Writer, r *apiv1.FixResult, flags *PrintFlags) error {
+	if !flags.Human() {
+		return flags.PrintDocument(r, w)
+	}
+	_, err := fmt.Fprintln(w, FixSummary(r))
+	return err
+}

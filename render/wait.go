@@ -1,0 +1,38 @@
+package render
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+)
+
+// WaitResult prints wait's verdict in the format of the -o flags.
+func WaitResult(w io.Writer, res *apiv1.WaitResult, flags *PrintFlags, elapsed time.Duration, color bool) error {
+	switch {
+	case flags.OutputFormat == FormatJUnit:
+		return WriteJUnit(w, res, elapsed)
+	case !flags.Human():
+		return flags.PrintDocument(res, w)
+	}
+	if res.Result == apiv1.WaitNotFound {
+		return nil // the error line says it
+	}
+	if res.Result != apiv1.WaitComplete && len(res.Findings) > 0 {
+		rep := apiv1.NewReport(false, res.StatefulSets, res.Findings)
+		if err := PrintTable(w, rep, TableOptions{Color: color, Wide: flags.OutputFormat == FormatWide}); err != nil {
+			return err
+		}
+		for _, f := range res.Findings {
+			if events, ok := f.Details["events"].([]string); ok && len(events) > 0 {
+				fmt.Fprintf(w, "Last events of pod %s:\n", f.Pod)
+				for _, e := range events {
+					fmt.Fprintf(w, "  %s\n", e)
+				}
+			}
+		}
+	}
+	_, err := fmt.Fprintf(w, "%s after %s: %s\n", res.Result, res.Elapsed, res.Message)
+	return err
+}
