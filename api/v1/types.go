@@ -48,6 +48,8 @@ const (
 	ImageStreamTagNotFound   = "ImageStreamTagNotFound"
 	ImageLookupDisabled      = "ImageLookupDisabled"
 	ImageResolutionSkipped   = "ImageResolutionSkipped"
+	ImageTriggerInvalid      = "ImageTriggerInvalid"
+	ImageTriggerStale        = "ImageTriggerStale"
 )
 
 // Finding is one reason a StatefulSet rollout will not finish, or a risk to it.
