@@ -10,18 +10,19 @@ import (
 )
 
 func ExampleParse() {
-	for _, image := range []string{"myapp:1.0.1", "team/myapp", "quay.io/team/myapp:2", "myapp@sha256:" + sha} {
+	for _, image := range []string{"myapp:1.0.1", "team/myapp", "quay.io/team/myapp:2", "python3.9:v1", "myapp@sha256:" + sha} {
 		ref, _ := resolver.Parse(image)
-		fmt.Printf("%-28.28s local=%v local-with-annotation=%v tag=%s\n", image, ref.Local(false), ref.Local(true), ref.TagOrLatest())
+		fmt.Printf("%-20.20s registry=%q name=%q local=%v local-with-annotation=%v\n", image, ref.Registry, ref.Name, ref.Local(false), ref.Local(true))
 	}
 	// Output:
-	// myapp:1.0.1                  local=true local-with-annotation=true tag=1.0.1
-	// team/myapp                   local=false local-with-annotation=true tag=latest
-	// quay.io/team/myapp:2         local=false local-with-annotation=false tag=2
-	// myapp@sha256:9f86d081884c7d6 local=false local-with-annotation=false tag=latest
+	// myapp:1.0.1          registry="" name="myapp" local=true local-with-annotation=true
+	// team/myapp           registry="" name="myapp" local=false local-with-annotation=true
+	// quay.io/team/myapp:2 registry="quay.io" name="myapp" local=false local-with-annotation=true
+	// python3.9:v1         registry="python3.9:v1" name="" local=false local-with-annotation=false
+	// myapp@sha256:9f86d08 registry="" name="myapp" local=false local-with-annotation=false
 }
 
-func ExampleResolve() {
+func ExampleAdmission_Resolve() {
 	stream := &imagev1.ImageStream{
 		ObjectMeta: metav1.ObjectMeta{Name: "myapp", Namespace: "shop"},
 		Spec: imagev1.ImageStreamSpec{LookupPolicy: imagev1.ImageLookupPolicy{Local: true},
@@ -32,9 +33,21 @@ func ExampleResolve() {
 				DockerImageReference: "quay.io/team/myapp@sha256:" + sha, Image: "sha256:" + sha}}}},
 		},
 	}
-	fmt.Println(resolver.Resolve(stream, "1.0.1").Image)
-	fmt.Println(resolver.Resolve(stream, "2.0").Image, resolver.Resolve(stream, "2.0").TagMissing)
+	adm := &resolver.Admission{Stream: func(ns, name string) *imagev1.ImageStream {
+		if ns == "shop" && name == "myapp" {
+			return stream
+		}
+		return nil
+	}}
+	for _, image := range []string{"myapp:1.0.1", "myapp:2.0", "quay.io/team/myapp:1.0.1"} {
+		res := adm.Resolve(image, "shop", false)
+		fmt.Printf("%s %q\n", res.Outcome, res.Image)
+	}
+	forced := adm.Resolve("quay.io/team/myapp:1.0.1", "shop", true)
+	fmt.Printf("%s %q\n", forced.Outcome, forced.Image)
 	// Output:
-	// image-registry.openshift-image-registry.svc:5000/shop/myapp@sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08
-	// image-registry.openshift-image-registry.svc:5000/shop/myapp:2.0 true
+	// Resolved "image-registry.openshift-image-registry.svc:5000/shop/myapp@sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+	// TagNotFound "image-registry.openshift-image-registry.svc:5000/shop/myapp:2.0"
+	// NotLocal ""
+	// Resolved "image-registry.openshift-image-registry.svc:5000/shop/myapp@sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
 }

@@ -16,23 +16,31 @@ func TestScenarios(t *testing.T) {
 	})
 }
 
+// TestParse covers what upstream's table does not: the names of issue 11 and the local-name test.
 func TestParse(t *testing.T) {
 	cases := []struct {
 		in            string
-		registry, ns  string
-		name, tag     string
-		digest        string
+		want          resolver.Ref
 		local, forced bool
+		exact         string
 	}{
-		{in: "myapp", name: "myapp", local: true, forced: true},
-		{in: "myapp:1.0.1", name: "myapp", tag: "1.0.1", local: true, forced: true},
-		{in: "team/myapp:1", ns: "team", name: "myapp", tag: "1", local: false, forced: true},
-		{in: "quay.io/team/myapp:1", registry: "quay.io", ns: "team", name: "myapp", tag: "1"},
-		{in: "localhost/myapp", registry: "localhost", name: "myapp"},
-		{in: "registry:5000/myapp", registry: "registry:5000", name: "myapp"},
-		{in: "docker.io/library/myapp:1", registry: "docker.io", ns: "library", name: "myapp", tag: "1"},
-		{in: "myapp@sha256:" + sha, name: "myapp", digest: "sha256:" + sha},
-		{in: "a/b/c:1", ns: "a/b", name: "c", tag: "1"},
+		{in: "myapp", want: resolver.Ref{Name: "myapp"}, local: true, forced: true, exact: "myapp"},
+		{in: "myapp:1.0.1", want: resolver.Ref{Name: "myapp", Tag: "1.0.1"}, local: true, forced: true, exact: "myapp:1.0.1"},
+		{in: "team/myapp:1", want: resolver.Ref{Namespace: "team", Name: "myapp", Tag: "1"}, forced: true, exact: "team/myapp:1"},
+		{in: "quay.io/team/app:v1", want: resolver.Ref{Registry: "quay.io", Namespace: "team", Name: "app", Tag: "v1"}, forced: true, exact: "quay.io/team/app:v1"},
+		// A single segment with '.' or a localhost prefix is a registry without a name.
+		{in: "python3.9:v1", want: resolver.Ref{Registry: "python3.9:v1"}},
+		{in: "localhostapp:v1", want: resolver.Ref{Registry: "localhostapp:v1"}},
+		{in: "localhost-app:1", want: resolver.Ref{Registry: "localhost-app:1"}},
+		{in: "my.app:1@sha256:" + sha, want: resolver.Ref{Registry: "my.app:1@sha256:" + sha, ID: "sha256:" + sha}},
+		// A name with a '/' never resolves, forced or not.
+		{in: "a/b/c:1", want: resolver.Ref{Namespace: "a", Name: "b/c", Tag: "1"}, exact: "a/b/c:1"},
+		// The digest wins over the tag in what admission writes.
+		{in: "app:1@sha256:" + sha, want: resolver.Ref{Name: "app", Tag: "1", ID: "sha256:" + sha}, exact: "app@sha256:" + sha},
+		// Upper-case hex passes library-go's digest check.
+		{in: "app@sha256:9F86D081884C7D659A2FEAA0C55AD015A3BF4F1B2B0B822CD15D6C15B0F00A08",
+			want:  resolver.Ref{Name: "app", ID: "sha256:9F86D081884C7D659A2FEAA0C55AD015A3BF4F1B2B0B822CD15D6C15B0F00A08"},
+			exact: "app@sha256:9F86D081884C7D659A2FEAA0C55AD015A3BF4F1B2B0B822CD15D6C15B0F00A08"},
 	}
 	for _, c := range cases {
 		r, err := resolver.Parse(c.in)
@@ -40,17 +48,17 @@ func TestParse(t *testing.T) {
 			t.Errorf("%s: %v", c.in, err)
 			continue
 		}
-		if r.Registry != c.registry || r.Namespace != c.ns || r.Name != c.name || r.Tag != c.tag || r.Digest != c.digest {
-			t.Errorf("%s: parsed %+v", c.in, r)
+		if r != c.want {
+			t.Errorf("%s: parsed %+v, want %+v", c.in, r, c.want)
 		}
 		if r.Local(false) != c.local || r.Local(true) != c.forced {
 			t.Errorf("%s: local %v/%v, want %v/%v", c.in, r.Local(false), r.Local(true), c.local, c.forced)
 		}
-		if r.Exact() != c.in {
-			t.Errorf("%s: Exact() = %s", c.in, r.Exact())
+		if r.Exact() != c.exact {
+			t.Errorf("%s: Exact() = %q, want %q", c.in, r.Exact(), c.exact)
 		}
 	}
-	for _, bad := range []string{"", "MyApp", "my app", "myapp:", ":tag", "myapp@sha256:short"} {
+	for _, bad := range []string{"", "MyApp", "my app", "myapp:", ":tag", "myapp@sha256:short", "app@md5:" + sha[:32], "[::1]:5000/app"} {
 		if _, err := resolver.Parse(bad); err == nil {
 			t.Errorf("%q: want an error", bad)
 		}

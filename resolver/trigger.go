@@ -1,0 +1,314 @@
+package resolver
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	imagev1 "github.com/openshift/api/image/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+)
+
+// TriggerAnnotation asks openshift-controller-manager to keep container images on an
+// ImageStreamTag's current image (LG pkg/image/trigger/types.go:6@LG).
+const TriggerAnnotation = "image.openshift.io/triggers"
+
+// objectFieldTrigger is one trigger (LG pkg/image/trigger/types.go:9-29@LG).
+type objectFieldTrigger struct {
+	From struct {
+		Kind       string `json:"kind"`
+		Name       string `json:"name"`
+		Namespace  string `json:"namespace,omitempty"`
+		APIVersion string `json:"apiVersion,omitempty"`
+	} `json:"from"`
+	FieldPath string `json:"fieldPath"`
+	Paused    bool   `json:"paused,omitempty"`
+}
+
+// Why a trigger is invalid (details.reason of ImageTriggerInvalid).
+const (
+	TriggerInvalidJSON        = "InvalidJSON"
+	TriggerPausedNotBoolean   = "PausedNotBoolean"
+	TriggerInvalidType        = "InvalidType"
+	TriggerDuplicateFieldPath = "DuplicateFieldPath"
+	TriggerFieldPathNotInSpec = "FieldPathNotInTemplate"
+	TriggerInvalidFieldPath   = "InvalidFieldPath"
+	TriggerNoSuchContainer    = "NoSuchContainer"
+	TriggerUnsupportedFrom    = "UnsupportedFrom"
+	TriggerInvalidTagName     = "InvalidTagName"
+	TriggerStreamNotFound     = "StreamNotFound"
+	TriggerTagNotFound        = "TagNotFound"
+)
+
+// podSpecPath is where a StatefulSet's pod spec is (referencemutator/pods.go:92-93@LG).
+const podSpecPath = "spec.template.spec."
+
+// parseTriggers is CalculateAnnotationTriggers (trigger/annotations.go:18-37@LG): invalid JSON
+// or a duplicate fieldPath makes the controller ignore every trigger of the object.
+func parseTriggers(value string) ([]objectFieldTrigger, string, error) {
+	var triggers []objectFieldTrigger
+	if err := json.Unmarshal([]byte(value), &triggers); err != nil {
+		var typeErr *json.UnmarshalTypeError
+		switch {
+		case !json.Valid([]byte(value)):
+			return nil, TriggerInvalidJSON, err
+		case errors.As(err, &typeErr) && strings.HasSuffix(strings.ToLower(typeErr.Field), "paused"):
+			return nil, TriggerPausedNotBoolean, err
+		}
+		return nil, TriggerInvalidType, err
+	}
+	for i := range triggers { // hasDuplicateTriggers, L39-48
+		for j := i + 1; j < len(triggers); j++ {
+			if triggers[i].FieldPath == triggers[j].FieldPath {
+				return nil, TriggerDuplicateFieldPath, fmt.Errorf("duplicate triggers are not allowed (fieldPath %s)", triggers[i].FieldPath)
+			}
+		}
+	}
+	return triggers, "", nil
+}
+
+// targetContainer is the container a fieldPath names.
+type targetContainer struct {
+	init  bool
+	index int
+	c     *corev1.Container
+}
+
+func (t targetContainer) path() string {
+	list := "containers"
+	if t.init {
+		list = "initContainers"
+	}
+	return fmt.Sprintf("/spec/template/spec/%s/%d/image", list, t.index)
+}
+
+// containerForFieldPath follows UpdateObjectFromImages (annotations.go:131-156@LG):
+// "spec.template.spec." then containers[SEL] or initContainers[SEL], then exactly "image"; SEL is
+// an index, or ?(@.name=="NAME") looked up in init containers first, then containers.
+func containerForFieldPath(spec *corev1.PodSpec, fieldPath string) (targetContainer, string, error) {
+	if !strings.HasPrefix(fieldPath, podSpecPath) {
+		return targetContainer{}, TriggerFieldPathNotInSpec, fmt.Errorf("fieldPath %q does not start with %q: the trigger controller ignores it", fieldPath, podSpecPath)
+	}
+	init, selector, remainder, ok := parseContainerReference(strings.TrimPrefix(fieldPath, podSpecPath))
+	if !ok || remainder != "image" {
+		return targetContainer{}, TriggerInvalidFieldPath, fmt.Errorf("field path is not valid: %s", fieldPath)
+	}
+	if i, err := strconv.Atoi(selector); err == nil { // findContainerBySelector, L72-81
+		list := spec.Containers
+		if init {
+			list = spec.InitContainers
+		}
+		if i >= 0 && i < len(list) {
+			return targetContainer{init: init, index: i, c: &list[i]}, "", nil
+		}
+	} else if name := strings.TrimSuffix(strings.TrimPrefix(selector, `?(@.name=="`), `")`); name != selector {
+		for k, list := range [][]corev1.Container{spec.InitContainers, spec.Containers} {
+			for i := range list {
+				if list[i].Name == name {
+					return targetContainer{init: k == 0, index: i, c: &list[i]}, "", nil
+				}
+			}
+		}
+	}
+	return targetContainer{}, TriggerNoSuchContainer, fmt.Errorf("no such container: %s", fieldPath)
+}
+
+// parseContainerReference is annotations.go:50-70@LG.
+func parseContainerReference(path string) (init bool, selector, remainder string, ok bool) {
+	switch {
+	case strings.HasPrefix(path, "containers["):
+		remainder = strings.TrimPrefix(path, "containers[")
+	case strings.HasPrefix(path, "initContainers["):
+		init = true
+		remainder = strings.TrimPrefix(path, "initContainers[")
+	default:
+		return false, "", "", false
+	}
+	end := strings.Index(remainder, "]")
+	if end == -1 {
+		return false, "", "", false
+	}
+	selector, remainder = remainder[:end], remainder[end+1:]
+	if len(remainder) > 0 && remainder[0] == '.' {
+		remainder = remainder[1:]
+	}
+	return init, selector, remainder, true
+}
+
+// splitImageStreamTag is imageutil.SplitImageStreamTag (imageutil/helpers.go:27-37@LG).
+func splitImageStreamTag(nameAndTag string) (name, tag string, ok bool) {
+	parts := strings.SplitN(nameAndTag, ":", 2)
+	name = parts[0]
+	if len(parts) > 1 {
+		tag = parts[1]
+	}
+	if tag == "" {
+		tag = "latest"
+	}
+	return name, tag, len(parts) == 2
+}
+
+// triggerValue is what the trigger controller writes for a tag (tagRetriever.ImageStreamTag,
+// image_trigger_controller.go:75-98@OCM, then ResolveLatestTaggedImage, imageutil/helpers.go:442-494@LG):
+// nothing without status.tags[tag].items[0]; with referencePolicy Local
+// "<status.dockerImageRepository>@<image>"; otherwise items[0].dockerImageReference verbatim, a tag
+// if that is what it is. When the stream has no status.dockerImageRepository the controller uses
+// its own internal registry hostname, unknown here: then only suffix ("/<ns>/<name>@<image>") is
+// known.
+func triggerValue(stream *imagev1.ImageStream, namespace, tag string) (value, suffix string, ok bool) {
+	event := LatestTaggedImage(stream, tag)
+	if event == nil {
+		return "", "", false
+	}
+	if stream.Status.DockerImageRepository == "" && event.Image != "" {
+		if ref, found := specTag(stream, tag); found && ref.ReferencePolicy.Type == imagev1.LocalTagReferencePolicy {
+			return "", "/" + Ref{Namespace: namespace, Name: stream.Name, ID: event.Image}.Exact(), true
+		}
+	}
+	return PullSpecForTagEvent(stream, tag, event), "", true
+}
+
+// checkTriggers reports an image trigger annotation the controller cannot follow
+// (ImageTriggerInvalid) and triggers whose tag's current image the template does not have
+// (ImageTriggerStale). It records in c.triggered the containers an active trigger governs.
+func (c *checker) checkTriggers() []apiv1.Finding {
+	c.triggered = map[string]bool{}
+	value, ok := c.set.Annotations[TriggerAnnotation]
+	if !ok {
+		return nil
+	}
+	base := func() apiv1.Finding {
+		return apiv1.Finding{Namespace: c.set.Namespace, StatefulSet: c.set.Name, Details: map[string]any{}}
+	}
+	invalid := func(f apiv1.Finding, reason string, err error) apiv1.Finding {
+		f.Code, f.Severity = apiv1.ImageTriggerInvalid, apiv1.SeverityWarning
+		f.Details["reason"] = reason
+		f.Message = fmt.Sprintf("the %s annotation is not followed by the image trigger controller: %v", TriggerAnnotation, err)
+		f.Short = "image trigger invalid: " + reason
+		f.Remedy = fmt.Sprintf(`fix the annotation, e.g. %s set triggers statefulset/%s -n %s --from-image=<stream>:<tag> --containers=<container>`, c.cli, c.set.Name, c.set.Namespace)
+		return f
+	}
+	triggers, reason, err := parseTriggers(value)
+	if err != nil {
+		return []apiv1.Finding{invalid(base(), reason, err)}
+	}
+	var out []apiv1.Finding
+	spec := &c.set.Spec.Template.Spec
+	for i, t := range triggers {
+		if t.Paused { // the controller skips paused triggers (annotations.go:128-130@LG)
+			continue
+		}
+		f := base()
+		f.Details["trigger"] = i
+		f.Details["fieldPath"] = t.FieldPath
+		f.Details["from"] = t.From.Name
+		target, reason, err := containerForFieldPath(spec, t.FieldPath)
+		if err == nil {
+			f.Container, f.Image = target.c.Name, target.c.Image
+		}
+		// The controller indexes only ImageStreamTag triggers without apiVersion whose name has
+		// a ':' (trigger/cache.go:32-39@OCM).
+		name, tag, okTag := splitImageStreamTag(t.From.Name)
+		switch {
+		case t.From.Kind != "ImageStreamTag" || t.From.APIVersion != "":
+			out = append(out, invalid(f, TriggerUnsupportedFrom, fmt.Errorf("trigger %d: from must be an ImageStreamTag without apiVersion, not kind %q apiVersion %q", i, t.From.Kind, t.From.APIVersion)))
+			continue
+		case !okTag:
+			out = append(out, invalid(f, TriggerInvalidTagName, fmt.Errorf("trigger %d: from.name %q must be <stream>:<tag>", i, t.From.Name)))
+			continue
+		case err != nil:
+			out = append(out, invalid(f, reason, fmt.Errorf("trigger %d: %v", i, err)))
+			continue
+		}
+		ns := t.From.Namespace
+		if ns == "" {
+			ns = c.set.Namespace
+		}
+		stream := c.adm.Stream(ns, name)
+		switch {
+		case stream == nil && (ns == c.set.Namespace || c.streamNamespaces[ns]):
+			out = append(out, invalid(f, TriggerStreamNotFound, fmt.Errorf("trigger %d: ImageStream %s/%s does not exist", i, ns, name)))
+			continue
+		case stream == nil:
+			continue // ImageStreams of namespace ns were not read: nothing to judge
+		}
+		if _, inSpec := specTag(stream, tag); !inSpec && !statusHasTag(stream, tag) {
+			out = append(out, invalid(f, TriggerTagNotFound, fmt.Errorf("trigger %d: ImageStream %s/%s has no tag %q", i, ns, name, tag)))
+			continue
+		}
+		want, suffix, ok := triggerValue(stream, ns, tag)
+		if !ok {
+			continue // no image yet: the controller waits
+		}
+		c.triggered[target.c.Name] = true
+		if f := c.stale(f, target, want, suffix, ns+"/"+name+":"+tag); f != nil {
+			out = append(out, *f)
+		}
+	}
+	return out
+}
+
+func statusHasTag(stream *imagev1.ImageStream, tag string) bool {
+	for _, t := range stream.Status.Tags {
+		if t.Tag == tag {
+			return true
+		}
+	}
+	return false
+}
+
+// stale reports a container whose image is not what the trigger controller writes. The
+// controller writes only when the image differs (annotations.go:158-166@LG); the update then
+// passes admission, which may rewrite it again when resolve-names is forced, so that result
+// counts as current too.
+func (c *checker) stale(f apiv1.Finding, target targetContainer, want, suffix, from string) *apiv1.Finding {
+	image := target.c.Image
+	forced := Forced(c.set.Annotations, c.set.Spec.Template.Annotations)
+	switch {
+	case suffix != "":
+		if r, err := Parse(image); err == nil && r.Registry != "" && strings.HasSuffix(image, suffix) {
+			return nil
+		}
+	case want == "" || want == image:
+		return nil
+	default:
+		if res := c.adm.Resolve(want, c.set.Namespace, forced); res.LocalRewrite && res.Image == image {
+			return nil
+		}
+	}
+	var failing []string
+	for _, pod := range c.pods {
+		if got, ok := containerImage(&pod.Spec, target.c.Name); ok && got == image && waitingContainers(pod, startFailure)[target.c.Name] {
+			failing = append(failing, pod.Name)
+		}
+	}
+	f.Code, f.Severity = apiv1.ImageTriggerStale, apiv1.SeverityWarning
+	if len(failing) > 0 {
+		f.Severity, f.Reason, f.FailingPods = apiv1.SeverityError, "ContainerNotStarting", failing
+		f.Details["failingPods"] = failing
+	}
+	f.ResolvedImage = want
+	f.Message = fmt.Sprintf("the image trigger on container %q follows ImageStreamTag %s, whose current image is %s, but the template still says %q: "+
+		"openshift-controller-manager has not updated it (it may lack permission on StatefulSets, as before OpenShift 4.12)", target.c.Name, from, want, image)
+	f.Short = fmt.Sprintf("trigger %s not applied: %s", from, image)
+	if suffix != "" {
+		f.Message = fmt.Sprintf("the image trigger on container %q follows ImageStreamTag %s, whose current image is <internal registry>%s, but the template still says %q: "+
+			"openshift-controller-manager has not updated it; the stream has no status.dockerImageRepository, so the internal registry host is unknown here and fix cannot patch it",
+			target.c.Name, from, suffix, image)
+		f.Remedy = fmt.Sprintf("set container %s to <internal registry host>%s", target.c.Name, suffix)
+		return &f
+	}
+	if r, err := Parse(want); err != nil || r.Name == "" {
+		f.Message += fmt.Sprintf("; %q is not a valid image reference, so nothing can be patched", want)
+		f.Remedy = fmt.Sprintf("fix the tag %s", from)
+		return &f
+	} else if !isDigest(r.ID) {
+		f.Message += fmt.Sprintf("; %s is a tag, not a digest: exactly what the trigger controller writes (referencePolicy Source keeps the tag's pull spec)", want)
+	}
+	c.setPatch(&f, target.path(), image, want, failing)
+	return &f
+}
