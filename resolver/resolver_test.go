@@ -3,6 +3,10 @@ package resolver_test
 import (
 	"testing"
 
+	imagev1 "github.com/openshift/api/image/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/resolver"
 	"github.com/stsdiag/stsdiag/snapshot"
@@ -66,3 +70,40 @@ func TestParse(t *testing.T) {
 }
 
 const sha = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+
+// TestAdmitRequests covers the request rules the upstream tables leave untested on a local name
+// that resolves: controller owners, resources without a rule, updates.
+func TestAdmitRequests(t *testing.T) {
+	stream := &imagev1.ImageStream{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "shop"},
+		Spec: imagev1.ImageStreamSpec{LookupPolicy: imagev1.ImageLookupPolicy{Local: true}},
+		Status: imagev1.ImageStreamStatus{Tags: []imagev1.NamedTagEventList{{Tag: "1", Items: []imagev1.TagEvent{
+			{DockerImageReference: "quay.io/team/app:1", Image: "sha256:" + sha}}}}}}
+	adm := &resolver.Admission{Stream: func(ns, name string) *imagev1.ImageStream {
+		if ns == "shop" && name == "app" {
+			return stream
+		}
+		return nil
+	}}
+	const resolved = "quay.io/team/app@sha256:" + sha
+	sts := schema.GroupResource{Group: "apps", Resource: "statefulsets"}
+	cases := []struct {
+		name string
+		req  resolver.Request
+		want string
+	}{
+		{"create", resolver.Request{Resource: sts}, resolved},
+		{"controller owner (imagepolicy.go:198-205)", resolver.Request{Resource: sts, ControllerOwned: true}, "app:1"},
+		{"no rule for podtemplates (imagepolicy.go:194-196)", resolver.Request{Resource: schema.GroupResource{Resource: "podtemplates"}}, "app:1"},
+		{"update, image unchanged (pods.go:221-273)", resolver.Request{Resource: sts, Update: true, HasOld: true, OldImage: "app:1"}, "app:1"},
+		{"update, image changed", resolver.Request{Resource: sts, Update: true, HasOld: true, OldImage: "app:0"}, resolved},
+		{"update, container new", resolver.Request{Resource: sts, Update: true}, resolved},
+		{"update, resolve-names added", resolver.Request{Resource: sts, Update: true, HasOld: true, OldImage: "app:1", Forced: true}, resolved},
+		{"update of a job (imagepolicy.go:478-494)", resolver.Request{Resource: schema.GroupResource{Group: "batch", Resource: "jobs"}, Update: true}, "app:1"},
+	}
+	for _, c := range cases {
+		c.req.Namespace, c.req.Image = "shop", "app:1"
+		if got := adm.Admit(c.req); got != c.want {
+			t.Errorf("%s: admission writes %q, want %q", c.name, got, c.want)
+		}
+	}
+}

@@ -244,7 +244,9 @@ func (c *checker) checkTriggers() []apiv1.Finding {
 		if !ok {
 			continue // no image yet: the controller waits
 		}
-		c.triggered[target.c.Name] = true
+		if r, err := Parse(want); suffix != "" || (err == nil && r.Name != "") {
+			c.triggered[target.c.Name] = true // the controller has a valid value to write
+		}
 		if f := c.stale(f, target, want, suffix, ns+"/"+name+":"+tag); f != nil {
 			out = append(out, *f)
 		}
