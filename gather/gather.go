@@ -15,16 +15,19 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/stsdiag/stsdiag/openshift"
 	"github.com/stsdiag/stsdiag/snapshot"
 )
 
-// Clients are the API clients gathering uses. Image may be nil on plain Kubernetes.
+// Clients are the API clients gathering uses. Image may be nil on plain Kubernetes; Dynamic
+// (for owners of any kind) may be nil, then recreated owners are not detected.
 type Clients struct {
-	Kube  kubernetes.Interface
-	Image imageclient.Interface
+	Kube    kubernetes.Interface
+	Image   imageclient.Interface
+	Dynamic dynamic.Interface
 }
 
 // Scope selects what to gather.
@@ -56,6 +59,8 @@ func Gather(ctx context.Context, c Clients, scope Scope) (s *snapshot.Snapshot, 
 	var (
 		storageClasses []storagev1.StorageClass
 		scErr          error
+		nodes          []corev1.Node
+		nodeErr        error
 		imageErr       error
 		eventErr       error
 	)
@@ -91,6 +96,11 @@ func Gather(ctx context.Context, c Clients, scope Scope) (s *snapshot.Snapshot, 
 		return nil
 	})
 	g.Go(func() error {
+		nodes, nodeErr = list(gctx, "nodes", "", metav1.ListOptions{}, c.Kube.CoreV1().Nodes().List,
+			func(l *corev1.NodeList) []corev1.Node { return l.Items })
+		return nil
+	})
+	g.Go(func() error {
 		enabled, err := openshift.Enabled(gctx, scope.OpenShift, c.Kube.Discovery())
 		if err != nil {
 			return err
@@ -115,6 +125,17 @@ func Gather(ctx context.Context, c Clients, scope Scope) (s *snapshot.Snapshot, 
 	if scErr == nil {
 		s.StorageClasses, s.StorageClassesListed = storageClasses, true
 	}
+	if nodeErr == nil {
+		for i := range nodes {
+			slimNode(&nodes[i])
+		}
+		s.Nodes, s.NodesListed = nodes, true
+	}
+	// Without nodes (most namespace-scoped users cannot list them) no warning: only a pod stuck
+	// terminating needs them, and its finding says its node's state is unknown.
+	owners, ownerWarnings := lookUpOwners(ctx, c, snapshot.TerminatingOwners(s.StatefulSets))
+	s.Owners = owners
+	warnings = append(warnings, ownerWarnings...)
 	if eventErr != nil {
 		warnings = append(warnings, fmt.Sprintf("findings carry no pod events: %v", firstLine(eventErr)))
 	}
@@ -215,4 +236,11 @@ func firstLine(err error) string {
 		msg = msg[:i]
 	}
 	return msg
+}
+
+// slimNode keeps what diagnosis reads of a Node (its name and conditions): a node's status lists
+// every image it holds, which would dominate memory on large clusters.
+func slimNode(n *corev1.Node) {
+	n.ManagedFields = nil
+	n.Status = corev1.NodeStatus{Conditions: n.Status.Conditions}
 }

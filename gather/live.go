@@ -38,6 +38,12 @@ type Live struct {
 	pvcs           cache.GenericLister
 	events         cache.GenericLister
 	imageStreams   cache.GenericLister
+	// nodes is nil when nodes cannot be listed.
+	nodes cache.GenericLister
+
+	ctx     context.Context
+	clients Clients
+	owners  ownerCache
 }
 
 // StartLive starts informers for the scope and waits for their caches to fill. They stop with ctx.
@@ -53,7 +59,8 @@ func StartLive(ctx context.Context, c Clients, scope Scope, onChange func(obj an
 		return nil, nil, err
 	}
 	changed := make(chan struct{}, 1)
-	l := &Live{scope: scope, openShift: enabled, Changed: changed, namespaces: namespaces}
+	l := &Live{scope: scope, openShift: enabled, Changed: changed, namespaces: namespaces, ctx: ctx, clients: c,
+		owners: ownerCache{ttl: 10 * time.Second}}
 	changedObj := func(obj any) {
 		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 			obj = d.Obj
@@ -107,6 +114,32 @@ func StartLive(ctx context.Context, c Clients, scope Scope, onChange func(obj an
 			images.WaitForCacheSync(ctx.Done())
 		}
 	}
+	// Nodes are optional, without a warning (as in Gather): a pod stuck terminating is then
+	// reported without its node's state.
+	if _, err := c.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{Limit: 1}); err == nil {
+		nodeInformers := informers.NewSharedInformerFactoryWithOptions(c.Kube, 0, informers.WithTransform(func(obj any) (any, error) {
+			if n, ok := obj.(*corev1.Node); ok {
+				slimNode(n)
+			}
+			return obj, nil
+		}))
+		informer := nodeInformers.Core().V1().Nodes().Informer()
+		if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc: func(obj any) { signal(changed) },
+			UpdateFunc: func(old, obj any) {
+				// Heartbeats change nothing diagnosis reads; a Ready transition does.
+				if !sameReady(old, obj) {
+					signal(changed)
+				}
+			},
+			DeleteFunc: func(obj any) { signal(changed) },
+		}); err != nil {
+			return nil, nil, err
+		}
+		l.nodes = cache.NewGenericLister(informer.GetIndexer(), corev1.Resource("nodes"))
+		nodeInformers.Start(ctx.Done())
+		nodeInformers.WaitForCacheSync(ctx.Done())
+	}
 	if classes, err := list(ctx, "storageclasses", "", metav1.ListOptions{}, c.Kube.StorageV1().StorageClasses().List,
 		func(l *storagev1.StorageClassList) []storagev1.StorageClass { return l.Items }); err == nil {
 		l.storageClasses, l.classesListed = classes, true
@@ -139,6 +172,7 @@ func (l *Live) Snapshot() (*snapshot.Snapshot, error) {
 	if l.imageStreams != nil {
 		s.ImageStreams = fromLister[imagev1.ImageStream](l.imageStreams)
 	}
+	l.fillNodesAndOwners(s)
 	if err := selectStatefulSets(s, l.scope); err != nil {
 		return nil, err
 	}
@@ -165,6 +199,7 @@ func (l *Live) SnapshotOf(namespace string, names ...string) *snapshot.Snapshot 
 	for _, name := range names {
 		s.Selected[snapshot.Key(namespace, name)] = true
 	}
+	l.fillNodesAndOwners(s)
 	return s
 }
 
@@ -240,4 +275,34 @@ func stripManagedFields(obj any) (any, error) {
 		m.SetManagedFields(nil)
 	}
 	return obj, nil
+}
+
+// fillNodesAndOwners adds the nodes from their cache and the owners of terminating StatefulSets
+// (looked up at most every 10 s each).
+func (l *Live) fillNodesAndOwners(s *snapshot.Snapshot) {
+	if l.nodes != nil {
+		s.Nodes, s.NodesListed = fromLister[corev1.Node](l.nodes), true
+	}
+	if wanted := snapshot.TerminatingOwners(s.StatefulSets); len(wanted) > 0 {
+		s.Owners = l.owners.lookUp(l.ctx, l.clients, wanted)
+	}
+}
+
+// sameReady reports whether two versions of a Node have the same Ready status.
+func sameReady(old, obj any) bool {
+	a, okA := old.(*corev1.Node)
+	b, okB := obj.(*corev1.Node)
+	if !okA || !okB {
+		return false
+	}
+	return readyStatus(a) == readyStatus(b)
+}
+
+func readyStatus(n *corev1.Node) corev1.ConditionStatus {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status
+		}
+	}
+	return ""
 }

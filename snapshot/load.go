@@ -13,10 +13,14 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/types"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/yaml"
 )
 
 var decoder = func() runtime.Decoder {
@@ -44,6 +48,7 @@ func LoadFile(path string, now time.Time) (*Snapshot, error) {
 // counts as present when an ImageStream appears, unless a document sets it otherwise.
 func Load(r io.Reader, now time.Time) (*Snapshot, error) {
 	s := &Snapshot{Now: now}
+	var others []*unstructured.Unstructured
 	reader := utilyaml.NewYAMLReader(bufio.NewReader(r))
 	for {
 		doc, err := reader.Read()
@@ -57,6 +62,15 @@ func Load(r io.Reader, now time.Time) (*Snapshot, error) {
 			continue
 		}
 		obj, _, err := decoder.Decode(doc, nil, nil)
+		if runtime.IsNotRegisteredError(err) {
+			// Another kind (a CRD's object): a possible owner of a StatefulSet.
+			u := &unstructured.Unstructured{}
+			if err := yaml.Unmarshal(doc, &u.Object); err != nil {
+				return nil, err
+			}
+			others = append(others, u)
+			continue
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -64,7 +78,53 @@ func Load(r io.Reader, now time.Time) (*Snapshot, error) {
 			return nil, err
 		}
 	}
+	s.lookUpOwners(others)
 	return s, nil
+}
+
+// lookUpOwners does what gathering does for terminating StatefulSets: it records whether an
+// object of their controller owner's kind and name exists (among the file's objects) and its UID.
+func (s *Snapshot) lookUpOwners(objects []*unstructured.Unstructured) {
+	present := map[string]types.UID{}
+	for _, u := range objects {
+		present[OwnerKey(u.GetNamespace(), u.GetAPIVersion(), u.GetKind(), u.GetName())] = u.GetUID()
+	}
+	for _, ref := range TerminatingOwners(s.StatefulSets) {
+		uid, ok := present[OwnerKey(ref.Namespace, ref.APIVersion, ref.Kind, ref.Name)]
+		ref.Exists, ref.UID = ok, uid
+		s.Owners = append(s.Owners, ref)
+	}
+}
+
+// TerminatingOwners lists, once each, the controller owners of terminating StatefulSets (the
+// owners gathering must look up).
+func TerminatingOwners(sets []appsv1.StatefulSet) []Owner {
+	seen := map[string]bool{}
+	var out []Owner
+	for i := range sets {
+		set := &sets[i]
+		ref := metav1.GetControllerOfNoCopy(set)
+		if set.DeletionTimestamp == nil || ref == nil {
+			continue
+		}
+		key := OwnerKey(set.Namespace, ref.APIVersion, ref.Kind, ref.Name)
+		if !seen[key] {
+			seen[key] = true
+			out = append(out, Owner{Namespace: set.Namespace, APIVersion: ref.APIVersion, Kind: ref.Kind, Name: ref.Name})
+		}
+	}
+	return out
+}
+
+// Owner returns what is known of an owner reference's kind and name in a namespace.
+func (s *Snapshot) Owner(namespace string, ref *metav1.OwnerReference) (Owner, bool) {
+	key := OwnerKey(namespace, ref.APIVersion, ref.Kind, ref.Name)
+	for _, o := range s.Owners {
+		if OwnerKey(o.Namespace, o.APIVersion, o.Kind, o.Name) == key {
+			return o, true
+		}
+	}
+	return Owner{}, false
 }
 
 func (s *Snapshot) add(obj runtime.Object) error {
@@ -81,6 +141,9 @@ func (s *Snapshot) add(obj runtime.Object) error {
 		s.Events = append(s.Events, *o)
 	case *corev1.Namespace:
 		s.Namespaces = append(s.Namespaces, *o)
+	case *corev1.Node:
+		s.Nodes = append(s.Nodes, *o)
+		s.NodesListed = true
 	case *storagev1.StorageClass:
 		s.StorageClasses = append(s.StorageClasses, *o)
 		s.StorageClassesListed = true

@@ -1,13 +1,15 @@
-// Package snapshot holds the objects one diagnosis looks at, and gathers them from the API.
+// Package snapshot is the data model of a diagnosis: the objects it looks at, read at one moment.
 package snapshot
 
 import (
+	"strings"
 	"time"
 
 	imagev1 "github.com/openshift/api/image/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // Snapshot is every object a diagnosis needs, read at one moment. Diagnosis never calls the API.
@@ -28,12 +30,43 @@ type Snapshot struct {
 	// Namespaces holds the namespaces in scope when they could be read (OpenShift run levels).
 	Namespaces []corev1.Namespace
 
+	// Nodes are the cluster's nodes (for pods stuck terminating on a lost node); NodesListed is
+	// false when they could not be read.
+	Nodes       []corev1.Node
+	NodesListed bool
+
+	// Owners are the controller owners of terminating StatefulSets as the API knows them now,
+	// looked up by kind and name (a LeaderWorkerSet deleted and recreated under the same name
+	// has another UID). An owner that was not looked up is absent.
+	Owners []Owner
+
 	// OpenShift is true when the image.openshift.io API is served (or forced on).
 	OpenShift    bool
 	ImageStreams []imagev1.ImageStream
 
 	// Selected names the StatefulSets in scope (namespace/name). Nil means all of them.
 	Selected map[string]bool
+}
+
+// Owner is what the API said of an owner reference's kind and name.
+type Owner struct {
+	Namespace  string
+	APIVersion string
+	Kind       string
+	Name       string
+	// Exists is false when no object of that kind and name exists any more.
+	Exists bool
+	// UID of the object that exists now.
+	UID types.UID
+}
+
+// OwnerKey identifies an owner by namespace, API group, kind and name (not UID, not version).
+func OwnerKey(namespace, apiVersion, kind, name string) string {
+	group, _, _ := strings.Cut(apiVersion, "/")
+	if !strings.Contains(apiVersion, "/") {
+		group = ""
+	}
+	return strings.Join([]string{namespace, group, kind, name}, "/")
 }
 
 // Key is namespace/name.

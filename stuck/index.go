@@ -21,8 +21,11 @@ import (
 
 // index joins the snapshot's objects once, so diagnosis is linear in their number.
 type index struct {
-	now            time.Time
-	settle         time.Duration
+	now           time.Time
+	settle        time.Duration
+	notReadyAfter time.Duration
+	// nodes is nil when they could not be listed.
+	nodes          map[string]*corev1.Node
 	sets           map[string]*appsv1.StatefulSet
 	podsByOwner    map[types.UID][]*corev1.Pod
 	revsByOwner    map[types.UID][]*appsv1.ControllerRevision
@@ -72,6 +75,12 @@ func newIndex(s *snapshot.Snapshot, settle time.Duration) *index {
 	for _, list := range ix.events {
 		sort.SliceStable(list, func(i, j int) bool { return eventTime(list[i]).After(eventTime(list[j])) })
 	}
+	if s.NodesListed {
+		ix.nodes = make(map[string]*corev1.Node, len(s.Nodes))
+		for i := range s.Nodes {
+			ix.nodes[s.Nodes[i].Name] = &s.Nodes[i]
+		}
+	}
 	if s.StorageClassesListed {
 		ix.storageClasses = map[string]*storagev1.StorageClass{}
 		for i := range s.StorageClasses {
@@ -113,6 +122,16 @@ func (ix *index) recentEvents(kind, namespace, name string, n int) []string {
 		out = append(out, line)
 	}
 	return out
+}
+
+// lastEvent returns the newest Warning event of an object with the reason, or nil.
+func (ix *index) lastEvent(kind, namespace, name, reason string) *corev1.Event {
+	for _, e := range ix.events[eventKey(kind, namespace, name)] {
+		if e.Reason == reason {
+			return e
+		}
+	}
+	return nil
 }
 
 func (ix *index) lastEventMessage(kind, namespace, name string) string {

@@ -131,7 +131,8 @@ func (d *diagnosis) orphaned(s *snapshot.Snapshot, obj metav1.Object) (*metav1.O
 	case ownerTerminating:
 		// Deleting an owner deletes or releases its dependents in seconds; one that still
 		// depends on an owner terminating for longer is held by something.
-		return ref, state, set, !d.recentlyDeleted(set.DeletionTimestamp)
+		_, _, ownerReplaced := d.replacedOwner(set)
+		return ref, state, set, ownerReplaced || !d.recentlyDeleted(set.DeletionTimestamp)
 	}
 	return ref, state, set, false
 }
@@ -145,6 +146,9 @@ func (d *diagnosis) ownerFate(state ownerState, set *appsv1.StatefulSet, deletin
 		s = fmt.Sprintf("but today's StatefulSet %s has UID %s (deleted and recreated)", set.Name, set.UID)
 	case ownerTerminating:
 		s = fmt.Sprintf("which has been terminating for %s", d.ix.now.Sub(set.DeletionTimestamp.Time).Round(time.Second))
+		if ref, owner, replaced := d.replacedOwner(set); replaced && owner.Exists {
+			s += fmt.Sprintf(" while its %s %s was recreated (UID %s, was %s)", ref.Kind, ref.Name, owner.UID, ref.UID)
+		}
 	default:
 		s = "which no longer exists"
 	}

@@ -3,6 +3,7 @@ package stuck
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -102,7 +103,49 @@ func (ix *index) startupProblem(pod *corev1.Pod) *problem {
 	if p := check(pod.Status.InitContainerStatuses, true); p != nil {
 		return p
 	}
-	return check(pod.Status.ContainerStatuses, false)
+	if p := check(pod.Status.ContainerStatuses, false); p != nil {
+		return p
+	}
+	return ix.notReady(pod, containers)
+}
+
+// notReady returns a NotReady problem for a pod Running but not Ready for longer than the
+// threshold (a readiness probe that keeps failing). The StatefulSet controller treats it like any
+// pod that is not Running and Ready (stateful_set_utils.go isRunningAndReady).
+func (ix *index) notReady(pod *corev1.Pod, images map[string]string) *problem {
+	if ix.notReadyAfter <= 0 || pod.Status.Phase != corev1.PodRunning {
+		return nil
+	}
+	var ready *corev1.PodCondition
+	for i := range pod.Status.Conditions {
+		if pod.Status.Conditions[i].Type == corev1.PodReady {
+			ready = &pod.Status.Conditions[i]
+		}
+	}
+	if ready == nil || ready.Status == corev1.ConditionTrue || ready.LastTransitionTime.IsZero() {
+		return nil
+	}
+	since := ix.now.Sub(ready.LastTransitionTime.Time)
+	if since < ix.notReadyAfter {
+		return nil
+	}
+	p := &problem{kind: containerProblem, reason: "NotReady",
+		message: fmt.Sprintf("Running but not Ready for %s", since.Round(time.Second))}
+	for _, st := range pod.Status.ContainerStatuses {
+		if !st.Ready {
+			p.container, p.image = st.Name, images[st.Name]
+			if p.image == "" {
+				p.image = st.Image
+			}
+			break
+		}
+	}
+	if e := ix.lastEvent("Pod", pod.Namespace, pod.Name, "Unhealthy"); e != nil {
+		p.message += "; last probe failure: " + strings.TrimSpace(e.Message)
+	} else if ready.Message != "" {
+		p.message += "; " + ready.Message
+	}
+	return p
 }
 
 // pendingClaim returns the first PVC of an unscheduled pod that will not bind by itself.

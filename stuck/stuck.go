@@ -29,11 +29,14 @@ type Options struct {
 	// Settle is how long an Unschedulable pod or a Pending claim with a cause that may still
 	// resolve (a volume being provisioned or bound) waits before it is reported.
 	Settle time.Duration
+	// NotReadyAfter is how long a Running pod may stay not Ready (a failing readiness probe)
+	// before it counts as stuck at startup; 0 disables the rule.
+	NotReadyAfter time.Duration
 }
 
 // DefaultOptions are the options of `stsdiag check`.
 func DefaultOptions() Options {
-	return Options{TerminatingAfter: 5 * time.Minute, CLI: "kubectl", Settle: 10 * time.Second}
+	return Options{TerminatingAfter: 5 * time.Minute, CLI: "kubectl", Settle: 10 * time.Second, NotReadyAfter: 5 * time.Minute}
 }
 
 // Result is what the diagnosis found.
@@ -48,7 +51,8 @@ func Diagnose(s *snapshot.Snapshot, opts Options) Result {
 		opts.CLI = "kubectl"
 	}
 	ix := newIndex(s, opts.Settle)
-	d := &diagnosis{ix: ix, opts: opts}
+	ix.notReadyAfter = opts.NotReadyAfter
+	d := &diagnosis{ix: ix, opts: opts, snap: s}
 	var res Result
 	for i := range s.StatefulSets {
 		set := &s.StatefulSets[i]
@@ -66,6 +70,7 @@ func Diagnose(s *snapshot.Snapshot, opts Options) Result {
 }
 
 type diagnosis struct {
+	snap     *snapshot.Snapshot
 	ix       *index
 	opts     Options
 	findings []apiv1.Finding
@@ -144,6 +149,10 @@ func (d *diagnosis) statefulSet(set *appsv1.StatefulSet) {
 	var onDeleteStale []string
 	for i, pod := range r.byIndex {
 		if pod == nil {
+			continue
+		}
+		if pod.DeletionTimestamp != nil {
+			d.podTerminating(r, i, pod)
 			continue
 		}
 		p := d.ix.startupProblem(pod)
@@ -316,6 +325,8 @@ func (d *diagnosis) templateRemedy(r *controllerView, pod *corev1.Pod, p *proble
 		return fmt.Sprintf("image %q of container %q cannot be pulled: fix the template, e.g. %s set image %s %s=IMAGE with a pullable IMAGE, or push the image%s", p.image, p.container, d.opts.CLI, set, p.container, after)
 	case p.reason == "CreateContainerConfigError":
 		return fmt.Sprintf("container %q refers to configuration that is missing or invalid (a Secret, ConfigMap or key; see the message): create it or fix the reference in %s%s", p.container, set, after)
+	case p.reason == "NotReady":
+		return fmt.Sprintf("container %q runs but never becomes Ready: read the probe failure in the message and `%s describe pod %s -n %s`, then fix the readiness probe, the configuration or the dependency it waits for in %s%s", p.container, d.opts.CLI, pod.Name, pod.Namespace, set, after)
 	case p.reason == "CrashLoopBackOff":
 		return fmt.Sprintf("container %q keeps exiting: read `%s logs %s -n %s -c %s --previous`, then fix the image, command or configuration in %s%s", p.container, d.opts.CLI, pod.Name, pod.Namespace, p.container, set, after)
 	case p.reason == "CreateContainerError" || p.reason == "RunContainerError":
@@ -365,12 +376,29 @@ func (d *diagnosis) onDeleteStale(r *controllerView, pods []string) {
 func (d *diagnosis) terminating(set *appsv1.StatefulSet) {
 	age := d.ix.now.Sub(set.DeletionTimestamp.Time)
 	reused := d.reusedByOthers(set)
-	if age < d.opts.TerminatingAfter && len(reused) == 0 {
+	ownerRef, owner, replaced := d.replacedOwner(set)
+	if age < d.opts.TerminatingAfter && len(reused) == 0 && !replaced {
 		return
 	}
 	f := apiv1.Finding{Code: apiv1.StatefulSetTerminating, Severity: apiv1.SeverityWarning, Namespace: set.Namespace, StatefulSet: set.Name,
 		Details: map[string]any{"uid": string(set.UID), "terminatingFor": age.Round(time.Second).String()}}
 	f.Message = fmt.Sprintf("StatefulSet %s has been terminating for %s", set.Name, age.Round(time.Second))
+	if replaced {
+		f.Reason = "OwnerRecreated"
+		f.Details["ownerKind"], f.Details["ownerName"], f.Details["ownerUID"] = ownerRef.Kind, ownerRef.Name, string(ownerRef.UID)
+		if owner.Exists {
+			f.Details["currentOwnerUID"] = string(owner.UID)
+			f.Message += fmt.Sprintf("; its owner %s %s (UID %s) was deleted and recreated (UID %s): the new %s cannot create its own StatefulSet %s until this one is gone",
+				ownerRef.Kind, ownerRef.Name, ownerRef.UID, owner.UID, ownerRef.Kind, set.Name)
+			if revs := d.newOwnerRevisions(set, owner); len(revs) > 0 {
+				f.Details["newOwnerRevisions"] = revs
+				f.Message += fmt.Sprintf("; the new owner already created ControllerRevision(s) %s after this deletion began", strings.Join(revs, ", "))
+			}
+		} else {
+			f.Reason = "OwnerGone"
+			f.Message += fmt.Sprintf("; its owner %s %s (UID %s) no longer exists", ownerRef.Kind, ownerRef.Name, ownerRef.UID)
+		}
+	}
 	if len(set.Finalizers) > 0 {
 		f.Message += "; finalizers: " + strings.Join(set.Finalizers, ", ")
 		f.Details["finalizers"] = set.Finalizers

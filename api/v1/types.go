@@ -44,6 +44,7 @@ const (
 	PodUnschedulable         = "PodUnschedulable"
 	OrphanedRevision         = "OrphanedRevision"
 	StatefulSetTerminating   = "StatefulSetTerminating"
+	PodStuckTerminating      = "PodStuckTerminating"
 	UnresolvedImageReference = "UnresolvedImageReference"
 	ImageStreamTagNotFound   = "ImageStreamTagNotFound"
 	ImageLookupDisabled      = "ImageLookupDisabled"
@@ -88,6 +89,9 @@ type Finding struct {
 	Patch *ImagePatch `json:"-"`
 	// FailingPods are the pods that fail to pull the image of an image finding.
 	FailingPods []string `json:"-"`
+	// LostNode names the node of a pod stuck terminating when that node is gone or has not been
+	// Ready for longer than the terminating threshold: the only case fix may force-delete.
+	LostNode string `json:"-"`
 }
 
 // PodRef identifies one pod object as it was when diagnosed.
@@ -151,6 +155,9 @@ const (
 	PatchImage ActionKind = "PatchImage"
 	// DeletePod deletes a pod proven stuck so the controller recreates it (PVCs kept).
 	DeletePod ActionKind = "DeletePod"
+	// ForceDeletePod removes a pod stuck terminating on a lost node (grace period 0), only with
+	// fix --force-lost-node.
+	ForceDeletePod ActionKind = "ForceDeletePod"
 )
 
 // Results of an action.
