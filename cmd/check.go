@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -15,7 +14,6 @@ import (
 	"github.com/stsdiag/stsdiag/diagnose"
 	"github.com/stsdiag/stsdiag/gather"
 	"github.com/stsdiag/stsdiag/render"
-	"github.com/stsdiag/stsdiag/stuck"
 )
 
 // CheckOptions are the flags and state of `stsdiag check`.
@@ -28,7 +26,7 @@ type CheckOptions struct {
 	Selector      string
 	FailOn        string
 	OpenShift     string
-	Terminating   time.Duration
+	diagnosis     *diagnosisFlags
 
 	scope  gather.Scope
 	failOn apiv1.Severity
@@ -48,7 +46,7 @@ const checkExample = `  # Check every StatefulSet in the current namespace
 
 // NewCheckCommand builds `stsdiag check`.
 func NewCheckCommand(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &CheckOptions{configFlags: configFlags, IOStreams: streams, PrintFlags: render.NewPrintFlags()}
+	o := &CheckOptions{configFlags: configFlags, IOStreams: streams, PrintFlags: render.NewPrintFlags(), diagnosis: newDiagnosisFlags()}
 	c := &cobra.Command{
 		Use:     "check [NAME...] [-n NAMESPACE | -A] [-l SELECTOR]",
 		Short:   "Report StatefulSet rollouts that will not finish on their own, and why",
@@ -61,7 +59,7 @@ func NewCheckCommand(configFlags *genericclioptions.ConfigFlags, streams generic
 	o.PrintFlags.AddFlags(c)
 	f.StringVar(&o.FailOn, "fail-on", "error", "Exit 1 when a finding is at least this severe: error, warning, info or never")
 	f.StringVar(&o.OpenShift, "openshift", "auto", "Use the OpenShift image API: auto (if served), always or never")
-	f.DurationVar(&o.Terminating, "terminating-threshold", stuck.DefaultOptions().TerminatingAfter, "Report a StatefulSet (and its dependents) terminating for longer than this")
+	o.diagnosis.AddFlags(c)
 	return c
 }
 
@@ -80,6 +78,9 @@ func (o *CheckOptions) Validate() error {
 	if err := o.PrintFlags.Validate(); err != nil {
 		return err
 	}
+	if err := o.diagnosis.Validate(); err != nil {
+		return err
+	}
 	var err error
 	if o.failOn, err = parseFailOn(o.FailOn); err != nil {
 		return err
@@ -93,9 +94,7 @@ func (o *CheckOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return withCode(ExitError, err)
 	}
-	opts := stuck.DefaultOptions()
-	opts.TerminatingAfter = o.Terminating
-	rep, _, err := diagnose.Run(ctx, c, o.scope, opts)
+	rep, _, err := diagnose.Run(ctx, c, o.scope, o.diagnosis.opts)
 	if err != nil {
 		return withCode(ExitError, err)
 	}

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -8,13 +9,16 @@ import (
 	"time"
 
 	imageclient "github.com/openshift/client-go/image/clientset/versioned"
+	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/stsdiag/stsdiag/gather"
 	"github.com/stsdiag/stsdiag/openshift"
+	"github.com/stsdiag/stsdiag/stuck"
 )
 
 // defaultRequestTimeout bounds each request of the one-shot commands; wait and watch hold
@@ -48,7 +52,11 @@ func clients(flags *genericclioptions.ConfigFlags, requestTimeout time.Duration)
 	if err != nil {
 		return gather.Clients{}, err
 	}
-	return gather.Clients{Kube: kube, Image: image}, nil
+	dyn, err := dynamic.NewForConfig(rest.CopyConfig(config))
+	if err != nil {
+		return gather.Clients{}, err
+	}
+	return gather.Clients{Kube: kube, Image: image, Dynamic: dyn}, nil
 }
 
 // namespace returns the namespace in scope: "" with -A, else -n or the kubeconfig's.
@@ -92,3 +100,23 @@ func (t countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 func countRequests(next http.RoundTripper) http.RoundTripper { return countingTransport{next: next} }
+
+// diagnosisFlags are the thresholds of the diagnosis, the same on every command that diagnoses.
+type diagnosisFlags struct{ opts stuck.Options }
+
+func newDiagnosisFlags() *diagnosisFlags { return &diagnosisFlags{opts: stuck.DefaultOptions()} }
+
+func (d *diagnosisFlags) AddFlags(c *cobra.Command) {
+	f := c.Flags()
+	f.DurationVar(&d.opts.TerminatingAfter, "terminating-threshold", d.opts.TerminatingAfter,
+		"Report a StatefulSet, or a pod past its grace period, still terminating after this long (an owner recreated meanwhile: at once)")
+	f.DurationVar(&d.opts.NotReadyAfter, "not-ready-threshold", d.opts.NotReadyAfter,
+		"Report a pod Running but not Ready (failing readiness probe) for longer than this as stuck at startup (0: never)")
+}
+
+func (d *diagnosisFlags) Validate() error {
+	if d.opts.TerminatingAfter < 0 || d.opts.NotReadyAfter < 0 {
+		return errors.New("--terminating-threshold and --not-ready-threshold must not be negative")
+	}
+	return nil
+}

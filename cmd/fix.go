@@ -19,7 +19,6 @@ import (
 	"github.com/stsdiag/stsdiag/render"
 	"github.com/stsdiag/stsdiag/repair"
 	"github.com/stsdiag/stsdiag/rollout"
-	"github.com/stsdiag/stsdiag/stuck"
 )
 
 // FixOptions are the flags and state of `stsdiag fix`.
@@ -34,6 +33,7 @@ type FixOptions struct {
 	Yes           bool
 	Wait          string
 	OpenShift     string
+	diagnosis     *diagnosisFlags
 
 	fix     repair.FixOptions
 	confirm func() (bool, error)
@@ -50,7 +50,7 @@ const fixExample = `  # Show what would be repaired, without changing anything
 
 // NewFixCommand builds `stsdiag fix`.
 func NewFixCommand(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &FixOptions{configFlags: configFlags, IOStreams: streams, PrintFlags: render.NewPrintFlags()}
+	o := &FixOptions{configFlags: configFlags, IOStreams: streams, PrintFlags: render.NewPrintFlags(), diagnosis: newDiagnosisFlags()}
 	c := &cobra.Command{
 		Use:   "fix [NAME...] [-n NAMESPACE | -A] [--dry-run=none|client|server] [--yes] [--wait[=TIMEOUT]]",
 		Short: "Repair stuck rollouts safely: patch unresolved images, recreate pods proven stuck",
@@ -59,9 +59,12 @@ func NewFixCommand(configFlags *genericclioptions.ConfigFlags, streams genericio
   1. UnresolvedImageReference: patch the StatefulSet's image to the digest the ImageStream
      resolves to (a JSON patch that first tests the current value: a concurrent change is
      never overwritten);
-  2. StaleRevisionStuck pods, and pods the patch leaves on an old revision once a fresh
-     diagnosis proves them stuck: delete them with UID and resourceVersion preconditions, so
-     a pod replaced or changed in between is never deleted.
+  2. StaleRevisionStuck pods, and pods the patch leaves on an old revision: each is proven
+     stuck again by a fresh diagnosis right before it is deleted, with a UID precondition, so
+     a pod that recovered or was replaced in between is never deleted;
+  3. with --force-lost-node only: pods stuck terminating on a node that is gone or not Ready
+     for longer than --terminating-threshold are force-deleted (grace period 0), as the
+     StatefulSet documentation describes — only once you know the node is down.
 
 It never deletes a PersistentVolumeClaim or a StatefulSet, never scales, and never touches a pod
 whose current template is broken (CurrentRevisionFailing): it says what to change instead.
@@ -81,6 +84,8 @@ left unrepaired, skipped or refused; 2 could not evaluate; 3 --wait timed out.`,
 	f.StringVar(&o.Wait, "wait", "", "Follow the rollouts until complete, up to this long (--wait alone: 5m)")
 	f.Lookup("wait").NoOptDefVal = "5m"
 	f.StringVar(&o.OpenShift, "openshift", "auto", "Use the OpenShift image API: auto (if served), always or never")
+	f.BoolVar(&o.fix.ForceLostNode, "force-lost-node", false, "Also force-delete (grace period 0) pods stuck terminating on a node that is gone or not Ready for longer than --terminating-threshold")
+	o.diagnosis.AddFlags(c)
 	return c
 }
 
@@ -105,6 +110,9 @@ func (o *FixOptions) Validate() error {
 	if err := o.PrintFlags.Validate(); err != nil {
 		return err
 	}
+	if err := o.diagnosis.Validate(); err != nil {
+		return err
+	}
 	switch o.DryRun {
 	case repair.DryRunNone, repair.DryRunClient, repair.DryRunServer:
 	default:
@@ -127,7 +135,7 @@ func (o *FixOptions) Run(ctx context.Context) error {
 		return withCode(ExitError, err)
 	}
 	human := o.PrintFlags.Human()
-	o.fix.Clients, o.fix.DryRun, o.fix.Diagnosis = c, o.DryRun, stuck.DefaultOptions()
+	o.fix.Clients, o.fix.DryRun, o.fix.Diagnosis = c, o.DryRun, o.diagnosis.opts
 	o.fix.RolloutLog = o.ErrOut
 	o.fix.OnPlan = func(plan *apiv1.FixResult, warnings []string) {
 		for _, w := range warnings {

@@ -9,7 +9,6 @@ import (
 
 	"github.com/stsdiag/stsdiag/gate"
 	"github.com/stsdiag/stsdiag/gather"
-	"github.com/stsdiag/stsdiag/stuck"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -33,6 +32,7 @@ type WaitOptions struct {
 	StuckGrace time.Duration
 	Fix        bool
 	OpenShift  string
+	diagnosis  *diagnosisFlags
 
 	scope gather.Scope
 }
@@ -49,7 +49,7 @@ const waitExample = `  # A CI gate right after a rollout: fail within ~30s if it
 // NewWaitCommand builds `stsdiag wait`.
 func NewWaitCommand(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &WaitOptions{configFlags: configFlags, IOStreams: streams,
-		PrintFlags: render.NewPrintFlags(render.FormatJUnit).WithAlias("text", render.FormatTable)}
+		PrintFlags: render.NewPrintFlags(render.FormatJUnit).WithAlias("text", render.FormatTable), diagnosis: newDiagnosisFlags()}
 	c := &cobra.Command{
 		Use:   "wait NAME... [-n NAMESPACE] [-l SELECTOR] [--timeout 10m] [--stuck-grace 30s] [--fix]",
 		Short: "Wait for StatefulSet rollouts; fail fast, with the reason, when one can never finish",
@@ -75,6 +75,7 @@ not found or deleted while waiting; 3 --timeout passed while still progressing.`
 	f.DurationVar(&o.StuckGrace, "stuck-grace", 30*time.Second, "How long a finding must hold before the rollout counts as stuck")
 	f.BoolVar(&o.Fix, "fix", false, "Apply fix's safe repairs once when stuck, then keep waiting")
 	f.StringVar(&o.OpenShift, "openshift", "auto", "Use the OpenShift image API: auto (if served), always or never")
+	o.diagnosis.AddFlags(c)
 	return c
 }
 
@@ -91,6 +92,9 @@ func (o *WaitOptions) Validate() error {
 		return errors.New("name the StatefulSets to wait for, or select them with -l")
 	}
 	if err := o.PrintFlags.Validate(); err != nil {
+		return err
+	}
+	if err := o.diagnosis.Validate(); err != nil {
 		return err
 	}
 	if o.Timeout <= 0 || o.StuckGrace < 0 {
@@ -115,7 +119,7 @@ func (o *WaitOptions) Run(ctx context.Context) error {
 	for _, w := range warnings {
 		fmt.Fprintf(o.ErrOut, "Warning: %s\n", w)
 	}
-	opts := gate.Options{StuckGrace: o.StuckGrace, Log: o.ErrOut, Diagnosis: stuck.DefaultOptions()}
+	opts := gate.Options{StuckGrace: o.StuckGrace, Log: o.ErrOut, Diagnosis: o.diagnosis.opts}
 	if o.Fix {
 		exec := repair.New(repair.Options{Clients: c, Scope: o.scope, Diagnosis: opts.Diagnosis, DryRun: repair.DryRunNone,
 			Progress: func(a apiv1.Action) { fmt.Fprintln(o.ErrOut, render.ActionLine(a)) }})

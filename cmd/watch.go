@@ -13,7 +13,6 @@ import (
 
 	"github.com/stsdiag/stsdiag/gather"
 	"github.com/stsdiag/stsdiag/monitor"
-	"github.com/stsdiag/stsdiag/stuck"
 )
 
 // WatchOptions are the flags and state of `stsdiag watch`.
@@ -30,6 +29,7 @@ type WatchOptions struct {
 	LeaseNamespace    string
 	LeaseName         string
 	OpenShift         string
+	diagnosis         *diagnosisFlags
 
 	scope gather.Scope
 }
@@ -42,7 +42,7 @@ const watchExample = `  # Report only: Events on StatefulSets and Prometheus met
 
 // NewWatchCommand builds `stsdiag watch`.
 func NewWatchCommand(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &WatchOptions{configFlags: configFlags, IOStreams: streams}
+	o := &WatchOptions{configFlags: configFlags, IOStreams: streams, diagnosis: newDiagnosisFlags()}
 	c := &cobra.Command{
 		Use:   "watch [-n NAMESPACE | -A] [--fix] [--min-stuck 2m] [--max-repairs-per-hour N] [--metrics-addr :8080] [--leader-elect]",
 		Short: "Diagnose continuously (in-cluster service): Events, metrics and opt-in repairs",
@@ -68,6 +68,7 @@ cleanly on SIGTERM.`,
 	f.StringVar(&o.LeaseNamespace, "leader-elect-namespace", "", "Namespace of the Lease (default: $POD_NAMESPACE, else the current namespace)")
 	f.StringVar(&o.LeaseName, "leader-elect-name", "stsdiag-watch", "Name of the Lease")
 	f.StringVar(&o.OpenShift, "openshift", "auto", "Use the OpenShift image API: auto (if served), always or never")
+	o.diagnosis.AddFlags(c)
 	return c
 }
 
@@ -93,6 +94,9 @@ func (o *WatchOptions) Complete(args []string) error {
 
 // Validate checks the flags.
 func (o *WatchOptions) Validate() error {
+	if err := o.diagnosis.Validate(); err != nil {
+		return err
+	}
 	if o.MinStuck < 0 || o.MaxRepairsPerHour < 0 {
 		return errors.New("--min-stuck and --max-repairs-per-hour must not be negative")
 	}
@@ -109,7 +113,7 @@ func (o *WatchOptions) Run(ctx context.Context) error {
 	err = monitor.Serve(ctx, monitor.ServeOptions{
 		Clients: c, Scope: o.scope,
 		Monitor: monitor.Options{Fix: o.Fix, MinStuck: o.MinStuck, MaxRepairsPerHour: o.MaxRepairsPerHour, Log: o.ErrOut,
-			Diagnosis: stuck.DefaultOptions()},
+			Diagnosis: o.diagnosis.opts},
 		MetricsAddr: o.MetricsAddr,
 		LeaderElect: o.LeaderElect, LeaseNamespace: o.LeaseNamespace, LeaseName: o.LeaseName,
 		Identity: fmt.Sprintf("%s_%d", identity, os.Getpid()),

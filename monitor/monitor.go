@@ -191,7 +191,13 @@ func (c *Controller) processNext(ctx context.Context) bool {
 
 // repairable findings are those fix has a safe action for.
 func repairable(f apiv1.Finding) bool {
-	return f.Code == apiv1.StaleRevisionStuck || (f.Code == apiv1.UnresolvedImageReference && f.Pod == "")
+	switch f.Code {
+	case apiv1.StaleRevisionStuck:
+		return true
+	case apiv1.UnresolvedImageReference, apiv1.ImageTriggerStale:
+		return f.Pod == "" && f.Patch != nil
+	}
+	return false
 }
 
 func findingKey(f apiv1.Finding) string {
@@ -304,8 +310,11 @@ func (c *Controller) repair(ctx context.Context, key string, set *appsv1.Statefu
 		}
 		c.metrics.Repairs.WithLabelValues(string(a.Action), a.Result, a.Namespace).Inc()
 		reason := apiv1.StaleRevisionStuck
-		if a.Action == apiv1.PatchImage {
+		switch a.Action {
+		case apiv1.PatchImage:
 			reason = apiv1.UnresolvedImageReference
+		case apiv1.ForceDeletePod:
+			reason = apiv1.PodStuckTerminating
 		}
 		eventType := corev1.EventTypeNormal
 		if a.Result != apiv1.ResultDone {

@@ -17,6 +17,12 @@ func DescribeAction(a apiv1.Action) string {
 			return fmt.Sprintf("delete pod/%s -n %s once the patch makes it an old revision (proven again after the patch)", a.Pod, a.Namespace)
 		}
 		return fmt.Sprintf("delete pod/%s -n %s (uid %s)", a.Pod, a.Namespace, a.UID)
+	case apiv1.ForceDeletePod:
+		s := fmt.Sprintf("force-delete pod/%s -n %s (uid %s, grace period 0)", a.Pod, a.Namespace, a.UID)
+		if a.Result == "" && a.Message != "" {
+			s += ": " + a.Message + "; only if a fresh diagnosis still says so"
+		}
+		return s
 	}
 	return string(a.Action)
 }

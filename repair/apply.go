@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/snapshot"
@@ -51,12 +52,14 @@ func (e *UnavailableError) Error() string {
 }
 func (e *UnavailableError) Unwrap() error { return e.Err }
 
-// Apply carries out the actions in order and returns them with their results. It returns an
-// UnavailableError when the API fails in a way that is not an answer about one object.
+// Apply carries out the actions and returns them with their results: image patches first, then
+// deletes, each proven again by a fresh diagnosis right before it is sent, then the deletes that
+// wait for a patch. It returns an UnavailableError when the API fails in a way that is not an
+// answer about one object.
 func (e *Executor) Apply(ctx context.Context, actions []apiv1.Action) ([]apiv1.Action, error) {
 	out := make([]apiv1.Action, 0, len(actions))
 	patched := map[string]int64{}
-	var later []apiv1.Action
+	var deletes, later []apiv1.Action
 	for _, a := range actions {
 		switch {
 		case a.Action == apiv1.PatchImage:
@@ -67,16 +70,20 @@ func (e *Executor) Apply(ctx context.Context, actions []apiv1.Action) ([]apiv1.A
 			if done {
 				patched[snapshot.Key(a.Namespace, a.StatefulSet)] = generation
 			}
+			e.report(a)
+			out = append(out, a)
 		case a.AfterPatch:
 			later = append(later, a)
-			continue
 		default:
-			if err := e.deletePod(ctx, &a); err != nil {
-				return append(out, a), err
-			}
+			deletes = append(deletes, a)
 		}
-		e.report(a)
-		out = append(out, a)
+	}
+	if len(deletes) > 0 {
+		done, err := e.deleteProven(ctx, deletes)
+		out = append(out, done...)
+		if err != nil {
+			return out, err
+		}
 	}
 	if len(later) == 0 {
 		return out, nil
@@ -85,9 +92,95 @@ func (e *Executor) Apply(ctx context.Context, actions []apiv1.Action) ([]apiv1.A
 	if err != nil {
 		return out, err
 	}
+	var pending []apiv1.Action
 	for _, a := range proven {
 		if a.Result == "" {
-			if err := e.deletePod(ctx, &a); err != nil {
+			pending = append(pending, a)
+			continue
+		}
+		e.report(a)
+		out = append(out, a)
+	}
+	if len(pending) > 0 {
+		done, err := e.deleteProven(ctx, pending)
+		out = append(out, done...)
+		if err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+// proofs maps namespace/pod to the finding of a fresh diagnosis that proves the pod may be
+// deleted: StaleRevisionStuck for DeletePod, PodStuckTerminating on a lost node for
+// ForceDeletePod.
+type proofs map[string]apiv1.Finding
+
+func proofKey(kind apiv1.ActionKind, namespace, pod string) string {
+	return string(kind) + "/" + snapshot.Key(namespace, pod)
+}
+
+// prove diagnoses again and collects the proofs. Without a Rediagnose it returns nil (the plan's
+// own diagnosis is then the proof).
+func (e *Executor) prove(ctx context.Context) (proofs, error) {
+	if e.Rediagnose == nil {
+		return nil, nil
+	}
+	rep, _, err := e.Rediagnose(ctx)
+	if err != nil {
+		return nil, &UnavailableError{Err: err}
+	}
+	p := proofs{}
+	for _, f := range rep.Findings {
+		switch {
+		case f.Target == nil:
+		case f.Code == apiv1.StaleRevisionStuck:
+			p[proofKey(apiv1.DeletePod, f.Namespace, f.Target.Name)] = f
+		case f.Code == apiv1.PodStuckTerminating && f.LostNode != "":
+			p[proofKey(apiv1.ForceDeletePod, f.Namespace, f.Target.Name)] = f
+		}
+	}
+	return p, nil
+}
+
+// deleteProven deletes each pod only if a diagnosis made right now still proves it stuck, with a
+// UID precondition so exactly the pod proven is deleted. The kubelet rewrites a failing pod's
+// status (and resourceVersion) on every back-off, so the resourceVersion is no precondition: the
+// fresh proof is. On a conflict (the pod was replaced meanwhile) it proves again and retries once.
+func (e *Executor) deleteProven(ctx context.Context, actions []apiv1.Action) ([]apiv1.Action, error) {
+	out := make([]apiv1.Action, 0, len(actions))
+	if e.DryRun == DryRunClient {
+		for _, a := range actions {
+			a.Result, a.Message = apiv1.ResultDone, "dry run: not sent"
+			e.report(a)
+			out = append(out, a)
+		}
+		return out, nil
+	}
+	fresh, err := e.prove(ctx)
+	if err != nil {
+		return out, err
+	}
+	for _, a := range actions {
+		for attempt := 0; ; attempt++ {
+			if fresh != nil {
+				f, ok := fresh[proofKey(a.Action, a.Namespace, a.Pod)]
+				if !ok {
+					a.Result, a.Message = apiv1.ResultSkipped, "a fresh diagnosis no longer proves it stuck (it recovered, was replaced or its StatefulSet changed); nothing deleted"
+					break
+				}
+				a.UID, a.ResourceVersion = string(f.Target.UID), f.Target.ResourceVersion
+			}
+			conflict, err := e.deletePod(ctx, &a)
+			if err != nil {
+				e.report(a)
+				return append(out, a), err
+			}
+			if !conflict || attempt > 0 || fresh == nil {
+				break
+			}
+			if fresh, err = e.prove(ctx); err != nil {
+				e.report(a)
 				return append(out, a), err
 			}
 		}
@@ -193,29 +286,29 @@ func (e *Executor) freshPatch(ctx context.Context, a apiv1.Action) (apiv1.Action
 	return a, false, nil
 }
 
-// deletePod deletes the pod only if it is still the one diagnosed (UID and resourceVersion).
-func (e *Executor) deletePod(ctx context.Context, a *apiv1.Action) error {
-	if e.DryRun == DryRunClient {
-		a.Result, a.Message = apiv1.ResultDone, "dry run: not sent"
-		return nil
-	}
-	pre := &metav1.Preconditions{}
+// deletePod deletes the pod only if it is still the one proven stuck (UID precondition); a
+// ForceDeletePod uses grace period 0. conflict is true when the pod was replaced meanwhile.
+func (e *Executor) deletePod(ctx context.Context, a *apiv1.Action) (conflict bool, err error) {
+	opts := metav1.DeleteOptions{DryRun: e.dryRunOptions()}
 	if a.UID != "" {
 		uid := types.UID(a.UID)
-		pre.UID = &uid
+		opts.Preconditions = &metav1.Preconditions{UID: &uid}
 	}
-	if a.ResourceVersion != "" {
-		pre.ResourceVersion = &a.ResourceVersion
+	done := "pod deleted; the controller recreates it from the update revision, its PersistentVolumeClaims are kept"
+	if a.Action == apiv1.ForceDeletePod {
+		opts.GracePeriodSeconds = ptr.To[int64](0)
+		done = "pod force-deleted (grace period 0) from its lost node; the controller recreates it on a healthy node, its PersistentVolumeClaims are kept"
 	}
-	err := e.Kube.CoreV1().Pods(a.Namespace).Delete(ctx, a.Pod, metav1.DeleteOptions{Preconditions: pre, DryRun: e.dryRunOptions()})
+	err = e.Kube.CoreV1().Pods(a.Namespace).Delete(ctx, a.Pod, opts)
 	switch {
 	case err == nil:
-		a.Result, a.Message = apiv1.ResultDone, "pod deleted; the controller recreates it from the update revision, its PersistentVolumeClaims are kept"
+		a.Result, a.Message = apiv1.ResultDone, done
 		if e.DryRun == DryRunServer {
 			a.Message = "server dry run: the delete would be accepted"
 		}
 	case apierrors.IsConflict(err):
-		a.Result, a.Message = apiv1.ResultSkipped, "the pod was replaced or changed since diagnosis; nothing deleted"
+		a.Result, a.Message = apiv1.ResultSkipped, "the pod was replaced since it was proven stuck; nothing deleted"
+		return true, nil
 	case apierrors.IsNotFound(err):
 		a.Result, a.Message = apiv1.ResultSkipped, "the pod is already gone; nothing deleted"
 	case apierrors.IsForbidden(err):
@@ -224,13 +317,14 @@ func (e *Executor) deletePod(ctx context.Context, a *apiv1.Action) error {
 		a.Result, a.Message = apiv1.ResultFailed, firstLine(err)
 	default:
 		a.Result, a.Message = apiv1.ResultFailed, firstLine(err)
-		return &UnavailableError{Err: err}
+		return false, &UnavailableError{Err: err}
 	}
-	return nil
+	return false, nil
 }
 
 // provenAfterPatch waits for the controller to observe each patch, diagnoses again and keeps the
-// deletes of pods now proven StaleRevisionStuck, with their fresh UID and resourceVersion.
+// deletes of pods now proven StaleRevisionStuck (deleteProven proves them once more right before
+// deleting).
 func (e *Executor) provenAfterPatch(ctx context.Context, later []apiv1.Action, patched map[string]int64) ([]apiv1.Action, error) {
 	if e.DryRun != DryRunNone {
 		for i := range later {

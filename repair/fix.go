@@ -66,6 +66,8 @@ type FixOptions struct {
 	Confirm func(plan *apiv1.FixResult) (bool, error)
 	// OnPlan, if set, is shown the plan and the diagnosis warnings first.
 	OnPlan func(plan *apiv1.FixResult, warnings []string)
+	// ForceLostNode also plans ForceDeletePod for pods stuck terminating on a lost node.
+	ForceLostNode bool
 	// Wait, if positive, follows the rollouts of the repaired StatefulSets for up to this long,
 	// writing their progress to RolloutLog.
 	Wait       time.Duration
@@ -82,6 +84,11 @@ func Fix(ctx context.Context, o FixOptions) (*apiv1.FixResult, error) {
 	}
 	result := apiv1.NewFixResult(o.DryRun)
 	result.Actions, result.Unrepaired = Plan(rep, snap)
+	if o.ForceLostNode {
+		forced := PlanForceDeletes(rep)
+		result.Actions = append(result.Actions, forced...)
+		result.Unrepaired = withoutPods(result.Unrepaired, apiv1.PodStuckTerminating, forced)
+	}
 	if result.Actions == nil {
 		result.Actions = []apiv1.Action{}
 	}
@@ -150,4 +157,19 @@ func followRollouts(ctx context.Context, o FixOptions, result *apiv1.FixResult) 
 		result.Rollout = apiv1.RolloutComplete
 	}
 	return nil
+}
+
+// withoutPods drops the findings of a code about pods the actions repair.
+func withoutPods(findings []apiv1.Finding, code string, actions []apiv1.Action) []apiv1.Finding {
+	repaired := map[string]bool{}
+	for _, a := range actions {
+		repaired[snapshot.Key(a.Namespace, a.Pod)] = true
+	}
+	var out []apiv1.Finding
+	for _, f := range findings {
+		if f.Code != code || !repaired[snapshot.Key(f.Namespace, f.Pod)] {
+			out = append(out, f)
+		}
+	}
+	return out
 }
