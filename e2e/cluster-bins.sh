@@ -32,7 +32,7 @@ build_kube() {
       echo "require k8s.io/kubernetes $K8S_VERSION"
       grep -E '^\s*k8s.io/[a-z0-9-]+ => \./staging/' "$gomod" | awk -v v="$staging" '{print "replace " $1 " => " $1 " " v}'
     } >>go.mod
-    go mod tidy >/dev/null 2>&1 || true
+    # tools.go first: a tidy without imports would drop the require and resolve @latest instead.
     cat >tools.go <<'GO'
 //go:build tools
 
@@ -45,6 +45,7 @@ import (
 )
 GO
     go mod tidy >/dev/null
+    grep -q "k8s.io/kubernetes $K8S_VERSION" go.mod || { log "go.mod lost k8s.io/kubernetes $K8S_VERSION"; exit 1; }
     local pkg=k8s.io/component-base/version
     local ld="-s -w -X $pkg.gitVersion=$K8S_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor -X $pkg.gitTreeState=clean"
     mkdir -p "$dir.tmp"
