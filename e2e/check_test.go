@@ -74,7 +74,7 @@ func TestStuckRollout(t *testing.T) {
 					t.Fatalf("%s: findings %v, want exactly one", ns, codes(rep))
 				}
 				got := rep.Findings[0]
-				if got.Code != apiv1.StaleRevisionStuck || got.Pod != "web-0" || got.Severity != apiv1.SeverityError || got.Reason != "ImagePullBackOff" {
+				if got.Code != apiv1.StaleRevisionStuck || got.Pod != "web-0" || got.Severity != apiv1.SeverityError || (got.Reason != "ImagePullBackOff" && got.Reason != "ErrImagePull") {
 					t.Fatalf("%s: finding %+v", ns, got)
 				}
 				if got.Image != scenario.BadImage || !strings.Contains(got.Remedy, "delete pod web-0 -n "+ns) {

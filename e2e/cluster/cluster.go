@@ -214,7 +214,8 @@ func (c *Cluster) Create(ctx context.Context, _ ...string) (kubeconfig string, e
 	if err := c.start("kube-controller-manager", bins["kube-controller-manager"], "--kubeconfig", c.kubeconfig,
 		"--controllers", "statefulset,serviceaccount,garbagecollector,namespace,nodelifecycle,persistentvolume-binder",
 		"--leader-elect=false", "--bind-address", "127.0.0.1", fmt.Sprintf("--secure-port=%d", ports[3]),
-		"--service-account-private-key-file", filepath.Join(w, "sa.key"), "--concurrent-statefulset-syncs=10"); err != nil {
+		"--service-account-private-key-file", filepath.Join(w, "sa.key"), "--concurrent-statefulset-syncs=10",
+		"--node-monitor-grace-period=20s"); err != nil {
 		return "", err
 	}
 	if err := c.start("kube-scheduler", bins["kube-scheduler"], "--kubeconfig", c.kubeconfig, "--leader-elect=false",
@@ -364,6 +365,9 @@ func (c *Cluster) WriteKubeconfig(path, user, token string) error {
 // AddTokenUser is not possible after start (the token file is read once); tests use
 // ServiceAccount tokens instead.
 
+// UnreadyPattern matches images that run but never pass their readiness probe.
+const UnreadyPattern = `-unready$`
+
 // RegistryPattern is the regular expression of images the simulated registry holds.
 func RegistryPattern() (string, error) {
 	var reg struct {
@@ -386,6 +390,8 @@ func renderStages() ([]byte, error) {
 	jq, _ := json.Marshal(re)
 	out := strings.ReplaceAll(stagesTemplate, "REGISTRY_JQ", strings.ReplaceAll(string(jq), "'", "''"))
 	out = strings.ReplaceAll(out, "REGISTRY_RE", re)
+	unready, _ := json.Marshal(UnreadyPattern)
+	out = strings.ReplaceAll(out, "UNREADY_JQ", strings.ReplaceAll(string(unready), "'", "''"))
 	return []byte(out), nil
 }
 

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 )
 
@@ -143,15 +144,18 @@ func WaitRolloutComplete(ctx context.Context, cs kubernetes.Interface, namespace
 	return nil
 }
 
-// SetImage changes the template image of the first container.
+// SetImage changes the template image of the first container (retrying on conflicts with the
+// controller's status writes).
 func SetImage(ctx context.Context, cs kubernetes.Interface, namespace, name, image string) error {
-	set, err := cs.AppsV1().StatefulSets(namespace).Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		set, err := cs.AppsV1().StatefulSets(namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		set.Spec.Template.Spec.Containers[0].Image = image
+		_, err = cs.AppsV1().StatefulSets(namespace).Update(ctx, set, metav1.UpdateOptions{})
 		return err
-	}
-	set.Spec.Template.Spec.Containers[0].Image = image
-	_, err = cs.AppsV1().StatefulSets(namespace).Update(ctx, set, metav1.UpdateOptions{})
-	return err
+	})
 }
 
 // StuckRollout reproduces kubernetes#67250: a StatefulSet created with an image that does not
