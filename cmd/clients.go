@@ -101,8 +101,12 @@ func (t countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 
 func countRequests(next http.RoundTripper) http.RoundTripper { return countingTransport{next: next} }
 
-// diagnosisFlags are the thresholds of the diagnosis, the same on every command that diagnoses.
-type diagnosisFlags struct{ opts stuck.Options }
+// diagnosisFlags are the thresholds and controller assumptions of the diagnosis, the same on
+// every command that diagnoses.
+type diagnosisFlags struct {
+	opts         stuck.Options
+	featureGates string
+}
 
 func newDiagnosisFlags() *diagnosisFlags { return &diagnosisFlags{opts: stuck.DefaultOptions()} }
 
@@ -112,11 +116,18 @@ func (d *diagnosisFlags) AddFlags(c *cobra.Command) {
 		"Report a StatefulSet, or a pod past its grace period, still terminating after this long (an owner recreated meanwhile: at once)")
 	f.DurationVar(&d.opts.NotReadyAfter, "not-ready-threshold", d.opts.NotReadyAfter,
 		"Report a pod Running but not Ready (failing readiness probe) for longer than this as stuck at startup (0: never)")
+	f.StringVar(&d.featureGates, "feature-gates", "",
+		"Feature gates of the cluster's kube-controller-manager when they differ from its release's defaults, e.g. MaxUnavailableStatefulSet=false")
 }
 
 func (d *diagnosisFlags) Validate() error {
 	if d.opts.TerminatingAfter < 0 || d.opts.NotReadyAfter < 0 {
 		return errors.New("--terminating-threshold and --not-ready-threshold must not be negative")
 	}
+	gates, err := stuck.ParseFeatureGates(d.featureGates)
+	if err != nil {
+		return err
+	}
+	d.opts.FeatureGates = gates
 	return nil
 }

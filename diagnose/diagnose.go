@@ -23,7 +23,9 @@ func Report(snap *snapshot.Snapshot, opts stuck.Options) *apiv1.Report {
 	}
 	res := stuck.Diagnose(snap, opts)
 	findings := linkImageRemedies(append(res.Findings, resolver.Diagnose(snap, opts.CLI)...), opts.CLI)
-	return apiv1.NewReport(snap.OpenShift, markStuck(res.StatefulSets, findings), findings)
+	rep := apiv1.NewReport(snap.OpenShift, markStuck(res.StatefulSets, findings), findings)
+	rep.Server = &apiv1.ServerInfo{Version: snap.ServerVersion, Rules: res.Rules.Version, AssumedFeatureGates: res.Rules.Gates}
+	return rep
 }
 
 // Run gathers the scope (gather.Gather) and diagnoses it; gathering warnings go in the report.

@@ -96,6 +96,10 @@ func Gather(ctx context.Context, c Clients, scope Scope) (s *snapshot.Snapshot, 
 		return nil
 	})
 	g.Go(func() error {
+		s.ServerVersion = serverVersion(c)
+		return nil
+	})
+	g.Go(func() error {
 		nodes, nodeErr = list(gctx, "nodes", "", metav1.ListOptions{}, c.Kube.CoreV1().Nodes().List,
 			func(l *corev1.NodeList) []corev1.Node { return l.Items })
 		return nil
@@ -243,4 +247,14 @@ func firstLine(err error) string {
 func slimNode(n *corev1.Node) {
 	n.ManagedFields = nil
 	n.Status = corev1.NodeStatus{Conditions: n.Status.Conditions}
+}
+
+// serverVersion is the API server's gitVersion, "" when it cannot be read (a fake, or no
+// permission: then the newest controller rules apply).
+func serverVersion(c Clients) string {
+	info, err := c.Kube.Discovery().ServerVersion()
+	if err != nil || info == nil || info.Major == "0" {
+		return ""
+	}
+	return info.GitVersion
 }

@@ -41,9 +41,10 @@ type Live struct {
 	// nodes is nil when nodes cannot be listed.
 	nodes cache.GenericLister
 
-	ctx     context.Context
-	clients Clients
-	owners  ownerCache
+	ctx           context.Context
+	clients       Clients
+	owners        ownerCache
+	serverVersion string
 }
 
 // StartLive starts informers for the scope and waits for their caches to fill. They stop with ctx.
@@ -60,7 +61,7 @@ func StartLive(ctx context.Context, c Clients, scope Scope, onChange func(obj an
 	}
 	changed := make(chan struct{}, 1)
 	l := &Live{scope: scope, openShift: enabled, Changed: changed, namespaces: namespaces, ctx: ctx, clients: c,
-		owners: ownerCache{ttl: 10 * time.Second}}
+		owners: ownerCache{ttl: 10 * time.Second}, serverVersion: serverVersion(c)}
 	changedObj := func(obj any) {
 		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 			obj = d.Obj
@@ -280,6 +281,7 @@ func stripManagedFields(obj any) (any, error) {
 // fillNodesAndOwners adds the nodes from their cache and the owners of terminating StatefulSets
 // (looked up at most every 10 s each).
 func (l *Live) fillNodesAndOwners(s *snapshot.Snapshot) {
+	s.ServerVersion = l.serverVersion
 	if l.nodes != nil {
 		s.Nodes, s.NodesListed = fromLister[corev1.Node](l.nodes), true
 	}

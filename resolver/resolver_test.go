@@ -15,7 +15,7 @@ import (
 
 // TestScenarios runs every folder of testdata/resolver: one per rule of OpenShift's image lookup.
 func TestScenarios(t *testing.T) {
-	snapshottest.Run(t, "../testdata/resolver", func(s *snapshot.Snapshot) ([]apiv1.Finding, []apiv1.StatefulSetSummary) {
+	snapshottest.Run(t, "../testdata/resolver", func(s *snapshot.Snapshot, _ map[string]bool) ([]apiv1.Finding, []apiv1.StatefulSetSummary) {
 		return resolver.Diagnose(s, "oc"), nil
 	})
 }

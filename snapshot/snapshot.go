@@ -15,6 +15,9 @@ import (
 // Snapshot is every object a diagnosis needs, read at one moment. Diagnosis never calls the API.
 type Snapshot struct {
 	Now time.Time
+	// ServerVersion is the API server's gitVersion ("v1.35.3"); "" when unknown. The controller
+	// rules of that release apply (stuck.RulesFor).
+	ServerVersion string
 
 	StatefulSets []appsv1.StatefulSet
 	Pods         []corev1.Pod

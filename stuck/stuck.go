@@ -14,6 +14,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/kubectl/pkg/util/podutils"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/snapshot"
@@ -32,6 +34,8 @@ type Options struct {
 	// NotReadyAfter is how long a Running pod may stay not Ready (a failing readiness probe)
 	// before it counts as stuck at startup; 0 disables the rule.
 	NotReadyAfter time.Duration
+	// FeatureGates override the gate defaults of the server's release (--feature-gates).
+	FeatureGates map[string]bool
 }
 
 // DefaultOptions are the options of `stsdiag check`.
@@ -43,6 +47,8 @@ func DefaultOptions() Options {
 type Result struct {
 	StatefulSets []apiv1.StatefulSetSummary
 	Findings     []apiv1.Finding
+	// Rules are the controller rules applied (the server's release and the gates assumed).
+	Rules Rules
 }
 
 // Diagnose examines every StatefulSet in the snapshot's scope.
@@ -52,8 +58,13 @@ func Diagnose(s *snapshot.Snapshot, opts Options) Result {
 	}
 	ix := newIndex(s, opts.Settle)
 	ix.notReadyAfter = opts.NotReadyAfter
-	d := &diagnosis{ix: ix, opts: opts, snap: s}
-	var res Result
+	rules, err := RulesFor(s.ServerVersion, opts.FeatureGates)
+	if err != nil {
+		// A version that does not parse (a fork's naming): the newest rules, gates as asked.
+		rules, _ = RulesFor("", opts.FeatureGates)
+	}
+	d := &diagnosis{ix: ix, opts: opts, snap: s, rules: rules}
+	res := Result{Rules: rules}
 	for i := range s.StatefulSets {
 		set := &s.StatefulSets[i]
 		if !s.InScope(set.Namespace, set.Name) {
@@ -70,6 +81,7 @@ func Diagnose(s *snapshot.Snapshot, opts Options) Result {
 }
 
 type diagnosis struct {
+	rules    Rules
 	snap     *snapshot.Snapshot
 	ix       *index
 	opts     Options
@@ -80,6 +92,7 @@ func (d *diagnosis) add(f apiv1.Finding) { d.findings = append(d.findings, f) }
 
 // controllerView is the controller's view of one StatefulSet.
 type controllerView struct {
+	rules     Rules
 	set       *appsv1.StatefulSet
 	start     int
 	replicas  int
@@ -88,6 +101,7 @@ type controllerView struct {
 	current   string
 	// byIndex holds the live pods by ordinal-start; nil where none exists.
 	byIndex []*corev1.Pod
+	now     metav1.Time
 }
 
 func (r *controllerView) rollingUpdate() bool {
@@ -113,14 +127,54 @@ func (r *controllerView) replaces(i int) bool {
 	case appsv1.OnDeleteStatefulSetStrategyType:
 		return false
 	case recreateStrategy:
-		return true
+		// Without the gate the controller emits UnknownStrategy and changes nothing
+		// (stateful_set_control.go:577-581@v1.37.2); the object existing says it is on, unless
+		// --feature-gates says otherwise.
+		on, assumed := r.rules.Gates[GateRecreate]
+		return !assumed || on
 	}
-	if i < r.partition {
+	if i < r.partition || r.ordered() {
+		// OrderedReady waits for every pod to be Running and Ready before any update.
 		return false
 	}
-	// OrderedReady waits for every pod to be Running and Ready before any update; Parallel
-	// deletes off-revision pods from the highest ordinal down, whatever their state.
-	return !r.ordered()
+	if !r.rules.Gates[GateMaxUnavailable] || r.rules.ParallelTwoPhase {
+		// Classic path: Parallel deletes off-revision pods top-down whatever their state
+		// (stateful_set_control.go:742-768@v1.37.2); 1.37's maxUnavailable path deletes every
+		// unavailable off-revision pod first, whatever the budget (:881-895@v1.37.2).
+		return true
+	}
+	// 1.35.0-1.35.3 (or the gate turned on before 1.37): unavailable pods of any revision use
+	// up the budget and nothing is deleted (stateful_set_control.go:775@v1.35.3, kubernetes#137409).
+	return r.unavailable() < r.maxUnavailable()
+}
+
+// maxUnavailable is the rolling update's budget, scaled and rounded down, at least 1
+// (getStatefulSetMaxUnavailable, stateful_set_utils.go:610@v1.25.16).
+func (r *controllerView) maxUnavailable() int {
+	value := intstr.FromInt32(1)
+	if ru := r.set.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.MaxUnavailable != nil {
+		value = *ru.MaxUnavailable
+	}
+	n, err := intstr.GetScaledValueFromIntOrPercent(&value, r.replicas, false)
+	if err != nil || n < 1 {
+		return 1
+	}
+	return n
+}
+
+// unavailable counts the replicas the controller counts against the budget: missing,
+// terminating, not Running and Ready, and (from 1.34) not yet available for minReadySeconds.
+func (r *controllerView) unavailable() int {
+	n := 0
+	for _, pod := range r.byIndex {
+		switch {
+		case pod == nil || pod.DeletionTimestamp != nil || !isRunningAndReady(pod):
+			n++
+		case r.rules.AvailabilityHonoursMinReady && !podutils.IsPodAvailable(pod, r.set.Spec.MinReadySeconds, r.now):
+			n++
+		}
+	}
+	return n
 }
 
 func (d *diagnosis) statefulSet(set *appsv1.StatefulSet) {
@@ -128,7 +182,7 @@ func (d *diagnosis) statefulSet(set *appsv1.StatefulSet) {
 		d.terminating(set)
 		return
 	}
-	r := &controllerView{set: set, current: set.Status.CurrentRevision}
+	r := &controllerView{set: set, current: set.Status.CurrentRevision, rules: d.rules, now: metav1.NewTime(d.ix.now)}
 	r.update = d.ix.updateRevision(set)
 	if set.Spec.Ordinals != nil {
 		r.start = int(set.Spec.Ordinals.Start)
@@ -156,6 +210,11 @@ func (d *diagnosis) statefulSet(set *appsv1.StatefulSet) {
 			continue
 		}
 		p := d.ix.startupProblem(pod)
+		if p == nil && pod.Status.Phase == corev1.PodSucceeded && !d.rules.SucceededRecreated {
+			// Before 1.27 only Failed pods are recreated (stateful_set_control.go:377@v1.25.16).
+			p = &problem{kind: containerProblem, reason: "PodSucceeded",
+				message: fmt.Sprintf("its containers exited and the controller of Kubernetes %s never recreates a Succeeded pod", d.rules.Version)}
+		}
 		stale := podRevision(pod) != r.target(i)
 		switch {
 		case p == nil:
@@ -257,6 +316,13 @@ func (d *diagnosis) staleStuck(r *controllerView, i int, pod *corev1.Pod, p *pro
 		why = "with the OnDelete strategy the controller never replaces it"
 	case i < r.partition:
 		why = fmt.Sprintf("its ordinal is below the partition (%d), so the controller never replaces it", r.partition)
+	case r.set.Spec.UpdateStrategy.Type == recreateStrategy:
+		why = fmt.Sprintf("the controller (Kubernetes %s) ignores the Recreate strategy while %s is off (it records an UnknownStrategy event and changes nothing)", d.rules.Version, GateRecreate)
+	case !r.ordered():
+		why = fmt.Sprintf("the controller (Parallel, RollingUpdate, Kubernetes %s with %s on) counts %d unavailable pod(s) against maxUnavailable %d and deletes nothing, so the rollout never finishes (kubernetes#137409; Kubernetes v1.35.4 and v1.36 turn the gate off, v1.37 replaces such pods)",
+			d.rules.Version, GateMaxUnavailable, r.unavailable(), r.maxUnavailable())
+		f.Details["maxUnavailable"] = r.maxUnavailable()
+		f.Details["unavailablePods"] = r.unavailable()
 	default:
 		why = fmt.Sprintf("the controller (%s) waits for it to become Running and Ready and will never replace it (kubernetes#67250)", d.strategy(r))
 	}

@@ -11,8 +11,10 @@ import (
 
 // TestScenarios runs every folder of testdata/stuck.
 func TestScenarios(t *testing.T) {
-	snapshottest.Run(t, "../testdata/stuck", func(s *snapshot.Snapshot) ([]apiv1.Finding, []apiv1.StatefulSetSummary) {
-		res := stuck.Diagnose(s, stuck.DefaultOptions())
+	snapshottest.Run(t, "../testdata/stuck", func(s *snapshot.Snapshot, gates map[string]bool) ([]apiv1.Finding, []apiv1.StatefulSetSummary) {
+		opts := stuck.DefaultOptions()
+		opts.FeatureGates = gates
+		res := stuck.Diagnose(s, opts)
 		return res.Findings, res.StatefulSets
 	})
 }

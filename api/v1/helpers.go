@@ -125,6 +125,11 @@ func (r *Report) DeepCopyObject() runtime.Object {
 	c.StatefulSets = append([]StatefulSetSummary(nil), r.StatefulSets...)
 	c.Findings = copyFindings(r.Findings)
 	c.Warnings = append([]string(nil), r.Warnings...)
+	if r.Server != nil {
+		server := *r.Server
+		server.AssumedFeatureGates = maps.Clone(r.Server.AssumedFeatureGates)
+		c.Server = &server
+	}
 	return &c
 }
 

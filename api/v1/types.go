@@ -145,6 +145,19 @@ type Report struct {
 	Findings []Finding `json:"findings"`
 	// Warnings are problems gathering optional data (e.g. no permission to list ImageStreams).
 	Warnings []string `json:"warnings,omitempty"`
+	// Server is the release whose StatefulSet-controller rules the verdicts follow.
+	Server *ServerInfo `json:"server,omitempty"`
+}
+
+// ServerInfo says which controller rules were applied.
+type ServerInfo struct {
+	// Version is the API server's gitVersion ("" when unknown, then the newest rules modelled).
+	Version string `json:"version"`
+	// Rules is the release whose rules were applied, e.g. "v1.35.3".
+	Rules string `json:"rules"`
+	// AssumedFeatureGates are the gates the verdicts assume: the release's defaults, overridden
+	// by --feature-gates.
+	AssumedFeatureGates map[string]bool `json:"assumedFeatureGates"`
 }
 
 // Repair action kinds.

@@ -21,8 +21,12 @@ import (
 var Now = time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 
 // Expectation is expected.yaml. Every listed finding field must match (details are a subset);
-// the number of findings must match exactly.
+// the number of findings must match exactly. ServerVersion and FeatureGates say which
+// controller the scenario runs against (default: the newest release modelled).
 type Expectation struct {
+	ServerVersion string          `json:"serverVersion,omitempty"`
+	FeatureGates  map[string]bool `json:"featureGates,omitempty"`
+
 	StatefulSets []struct {
 		Name   string `json:"name"`
 		Status string `json:"status"`
@@ -30,8 +34,9 @@ type Expectation struct {
 	Findings []map[string]any `json:"findings"`
 }
 
-// Diagnosis turns a snapshot into findings and StatefulSet summaries.
-type Diagnosis func(*snapshot.Snapshot) ([]apiv1.Finding, []apiv1.StatefulSetSummary)
+// Diagnosis turns a snapshot into findings and StatefulSet summaries, with the feature gates
+// the scenario overrides.
+type Diagnosis func(snap *snapshot.Snapshot, gates map[string]bool) ([]apiv1.Finding, []apiv1.StatefulSetSummary)
 
 // Run runs every scenario folder under root (a folder holding objects.yaml and expected.yaml).
 func Run(t *testing.T, root string, diagnose Diagnosis) {
@@ -54,7 +59,10 @@ func Run(t *testing.T, root string, diagnose Diagnosis) {
 			if err := yaml.UnmarshalStrict(data, &want); err != nil {
 				t.Fatalf("expected.yaml: %v", err)
 			}
-			findings, sets := diagnose(snap)
+			if want.ServerVersion != "" {
+				snap.ServerVersion = want.ServerVersion
+			}
+			findings, sets := diagnose(snap, want.FeatureGates)
 			apiv1.SortFindings(findings)
 			got := toMaps(t, findings)
 			if len(got) != len(want.Findings) {
