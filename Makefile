@@ -5,7 +5,7 @@ GO ?= go
 BIN := bin/kubectl-stsdiag
 UNIT_PKGS = $$($(GO) list ./... | grep -v '/e2e$$')
 
-.PHONY: all build test unit e2e bench cluster-bins demo deploy-demo cluster fuzz vet fmt clean
+.PHONY: all build test unit e2e e2e-versions bench cluster-bins demo deploy-demo cluster fuzz vet fmt clean
 
 all: build
 
@@ -34,6 +34,17 @@ unit:
 
 e2e: cluster-bins
 	$(GO) test -count=1 -timeout 15m ./e2e/...
+
+## e2e-versions: the scenarios whose verdict depends on the controller's release, on the other
+## releases' real control planes (each built and cached on first use, ~9 min cold)
+OTHER_VERSIONS ?= v1.35.3 v1.33.13
+VERSION_TESTS ?= TestControllerVersion|TestStuckRollout
+e2e-versions:
+	@set -e; for v in $(OTHER_VERSIONS); do \
+		t0=$$SECONDS; K8S_VERSION=$$v ./e2e/cluster-bins.sh >/dev/null; t1=$$SECONDS; \
+		K8S_VERSION=$$v $(GO) test -count=1 -timeout 15m -run '$(VERSION_TESTS)' ./e2e/; \
+		echo "e2e-versions: $$v: cluster-bins $$((t1-t0))s, tests $$((SECONDS-t1))s"; \
+	done
 
 ## cluster-bins: build etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok (cached)
 cluster-bins:

@@ -38,12 +38,22 @@ import (
 
 // Versions of the components, matching e2e/cluster-bins.sh.
 const (
-	KubernetesVersion = "v1.37.2"
-	EtcdVersion       = "v3.7.0"
-	KwokVersion       = "v0.8.0"
+	// DefaultKubernetesVersion is the release of the default suite.
+	DefaultKubernetesVersion = "v1.37.2"
+	EtcdVersion              = "v3.7.0"
+	KwokVersion              = "v0.8.0"
 	// NodeName is the simulated node.
 	NodeName = "kwok-node-0"
 )
+
+// KubernetesVersion is the release of kube-apiserver, kube-controller-manager and
+// kube-scheduler: $K8S_VERSION (as for e2e/cluster-bins.sh), else the default.
+var KubernetesVersion = func() string {
+	if v := os.Getenv("K8S_VERSION"); v != "" {
+		return v
+	}
+	return DefaultKubernetesVersion
+}()
 
 //go:embed registry.yaml
 var registryYAML []byte
