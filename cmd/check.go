@@ -105,6 +105,9 @@ func (o *CheckOptions) Run(ctx context.Context) error {
 	if err := render.Report(o.Out, rep, o.PrintFlags, table); err != nil {
 		return withCode(ExitError, err)
 	}
+	if err := render.GitHubFromEnv(os.Getenv).Report(o.ErrOut, rep); err != nil {
+		fmt.Fprintf(o.ErrOut, "Warning: %s\n", err)
+	}
 	if o.failOn != "" && rep.Count(o.failOn) > 0 {
 		return withCode(ExitFindings, nil)
 	}

@@ -146,6 +146,9 @@ func (o *WaitOptions) finish(res *apiv1.WaitResult, start time.Time, failure err
 	if err == nil && o.JUnitFile != "" {
 		err = writeJUnitFile(o.JUnitFile, res, elapsed)
 	}
+	if gerr := render.GitHubFromEnv(os.Getenv).WaitResult(o.ErrOut, res); gerr != nil {
+		fmt.Fprintf(o.ErrOut, "Warning: %s\n", gerr)
+	}
 	switch {
 	case failure != nil:
 		return withCode(ExitError, failure)
