@@ -64,7 +64,11 @@ func NewFixCommand(configFlags *genericclioptions.ConfigFlags, streams genericio
      a pod that recovered or was replaced in between is never deleted;
   3. with --force-lost-node only: pods stuck terminating on a node that is gone or not Ready
      for longer than --terminating-threshold are force-deleted (grace period 0), as the
-     StatefulSet documentation describes — only once you know the node is down.
+     StatefulSet documentation describes — only once you know the node is down;
+  4. with --rollback only: a StatefulSet whose new template fails (CurrentRevisionFailing) is
+     rolled back to its current revision while pods of it are Ready (a JSON patch that tests
+     the UID, generation and images first), then its pods on the failing revision are deleted
+     as in 2. A set with no Ready earlier revision is left for you, with the reason.
 
 It never deletes a PersistentVolumeClaim or a StatefulSet, never scales, and never touches a pod
 whose current template is broken (CurrentRevisionFailing): it says what to change instead.
@@ -85,6 +89,7 @@ left unrepaired, skipped or refused; 2 could not evaluate; 3 --wait timed out.`,
 	f.Lookup("wait").NoOptDefVal = "5m"
 	f.StringVar(&o.OpenShift, "openshift", "auto", "Use the OpenShift image API: auto (if served), always or never")
 	f.BoolVar(&o.fix.ForceLostNode, "force-lost-node", false, "Also force-delete (grace period 0) pods stuck terminating on a node that is gone or not Ready for longer than --terminating-threshold")
+	f.BoolVar(&o.fix.Rollback, "rollback", false, "When the new template itself fails (CurrentRevisionFailing), roll spec.template back to the current revision while its pods are Ready, then delete the pods on the failing revision")
 	o.diagnosis.AddFlags(c)
 	return c
 }

@@ -3,6 +3,7 @@ package render
 import (
 	"fmt"
 	"io"
+	"strings"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 )
@@ -23,8 +24,30 @@ func DescribeAction(a apiv1.Action) string {
 			s += ": " + a.Message + "; only if a fresh diagnosis still says so"
 		}
 		return s
+	case apiv1.Rollback:
+		if a.Rollback == nil {
+			break
+		}
+		images := "no image changes"
+		if len(a.Rollback.Images) > 0 {
+			var parts []string
+			for _, c := range a.Rollback.Images {
+				parts = append(parts, fmt.Sprintf("container %q image %s → %s", c.Container, orNone(c.From), orNone(c.To)))
+			}
+			images = strings.Join(parts, ", ")
+		}
+		return fmt.Sprintf("roll back statefulset/%s -n %s from failing revision %s to revision %s (its pods are Ready): %s",
+			a.StatefulSet, a.Namespace, a.Rollback.FromRevision, a.Rollback.Revision, images)
 	}
 	return string(a.Action)
+}
+
+// orNone names an image a container does not have on one side of a rollback.
+func orNone(image string) string {
+	if image == "" {
+		return "(none)"
+	}
+	return image
 }
 
 // ActionLine is one applied action: its result, what it was and what happened.

@@ -70,6 +70,14 @@ func WriteJUnit(w io.Writer, res *apiv1.WaitResult, elapsed time.Duration) error
 				fmt.Fprintf(&text, "%s %s %s: %s\nremedy: %s\n", f.Severity, f.Code, f.Pod, f.Message, f.Remedy)
 			}
 			tc.Failure = &junitFailure{Message: strings.Join(codes, ", "), Type: apiv1.WaitStuck, Text: text.String()}
+		case rolledBack(res, s) != nil:
+			r := rolledBack(res, s)
+			msg := fmt.Sprintf("rolled back to revision %s: revision %s failed", r.Revision, r.FromRevision)
+			text := msg + "\n"
+			for _, c := range r.Images {
+				text += fmt.Sprintf("container %s: %s → %s\n", c.Container, c.From, c.To)
+			}
+			tc.Failure = &junitFailure{Message: msg, Type: apiv1.WaitRolledBack, Text: text + res.Message}
 		case res.Result == apiv1.WaitTimedOut && s.Status != apiv1.StatusComplete:
 			tc.Failure = &junitFailure{Message: res.Message, Type: apiv1.WaitTimedOut, Text: fmt.Sprintf("%d/%d ready, status %s", s.ReadyReplicas, s.Replicas, s.Status)}
 		}
@@ -92,3 +100,13 @@ func WriteJUnit(w io.Writer, res *apiv1.WaitResult, elapsed time.Duration) error
 }
 
 func key(namespace, name string) string { return namespace + "/" + name }
+
+// rolledBack is the rollback wait --fix --rollback made of a StatefulSet, if any: a failed deploy.
+func rolledBack(res *apiv1.WaitResult, s apiv1.StatefulSetSummary) *apiv1.RolledBack {
+	for i, r := range res.RolledBack {
+		if r.Namespace == s.Namespace && r.StatefulSet == s.Name {
+			return &res.RolledBack[i]
+		}
+	}
+	return nil
+}

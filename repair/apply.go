@@ -41,6 +41,8 @@ type Executor struct {
 	ObserveTimeout time.Duration
 	// Progress, if set, is told about each action as it completes.
 	Progress func(apiv1.Action)
+	// Rollback lets Repair plan rollbacks of failing update revisions (--rollback).
+	Rollback bool
 }
 
 // UnavailableError means the API could not be reached or answered unexpectedly: nothing more
@@ -62,8 +64,12 @@ func (e *Executor) Apply(ctx context.Context, actions []apiv1.Action) ([]apiv1.A
 	var deletes, later []apiv1.Action
 	for _, a := range actions {
 		switch {
-		case a.Action == apiv1.PatchImage:
-			done, generation, err := e.patch(ctx, &a)
+		case a.Action == apiv1.PatchImage || a.Action == apiv1.Rollback:
+			patch := e.patch
+			if a.Action == apiv1.Rollback {
+				patch = e.rollback
+			}
+			done, generation, err := patch(ctx, &a)
 			if err != nil {
 				return append(out, a), err
 			}

@@ -25,6 +25,9 @@ type Options struct {
 	DryRun string
 	// Progress, if set, is told about each action as it completes.
 	Progress func(apiv1.Action)
+	// Rollback also plans rollbacks of failing update revisions to an earlier revision whose
+	// pods are Ready (fix/wait/watch --rollback; see PlanRollbacks).
+	Rollback bool
 }
 
 // New returns the executor for the options: its fresh diagnoses gather the same scope again.
@@ -33,6 +36,7 @@ func New(o Options) *Executor {
 		Kube:     o.Clients.Kube,
 		DryRun:   o.DryRun,
 		Progress: o.Progress,
+		Rollback: o.Rollback,
 		Rediagnose: func(ctx context.Context) (*apiv1.Report, *snapshot.Snapshot, error) {
 			return diagnose.Run(ctx, o.Clients, o.Scope, o.Diagnosis)
 		},
@@ -42,7 +46,10 @@ func New(o Options) *Executor {
 // Repair plans the safe repairs of a diagnosis and applies those keep accepts (all when keep is
 // nil). It is what wait --fix and watch --fix do when a finding has held.
 func (e *Executor) Repair(ctx context.Context, rep *apiv1.Report, snap *snapshot.Snapshot, keep func(apiv1.Action) bool) ([]apiv1.Action, error) {
-	planned, _ := Plan(rep, snap)
+	planned, unrepaired := Plan(rep, snap)
+	if e.Rollback {
+		planned, _ = PlanRollbacks(rep, snap, planned, unrepaired)
+	}
 	var actions []apiv1.Action
 	for _, a := range planned {
 		if keep == nil || keep(a) {
@@ -84,6 +91,9 @@ func Fix(ctx context.Context, o FixOptions) (*apiv1.FixResult, error) {
 	}
 	result := apiv1.NewFixResult(o.DryRun)
 	result.Actions, result.Unrepaired = Plan(rep, snap)
+	if o.Rollback {
+		result.Actions, result.Unrepaired = PlanRollbacks(rep, snap, result.Actions, result.Unrepaired)
+	}
 	if o.ForceLostNode {
 		forced := PlanForceDeletes(rep)
 		result.Actions = append(result.Actions, forced...)

@@ -4,6 +4,8 @@
 package v1
 
 import (
+	"encoding/json"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -51,6 +53,7 @@ const (
 	ImageResolutionSkipped   = "ImageResolutionSkipped"
 	ImageTriggerInvalid      = "ImageTriggerInvalid"
 	ImageTriggerStale        = "ImageTriggerStale"
+	ServiceMissing           = "ServiceMissing"
 )
 
 // Finding is one reason a StatefulSet rollout will not finish, or a risk to it.
@@ -171,6 +174,10 @@ const (
 	// ForceDeletePod removes a pod stuck terminating on a lost node (grace period 0), only with
 	// fix --force-lost-node.
 	ForceDeletePod ActionKind = "ForceDeletePod"
+	// Rollback returns a StatefulSet's template to an earlier revision whose pods were Ready,
+	// when its update revision fails at startup; only with fix --rollback. The pods still on the
+	// failing revision are then deleted (DeletePod, proven again after the rollback).
+	Rollback ActionKind = "Rollback"
 )
 
 // Results of an action.
@@ -208,6 +215,37 @@ type Action struct {
 	// AfterPatch marks a pod that becomes an off-revision pod only once its StatefulSet is
 	// patched: it is deleted only if a fresh diagnosis after the patch proves it stuck.
 	AfterPatch bool `json:"-"`
+
+	// Rollback is what a Rollback action returns the template to (nil for other actions).
+	Rollback *RollbackTarget `json:"rollback,omitempty"`
+}
+
+// RollbackTarget is the revision a Rollback returns a StatefulSet's template to.
+type RollbackTarget struct {
+	// Revision is the ControllerRevision returned to (status.currentRevision, its pods Ready).
+	Revision string `json:"revision"`
+	// FromRevision is the failing update revision left.
+	FromRevision string `json:"fromRevision"`
+	// Images are the image changes, one per container whose image differs.
+	Images []ImageChange `json:"images,omitempty"`
+
+	// Template is the pod template written: the revision's own JSON, as the controller stored
+	// it (fields this client does not know included).
+	Template json.RawMessage `json:"-"`
+	// Generation is the StatefulSet's metadata.generation at diagnosis; the patch tests it.
+	Generation int64 `json:"-"`
+	// Tests are the current template's image fields as diagnosed; the patch tests each.
+	Tests []ImagePatch `json:"-"`
+}
+
+// ImageChange is one container image a Rollback changes.
+type ImageChange struct {
+	// Container is the container's name (init containers included).
+	Container string `json:"container"`
+	// From is the image of the failing template, To the image of the revision returned to
+	// (empty when the container does not exist on that side).
+	From string `json:"from,omitempty"`
+	To   string `json:"to,omitempty"`
 }
 
 // Rollout outcomes of fix --wait.
@@ -235,12 +273,15 @@ const (
 	WaitStuck    = "Stuck"
 	WaitTimedOut = "TimedOut"
 	WaitNotFound = "NotFound"
+	// WaitRolledBack: wait --fix --rollback returned a StatefulSet to an earlier revision and
+	// its rollout completed there. The deploy failed all the same (exit 1).
+	WaitRolledBack = "RolledBack"
 )
 
 // WaitResult is the document `wait -o json|yaml` prints (kind WaitResult).
 type WaitResult struct {
 	metav1.TypeMeta `json:",inline"`
-	// Result is Complete, Stuck, TimedOut or NotFound.
+	// Result is Complete, Stuck, TimedOut, NotFound or RolledBack.
 	Result string `json:"result"`
 	// Elapsed is how long wait ran.
 	Elapsed string `json:"elapsed"`
@@ -252,6 +293,19 @@ type WaitResult struct {
 	Findings []Finding `json:"findings"`
 	// Actions are the repairs made with --fix.
 	Actions []Action `json:"actions,omitempty"`
+	// RolledBack are the StatefulSets wait --fix --rollback returned to an earlier revision.
+	RolledBack []RolledBack `json:"rolledBack,omitempty"`
+}
+
+// RolledBack is one StatefulSet returned to an earlier revision by a Rollback.
+type RolledBack struct {
+	Namespace   string `json:"namespace"`
+	StatefulSet string `json:"statefulSet"`
+	// Revision returned to, and the failing revision left.
+	Revision     string `json:"revision"`
+	FromRevision string `json:"fromRevision"`
+	// Images changed by the rollback.
+	Images []ImageChange `json:"images,omitempty"`
 }
 
 // Version is the document `version -o json|yaml` prints (kind Version).
