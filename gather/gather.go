@@ -61,6 +61,8 @@ func Gather(ctx context.Context, c Clients, scope Scope) (s *snapshot.Snapshot, 
 		scErr          error
 		nodes          []corev1.Node
 		nodeErr        error
+		services       []corev1.Service
+		serviceErr     error
 		imageErr       error
 		eventErr       error
 	)
@@ -100,6 +102,12 @@ func Gather(ctx context.Context, c Clients, scope Scope) (s *snapshot.Snapshot, 
 		return nil
 	})
 	g.Go(func() error {
+		// The governing Services (spec.serviceName): optional, like StorageClasses.
+		services, serviceErr = list(gctx, "services", ns, metav1.ListOptions{}, c.Kube.CoreV1().Services(ns).List,
+			func(l *corev1.ServiceList) []corev1.Service { return l.Items })
+		return nil
+	})
+	g.Go(func() error {
 		nodes, nodeErr = list(gctx, "nodes", "", metav1.ListOptions{}, c.Kube.CoreV1().Nodes().List,
 			func(l *corev1.NodeList) []corev1.Node { return l.Items })
 		return nil
@@ -128,6 +136,11 @@ func Gather(ctx context.Context, c Clients, scope Scope) (s *snapshot.Snapshot, 
 	}
 	if scErr == nil {
 		s.StorageClasses, s.StorageClassesListed = storageClasses, true
+	}
+	if serviceErr == nil {
+		s.Services, s.ServicesListed = services, true
+	} else if namesService(s.StatefulSets) {
+		warnings = append(warnings, fmt.Sprintf("governing Service checks skipped: %v", firstLine(serviceErr)))
 	}
 	if nodeErr == nil {
 		for i := range nodes {
@@ -240,6 +253,17 @@ func firstLine(err error) string {
 		msg = msg[:i]
 	}
 	return msg
+}
+
+// namesService reports whether a StatefulSet names a governing Service (whose check needs the
+// Services).
+func namesService(sets []appsv1.StatefulSet) bool {
+	for i := range sets {
+		if sets[i].Spec.ServiceName != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // slimNode keeps what diagnosis reads of a Node (its name and conditions): a node's status lists

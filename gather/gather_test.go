@@ -57,7 +57,7 @@ func TestGatherListsOncePerResource(t *testing.T) {
 		}
 		got := verbs(kube.Actions())
 		want := map[string]int{"get/namespaces": 1, "list/statefulsets": 1, "list/pods": 1, "list/controllerrevisions": 1,
-			"list/persistentvolumeclaims": 1, "list/events": 1, "list/storageclasses": 1, "list/nodes": 1, "get/version": 1}
+			"list/persistentvolumeclaims": 1, "list/events": 1, "list/storageclasses": 1, "list/nodes": 1, "list/services": 1, "get/version": 1}
 		if fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Errorf("n=%d: requests %v, want %v", n, got, want)
 		}

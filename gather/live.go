@@ -40,6 +40,8 @@ type Live struct {
 	imageStreams   cache.GenericLister
 	// nodes is nil when nodes cannot be listed.
 	nodes cache.GenericLister
+	// services is nil when Services cannot be listed (then the governing Service is not judged).
+	services cache.GenericLister
 
 	ctx           context.Context
 	clients       Clients
@@ -141,6 +143,19 @@ func StartLive(ctx context.Context, c Clients, scope Scope, onChange func(obj an
 		nodeInformers.Start(ctx.Done())
 		nodeInformers.WaitForCacheSync(ctx.Done())
 	}
+	// Services are optional too: probe the permission with one item (a forbidden informer would
+	// retry forever); the governing-Service check is skipped without them.
+	_, serviceErr := c.Kube.CoreV1().Services(scope.Namespace).List(ctx, metav1.ListOptions{Limit: 1})
+	if serviceErr == nil {
+		serviceInformers := informers.NewSharedInformerFactoryWithOptions(c.Kube, 0, informers.WithNamespace(scope.Namespace), strip)
+		informer := serviceInformers.Core().V1().Services().Informer()
+		if _, err := informer.AddEventHandler(notify); err != nil {
+			return nil, nil, err
+		}
+		l.services = cache.NewGenericLister(informer.GetIndexer(), corev1.Resource("services"))
+		serviceInformers.Start(ctx.Done())
+		serviceInformers.WaitForCacheSync(ctx.Done())
+	}
 	if classes, err := list(ctx, "storageclasses", "", metav1.ListOptions{}, c.Kube.StorageV1().StorageClasses().List,
 		func(l *storagev1.StorageClassList) []storagev1.StorageClass { return l.Items }); err == nil {
 		l.storageClasses, l.classesListed = classes, true
@@ -154,6 +169,9 @@ func StartLive(ctx context.Context, c Clients, scope Scope, onChange func(obj an
 		if !ok {
 			return nil, nil, fmt.Errorf("informer for %v did not sync: %w", typ, context.Cause(ctx))
 		}
+	}
+	if serviceErr != nil && namesService(fromLister[appsv1.StatefulSet](l.sets)) {
+		warns = append(warns, fmt.Sprintf("governing Service checks skipped: cannot list services: %v", firstLine(serviceErr)))
 	}
 	return l, warns, nil
 }
@@ -172,6 +190,9 @@ func (l *Live) Snapshot() (*snapshot.Snapshot, error) {
 	s.Events = fromLister[corev1.Event](l.events)
 	if l.imageStreams != nil {
 		s.ImageStreams = fromLister[imagev1.ImageStream](l.imageStreams)
+	}
+	if l.services != nil {
+		s.Services, s.ServicesListed = fromLister[corev1.Service](l.services), true
 	}
 	l.fillNodesAndOwners(s)
 	if err := selectStatefulSets(s, l.scope); err != nil {
@@ -196,6 +217,9 @@ func (l *Live) SnapshotOf(namespace string, names ...string) *snapshot.Snapshot 
 	s.Events = fromNamespace[corev1.Event](l.events, namespace)
 	if l.imageStreams != nil {
 		s.ImageStreams = fromNamespace[imagev1.ImageStream](l.imageStreams, namespace)
+	}
+	if l.services != nil {
+		s.Services, s.ServicesListed = fromNamespace[corev1.Service](l.services, namespace), true
 	}
 	for _, name := range names {
 		s.Selected[snapshot.Key(namespace, name)] = true

@@ -144,6 +144,9 @@ func (s *Snapshot) add(obj runtime.Object) error {
 	case *corev1.Node:
 		s.Nodes = append(s.Nodes, *o)
 		s.NodesListed = true
+	case *corev1.Service:
+		s.Services = append(s.Services, *o)
+		s.ServicesListed = true
 	case *storagev1.StorageClass:
 		s.StorageClasses = append(s.StorageClasses, *o)
 		s.StorageClassesListed = true

@@ -38,6 +38,12 @@ type Snapshot struct {
 	Nodes       []corev1.Node
 	NodesListed bool
 
+	// Services are the Services of the namespaces read (the governing Service of a StatefulSet,
+	// spec.serviceName); ServicesListed is false when they could not be read (then the Service
+	// is not judged).
+	Services       []corev1.Service
+	ServicesListed bool
+
 	// Owners are the controller owners of terminating StatefulSets as the API knows them now,
 	// looked up by kind and name (a LeaderWorkerSet deleted and recreated under the same name
 	// has another UID). An owner that was not looked up is absent.

@@ -72,6 +72,7 @@ func Diagnose(s *snapshot.Snapshot, opts Options) Result {
 		}
 		before := len(d.findings)
 		d.statefulSet(set)
+		d.governingService(set)
 		res.StatefulSets = append(res.StatefulSets, summarize(set, d.findings[before:]))
 	}
 	d.orphans(s)

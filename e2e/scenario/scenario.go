@@ -68,14 +68,15 @@ func Volumes(ctx context.Context, cs kubernetes.Interface, namespace string, n i
 }
 
 // StatefulSet is a web StatefulSet: a headless-service-less set with a PVC template when withClaims.
+// It names no governing Service (spec.serviceName is optional), so no ServiceMissing finding
+// joins the ones a scenario is about (e2e/service_test.go sets one).
 func StatefulSet(namespace, name, image string, replicas int32, withClaims bool) *appsv1.StatefulSet {
 	labels := map[string]string{"app": name}
 	set := &appsv1.StatefulSet{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: labels},
 		Spec: appsv1.StatefulSetSpec{
-			Replicas:    ptr.To(replicas),
-			ServiceName: name,
-			Selector:    &metav1.LabelSelector{MatchLabels: labels},
+			Replicas: ptr.To(replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
 				Spec: corev1.PodSpec{

@@ -68,7 +68,7 @@ func Generate(sets, replicas, namespaces int) *Cluster {
 		set := appsv1.StatefulSet{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, UID: uid, Labels: labels, Generation: 1},
 			Spec: appsv1.StatefulSetSpec{
-				Replicas: ptr.To(int32(replicas)), ServiceName: name, Selector: &metav1.LabelSelector{MatchLabels: labels},
+				Replicas: ptr.To(int32(replicas)), Selector: &metav1.LabelSelector{MatchLabels: labels},
 				UpdateStrategy: appsv1.StatefulSetUpdateStrategy{Type: appsv1.RollingUpdateStatefulSetStrategyType,
 					RollingUpdate: &appsv1.RollingUpdateStatefulSetStrategy{Partition: ptr.To[int32](0)}},
 				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
