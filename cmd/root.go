@@ -24,6 +24,9 @@ const (
 	ExitFindings = 1
 	ExitError    = 2
 	ExitTimeout  = 3
+	// ExitInterrupted: a signal (SIGINT, SIGTERM) stopped wait before a verdict (128+SIGINT,
+	// as shells report an interrupted command).
+	ExitInterrupted = 130
 )
 
 // exitError carries an exit code up to Main.

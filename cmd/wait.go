@@ -31,6 +31,7 @@ type WaitOptions struct {
 	Timeout    time.Duration
 	StuckGrace time.Duration
 	Fix        bool
+	Rollback   bool
 	OpenShift  string
 	diagnosis  *diagnosisFlags
 
@@ -63,7 +64,8 @@ stops and reports it with its remedy and the pod's last events — unless --fix 
 applies fix's safe repairs once and keeps waiting.
 
 Exit codes: 0 complete; 1 stuck (findings held for the grace); 2 could not evaluate, StatefulSet
-not found or deleted while waiting; 3 --timeout passed while still progressing.`,
+not found or deleted while waiting; 3 --timeout passed while still progressing; 130 interrupted
+by a signal (SIGINT, SIGTERM).`,
 		Example: waitExample,
 		RunE:    runE(o),
 	}
@@ -74,6 +76,7 @@ not found or deleted while waiting; 3 --timeout passed while still progressing.`
 	f.DurationVar(&o.Timeout, "timeout", 10*time.Minute, "Give up (exit 3) after this long")
 	f.DurationVar(&o.StuckGrace, "stuck-grace", 30*time.Second, "How long a finding must hold before the rollout counts as stuck")
 	f.BoolVar(&o.Fix, "fix", false, "Apply fix's safe repairs once when stuck, then keep waiting")
+	f.BoolVar(&o.Rollback, "rollback", false, "With --fix: roll a failing new template back to the earlier revision whose pods are Ready (the deploy still fails: exit 1, result RolledBack)")
 	f.StringVar(&o.OpenShift, "openshift", "auto", "Use the OpenShift image API: auto (if served), always or never")
 	o.diagnosis.AddFlags(c)
 	return c
@@ -100,6 +103,9 @@ func (o *WaitOptions) Validate() error {
 	if o.Timeout <= 0 || o.StuckGrace < 0 {
 		return errors.New("--timeout must be positive and --stuck-grace not negative")
 	}
+	if o.Rollback && !o.Fix {
+		return errors.New("--rollback needs --fix")
+	}
 	return parseScopeFlags(&o.scope, o.OpenShift, o.Selector)
 }
 
@@ -121,7 +127,7 @@ func (o *WaitOptions) Run(ctx context.Context) error {
 	}
 	opts := gate.Options{StuckGrace: o.StuckGrace, Log: o.ErrOut, Diagnosis: o.diagnosis.opts}
 	if o.Fix {
-		exec := repair.New(repair.Options{Clients: c, Scope: o.scope, Diagnosis: opts.Diagnosis, DryRun: repair.DryRunNone,
+		exec := repair.New(repair.Options{Clients: c, Scope: o.scope, Diagnosis: opts.Diagnosis, DryRun: repair.DryRunNone, Rollback: o.Rollback,
 			Progress: func(a apiv1.Action) { fmt.Fprintln(o.ErrOut, render.ActionLine(a)) }})
 		opts.Repair = func(ctx context.Context, rep *apiv1.Report, snap *snapshot.Snapshot) ([]apiv1.Action, error) {
 			actions, err := exec.Repair(ctx, rep, snap, nil)
@@ -135,6 +141,7 @@ func (o *WaitOptions) Run(ctx context.Context) error {
 	if res.Result == apiv1.WaitTimedOut {
 		res.Message = fmt.Sprintf("timed out after %s while the rollout was still progressing", o.Timeout)
 	}
+	repair.RollbackVerdict(res)
 	return o.finish(res, start, err)
 }
 
@@ -156,10 +163,12 @@ func (o *WaitOptions) finish(res *apiv1.WaitResult, start time.Time, failure err
 		return withCode(ExitError, err)
 	case res.Result == apiv1.WaitNotFound:
 		return withCode(ExitError, errors.New(res.Message))
-	case res.Result == apiv1.WaitStuck:
+	case res.Result == apiv1.WaitStuck || res.Result == apiv1.WaitRolledBack:
 		return withCode(ExitFindings, nil)
 	case res.Result == apiv1.WaitTimedOut:
 		return withCode(ExitTimeout, nil)
+	case res.Result == apiv1.WaitInterrupted:
+		return withCode(ExitInterrupted, nil)
 	}
 	return nil
 }

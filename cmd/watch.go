@@ -22,6 +22,7 @@ type WatchOptions struct {
 
 	AllNamespaces     bool
 	Fix               bool
+	Rollback          bool
 	MinStuck          time.Duration
 	MaxRepairsPerHour int
 	MetricsAddr       string
@@ -29,6 +30,7 @@ type WatchOptions struct {
 	LeaseNamespace    string
 	LeaseName         string
 	OpenShift         string
+	NoConditions      bool
 	diagnosis         *diagnosisFlags
 
 	scope gather.Scope
@@ -48,7 +50,10 @@ func NewWatchCommand(configFlags *genericclioptions.ConfigFlags, streams generic
 		Short: "Diagnose continuously (in-cluster service): Events, metrics and opt-in repairs",
 		Long: `watch runs check continuously from shared informers: after the initial sync it makes no
 periodic LISTs and re-diagnoses only the StatefulSets an event touched. Each new finding becomes
-a Kubernetes Event on its StatefulSet (reason = the finding's code) and a metric.
+a Kubernetes Event on its StatefulSet (reason = the finding's code) and a metric. An error finding
+that held for --min-stuck also sets the kstatus condition Stalled=True (reason = the code) on
+the StatefulSet's status, which Flux, Helm, kpt and Argo CD (deploy/argocd) read; it turns False
+once no error finding is left (--no-conditions: never).
 
 With --fix it repairs findings that held for --min-stuck through the same code path as fix (the
 same preconditions and never-delete rules), at most --max-repairs-per-hour per namespace, and
@@ -61,6 +66,7 @@ cleanly on SIGTERM.`,
 	f := c.Flags()
 	f.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "Watch StatefulSets in all namespaces")
 	f.BoolVar(&o.Fix, "fix", false, "Repair findings that held for --min-stuck")
+	f.BoolVar(&o.Rollback, "rollback", false, "With --fix: roll a failing new template (CurrentRevisionFailing) back to the earlier revision whose pods are Ready")
 	f.DurationVar(&o.MinStuck, "min-stuck", 2*time.Minute, "How long a finding must hold before it is repaired")
 	f.IntVar(&o.MaxRepairsPerHour, "max-repairs-per-hour", 10, "Repair actions allowed per namespace and hour (0: unbounded)")
 	f.StringVar(&o.MetricsAddr, "metrics-addr", ":8080", "Address of /metrics, /healthz and /readyz (empty: none)")
@@ -68,6 +74,7 @@ cleanly on SIGTERM.`,
 	f.StringVar(&o.LeaseNamespace, "leader-elect-namespace", "", "Namespace of the Lease (default: $POD_NAMESPACE, else the current namespace)")
 	f.StringVar(&o.LeaseName, "leader-elect-name", "stsdiag-watch", "Name of the Lease")
 	f.StringVar(&o.OpenShift, "openshift", "auto", "Use the OpenShift image API: auto (if served), always or never")
+	f.BoolVar(&o.NoConditions, "no-conditions", false, "Do not set the kstatus Stalled condition on StatefulSets whose error finding held for --min-stuck")
 	o.diagnosis.AddFlags(c)
 	return c
 }
@@ -100,6 +107,9 @@ func (o *WatchOptions) Validate() error {
 	if o.MinStuck < 0 || o.MaxRepairsPerHour < 0 {
 		return errors.New("--min-stuck and --max-repairs-per-hour must not be negative")
 	}
+	if o.Rollback && !o.Fix {
+		return errors.New("--rollback needs --fix")
+	}
 	return parseScopeFlags(&o.scope, o.OpenShift, "")
 }
 
@@ -112,8 +122,8 @@ func (o *WatchOptions) Run(ctx context.Context) error {
 	identity, _ := os.Hostname()
 	err = monitor.Serve(ctx, monitor.ServeOptions{
 		Clients: c, Scope: o.scope,
-		Monitor: monitor.Options{Fix: o.Fix, MinStuck: o.MinStuck, MaxRepairsPerHour: o.MaxRepairsPerHour, Log: o.ErrOut,
-			Diagnosis: o.diagnosis.opts},
+		Monitor: monitor.Options{Fix: o.Fix, Rollback: o.Rollback, MinStuck: o.MinStuck, MaxRepairsPerHour: o.MaxRepairsPerHour, Log: o.ErrOut,
+			Diagnosis: o.diagnosis.opts, NoConditions: o.NoConditions},
 		MetricsAddr: o.MetricsAddr,
 		LeaderElect: o.LeaderElect, LeaseNamespace: o.LeaseNamespace, LeaseName: o.LeaseName,
 		Identity: fmt.Sprintf("%s_%d", identity, os.Getpid()),

@@ -24,6 +24,7 @@ func Report(snap *snapshot.Snapshot, opts stuck.Options) *apiv1.Report {
 	res := stuck.Diagnose(snap, opts)
 	findings := linkImageRemedies(append(res.Findings, resolver.Diagnose(snap, opts.CLI)...), opts.CLI)
 	rep := apiv1.NewReport(snap.OpenShift, markStuck(res.StatefulSets, findings), findings)
+	rep.RecheckAt = res.RecheckAt
 	rep.Server = &apiv1.ServerInfo{Version: snap.ServerVersion, Rules: res.Rules.Version, AssumedFeatureGates: res.Rules.Gates}
 	return rep
 }

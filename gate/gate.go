@@ -14,6 +14,7 @@ import (
 	"github.com/stsdiag/stsdiag/stuck"
 
 	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/utils/clock"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/diagnose"
@@ -30,14 +31,28 @@ type Options struct {
 	Repair func(ctx context.Context, rep *apiv1.Report, snap *snapshot.Snapshot) ([]apiv1.Action, error)
 	// Log receives one line per change.
 	Log io.Writer
+	// Clock measures the grace and wakes the gate when a finding matures (real time if nil).
+	Clock clock.Clock
 }
 
-// Run follows the StatefulSets in the live scope until their rollouts complete (Complete),
-// a blocking finding holds for the grace (Stuck), ctx ends (TimedOut), or one is missing or
-// deleted (NotFound). The error is set when a repair could not be evaluated.
-func Run(ctx context.Context, live *gather.Live, opts Options) (*apiv1.WaitResult, error) {
+// Source is what the gate follows: snapshots of the scope and a signal when something in it
+// changed (gather.Live).
+type Source interface {
+	Snapshot() (*snapshot.Snapshot, error)
+	Changes() <-chan struct{}
+}
+
+// Run follows the StatefulSets of the source until their rollouts complete (Complete), a
+// blocking finding holds for the grace (Stuck), ctx's deadline passes (TimedOut), ctx is
+// cancelled otherwise, e.g. by a signal (Interrupted), or one is missing or deleted (NotFound).
+// It diagnoses again on every change and when a finding or a time-based rule matures. The
+// error is set when a repair could not be evaluated.
+func Run(ctx context.Context, live Source, opts Options) (*apiv1.WaitResult, error) {
 	if opts.Log == nil {
 		opts.Log = io.Discard
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
 	}
 	firstSeen := map[string]time.Time{}
 	lastLine := map[string]string{}
@@ -65,7 +80,7 @@ func Run(ctx context.Context, live *gather.Live, opts Options) (*apiv1.WaitResul
 			return result(apiv1.WaitNotFound, "no StatefulSet matches the selector"), nil
 		}
 		rep = diagnose.Report(snap, opts.Diagnosis)
-		now := time.Now()
+		now := opts.Clock.Now()
 		complete := progress(snap, lastLine, opts.Log)
 		current := map[string]bool{}
 		var expired []apiv1.Finding
@@ -109,15 +124,23 @@ func Run(ctx context.Context, live *gather.Live, opts Options) (*apiv1.WaitResul
 		case complete && len(current) == 0:
 			return result(apiv1.WaitComplete, "rollout complete"), nil
 		}
+		if !rep.RecheckAt.IsZero() {
+			if left := rep.RecheckAt.Sub(now); nextExpiry < 0 || left < nextExpiry {
+				nextExpiry = max(left, 0)
+			}
+		}
 		var timer <-chan time.Time
 		if nextExpiry >= 0 {
-			timer = time.After(nextExpiry + 10*time.Millisecond)
+			timer = opts.Clock.After(nextExpiry + 10*time.Millisecond)
 		}
 		select {
-		case <-live.Changed:
+		case <-live.Changes():
 		case <-timer:
 		case <-ctx.Done():
-			return result(apiv1.WaitTimedOut, "timed out while the rollout was still progressing"), nil
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return result(apiv1.WaitTimedOut, "timed out while the rollout was still progressing"), nil
+			}
+			return result(apiv1.WaitInterrupted, "interrupted while the rollout was still progressing"), nil
 		}
 	}
 }

@@ -29,9 +29,10 @@ type Live struct {
 	// Changed receives a value (coalesced) whenever an object in scope changes.
 	Changed <-chan struct{}
 
-	namespaces     []corev1.Namespace
-	storageClasses []storagev1.StorageClass
-	classesListed  bool
+	namespaces []corev1.Namespace
+	// allNamespaces (-A on OpenShift) and classes are nil when they cannot be listed.
+	allNamespaces cache.GenericLister
+	classes       cache.GenericLister
 	sets           cache.GenericLister
 	pods           cache.GenericLister
 	revisions      cache.GenericLister
@@ -82,7 +83,34 @@ func StartLive(ctx context.Context, c Clients, scope Scope, onChange func(obj an
 	factory := informers.NewSharedInformerFactoryWithOptions(c.Kube, 0, informers.WithNamespace(scope.Namespace), strip)
 	warnings := informers.NewSharedInformerFactoryWithOptions(c.Kube, 0, informers.WithNamespace(scope.Namespace), strip,
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = "type=" + corev1.EventTypeWarning }))
-	for _, inf := range []struct {
+	// Probe each permission with a one-item LIST first, as Gather's LISTs would fail: an informer
+	// that is forbidden retries forever and never syncs. The same kinds are required (an error)
+	// or optional (a warning, once) as in Gather.
+	ns := scope.Namespace
+	for _, p := range []struct {
+		resource string
+		list     func(context.Context, metav1.ListOptions) error
+	}{
+		{"statefulsets", func(ctx context.Context, o metav1.ListOptions) error {
+			_, err := c.Kube.AppsV1().StatefulSets(ns).List(ctx, o)
+			return err
+		}},
+		{"pods", func(ctx context.Context, o metav1.ListOptions) error { _, err := c.Kube.CoreV1().Pods(ns).List(ctx, o); return err }},
+		{"controllerrevisions", func(ctx context.Context, o metav1.ListOptions) error {
+			_, err := c.Kube.AppsV1().ControllerRevisions(ns).List(ctx, o)
+			return err
+		}},
+		{"persistentvolumeclaims", func(ctx context.Context, o metav1.ListOptions) error {
+			_, err := c.Kube.CoreV1().PersistentVolumeClaims(ns).List(ctx, o)
+			return err
+		}},
+	} {
+		if err := p.list(ctx, metav1.ListOptions{Limit: 1}); err != nil {
+			return nil, nil, fmt.Errorf("listing %s in %s: %w", p.resource, where(ns), err)
+		}
+	}
+	var warns []string
+	informersOf := []struct {
 		informer cache.SharedIndexInformer
 		lister   *cache.GenericLister
 		resource string
@@ -91,16 +119,45 @@ func StartLive(ctx context.Context, c Clients, scope Scope, onChange func(obj an
 		{factory.Core().V1().Pods().Informer(), &l.pods, "pods"},
 		{factory.Apps().V1().ControllerRevisions().Informer(), &l.revisions, "controllerrevisions"},
 		{factory.Core().V1().PersistentVolumeClaims().Informer(), &l.pvcs, "persistentvolumeclaims"},
-		{warnings.Core().V1().Events().Informer(), &l.events, "events"},
-	} {
+	}
+	if _, err := c.Kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{Limit: 1, FieldSelector: "type=" + corev1.EventTypeWarning}); err != nil {
+		warns = append(warns, fmt.Sprintf("findings carry no pod events: listing events in %s: %v", where(ns), firstLine(err)))
+	} else {
+		informersOf = append(informersOf, struct {
+			informer cache.SharedIndexInformer
+			lister   *cache.GenericLister
+			resource string
+		}{warnings.Core().V1().Events().Informer(), &l.events, "events"})
+	}
+	for _, inf := range informersOf {
 		if _, err := inf.informer.AddEventHandler(notify); err != nil {
 			return nil, nil, err
 		}
 		*inf.lister = cache.NewGenericLister(inf.informer.GetIndexer(), appsv1.Resource(inf.resource))
 	}
+	// Cluster-scoped kinds read as in Gather: StorageClasses (claims' reasons) and, with -A on
+	// OpenShift, Namespaces (run levels of image lookup).
+	clusterWide := informers.NewSharedInformerFactoryWithOptions(c.Kube, 0, strip)
+	if _, err := c.Kube.StorageV1().StorageClasses().List(ctx, metav1.ListOptions{Limit: 1}); err == nil {
+		informer := clusterWide.Storage().V1().StorageClasses().Informer()
+		if _, err := informer.AddEventHandler(notify); err != nil {
+			return nil, nil, err
+		}
+		l.classes = cache.NewGenericLister(informer.GetIndexer(), storagev1.Resource("storageclasses"))
+	}
+	if ns == "" && enabled {
+		if _, err := c.Kube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{Limit: 1}); err == nil {
+			informer := clusterWide.Core().V1().Namespaces().Informer()
+			if _, err := informer.AddEventHandler(notify); err != nil {
+				return nil, nil, err
+			}
+			l.allNamespaces = cache.NewGenericLister(informer.GetIndexer(), corev1.Resource("namespaces"))
+		}
+	}
 	factory.Start(ctx.Done())
 	warnings.Start(ctx.Done())
-	var warns []string
+	clusterWide.Start(ctx.Done())
+	clusterWide.WaitForCacheSync(ctx.Done())
 	if enabled && c.Image != nil {
 		// A forbidden informer would retry forever: probe the permission with one item first.
 		if _, err := c.Image.ImageV1().ImageStreams(scope.Namespace).List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
@@ -156,10 +213,6 @@ func StartLive(ctx context.Context, c Clients, scope Scope, onChange func(obj an
 		serviceInformers.Start(ctx.Done())
 		serviceInformers.WaitForCacheSync(ctx.Done())
 	}
-	if classes, err := list(ctx, "storageclasses", "", metav1.ListOptions{}, c.Kube.StorageV1().StorageClasses().List,
-		func(l *storagev1.StorageClassList) []storagev1.StorageClass { return l.Items }); err == nil {
-		l.storageClasses, l.classesListed = classes, true
-	}
 	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
 		if !ok {
 			return nil, nil, fmt.Errorf("informer for %v did not sync: %w", typ, context.Cause(ctx))
@@ -176,13 +229,19 @@ func StartLive(ctx context.Context, c Clients, scope Scope, onChange func(obj an
 	return l, warns, nil
 }
 
+// Changes receives a value (coalesced) whenever an object in scope changes.
+func (l *Live) Changes() <-chan struct{} { return l.Changed }
+
 // OpenShift reports whether the image API is in use.
 func (l *Live) OpenShift() bool { return l.openShift }
 
 // Snapshot builds a snapshot of the caches. It fails with NotFoundError when a StatefulSet
 // named in the scope no longer exists.
 func (l *Live) Snapshot() (*snapshot.Snapshot, error) {
-	s := &snapshot.Snapshot{Now: time.Now(), OpenShift: l.openShift, Namespaces: l.namespaces, StorageClasses: l.storageClasses, StorageClassesListed: l.classesListed}
+	s := &snapshot.Snapshot{Now: time.Now(), OpenShift: l.openShift, Namespaces: l.namespaces}
+	if l.allNamespaces != nil {
+		s.Namespaces = fromLister[corev1.Namespace](l.allNamespaces)
+	}
 	s.StatefulSets = fromLister[appsv1.StatefulSet](l.sets)
 	s.Pods = fromLister[corev1.Pod](l.pods)
 	s.Revisions = fromLister[appsv1.ControllerRevision](l.revisions)
@@ -204,7 +263,14 @@ func (l *Live) Snapshot() (*snapshot.Snapshot, error) {
 // SnapshotOf builds a snapshot of one namespace from the caches, with only the named
 // StatefulSets in scope (all of the namespace's StatefulSets stay in it, for orphan detection).
 func (l *Live) SnapshotOf(namespace string, names ...string) *snapshot.Snapshot {
-	s := &snapshot.Snapshot{Now: time.Now(), OpenShift: l.openShift, StorageClasses: l.storageClasses, StorageClassesListed: l.classesListed, Selected: map[string]bool{}}
+	s := &snapshot.Snapshot{Now: time.Now(), OpenShift: l.openShift, Selected: map[string]bool{}}
+	if l.allNamespaces != nil {
+		if obj, err := l.allNamespaces.Get(namespace); err == nil {
+			if n, ok := obj.(*corev1.Namespace); ok {
+				s.Namespaces = []corev1.Namespace{*n}
+			}
+		}
+	}
 	for _, ns := range l.namespaces {
 		if ns.Name == namespace {
 			s.Namespaces = []corev1.Namespace{ns}
@@ -263,6 +329,9 @@ func (l *Live) PodController(namespace, name string) (string, bool) {
 }
 
 func fromNamespace[T any](lister cache.GenericLister, namespace string) []T {
+	if lister == nil {
+		return nil
+	}
 	objs, err := lister.ByNamespace(namespace).List(labels.Everything())
 	if err != nil {
 		return nil
@@ -271,6 +340,9 @@ func fromNamespace[T any](lister cache.GenericLister, namespace string) []T {
 }
 
 func fromLister[T any](lister cache.GenericLister) []T {
+	if lister == nil {
+		return nil
+	}
 	objs, err := lister.List(labels.Everything())
 	if err != nil {
 		return nil
@@ -305,6 +377,9 @@ func stripManagedFields(obj any) (any, error) {
 // fillNodesAndOwners adds the nodes from their cache and the owners of terminating StatefulSets
 // (looked up at most every 10 s each).
 func (l *Live) fillNodesAndOwners(s *snapshot.Snapshot) {
+	if l.classes != nil {
+		s.StorageClasses, s.StorageClassesListed = fromLister[storagev1.StorageClass](l.classes), true
+	}
 	s.ServerVersion = l.serverVersion
 	if l.nodes != nil {
 		s.Nodes, s.NodesListed = fromLister[corev1.Node](l.nodes), true
@@ -331,4 +406,11 @@ func readyStatus(n *corev1.Node) corev1.ConditionStatus {
 		}
 	}
 	return ""
+}
+
+func where(namespace string) string {
+	if namespace == "" {
+		return "all namespaces"
+	}
+	return fmt.Sprintf("namespace %q", namespace)
 }

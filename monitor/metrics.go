@@ -1,13 +1,16 @@
 package monitor
 
 import (
+	"sync"
+
 	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Metrics are the Prometheus metrics of the monitor, all prefixed stsdiag_.
 type Metrics struct {
-	Registry      *prometheus.Registry
-	Findings      *prometheus.GaugeVec
+	Registry *prometheus.Registry
+	// findings is stsdiag_findings, computed from the running monitor at scrape time.
+	findings      *findingsCollector
 	FindingsTotal *prometheus.CounterVec
 	Repairs       *prometheus.CounterVec
 	Latency       prometheus.Histogram
@@ -17,9 +20,8 @@ type Metrics struct {
 func NewMetrics() *Metrics {
 	m := &Metrics{
 		Registry: prometheus.NewRegistry(),
-		Findings: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "stsdiag_findings", Help: "Findings present now, by code and namespace.",
-		}, []string{"code", "namespace"}),
+		findings: &findingsCollector{desc: prometheus.NewDesc("stsdiag_findings", "Findings present now, by code and namespace.",
+			[]string{"code", "namespace"}, nil)},
 		FindingsTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "stsdiag_findings_total", Help: "Findings that appeared, by code and namespace.",
 		}, []string{"code", "namespace"}),
@@ -31,7 +33,39 @@ func NewMetrics() *Metrics {
 			Buckets: prometheus.ExponentialBuckets(0.0001, 4, 10),
 		}),
 	}
-	m.Registry.MustRegister(m.Findings, m.FindingsTotal, m.Repairs, m.Latency,
+	m.Registry.MustRegister(m.findings, m.FindingsTotal, m.Repairs, m.Latency,
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	return m
+}
+
+type findingLabels struct{ code, namespace string }
+
+// findingsCollector reports the findings of the monitor that runs now (a new leader term makes a
+// new monitor), read when Prometheus scrapes.
+type findingsCollector struct {
+	desc   *prometheus.Desc
+	mu     sync.Mutex
+	source func() map[findingLabels]int
+}
+
+func (f *findingsCollector) setSource(source func() map[findingLabels]int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.source = source
+}
+
+// Describe implements prometheus.Collector.
+func (f *findingsCollector) Describe(ch chan<- *prometheus.Desc) { ch <- f.desc }
+
+// Collect implements prometheus.Collector.
+func (f *findingsCollector) Collect(ch chan<- prometheus.Metric) {
+	f.mu.Lock()
+	source := f.source
+	f.mu.Unlock()
+	if source == nil {
+		return
+	}
+	for labels, n := range source() {
+		ch <- prometheus.MustNewConstMetric(f.desc, prometheus.GaugeValue, float64(n), labels.code, labels.namespace)
+	}
 }

@@ -19,12 +19,14 @@ import (
 	imagev1 "github.com/openshift/api/image/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/diagnose"
@@ -35,7 +37,10 @@ import (
 // Options tune the monitor.
 type Options struct {
 	// Fix enables repairs of findings that held for MinStuck.
-	Fix      bool
+	Fix bool
+	// Rollback (with Fix) also rolls a failing update revision back to the earlier revision whose
+	// pods are Ready (repair.PlanRollbacks).
+	Rollback bool
 	MinStuck time.Duration
 	// MaxRepairsPerHour bounds repair actions per namespace (0: no bound).
 	MaxRepairsPerHour int
@@ -44,6 +49,11 @@ type Options struct {
 	Log io.Writer
 	// Diagnosis tunes each diagnosis.
 	Diagnosis stuck.Options
+	// NoConditions turns off the kstatus Stalled condition written on StatefulSets whose error
+	// finding held for MinStuck (conditions.go).
+	NoConditions bool
+	// Clock times findings, the repair budget and requeues (real time if nil).
+	Clock clock.WithTicker
 }
 
 // Controller is the monitor. Create it with New and start it with Run.
@@ -57,9 +67,12 @@ type Controller struct {
 	recorder record.EventRecorder
 	ready    atomic.Bool
 
+	clock   clock.WithTicker
 	mu      sync.Mutex
 	seen    map[string]map[string]*tracked // StatefulSet key → finding key → state
 	repairs map[string][]time.Time         // namespace → times of repair actions
+
+	conds conditions // the Stalled conditions written (conditions.go)
 }
 
 type tracked struct {
@@ -75,10 +88,15 @@ func New(c gather.Clients, scope gather.Scope, opts Options, metrics *Metrics) *
 	if opts.Log == nil {
 		opts.Log = io.Discard
 	}
-	return &Controller{clients: c, scope: scope, opts: opts, metrics: metrics,
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	ctrl := &Controller{clients: c, scope: scope, opts: opts, metrics: metrics, clock: opts.Clock,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "stsdiag"}),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "stsdiag", Clock: opts.Clock}),
 		seen: map[string]map[string]*tracked{}, repairs: map[string][]time.Time{}}
+	metrics.findings.setSource(ctrl.findingCounts)
+	return ctrl
 }
 
 // Ready reports whether the caches are synced and the workers run.
@@ -165,6 +183,12 @@ func (c *Controller) enqueueFor(obj any) {
 		c.enqueueNamespace(live, o.Namespace)
 	case *imagev1.ImageStream:
 		c.enqueueNamespace(live, o.Namespace)
+	case *corev1.Namespace:
+		c.enqueueNamespace(live, o.Name)
+	case *storagev1.StorageClass:
+		for _, key := range live.StatefulSetKeys() {
+			c.queue.Add(key)
+		}
 	}
 }
 
@@ -221,7 +245,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 			set = &snap.StatefulSets[i]
 		}
 	}
-	now := time.Now()
+	now := c.clock.Now()
 	c.mu.Lock()
 	previous := c.seen[key]
 	current := map[string]*tracked{}
@@ -241,8 +265,11 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	} else {
 		c.seen[key] = current
 	}
-	c.updateGauge()
 	c.mu.Unlock()
+	if !rep.RecheckAt.IsZero() {
+		// A settle time or threshold matures then: look again even if nothing changes.
+		c.queue.AddAfter(key, rep.RecheckAt.Sub(now)+50*time.Millisecond)
+	}
 
 	for _, f := range fresh {
 		c.metrics.FindingsTotal.WithLabelValues(f.Code, f.Namespace).Inc()
@@ -255,13 +282,16 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 			c.recorder.Event(set, eventType, f.Code, truncate(fmt.Sprintf("%s: %s Remedy: %s", f.Pod, f.Message, f.Remedy)))
 		}
 	}
+	if !c.opts.NoConditions {
+		c.syncCondition(ctx, key, set, current, now, snap.ServerVersion)
+	}
 	if !c.opts.Fix || set == nil {
 		return nil
 	}
 	var due []apiv1.Finding
 	var wait time.Duration = -1
 	for _, t := range current {
-		if !repairable(t.finding) {
+		if !repairable(t.finding) && !(c.opts.Rollback && t.finding.Code == apiv1.CurrentRevisionFailing) {
 			continue
 		}
 		if held := now.Sub(t.firstSeen); held >= c.opts.MinStuck {
@@ -281,7 +311,10 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 
 // repair plans and applies fix's actions for one StatefulSet, within the namespace's budget.
 func (c *Controller) repair(ctx context.Context, key string, set *appsv1.StatefulSet, rep *apiv1.Report, snap *snapshot.Snapshot) error {
-	planned, _ := repair.Plan(rep, snap)
+	planned, unrepaired := repair.Plan(rep, snap)
+	if c.opts.Rollback {
+		planned, _ = repair.PlanRollbacks(rep, snap, planned, unrepaired)
+	}
 	var actions []apiv1.Action
 	for _, a := range planned {
 		if a.Namespace == set.Namespace && a.StatefulSet == set.Name {
@@ -291,7 +324,7 @@ func (c *Controller) repair(ctx context.Context, key string, set *appsv1.Statefu
 	if len(actions) == 0 {
 		return nil
 	}
-	if !c.allowRepairs(set.Namespace, len(actions)) {
+	if !c.reserveRepairs(set.Namespace, len(actions)) {
 		for _, a := range actions {
 			c.metrics.Repairs.WithLabelValues(string(a.Action), "ratelimited", a.Namespace).Inc()
 		}
@@ -315,6 +348,8 @@ func (c *Controller) repair(ctx context.Context, key string, set *appsv1.Statefu
 			reason = apiv1.UnresolvedImageReference
 		case apiv1.ForceDeletePod:
 			reason = apiv1.PodStuckTerminating
+		case apiv1.Rollback:
+			reason = apiv1.CurrentRevisionFailing
 		}
 		eventType := corev1.EventTypeNormal
 		if a.Result != apiv1.ResultDone {
@@ -323,47 +358,63 @@ func (c *Controller) repair(ctx context.Context, key string, set *appsv1.Statefu
 		c.recorder.Event(set, eventType, reason, truncate(fmt.Sprintf("stsdiag repair %s: %s: %s", a.Result, render.DescribeAction(a), a.Message)))
 		c.logf("%s: repair %s: %s: %s", key, a.Result, render.DescribeAction(a), a.Message)
 	}
-	c.spendRepairs(set.Namespace, changed)
+	c.refundRepairs(set.Namespace, len(actions)-changed)
 	// Look again once the repair had time to work; a finding that holds is due again.
 	c.queue.AddAfter(key, c.opts.MinStuck+time.Second)
 	return err
 }
 
-// allowRepairs reports whether n more repair actions fit in the namespace's hourly budget.
-func (c *Controller) allowRepairs(namespace string, n int) bool {
+// reserveRepairs takes n repair actions from the namespace's hourly budget in one decision
+// (check and record under one lock, so concurrent workers can never exceed it) and reports
+// whether they fit. Unused reservations go back with refundRepairs.
+func (c *Controller) reserveRepairs(namespace string, n int) bool {
 	if c.opts.MaxRepairsPerHour <= 0 {
 		return true
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	cutoff := time.Now().Add(-time.Hour)
-	var recent []time.Time
+	now := c.clock.Now()
+	cutoff := now.Add(-time.Hour)
+	recent := c.repairs[namespace][:0]
 	for _, t := range c.repairs[namespace] {
 		if t.After(cutoff) {
 			recent = append(recent, t)
 		}
 	}
+	if len(recent)+n > c.opts.MaxRepairsPerHour {
+		c.repairs[namespace] = recent
+		return false
+	}
+	for i := 0; i < n; i++ {
+		recent = append(recent, now)
+	}
 	c.repairs[namespace] = recent
-	return len(recent)+n <= c.opts.MaxRepairsPerHour
+	return true
 }
 
-// spendRepairs records repair actions that changed something.
-func (c *Controller) spendRepairs(namespace string, n int) {
+// refundRepairs gives back n reserved actions that changed nothing (skipped or failed).
+func (c *Controller) refundRepairs(namespace string, n int) {
+	if c.opts.MaxRepairsPerHour <= 0 || n <= 0 {
+		return
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for i := 0; i < n; i++ {
-		c.repairs[namespace] = append(c.repairs[namespace], time.Now())
-	}
+	list := c.repairs[namespace]
+	c.repairs[namespace] = list[:max(len(list)-n, 0)]
 }
 
-// updateGauge recomputes stsdiag_findings; callers hold c.mu.
-func (c *Controller) updateGauge() {
-	c.metrics.Findings.Reset()
+// findingCounts counts the findings present now by code and namespace, for the
+// stsdiag_findings gauge (computed when Prometheus scrapes, never half-filled).
+func (c *Controller) findingCounts() map[findingLabels]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := map[findingLabels]int{}
 	for _, findings := range c.seen {
 		for _, t := range findings {
-			c.metrics.Findings.WithLabelValues(t.finding.Code, t.finding.Namespace).Inc()
+			out[findingLabels{code: t.finding.Code, namespace: t.finding.Namespace}]++
 		}
 	}
+	return out
 }
 
 func (c *Controller) logf(format string, args ...any) {

@@ -24,6 +24,8 @@ type index struct {
 	now           time.Time
 	settle        time.Duration
 	notReadyAfter time.Duration
+	// recheckAt is the earliest moment a time-based rule turns a situation into a finding.
+	recheckAt time.Time
 	// nodes is nil when they could not be listed.
 	nodes          map[string]*corev1.Node
 	sets           map[string]*appsv1.StatefulSet
@@ -92,6 +94,13 @@ func newIndex(s *snapshot.Snapshot, settle time.Duration) *index {
 		}
 	}
 	return ix
+}
+
+// wake records that a rule matures at t: a diagnosis then may give another verdict.
+func (ix *index) wake(t time.Time) {
+	if t.After(ix.now) && (ix.recheckAt.IsZero() || t.Before(ix.recheckAt)) {
+		ix.recheckAt = t
+	}
 }
 
 func eventKey(kind, namespace, name string) string { return kind + "/" + namespace + "/" + name }

@@ -161,5 +161,9 @@ func (d *diagnosis) ownerFate(state ownerState, set *appsv1.StatefulSet, deletin
 }
 
 func (d *diagnosis) recentlyDeleted(ts *metav1.Time) bool {
-	return ts != nil && d.ix.now.Sub(ts.Time) < d.opts.TerminatingAfter
+	recent := ts != nil && d.ix.now.Sub(ts.Time) < d.opts.TerminatingAfter
+	if recent {
+		d.ix.wake(ts.Add(d.opts.TerminatingAfter))
+	}
+	return recent
 }

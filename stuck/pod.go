@@ -60,10 +60,13 @@ func (ix *index) startupProblem(pod *corev1.Pod) *problem {
 			return p
 		}
 		for _, c := range pod.Status.Conditions {
-			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable &&
-				(c.LastTransitionTime.IsZero() || ix.now.Sub(c.LastTransitionTime.Time) >= ix.settle) {
+			if c.Type != corev1.PodScheduled || c.Status != corev1.ConditionFalse || c.Reason != corev1.PodReasonUnschedulable {
+				continue
+			}
+			if c.LastTransitionTime.IsZero() || ix.now.Sub(c.LastTransitionTime.Time) >= ix.settle {
 				return &problem{kind: unschedulableProblem, reason: corev1.PodReasonUnschedulable, message: c.Message}
 			}
+			ix.wake(c.LastTransitionTime.Add(ix.settle))
 		}
 		return nil
 	}
@@ -127,6 +130,7 @@ func (ix *index) notReady(pod *corev1.Pod, images map[string]string) *problem {
 	}
 	since := ix.now.Sub(ready.LastTransitionTime.Time)
 	if since < ix.notReadyAfter {
+		ix.wake(ready.LastTransitionTime.Add(ix.notReadyAfter))
 		return nil
 	}
 	p := &problem{kind: containerProblem, reason: "NotReady",
@@ -166,6 +170,7 @@ func (ix *index) pendingClaim(pod *corev1.Pod) (p *problem, settling bool) {
 			continue
 		}
 		if !certain && ix.now.Sub(pvc.CreationTimestamp.Time) < ix.settle {
+			ix.wake(pvc.CreationTimestamp.Add(ix.settle))
 			settling = true
 			continue
 		}

@@ -49,6 +49,10 @@ type Result struct {
 	Findings     []apiv1.Finding
 	// Rules are the controller rules applied (the server's release and the gates assumed).
 	Rules Rules
+	// RecheckAt is the earliest moment a time-based rule (settle time, thresholds) may turn what
+	// is seen now into a finding; zero when none is pending. Callers that follow the cluster
+	// diagnose again then, even if nothing changes.
+	RecheckAt time.Time
 }
 
 // Diagnose examines every StatefulSet in the snapshot's scope.
@@ -77,6 +81,7 @@ func Diagnose(s *snapshot.Snapshot, opts Options) Result {
 	}
 	d.orphans(s)
 	res.Findings = d.findings
+	res.RecheckAt = ix.recheckAt
 	apiv1.SortFindings(res.Findings)
 	return res
 }
@@ -445,6 +450,7 @@ func (d *diagnosis) terminating(set *appsv1.StatefulSet) {
 	reused := d.reusedByOthers(set)
 	ownerRef, owner, replaced := d.replacedOwner(set)
 	if age < d.opts.TerminatingAfter && len(reused) == 0 && !replaced {
+		d.ix.wake(set.DeletionTimestamp.Add(d.opts.TerminatingAfter))
 		return
 	}
 	f := apiv1.Finding{Code: apiv1.StatefulSetTerminating, Severity: apiv1.SeverityWarning, Namespace: set.Namespace, StatefulSet: set.Name,

@@ -24,6 +24,7 @@ import (
 func (d *diagnosis) podTerminating(r *controllerView, i int, pod *corev1.Pod) {
 	overdue := d.ix.now.Sub(pod.DeletionTimestamp.Time)
 	if overdue < d.opts.TerminatingAfter {
+		d.ix.wake(pod.DeletionTimestamp.Add(d.opts.TerminatingAfter))
 		return
 	}
 	f := d.base(r, apiv1.PodStuckTerminating, apiv1.SeverityError, pod, nil)
@@ -96,6 +97,9 @@ func (d *diagnosis) nodeState(name string) (map[string]any, bool) {
 			"nodeCondition": fmt.Sprintf("has been Ready=%s for %s", c.Status, since)}
 		if c.Reason != "" {
 			state["nodeReason"] = c.Reason
+		}
+		if c.Status != corev1.ConditionTrue && since < d.opts.TerminatingAfter {
+			d.ix.wake(c.LastTransitionTime.Add(d.opts.TerminatingAfter))
 		}
 		return state, c.Status != corev1.ConditionTrue && since >= d.opts.TerminatingAfter
 	}

@@ -5,6 +5,7 @@ package v1
 
 import (
 	"encoding/json"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -148,6 +149,8 @@ type Report struct {
 	Findings []Finding `json:"findings"`
 	// Warnings are problems gathering optional data (e.g. no permission to list ImageStreams).
 	Warnings []string `json:"warnings,omitempty"`
+	// RecheckAt is when a time-based rule may next change the verdict (not printed).
+	RecheckAt time.Time `json:"-"`
 	// Server is the release whose StatefulSet-controller rules the verdicts follow.
 	Server *ServerInfo `json:"server,omitempty"`
 }
@@ -276,12 +279,14 @@ const (
 	// WaitRolledBack: wait --fix --rollback returned a StatefulSet to an earlier revision and
 	// its rollout completed there. The deploy failed all the same (exit 1).
 	WaitRolledBack = "RolledBack"
+	// WaitInterrupted: a signal (SIGINT, SIGTERM) stopped wait before a verdict (exit 130).
+	WaitInterrupted = "Interrupted"
 )
 
 // WaitResult is the document `wait -o json|yaml` prints (kind WaitResult).
 type WaitResult struct {
 	metav1.TypeMeta `json:",inline"`
-	// Result is Complete, Stuck, TimedOut, NotFound or RolledBack.
+	// Result is Complete, Stuck, TimedOut, NotFound, RolledBack or Interrupted.
 	Result string `json:"result"`
 	// Elapsed is how long wait ran.
 	Elapsed string `json:"elapsed"`
