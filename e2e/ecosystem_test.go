@@ -1,6 +1,7 @@
 package e2e
 
-// Where users already look (issue 16): GitHub Actions annotations and step summaries.
+// Where users already look (issue 16): GitHub Actions annotations and step summaries, and the
+// kstatus Stalled condition written by watch.
 
 import (
 	"bytes"
@@ -8,10 +9,18 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
@@ -123,6 +132,168 @@ func TestGitHubActions(t *testing.T) {
 			if !strings.HasPrefix(string(body), "### stsdiag wait\n\n**Stuck** after ") ||
 				!strings.Contains(string(body), "| 🔴 error | StaleRevisionStuck | gha-stuck/web | web-0 | ") {
 				t.Errorf("step summary:\n%s", body)
+			}
+			return ctx
+		}).Feature()
+	testenv.Test(t, f)
+}
+
+// stalled returns the Stalled condition of a StatefulSet (nil if it has none).
+func stalled(set *appsv1.StatefulSet) *appsv1.StatefulSetCondition {
+	for i := range set.Status.Conditions {
+		if set.Status.Conditions[i].Type == "Stalled" {
+			return &set.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// unstructuredSet is the StatefulSet as the tools that read it (kstatus, Argo CD) see it.
+func unstructuredSet(t *testing.T, set *appsv1.StatefulSet) *unstructured.Unstructured {
+	t.Helper()
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &unstructured.Unstructured{Object: obj}
+	u.SetAPIVersion("apps/v1")
+	u.SetKind("StatefulSet")
+	return u
+}
+
+// kstatusOf is cli-utils' kstatus status.Compute, as Flux, Helm 4 and kpt run it.
+func kstatusOf(t *testing.T, set *appsv1.StatefulSet) *status.Result {
+	t.Helper()
+	res, err := status.Compute(unstructuredSet(t, set))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// waitSet polls a StatefulSet until ok accepts it and returns it with the time it took.
+func waitSet(ctx context.Context, t *testing.T, cs kubernetes.Interface, ns, name string, within time.Duration, what string, ok func(*appsv1.StatefulSet) bool) (*appsv1.StatefulSet, time.Duration) {
+	t.Helper()
+	start := time.Now()
+	for {
+		set, err := cs.AppsV1().StatefulSets(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok(set) {
+			return set, time.Since(start)
+		}
+		if time.Since(start) > within {
+			t.Fatalf("%s/%s: not %s within %s: conditions %+v", ns, name, what, within, set.Status.Conditions)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+func stalledTrue(set *appsv1.StatefulSet) bool {
+	c := stalled(set)
+	return c != nil && c.Status == corev1.ConditionTrue
+}
+
+// TestStalledCondition: watch (report mode, deploy/'s RBAC) sets Stalled=True on kubernetes#67250
+// within --min-stuck + 10s, keeps it across the controller's status writes (which drop it up to
+// v1.36), never touches a healthy set, and clears it within 10s of the recovery; kstatus computes
+// Failed, then Current.
+func TestStalledCondition(t *testing.T) {
+	const ns, minStuck = "stalled", 5 * time.Second
+	var w *watchProcess
+	f := features.New("kstatus Stalled condition").
+		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			cs := clientset(t, cfg)
+			if err := scenario.Namespace(ctx, cs, ns); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := cs.AppsV1().StatefulSets(ns).Create(ctx, scenario.StatefulSet(ns, "ok", scenario.GoodImage, 2, false), metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if err := scenario.StuckRollout(ctx, cs, ns, "web", 2); err != nil {
+				t.Fatal(err)
+			}
+			provenStuck(ctx, t, cs, ns, "web", 30*time.Second)
+			if err := scenario.WaitRolloutComplete(ctx, cs, ns, "ok", 60*time.Second); err != nil {
+				t.Fatal(err)
+			}
+			imageStreams(ctx, t, cfg)
+			w = startWatch(t, applyDeployRBAC(ctx, t, cfg), "-n", ns, "--min-stuck", minStuck.String())
+			return ctx
+		}).
+		Assess("Stalled=True, reason StaleRevisionStuck, within --min-stuck + 10s; kstatus Failed", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			cs := clientset(t, cfg)
+			set, took := waitSet(ctx, t, cs, ns, "web", minStuck+10*time.Second, "Stalled=True", stalledTrue)
+			t.Logf("Stalled=True %s after watch became ready", took.Round(100*time.Millisecond))
+			if took < minStuck-time.Second {
+				t.Errorf("Stalled=True after %s, before --min-stuck %s", took, minStuck)
+			}
+			c := stalled(set)
+			if c.Reason != "StaleRevisionStuck" || !strings.HasPrefix(c.Message, "web-0: ") || !strings.HasSuffix(c.Message, " delete pod web-0 -n stalled") {
+				t.Errorf("condition %+v", c)
+			}
+			if res := kstatusOf(t, set); res.Status != status.FailedStatus || res.Message != c.Message {
+				t.Errorf("kstatus: %s %q, want Failed with the condition's message", res.Status, res.Message)
+			}
+			return ctx
+		}).
+		Assess("the controller's status writes do not lose it", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			cs := clientset(t, cfg)
+			// A spec change outside the template makes the controller write status
+			// (observedGeneration): up to v1.36 it rebuilds status from scratch and the condition
+			// is gone; watch writes it again.
+			before, err := cs.AppsV1().StatefulSets(ns).Get(ctx, "web", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			patch := []byte(`{"spec":{"minReadySeconds":1}}`)
+			if _, err := cs.AppsV1().StatefulSets(ns).Patch(ctx, "web", "application/merge-patch+json", patch, metav1.PatchOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if err := scenario.WaitObserved(ctx, cs, ns, "web"); err != nil {
+				t.Fatal(err)
+			}
+			set, took := waitSet(ctx, t, cs, ns, "web", 10*time.Second, "Stalled=True after the controller's status write", stalledTrue)
+			t.Logf("after the controller's status write (observedGeneration %d → %d): Stalled=True within %s", before.Status.ObservedGeneration,
+				set.Status.ObservedGeneration, took.Round(100*time.Millisecond))
+			if set.Status.ObservedGeneration == before.Status.ObservedGeneration || stalled(set).Reason != "StaleRevisionStuck" {
+				t.Errorf("status %+v", set.Status)
+			}
+			provenStuck(ctx, t, cs, ns, "web", 5*time.Second)
+			info, err := cs.Discovery().ServerVersion()
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Up to v1.36 the controller's status update dropped the condition: watch wrote it again.
+			if minor, _ := strconv.Atoi(strings.TrimSuffix(info.Minor, "+")); info.Major == "1" && minor <= 36 &&
+				!strings.Contains(w.log.String(), "stalled/web: Stalled=True (StaleRevisionStuck) written again: the StatefulSet controller of "+info.GitVersion+" rewrote status without it") {
+				t.Errorf("%s: no re-assertion logged:\n%s", info.GitVersion, w.log.String())
+			}
+			return ctx
+		}).
+		Assess("cleared within 10s of the recovery; kstatus Current; the healthy set never touched", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			cs := clientset(t, cfg)
+			if err := cs.CoreV1().Pods(ns).Delete(ctx, "web-0", metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if err := scenario.WaitRolloutComplete(ctx, cs, ns, "web", 90*time.Second); err != nil {
+				t.Fatal(err)
+			}
+			set, took := waitSet(ctx, t, cs, ns, "web", 10*time.Second, "clear of Stalled=True", func(s *appsv1.StatefulSet) bool { return !stalledTrue(s) })
+			t.Logf("rollout complete → Stalled %+v within %s", stalled(set), took.Round(100*time.Millisecond))
+			if res := kstatusOf(t, set); res.Status != status.CurrentStatus {
+				t.Errorf("kstatus after recovery: %s %q, want Current", res.Status, res.Message)
+			}
+			ok, err := cs.AppsV1().StatefulSets(ns).Get(ctx, "ok", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c := stalled(ok); c != nil {
+				t.Errorf("the healthy set got %+v", c)
+			}
+			if !strings.Contains(w.log.String(), "stalled/web: Stalled=True (StaleRevisionStuck)") {
+				t.Errorf("watch did not log the condition:\n%s", w.log.String())
 			}
 			return ctx
 		}).Feature()
