@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
+	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/e2e/scenario"
 )
 
@@ -216,8 +217,25 @@ func TestWatch(t *testing.T) {
 			if err := scenario.StuckRollout(ctx, cs, ns, "web", 2); err != nil {
 				t.Fatal(err)
 			}
+			// A wait that spans the restart too: an unschedulable pod (watch cannot repair it).
+			if err := scenario.Namespace(ctx, cs, "wait-restart"); err != nil {
+				t.Fatal(err)
+			}
+			unschedulable := scenario.StatefulSet("wait-restart", "web", scenario.GoodImage, 1, false)
+			unschedulable.Spec.Template.Spec.NodeSelector = map[string]string{"disktype": "nvme"}
+			if _, err := cs.AppsV1().StatefulSets("wait-restart").Create(ctx, unschedulable, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			waited := make(chan result, 1)
+			go func() {
+				waited <- stsdiagRun(t, cfg, "wait", "web", "-n", "wait-restart", "--stuck-grace", "20s", "--timeout", "2m", "-o", "json")
+			}()
+			time.Sleep(2 * time.Second)
 			if err := local.RestartAPIServer(ctx); err != nil {
 				t.Fatal(err)
+			}
+			if r := <-waited; r.code != 1 || decodeWait(t, r).Result != apiv1.WaitStuck {
+				t.Errorf("wait across the restart: exit %d, want 1 (Stuck)", r.code)
 			}
 			cs = clientset(t, cfg)
 			if err := scenario.WaitRolloutComplete(ctx, cs, ns, "web", 120*time.Second); err != nil {
