@@ -240,9 +240,7 @@ func list[L any, T any](ctx context.Context, resource, namespace string, opts me
 	}
 	out := items(l)
 	for i := range out {
-		if m, ok := any(&out[i]).(metav1.Object); ok {
-			m.SetManagedFields(nil)
-		}
+		_, _ = slim(any(&out[i]))
 	}
 	return out, nil
 }

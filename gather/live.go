@@ -10,7 +10,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -33,12 +32,12 @@ type Live struct {
 	// allNamespaces (-A on OpenShift) and classes are nil when they cannot be listed.
 	allNamespaces cache.GenericLister
 	classes       cache.GenericLister
-	sets           cache.GenericLister
-	pods           cache.GenericLister
-	revisions      cache.GenericLister
-	pvcs           cache.GenericLister
-	events         cache.GenericLister
-	imageStreams   cache.GenericLister
+	sets          cache.GenericLister
+	pods          cache.GenericLister
+	revisions     cache.GenericLister
+	pvcs          cache.GenericLister
+	events        cache.GenericLister
+	imageStreams  cache.GenericLister
 	// nodes is nil when nodes cannot be listed.
 	nodes cache.GenericLister
 	// services is nil when Services cannot be listed (then the governing Service is not judged).
@@ -79,7 +78,7 @@ func StartLive(ctx context.Context, c Clients, scope Scope, onChange func(obj an
 		UpdateFunc: func(_, obj any) { changedObj(obj) },
 		DeleteFunc: changedObj,
 	}
-	strip := informers.WithTransform(stripManagedFields)
+	strip := informers.WithTransform(slim)
 	factory := informers.NewSharedInformerFactoryWithOptions(c.Kube, 0, informers.WithNamespace(scope.Namespace), strip)
 	warnings := informers.NewSharedInformerFactoryWithOptions(c.Kube, 0, informers.WithNamespace(scope.Namespace), strip,
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = "type=" + corev1.EventTypeWarning }))
@@ -95,7 +94,10 @@ func StartLive(ctx context.Context, c Clients, scope Scope, onChange func(obj an
 			_, err := c.Kube.AppsV1().StatefulSets(ns).List(ctx, o)
 			return err
 		}},
-		{"pods", func(ctx context.Context, o metav1.ListOptions) error { _, err := c.Kube.CoreV1().Pods(ns).List(ctx, o); return err }},
+		{"pods", func(ctx context.Context, o metav1.ListOptions) error {
+			_, err := c.Kube.CoreV1().Pods(ns).List(ctx, o)
+			return err
+		}},
 		{"controllerrevisions", func(ctx context.Context, o metav1.ListOptions) error {
 			_, err := c.Kube.AppsV1().ControllerRevisions(ns).List(ctx, o)
 			return err
@@ -164,7 +166,7 @@ func StartLive(ctx context.Context, c Clients, scope Scope, onChange func(obj an
 			warns = append(warns, fmt.Sprintf("ImageStream checks skipped: cannot list imagestreams.image.openshift.io: %v", firstLine(err)))
 		} else {
 			images := imageinformers.NewSharedInformerFactoryWithOptions(c.Image, 0, imageinformers.WithNamespace(scope.Namespace),
-				imageinformers.WithTransform(stripManagedFields))
+				imageinformers.WithTransform(slim))
 			informer := images.Image().V1().ImageStreams().Informer()
 			if _, err := informer.AddEventHandler(notify); err != nil {
 				return nil, nil, err
@@ -365,13 +367,6 @@ func signal(ch chan struct{}) {
 	case ch <- struct{}{}:
 	default:
 	}
-}
-
-func stripManagedFields(obj any) (any, error) {
-	if m, err := meta.Accessor(obj); err == nil {
-		m.SetManagedFields(nil)
-	}
-	return obj, nil
 }
 
 // fillNodesAndOwners adds the nodes from their cache and the owners of terminating StatefulSets

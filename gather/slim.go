@@ -1,0 +1,56 @@
+package gather
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+)
+
+// lastApplied is kubectl's copy of the whole object, often the largest annotation.
+const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
+
+// slim keeps what diagnosis reads of an object: managedFields and kubectl's last-applied copy
+// go from every object; a pod keeps only its containers' names and images, its claim volumes,
+// node, grace period and status. Informer caches of large clusters then hold a fraction of the
+// objects (watch's memory target), and Gather's snapshots the same fields.
+func slim(obj any) (any, error) {
+	if m, err := meta.Accessor(obj); err == nil {
+		m.SetManagedFields(nil)
+		if a := m.GetAnnotations(); a[lastApplied] != "" {
+			delete(a, lastApplied)
+			m.SetAnnotations(a)
+		}
+	}
+	if pod, ok := obj.(*corev1.Pod); ok {
+		slimPod(pod)
+	}
+	return obj, nil
+}
+
+func slimPod(pod *corev1.Pod) {
+	spec := corev1.PodSpec{
+		NodeName:                      pod.Spec.NodeName,
+		TerminationGracePeriodSeconds: pod.Spec.TerminationGracePeriodSeconds,
+		InitContainers:                nameAndImage(pod.Spec.InitContainers),
+		Containers:                    nameAndImage(pod.Spec.Containers),
+	}
+	for _, v := range pod.Spec.Volumes {
+		if v.PersistentVolumeClaim != nil {
+			spec.Volumes = append(spec.Volumes, corev1.Volume{Name: v.Name,
+				VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: v.PersistentVolumeClaim}})
+		}
+	}
+	pod.Spec = spec
+	pod.Status = corev1.PodStatus{Phase: pod.Status.Phase, Conditions: pod.Status.Conditions,
+		InitContainerStatuses: pod.Status.InitContainerStatuses, ContainerStatuses: pod.Status.ContainerStatuses}
+}
+
+func nameAndImage(containers []corev1.Container) []corev1.Container {
+	if containers == nil {
+		return nil
+	}
+	out := make([]corev1.Container, len(containers))
+	for i, c := range containers {
+		out[i] = corev1.Container{Name: c.Name, Image: c.Image}
+	}
+	return out
+}
