@@ -135,7 +135,7 @@ func TestNoRollbackWithoutAReadyEarlierRevision(t *testing.T) {
 		want string
 	}{
 		// At creation the controller makes the first revision current without any pod Ready.
-		"broken since creation": {rolloutSnap("db-bad"), "no earlier revision was Ready: db-bad is both the current and the update revision"},
+		"broken since creation":      {rolloutSnap("db-bad"), "no earlier revision was Ready: db-bad is both the current and the update revision"},
 		"earlier revision not Ready": {notReady, "no pod of the earlier revision db-good is Ready"},
 		"template not observed":      {unobserved, "has not observed the latest template"},
 	} {
