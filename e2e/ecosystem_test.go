@@ -1,7 +1,7 @@
 package e2e
 
-// Where users already look (issue 16): GitHub Actions annotations and step summaries, and the
-// kstatus Stalled condition written by watch.
+// Where users already look (issue 16): GitHub Actions annotations and step summaries, the
+// kstatus Stalled condition written by watch, and the Argo CD health check that reads it.
 
 import (
 	"bytes"
@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/deploy/argocd"
 	"github.com/stsdiag/stsdiag/e2e/scenario"
 )
 
@@ -161,6 +162,16 @@ func unstructuredSet(t *testing.T, set *appsv1.StatefulSet) *unstructured.Unstru
 	return u
 }
 
+// argoHealth runs deploy/argocd/health.lua on the StatefulSet as Argo CD would.
+func argoHealth(t *testing.T, set *appsv1.StatefulSet) argocd.Health {
+	t.Helper()
+	h, err := argocd.Run(argocd.Script, unstructuredSet(t, set).Object)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
 // kstatusOf is cli-utils' kstatus status.Compute, as Flux, Helm 4 and kpt run it.
 func kstatusOf(t *testing.T, set *appsv1.StatefulSet) *status.Result {
 	t.Helper()
@@ -198,7 +209,8 @@ func stalledTrue(set *appsv1.StatefulSet) bool {
 // TestStalledCondition: watch (report mode, deploy/'s RBAC) sets Stalled=True on kubernetes#67250
 // within --min-stuck + 10s, keeps it across the controller's status writes (which drop it up to
 // v1.36), never touches a healthy set, and clears it within 10s of the recovery; kstatus computes
-// Failed, then Current.
+// Failed, then Current; deploy/argocd's health check says Progressing (before watch), Degraded,
+// then Healthy on the same objects.
 func TestStalledCondition(t *testing.T) {
 	const ns, minStuck = "stalled", 5 * time.Second
 	var w *watchProcess
@@ -218,6 +230,17 @@ func TestStalledCondition(t *testing.T) {
 			if err := scenario.WaitRolloutComplete(ctx, cs, ns, "ok", 60*time.Second); err != nil {
 				t.Fatal(err)
 			}
+			// Without the condition, Argo CD's own rules say Progressing forever (argo-cd#6527).
+			set, err := cs.AppsV1().StatefulSets(ns).Get(ctx, "web", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if h := argoHealth(t, set); h != (argocd.Health{Status: "Progressing", Message: "Waiting for 2 pods to be ready..."}) {
+				t.Errorf("Argo CD health before watch: %+v", h)
+			}
+			if res := kstatusOf(t, set); res.Status != status.InProgressStatus {
+				t.Errorf("kstatus before watch: %s, want InProgress", res.Status)
+			}
 			imageStreams(ctx, t, cfg)
 			w = startWatch(t, applyDeployRBAC(ctx, t, cfg), "-n", ns, "--min-stuck", minStuck.String())
 			return ctx
@@ -235,6 +258,9 @@ func TestStalledCondition(t *testing.T) {
 			}
 			if res := kstatusOf(t, set); res.Status != status.FailedStatus || res.Message != c.Message {
 				t.Errorf("kstatus: %s %q, want Failed with the condition's message", res.Status, res.Message)
+			}
+			if h := argoHealth(t, set); h != (argocd.Health{Status: "Degraded", Message: "StaleRevisionStuck: " + c.Message}) {
+				t.Errorf("Argo CD health while stuck: %+v", h)
 			}
 			return ctx
 		}).
@@ -285,9 +311,15 @@ func TestStalledCondition(t *testing.T) {
 			if res := kstatusOf(t, set); res.Status != status.CurrentStatus {
 				t.Errorf("kstatus after recovery: %s %q, want Current", res.Status, res.Message)
 			}
+			if h := argoHealth(t, set); h != (argocd.Health{Status: "Healthy", Message: "partitioned roll out complete: 2 new pods have been updated..."}) {
+				t.Errorf("Argo CD health after recovery: %+v", h)
+			}
 			ok, err := cs.AppsV1().StatefulSets(ns).Get(ctx, "ok", metav1.GetOptions{})
 			if err != nil {
 				t.Fatal(err)
+			}
+			if h := argoHealth(t, ok); h.Status != "Healthy" {
+				t.Errorf("Argo CD health of the healthy set: %+v", h)
 			}
 			if c := stalled(ok); c != nil {
 				t.Errorf("the healthy set got %+v", c)
