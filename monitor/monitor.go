@@ -185,6 +185,8 @@ func (c *Controller) enqueueFor(obj any) {
 		c.enqueueNamespace(live, o.Namespace)
 	case *corev1.Namespace:
 		c.enqueueNamespace(live, o.Name)
+	case *corev1.Service:
+		c.enqueueNamespace(live, o.Namespace)
 	case *storagev1.StorageClass:
 		for _, key := range live.StatefulSetKeys() {
 			c.queue.Add(key)

@@ -219,17 +219,40 @@ type jsonPatchOp struct {
 // diagnosed, so a concurrent change is never overwritten. On such a change it diagnoses again,
 // once, and retries with the fresh finding.
 func (e *Executor) patch(ctx context.Context, a *apiv1.Action) (done bool, generation int64, err error) {
+	return e.guardedPatch(ctx, a, guarded{
+		send:      e.sendPatch,
+		fresh:     e.freshPatch,
+		done:      func(*apiv1.Action) string { return "image patched" },
+		dryRun:    "server dry run: the patch would be accepted",
+		notNeeded: "the StatefulSet changed since diagnosis and no longer needs this patch; nothing overwritten",
+	})
+}
+
+// guarded describes one kind of precondition-guarded StatefulSet patch (image patch, rollback).
+type guarded struct {
+	send func(context.Context, *apiv1.Action) (*appsv1.StatefulSet, error)
+	// fresh diagnoses again and returns the same change if it is still called for.
+	fresh     func(context.Context, apiv1.Action) (apiv1.Action, bool, error)
+	done      func(*apiv1.Action) string
+	dryRun    string
+	notNeeded string
+}
+
+// guardedPatch sends a patch whose test operations refuse it when the StatefulSet changed since
+// diagnosis; then it diagnoses again, once, and retries only with the fresh change. A concurrent
+// change is never overwritten.
+func (e *Executor) guardedPatch(ctx context.Context, a *apiv1.Action, g guarded) (done bool, generation int64, err error) {
 	if e.DryRun == DryRunClient {
 		a.Result, a.Message = apiv1.ResultDone, "dry run: not sent"
 		return false, 0, nil
 	}
 	for attempt := 0; ; attempt++ {
-		set, err := e.sendPatch(ctx, a)
+		set, err := g.send(ctx, a)
 		switch {
 		case err == nil:
-			a.Result, a.Message = apiv1.ResultDone, "image patched"
+			a.Result, a.Message = apiv1.ResultDone, g.done(a)
 			if e.DryRun == DryRunServer {
-				a.Message = "server dry run: the patch would be accepted"
+				a.Message = g.dryRun
 				return false, 0, nil
 			}
 			return true, set.Generation, nil
@@ -244,12 +267,12 @@ func (e *Executor) patch(ctx context.Context, a *apiv1.Action) (done bool, gener
 				a.Result, a.Message = apiv1.ResultFailed, "the StatefulSet changed again since diagnosis; nothing overwritten"
 				return false, 0, nil
 			}
-			fresh, ok, err := e.freshPatch(ctx, *a)
+			fresh, ok, err := g.fresh(ctx, *a)
 			if err != nil {
 				return false, 0, err
 			}
 			if !ok {
-				a.Result, a.Message = apiv1.ResultSkipped, "the StatefulSet changed since diagnosis and no longer needs this patch; nothing overwritten"
+				a.Result, a.Message = apiv1.ResultSkipped, g.notNeeded
 				return false, 0, nil
 			}
 			*a = fresh

@@ -9,7 +9,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/kubectl/pkg/util/podutils"
@@ -296,48 +295,15 @@ type rollbackOp struct {
 // diagnosed, so a concurrent change is never overwritten. When a test fails it diagnoses again,
 // once, and retries only if the fresh diagnosis still calls for a rollback of that StatefulSet.
 func (e *Executor) rollback(ctx context.Context, a *apiv1.Action) (done bool, generation int64, err error) {
-	if e.DryRun == DryRunClient {
-		a.Result, a.Message = apiv1.ResultDone, "dry run: not sent"
-		return false, 0, nil
-	}
-	for attempt := 0; ; attempt++ {
-		set, err := e.sendRollback(ctx, a)
-		switch {
-		case err == nil:
-			a.Result, a.Message = apiv1.ResultDone, fmt.Sprintf("template rolled back to revision %s; the pods still on %s are deleted once the controller has observed it and a fresh diagnosis proves them stuck", a.Rollback.Revision, a.Rollback.FromRevision)
-			if e.DryRun == DryRunServer {
-				a.Message = "server dry run: the rollback would be accepted"
-				return false, 0, nil
-			}
-			return true, set.Generation, nil
-		case apierrors.IsForbidden(err):
-			a.Result, a.Message = apiv1.ResultFailed, fmt.Sprintf("forbidden: needs patch statefulsets.apps in namespace %s (see deploy/fix-clusterrole.yaml): %s", a.Namespace, firstLine(err))
-			return false, 0, nil
-		case apierrors.IsNotFound(err):
-			a.Result, a.Message = apiv1.ResultSkipped, "the StatefulSet no longer exists; nothing patched"
-			return false, 0, nil
-		case apierrors.IsInvalid(err) || apierrors.IsConflict(err):
-			if attempt > 0 || e.Rediagnose == nil {
-				a.Result, a.Message = apiv1.ResultFailed, "the StatefulSet changed again since diagnosis; nothing overwritten"
-				return false, 0, nil
-			}
-			fresh, ok, err := e.freshRollback(ctx, *a)
-			if err != nil {
-				return false, 0, err
-			}
-			if !ok {
-				a.Result, a.Message = apiv1.ResultSkipped, "the StatefulSet changed since diagnosis and a fresh diagnosis no longer calls for a rollback; nothing overwritten"
-				return false, 0, nil
-			}
-			*a = fresh
-		case isAPIAnswer(err):
-			a.Result, a.Message = apiv1.ResultFailed, firstLine(err)
-			return false, 0, nil
-		default:
-			a.Result, a.Message = apiv1.ResultFailed, firstLine(err)
-			return false, 0, &UnavailableError{Err: err}
-		}
-	}
+	return e.guardedPatch(ctx, a, guarded{
+		send:  e.sendRollback,
+		fresh: e.freshRollback,
+		done: func(a *apiv1.Action) string {
+			return fmt.Sprintf("template rolled back to revision %s; the pods still on %s are deleted once the controller has observed it and a fresh diagnosis proves them stuck", a.Rollback.Revision, a.Rollback.FromRevision)
+		},
+		dryRun:    "server dry run: the rollback would be accepted",
+		notNeeded: "the StatefulSet changed since diagnosis and a fresh diagnosis no longer calls for a rollback; nothing overwritten",
+	})
 }
 
 func (e *Executor) sendRollback(ctx context.Context, a *apiv1.Action) (*appsv1.StatefulSet, error) {
