@@ -5,7 +5,7 @@ GO ?= go
 BIN := bin/kubectl-stsdiag
 UNIT_PKGS = $$($(GO) list ./... | grep -v '/e2e$$')
 
-.PHONY: all build test unit e2e e2e-versions bench cluster-bins demo deploy-demo cluster fuzz vet fmt clean
+.PHONY: all build test unit e2e e2e-versions bench cluster-bins demo deploy-demo cluster fuzz vet fmt clean image
 
 all: build
 
@@ -67,6 +67,19 @@ SETS ?= 200
 REPS ?= 5
 bench: build cluster-bins
 	$(GO) run ./e2e/cmd/bench -sets $(SETS) -replicas 5 -reps $(REPS) -stsdiag $(BIN)
+
+## image: the container image of `stsdiag watch`, built without a container engine and without
+## network (release/ociimage): an OCI layout in bin/image and a tarball bin/image.tar (docker/podman load)
+IMAGE ?= ghcr.io/stsdiag/stsdiag:$(VERSION)
+IMAGE_PLATFORM ?= linux/amd64
+IMAGE_BIN = bin/$(subst /,_,$(IMAGE_PLATFORM))/kubectl-stsdiag
+image:
+	rm -rf bin/image bin/image.tar
+	CGO_ENABLED=0 GOOS=$(word 1,$(subst /, ,$(IMAGE_PLATFORM))) GOARCH=$(word 2,$(subst /, ,$(IMAGE_PLATFORM))) \
+		$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(IMAGE_BIN) ./cmd/kubectl-stsdiag
+	SOURCE_DATE_EPOCH=$$(git log -1 --format=%ct 2>/dev/null || echo 0) $(GO) run ./release/ociimage -binary $(IMAGE_BIN) \
+		-platform $(IMAGE_PLATFORM) -tag $(IMAGE) -version $(VERSION) -revision "$$(git rev-parse HEAD 2>/dev/null)" \
+		-layout bin/image -tarball bin/image.tar
 
 fuzz:
 	$(GO) test ./resolver -run '^$$' -fuzz FuzzResolve -fuzztime 30s
