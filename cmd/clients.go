@@ -37,6 +37,13 @@ func clients(flags *genericclioptions.ConfigFlags, requestTimeout time.Duration)
 		config.Timeout = requestTimeout
 	}
 	config.QPS, config.Burst = 50, 100
+	if requestTimeout == 0 {
+		// wait and watch run for long; watch posts an Event per new finding through this client.
+		// At 50/s a stream of findings faster than that queues behind the limiter (Events seconds
+		// late, then dropped once the recorder's 1000-event queue is full). The server's API
+		// Priority and Fairness still bounds the load.
+		config.QPS, config.Burst = 200, 400
+	}
 	config.UserAgent = "kubectl-stsdiag/" + version
 	if os.Getenv("STSDIAG_REQUEST_STATS") != "" {
 		config.Wrap(countRequests)
