@@ -159,3 +159,10 @@ func (c *Cluster) Snapshot() *snapshot.Snapshot {
 	return &snapshot.Snapshot{StatefulSets: c.StatefulSets, Pods: c.Pods, Revisions: c.Revisions, PVCs: c.PVCs,
 		ImageStreams: c.ImageStreams, OpenShift: true}
 }
+
+// PullBackOff is the status of a pod whose container "app" cannot pull image: waiting in
+// ImagePullBackOff, not Ready. Written over a Running and Ready pod on its StatefulSet's update
+// revision, it makes the new finding CurrentRevisionFailing for that pod (the watch load bench).
+func PullBackOff(image string) corev1.PodStatus {
+	return waiting("ImagePullBackOff", "Back-off pulling image \""+image+"\"")
+}

@@ -1,5 +1,6 @@
 // Command bench measures `stsdiag check -A` against the cost of just listing the same objects
-// with kubectl, on a local kube-apiserver filled with a synthetic cluster (e2e/synth).
+// with kubectl, on a local kube-apiserver filled with a synthetic cluster (e2e/synth), then
+// `stsdiag watch -A` under a stream of pod status updates (watch.go).
 //
 //	go run ./e2e/cmd/bench -sets 200 -replicas 5 -reps 5 -stsdiag bin/kubectl-stsdiag
 package main
@@ -52,6 +53,8 @@ func run() error {
 	reps := flag.Int("reps", 5, "repetitions of each measurement")
 	stsdiag := flag.String("stsdiag", "bin/kubectl-stsdiag", "kubectl-stsdiag binary")
 	workers := flag.Int("workers", 32, "parallel creates")
+	watchRate := flag.Float64("watch-rate", 110, "pod status updates per second while measuring watch")
+	watchSeconds := flag.Float64("watch-seconds", 15, "longest load on watch, in seconds (fewer when the healthy sets run out, one pod each; 0: skip watch)")
 	flag.Parse()
 
 	ctx := context.Background()
@@ -98,6 +101,15 @@ func run() error {
 	if err := verifyFindings(env, *stsdiag, syn.Expected); err != nil {
 		return err
 	}
+	// After the check measurements: the load changes pods, and so the findings.
+	var w *watchResult
+	if *watchSeconds > 0 {
+		w, err = measureWatch(ctx, cfg, env, *stsdiag, syn, watchLoad{rate: *watchRate, duration: time.Duration(*watchSeconds * float64(time.Second)),
+			workers: 16, logPath: "e2e/_artifacts/bench/watch.log"})
+		if err != nil {
+			return fmt.Errorf("watch: %w", err)
+		}
+	}
 	podsPerSecond, err := pureDiagnosis(*sets, *replicas)
 	if err != nil {
 		return err
@@ -116,12 +128,40 @@ func run() error {
 	fmt.Printf("| %d×%d | %d | %.2fs / %.2fs | %.2fs / %.2fs | %.2f | %d | %.0f MiB | %s pods/s |\n",
 		*sets, *replicas, n, kMin, kMed, sMin, sMed, ratio, check[0].requests, float64(rss)/1024, podsPerSecond)
 
-	var failures []string
-	if ratio > 1.0 {
-		failures = append(failures, fmt.Sprintf("check -A took %.2f× the kubectl baseline (target ≤ 1.0×)", ratio))
+	large := *sets**replicas >= 10000
+	if w != nil {
+		fmt.Printf("\n| size | pod status updates (rate) | CurrentRevisionFailing Events (rate) | update → Event p50 / p99 / max | watch ready / initial %d Events | watch peak RSS |\n", w.initialEvents)
+		fmt.Printf("|---|---|---|---|---|---|\n")
+		fmt.Printf("| %d×%d | %d (%.0f/s) | %d (%.0f/s) | %s / %s / %s | %.1fs / %.1fs | %.0f MiB |\n",
+			*sets, *replicas, w.updates, w.updateRate, w.events, w.eventRate, ms(w.p50), ms(w.p99), ms(w.max),
+			w.ready.Seconds(), w.initialTime.Seconds(), float64(w.rssKiB)/1024)
+		fmt.Printf("stsdiag_findings_total at the end: %.0f (initial %d + %d updates)\n", w.findingsTotal, w.initialEvents, w.updates)
 	}
-	if *sets**replicas >= 10000 && rss > 300*1024 {
+
+	var failures []string
+	maxRatio := 1.0
+	if large {
+		maxRatio = 0.1
+	}
+	if ratio > maxRatio {
+		failures = append(failures, fmt.Sprintf("check -A took %.2f× the kubectl baseline (target ≤ %.1f×)", ratio, maxRatio))
+	}
+	if large && rss > 300*1024 {
 		failures = append(failures, fmt.Sprintf("peak RSS %d MiB at %d pods (target ≤ 300 MiB)", rss/1024, *sets**replicas))
+	}
+	if w != nil {
+		if w.updateRate < 100 {
+			failures = append(failures, fmt.Sprintf("watch load: %.0f pod updates/s (target ≥ 100/s)", w.updateRate))
+		}
+		if len(w.missing) > 0 {
+			failures = append(failures, fmt.Sprintf("watch: no Event within 10 s for %d of %d updates (first: %s)", len(w.missing), w.updates, w.missing[0]))
+		}
+		if w.p99 > time.Second {
+			failures = append(failures, fmt.Sprintf("watch: p99 update → Event %s (target ≤ 1 s)", ms(w.p99)))
+		}
+		if large && w.rssKiB > 400*1024 {
+			failures = append(failures, fmt.Sprintf("watch: peak RSS %d MiB at %d pods (target ≤ 400 MiB)", w.rssKiB/1024, *sets**replicas))
+		}
 	}
 	for _, s := range check[1:] {
 		if s.requests != check[0].requests {
@@ -328,6 +368,8 @@ func pureDiagnosis(sets, replicas int) (string, error) {
 	v, _ := strconv.ParseFloat(m[1], 64)
 	return fmt.Sprintf("%.2fM", v/1e6), nil
 }
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.0f ms", float64(d)/float64(time.Millisecond)) }
 
 func stats(samples []sample) (minimum, median float64) {
 	var v []float64
