@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -27,6 +28,8 @@ type CheckOptions struct {
 	FailOn        string
 	OpenShift     string
 	diagnosis     *diagnosisFlags
+	Contexts      []string
+	AllContexts   bool
 
 	scope  gather.Scope
 	failOn apiv1.Severity
@@ -59,13 +62,24 @@ func NewCheckCommand(configFlags *genericclioptions.ConfigFlags, streams generic
 	o.PrintFlags.AddFlags(c)
 	f.StringVar(&o.FailOn, "fail-on", "error", "Exit 1 when a finding is at least this severe: error, warning, info or never")
 	f.StringVar(&o.OpenShift, "openshift", "auto", "Use the OpenShift image API: auto (if served), always or never")
+	f.StringSliceVar(&o.Contexts, "contexts", nil, "Check these kubeconfig contexts concurrently, in one report (each finding names its context)")
+	f.BoolVar(&o.AllContexts, "all-contexts", false, "Check every context of the kubeconfig concurrently, in one report")
 	o.diagnosis.AddFlags(c)
 	return c
 }
 
-// Complete fills in the scope from the arguments and kubeconfig.
+// Complete fills in the scope from the arguments and kubeconfig, and the contexts of a fleet.
 func (o *CheckOptions) Complete(args []string) error {
 	var err error
+	if o.AllContexts {
+		if o.Contexts, err = allContexts(o.configFlags); err != nil {
+			return err
+		}
+	}
+	if len(o.Contexts) > 0 {
+		o.scope = gather.Scope{Names: args} // each context's namespace is resolved in Run
+		return nil
+	}
 	o.scope, err = scopeOf(o.configFlags, o.AllNamespaces, args)
 	return err
 }
@@ -74,6 +88,9 @@ func (o *CheckOptions) Complete(args []string) error {
 func (o *CheckOptions) Validate() error {
 	if o.AllNamespaces && len(o.scope.Names) > 0 {
 		return fmt.Errorf("StatefulSet names cannot be combined with --all-namespaces: names are looked up in one namespace")
+	}
+	if o.AllContexts && len(o.Contexts) > 0 && o.configFlags.Context != nil && *o.configFlags.Context != "" {
+		return fmt.Errorf("--context cannot be combined with --contexts or --all-contexts")
 	}
 	if err := o.PrintFlags.Validate(); err != nil {
 		return err
@@ -88,30 +105,63 @@ func (o *CheckOptions) Validate() error {
 	return parseScopeFlags(&o.scope, o.OpenShift, o.Selector)
 }
 
-// Run gathers and diagnoses, prints the report and sets the exit code.
+// Run gathers and diagnoses (one cluster, or the fleet of --contexts), prints the report and
+// sets the exit code: the worst of all clusters.
 func (o *CheckOptions) Run(ctx context.Context) error {
-	c, err := clients(o.configFlags, defaultRequestTimeout)
-	if err != nil {
-		return withCode(ExitError, err)
-	}
-	rep, _, err := diagnose.Run(ctx, c, o.scope, o.diagnosis.opts)
-	if err != nil {
-		return withCode(ExitError, err)
+	var rep *apiv1.Report
+	var failed []string
+	if len(o.Contexts) > 0 {
+		targets, err := o.fleet()
+		if err != nil {
+			return withCode(ExitError, err)
+		}
+		rep, failed = diagnose.RunFleet(ctx, targets, o.diagnosis.opts)
+	} else {
+		c, err := clients(o.configFlags, defaultRequestTimeout)
+		if err != nil {
+			return withCode(ExitError, err)
+		}
+		if rep, _, err = diagnose.Run(ctx, c, o.scope, o.diagnosis.opts); err != nil {
+			return withCode(ExitError, err)
+		}
 	}
 	for _, w := range rep.Warnings {
 		fmt.Fprintf(o.ErrOut, "Warning: %s\n", w)
 	}
-	table := render.TableOptions{WithNamespace: o.AllNamespaces, Color: colorEnabled(o.Out)}
+	table := render.TableOptions{WithNamespace: o.AllNamespaces || len(o.Contexts) > 0, WithContext: len(o.Contexts) > 0, Color: colorEnabled(o.Out)}
 	if err := render.Report(o.Out, rep, o.PrintFlags, table); err != nil {
 		return withCode(ExitError, err)
 	}
 	if err := render.GitHubFromEnv(os.Getenv).Report(o.ErrOut, rep); err != nil {
 		fmt.Fprintf(o.ErrOut, "Warning: %s\n", err)
 	}
+	if len(failed) > 0 {
+		return withCode(ExitError, fmt.Errorf("could not check context(s) %s", strings.Join(failed, ", ")))
+	}
 	if o.failOn != "" && rep.Count(o.failOn) > 0 {
 		return withCode(ExitFindings, nil)
 	}
 	return nil
+}
+
+// fleet builds one target per context: its own clients and its namespace (-n, else the
+// context's own).
+func (o *CheckOptions) fleet() ([]diagnose.Target, error) {
+	var targets []diagnose.Target
+	for _, name := range o.Contexts {
+		flags := flagsForContext(o.configFlags, name)
+		c, err := clients(flags, defaultRequestTimeout)
+		if err != nil {
+			return nil, fmt.Errorf("context %s: %w", name, err)
+		}
+		scope, err := scopeOf(flags, o.AllNamespaces, o.scope.Names)
+		if err != nil {
+			return nil, fmt.Errorf("context %s: %w", name, err)
+		}
+		scope.Selector, scope.OpenShift = o.scope.Selector, o.scope.OpenShift
+		targets = append(targets, diagnose.Target{Context: name, Clients: c, Scope: scope})
+	}
+	return targets, nil
 }
 
 func parseFailOn(s string) (apiv1.Severity, error) {

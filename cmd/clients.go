@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"sort"
 	"sync/atomic"
 	"time"
 
@@ -137,4 +138,40 @@ func (d *diagnosisFlags) Validate() error {
 	}
 	d.opts.FeatureGates = gates
 	return nil
+}
+
+// allContexts lists the contexts of the kubeconfig, sorted.
+func allContexts(flags *genericclioptions.ConfigFlags) ([]string, error) {
+	raw, err := flags.ToRawKubeConfigLoader().RawConfig()
+	if err != nil {
+		return nil, fmt.Errorf("loading kubeconfig: %w", err)
+	}
+	var names []string
+	for name := range raw.Contexts {
+		names = append(names, name)
+	}
+	if len(names) == 0 {
+		return nil, errors.New("--all-contexts: the kubeconfig has no contexts")
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+// flagsForContext copies the kubeconfig flags with another context.
+func flagsForContext(flags *genericclioptions.ConfigFlags, name string) *genericclioptions.ConfigFlags {
+	out := genericclioptions.NewConfigFlags(false)
+	copyString := func(dst, src *string) {
+		if src != nil && dst != nil {
+			*dst = *src
+		}
+	}
+	copyString(out.KubeConfig, flags.KubeConfig)
+	copyString(out.Namespace, flags.Namespace)
+	copyString(out.Timeout, flags.Timeout)
+	copyString(out.Impersonate, flags.Impersonate)
+	if flags.ImpersonateGroup != nil {
+		*out.ImpersonateGroup = append([]string(nil), *flags.ImpersonateGroup...)
+	}
+	*out.Context = name
+	return out
 }

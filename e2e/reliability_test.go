@@ -20,7 +20,7 @@ import (
 
 // TestReliability: wait and watch under time-based rules, partial permissions and a lost leader.
 func TestReliability(t *testing.T) {
-	testenv.TestInParallel(t, unschedulableWaitFeature(), noEventsPermissionFeature(), twoLeadersFeature())
+	testenv.TestInParallel(t, unschedulableWaitFeature(), noEventsPermissionFeature(), twoLeadersFeature(), fleetFeature())
 }
 
 // unschedulableWaitFeature: a pod that can never be scheduled becomes a finding only after the

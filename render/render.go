@@ -16,7 +16,9 @@ import (
 type TableOptions struct {
 	Wide          bool
 	WithNamespace bool
-	Color         bool
+	// WithContext adds the kubeconfig context (several clusters checked).
+	WithContext bool
+	Color       bool
 }
 
 // Report prints a check report in the format of the -o flags.
@@ -34,6 +36,9 @@ func PrintTable(w io.Writer, r *apiv1.Report, opts TableOptions) error {
 		{Name: "Severity", Type: "string"},
 		{Name: "Code", Type: "string"},
 	}}
+	if opts.WithContext {
+		table.ColumnDefinitions = append(table.ColumnDefinitions, metav1.TableColumnDefinition{Name: "Context", Type: "string"})
+	}
 	if opts.WithNamespace {
 		table.ColumnDefinitions = append(table.ColumnDefinitions, metav1.TableColumnDefinition{Name: "Namespace", Type: "string"})
 	}
@@ -47,6 +52,9 @@ func PrintTable(w io.Writer, r *apiv1.Report, opts TableOptions) error {
 	)
 	for _, f := range r.Findings {
 		cells := []any{string(f.Severity), f.Code}
+		if opts.WithContext {
+			cells = append(cells, f.Context)
+		}
 		if opts.WithNamespace {
 			cells = append(cells, f.Namespace)
 		}

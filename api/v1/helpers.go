@@ -18,6 +18,9 @@ func NewReport(openshift bool, sets []StatefulSetSummary, findings []Finding) *R
 		findings = []Finding{}
 	}
 	sort.SliceStable(sets, func(i, j int) bool {
+		if sets[i].Context != sets[j].Context {
+			return sets[i].Context < sets[j].Context
+		}
 		if sets[i].Namespace != sets[j].Namespace {
 			return sets[i].Namespace < sets[j].Namespace
 		}
@@ -49,6 +52,9 @@ func SortFindings(f []Finding) {
 		a, b := f[i], f[j]
 		if a.Severity.Rank() != b.Severity.Rank() {
 			return a.Severity.Rank() > b.Severity.Rank()
+		}
+		if a.Context != b.Context {
+			return a.Context < b.Context
 		}
 		if a.Namespace != b.Namespace {
 			return a.Namespace < b.Namespace
@@ -87,7 +93,7 @@ func (f Finding) Blocking() bool {
 
 // Key identifies a finding across diagnoses.
 func (f Finding) Key() string {
-	return strings.Join([]string{f.Code, f.Namespace, f.StatefulSet, f.Pod, f.Container, f.Image}, "/")
+	return strings.Join([]string{f.Context, f.Code, f.Namespace, f.StatefulSet, f.Pod, f.Container, f.Image}, "/")
 }
 
 // DeepCopy copies a finding, its details map (one level) and its typed hand-offs.

@@ -59,6 +59,9 @@ const (
 
 // Finding is one reason a StatefulSet rollout will not finish, or a risk to it.
 type Finding struct {
+	// Context is the kubeconfig context of the cluster, set when several were checked
+	// (--contexts, --all-contexts).
+	Context string `json:"context,omitempty"`
 	// Code names the kind of finding (one of the constants above).
 	Code string `json:"code"`
 	// Severity is error (the rollout will not finish), warning (a risk) or info.
@@ -125,6 +128,8 @@ const (
 
 // StatefulSetSummary is one StatefulSet in scope.
 type StatefulSetSummary struct {
+	// Context is the kubeconfig context of the cluster, set when several were checked.
+	Context   string `json:"context,omitempty"`
 	Namespace string `json:"namespace"`
 	Name      string `json:"name"`
 	// Replicas is spec.replicas (1 when unset).
