@@ -33,6 +33,12 @@ func fleetFeature() features.Feature {
 			if err := scenario.StuckRollout(ctx, cs, "fleet-east", "web", 1); err != nil {
 				t.Fatal(err)
 			}
+			if _, err := cs.AppsV1().StatefulSets("fleet-west").Create(ctx, scenario.StatefulSet("fleet-west", "db", scenario.GoodImage, 1, false), metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if err := scenario.WaitRolloutComplete(ctx, cs, "fleet-west", "db", time.Minute); err != nil {
+				t.Fatal(err)
+			}
 			return ctx
 		}).
 		Assess("premise: web-0 in fleet-east stays on the old revision for 30s", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
@@ -69,7 +75,8 @@ func fleetFeature() features.Feature {
 			if r.code != 1 || len(rep.Findings) != 1 || rep.Findings[0].Context != "east" || rep.Findings[0].Code != apiv1.StaleRevisionStuck {
 				t.Fatalf("exit %d findings %+v", r.code, rep.Findings)
 			}
-			if len(rep.StatefulSets) != 1 || rep.StatefulSets[0].Context != "east" {
+			if len(rep.StatefulSets) != 2 || rep.StatefulSets[0].Context != "east" || rep.StatefulSets[0].Status != apiv1.StatusStuck ||
+				rep.StatefulSets[1].Context != "west" || rep.StatefulSets[1].Name != "db" || rep.StatefulSets[1].Status != apiv1.StatusComplete {
 				t.Errorf("statefulSets %+v", rep.StatefulSets)
 			}
 			table := stsdiagRun(t, cfg, "check", "--kubeconfig", kubeconfig, "--contexts", "east,west")
