@@ -125,14 +125,14 @@ func notReadyFeature() features.Feature {
 			return ctx
 		}).
 		Assess("within --not-ready-threshold (default 5m): no error", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			r := stsdiagRun(t, cfg, "check", "-n", ns, "-o", "json")
+			r := stsdiagRun(t, cfg, "check", "--openshift", "never", "-n", ns, "-o", "json")
 			if rep := decodeReport(t, r); r.code != 0 || len(errorsOf(rep)) != 0 {
 				t.Fatalf("a slow readiness within the threshold is not stuck: exit %d, %v", r.code, errorsOf(rep))
 			}
 			return ctx
 		}).
 		Assess("past the threshold: StaleRevisionStuck NotReady with the probe output", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			r := stsdiagRun(t, cfg, "check", "-n", ns, "-o", "json", "--not-ready-threshold", "5s")
+			r := stsdiagRun(t, cfg, "check", "--openshift", "never", "-n", ns, "-o", "json", "--not-ready-threshold", "5s")
 			rep := decodeReport(t, r)
 			f := findingOf(rep, apiv1.StaleRevisionStuck, "probe-0")
 			if r.code != 1 || f == nil || len(rep.Findings) != 1 {
@@ -148,7 +148,7 @@ func notReadyFeature() features.Feature {
 			return ctx
 		}).
 		Assess("fix deletes it; the rollout completes", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			r := stsdiagRun(t, cfg, "fix", "-n", ns, "--yes", "--not-ready-threshold", "5s", "--wait=90s", "-o", "json")
+			r := stsdiagRun(t, cfg, "fix", "--openshift", "never", "-n", ns, "--yes", "--not-ready-threshold", "5s", "--wait=90s", "-o", "json")
 			res := decodeFix(t, r)
 			if r.code != 0 || len(res.Actions) != 1 || res.Actions[0].Pod != "probe-0" || res.Actions[0].Result != apiv1.ResultDone || res.Rollout != "complete" {
 				t.Fatalf("exit %d %+v", r.code, res)
@@ -210,14 +210,14 @@ func finalizerFeature() features.Feature {
 			return ctx
 		}).
 		Assess("a deletion within --terminating-threshold is not reported", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			r := stsdiagRun(t, cfg, "check", "-n", ns, "-o", "json")
+			r := stsdiagRun(t, cfg, "check", "--openshift", "never", "-n", ns, "-o", "json")
 			if rep := decodeReport(t, r); r.code != 0 || len(errorsOf(rep)) != 0 {
 				t.Fatalf("exit %d errors %v", r.code, errorsOf(rep))
 			}
 			return ctx
 		}).
 		Assess("past it: PodStuckTerminating naming the finalizer, fix leaves it to the user", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			r := stsdiagRun(t, cfg, "check", "-n", ns, "-o", "json", "--terminating-threshold", "5s")
+			r := stsdiagRun(t, cfg, "check", "--openshift", "never", "-n", ns, "-o", "json", "--terminating-threshold", "5s")
 			rep := decodeReport(t, r)
 			f := findingOf(rep, apiv1.PodStuckTerminating, "held-1")
 			if r.code != 1 || f == nil || len(errorsOf(rep)) != 1 {
@@ -228,7 +228,7 @@ func finalizerFeature() features.Feature {
 				!strings.Contains(f.Remedy, `kubectl patch pod held-1 -n held-pod --type=json -p '[{"op":"remove","path":"/metadata/finalizers"}]'`) {
 				t.Errorf("finding %+v", f)
 			}
-			fix := stsdiagRun(t, cfg, "fix", "-n", ns, "--yes", "--terminating-threshold", "5s", "--force-lost-node", "-o", "json")
+			fix := stsdiagRun(t, cfg, "fix", "--openshift", "never", "-n", ns, "--yes", "--terminating-threshold", "5s", "--force-lost-node", "-o", "json")
 			if res := decodeFix(t, fix); fix.code != 1 || len(res.Actions) != 0 {
 				t.Errorf("a finalizer is never force-deleted: exit %d %+v", fix.code, res)
 			}
@@ -242,7 +242,7 @@ func finalizerFeature() features.Feature {
 			if err := scenario.WaitRolloutComplete(ctx, cs, ns, name, 90*time.Second); err != nil {
 				t.Fatal(err)
 			}
-			if r := stsdiagRun(t, cfg, "check", "-n", ns, "--terminating-threshold", "5s"); r.code != 0 {
+			if r := stsdiagRun(t, cfg, "check", "--openshift", "never", "-n", ns, "--terminating-threshold", "5s"); r.code != 0 {
 				t.Errorf("exit %d", r.code)
 			}
 			return ctx
@@ -320,7 +320,7 @@ func lostNodeFeature() features.Feature {
 			return ctx
 		}).
 		Assess("PodStuckTerminating with the node's state; fix needs --force-lost-node", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			r := stsdiagRun(t, cfg, "check", "-n", ns, "-o", "json", "--terminating-threshold", "5s")
+			r := stsdiagRun(t, cfg, "check", "--openshift", "never", "-n", ns, "-o", "json", "--terminating-threshold", "5s")
 			rep := decodeReport(t, r)
 			f := findingOf(rep, apiv1.PodStuckTerminating, "db-0")
 			if r.code != 1 || f == nil {
@@ -330,7 +330,7 @@ func lostNodeFeature() features.Feature {
 				!strings.Contains(f.Remedy, "confirm node lost-node is really down") || !strings.Contains(f.Remedy, "kubectl delete pod db-0 -n lost-node --grace-period=0 --force") {
 				t.Errorf("finding %+v", f)
 			}
-			plain := stsdiagRun(t, cfg, "fix", "-n", ns, "--yes", "--terminating-threshold", "5s", "-o", "json")
+			plain := stsdiagRun(t, cfg, "fix", "--openshift", "never", "-n", ns, "--yes", "--terminating-threshold", "5s", "-o", "json")
 			if res := decodeFix(t, plain); plain.code != 1 || len(res.Actions) != 0 {
 				t.Errorf("without --force-lost-node nothing is force-deleted: exit %d %+v", plain.code, res)
 			}
@@ -342,7 +342,7 @@ func lostNodeFeature() features.Feature {
 		Assess("fix --force-lost-node: force-deleted with the UID precondition, recreated elsewhere, PVC kept", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			cs := clientset(t, cfg)
 			before := markClaims(ctx, t, cs, ns)
-			r := stsdiagRun(t, cfg, "fix", "-n", ns, "--yes", "--terminating-threshold", "5s", "--force-lost-node", "--wait=90s", "-o", "json")
+			r := stsdiagRun(t, cfg, "fix", "--openshift", "never", "-n", ns, "--yes", "--terminating-threshold", "5s", "--force-lost-node", "--wait=90s", "-o", "json")
 			res := decodeFix(t, r)
 			if r.code != 0 || len(res.Actions) != 1 || res.Actions[0].Action != apiv1.ForceDeletePod || res.Actions[0].UID != string(podUID) ||
 				res.Actions[0].Result != apiv1.ResultDone || res.Rollout != "complete" {
@@ -454,7 +454,7 @@ func ownerRecreatedFeature() features.Feature {
 			return ctx
 		}).
 		Assess("StatefulSetTerminating at once (default threshold), naming both UIDs and the new revision", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			r := stsdiagRun(t, cfg, "check", "-n", ns, "-o", "json", "--fail-on", "warning")
+			r := stsdiagRun(t, cfg, "check", "--openshift", "never", "-n", ns, "-o", "json", "--fail-on", "warning")
 			rep := decodeReport(t, r)
 			f := findingOf(rep, apiv1.StatefulSetTerminating, "")
 			if r.code != 1 || f == nil {

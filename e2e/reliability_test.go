@@ -111,7 +111,7 @@ func noEventsPermissionFeature() features.Feature {
 			}
 			kubeconfig := tokenKubeconfig(ctx, t, cfg, ns, "no-events", rules)
 			start := time.Now()
-			r := stsdiagRun(t, cfg, "wait", "web", "-n", ns, "--stuck-grace", "3s", "--timeout", "90s", "--kubeconfig", kubeconfig)
+			r := stsdiagRun(t, cfg, "wait", "web", "-n", ns, "--openshift", "never", "--stuck-grace", "3s", "--timeout", "90s", "--kubeconfig", kubeconfig)
 			took := time.Since(start)
 			if r.code != 1 || !strings.Contains(r.stdout, "StaleRevisionStuck") || strings.Count(r.stderr, "Warning: ") != 1 ||
 				!strings.Contains(r.stderr, "Warning: findings carry no pod events") {
@@ -170,8 +170,11 @@ func twoLeadersFeature() features.Feature {
 				t.Fatalf("the standby never took over:\n%s", standby.log.String())
 			}
 			took := time.Since(killed)
-			if took > 15*time.Second+3*time.Second {
-				t.Errorf("takeover took %s, want within the 15s Lease duration (+ one 2s retry)", took.Round(100*time.Millisecond))
+			// The standby may take the Lease once it has seen no renewal for the Lease duration
+			// (15 s, counted from its own last observation, up to one 2 s retry late), then on its
+			// next 2 s retry; a loaded 2-core machine adds seconds of latency.
+			if took > 25*time.Second {
+				t.Errorf("takeover took %s, want within the 15s Lease duration plus two 2s retries and load latency", took.Round(100*time.Millisecond))
 			}
 			t.Logf("leader killed → standby leads after %s", took.Round(100*time.Millisecond))
 			_ = cs.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})

@@ -73,7 +73,7 @@ func TestServiceMissing(t *testing.T) {
 		}).
 		Assess("one warning per reason, none for the headless Service; exit 0; the shipped role suffices", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			kubeconfig := tokenKubeconfig(ctx, t, cfg, ns, "service-reader", loadRole(t, "../deploy/check-clusterrole.yaml").Rules)
-			r := stsdiagRun(t, cfg, "check", "-n", ns, "-o", "json", "--kubeconfig", kubeconfig)
+			r := stsdiagRun(t, cfg, "check", "--openshift", "never", "-n", ns, "-o", "json", "--kubeconfig", kubeconfig)
 			rep := decodeReport(t, r)
 			if r.code != 0 || r.stderr != "" || len(rep.Findings) != 3 {
 				t.Fatalf("exit %d stderr %q findings %v", r.code, r.stderr, codes(rep))
@@ -103,7 +103,7 @@ func TestServiceMissing(t *testing.T) {
 			if _, err := cs.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			rep := decodeReport(t, stsdiagRun(t, cfg, "check", "nf", "-n", ns, "-o", "json"))
+			rep := decodeReport(t, stsdiagRun(t, cfg, "check", "--openshift", "never", "nf", "-n", ns, "-o", "json"))
 			if len(rep.Findings) != 0 {
 				t.Errorf("findings %v", codes(rep))
 			}

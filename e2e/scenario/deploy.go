@@ -10,6 +10,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -37,6 +38,9 @@ func ApplyManifests(ctx context.Context, cs kubernetes.Interface, root string, p
 			}
 			switch o := obj.(type) {
 			case *corev1.Namespace:
+				if _, getErr := cs.CoreV1().Namespaces().Get(ctx, o.Name, metav1.GetOptions{}); getErr == nil {
+					continue // applied by another test already
+				}
 				err = Namespace(ctx, cs, o.Name)
 			case *corev1.ServiceAccount:
 				_, err = cs.CoreV1().ServiceAccounts(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
@@ -51,7 +55,7 @@ func ApplyManifests(ctx context.Context, cs kubernetes.Interface, root string, p
 			default:
 				err = fmt.Errorf("unexpected %T", obj)
 			}
-			if err != nil {
+			if err != nil && !apierrors.IsAlreadyExists(err) { // like kubectl apply: present is fine
 				return fmt.Errorf("%s: %w", path, err)
 			}
 		}
