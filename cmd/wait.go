@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/stsdiag/stsdiag/gate"
@@ -34,6 +37,9 @@ type WaitOptions struct {
 	Rollback   bool
 	OpenShift  string
 	diagnosis  *diagnosisFlags
+	// Contexts of a fleet (--contexts, --all-contexts); empty for one cluster.
+	Contexts    []string
+	AllContexts bool
 
 	scope gather.Scope
 }
@@ -78,6 +84,8 @@ by a signal (SIGINT, SIGTERM).`,
 	f.BoolVar(&o.Fix, "fix", false, "Apply fix's safe repairs once when stuck, then keep waiting")
 	f.BoolVar(&o.Rollback, "rollback", false, "With --fix: roll a failing new template back to the earlier revision whose pods are Ready (the deploy still fails: exit 1, result RolledBack)")
 	f.StringVar(&o.OpenShift, "openshift", "auto", "Use the OpenShift image API: auto (if served), always or never")
+	f.StringSliceVar(&o.Contexts, "contexts", nil, "Wait in these kubeconfig contexts at once (the worst verdict wins; a stuck one ends all)")
+	f.BoolVar(&o.AllContexts, "all-contexts", false, "Wait in every context of the kubeconfig at once")
 	o.diagnosis.AddFlags(c)
 	return c
 }
@@ -85,6 +93,15 @@ by a signal (SIGINT, SIGTERM).`,
 // Complete fills in the scope.
 func (o *WaitOptions) Complete(args []string) error {
 	var err error
+	if o.AllContexts {
+		if o.Contexts, err = allContexts(o.configFlags); err != nil {
+			return err
+		}
+	}
+	if len(o.Contexts) > 0 {
+		o.scope = gather.Scope{Names: args} // each context's namespace is resolved in Run
+		return nil
+	}
 	o.scope, err = scopeOf(o.configFlags, false, args)
 	return err
 }
@@ -109,30 +126,84 @@ func (o *WaitOptions) Validate() error {
 	return parseScopeFlags(&o.scope, o.OpenShift, o.Selector)
 }
 
-// Run waits (gate.Run over informers), prints the verdict and sets the exit code.
+// Run waits (gate.Run over informers; one per context with --contexts), prints the verdict and
+// sets the exit code.
 func (o *WaitOptions) Run(ctx context.Context) error {
 	start := time.Now()
-	c, err := clients(o.configFlags, 0)
-	if err != nil {
-		return withCode(ExitError, err)
-	}
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
-	live, warnings, err := gather.StartLive(ctx, c, o.scope, nil)
+	if len(o.Contexts) == 0 {
+		c, err := clients(o.configFlags, 0)
+		if err != nil {
+			return withCode(ExitError, err)
+		}
+		res, err := o.waitOne(ctx, c, o.scope, "")
+		return o.finish(res, start, err)
+	}
+	// A fleet: every context at once; a stuck rollout or a cluster that cannot be evaluated ends
+	// the others' wait too (fail fast), the worst verdict wins.
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	results := make([]*apiv1.WaitResult, len(o.Contexts))
+	var wg sync.WaitGroup
+	for i, name := range o.Contexts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := o.waitContext(ctx, name)
+			if err != nil {
+				res = apiv1.NewWaitResult(apiv1.WaitNotFound, err.Error())
+			}
+			results[i] = res
+			if gate.Decisive(res.Result) {
+				stop()
+			}
+		}()
+	}
+	wg.Wait()
+	return o.finish(gate.MergeFleet(o.Contexts, results), start, nil)
+}
+
+// waitContext waits in one context of a fleet, with its own clients and namespace.
+func (o *WaitOptions) waitContext(ctx context.Context, name string) (*apiv1.WaitResult, error) {
+	flags := flagsForContext(o.configFlags, name)
+	c, err := clients(flags, 0)
 	if err != nil {
-		return o.finish(apiv1.NewWaitResult(apiv1.WaitNotFound, err.Error()), start, err)
+		return nil, fmt.Errorf("context %s: %w", name, err)
+	}
+	scope, err := scopeOf(flags, false, o.scope.Names)
+	if err != nil {
+		return nil, fmt.Errorf("context %s: %w", name, err)
+	}
+	scope.Selector, scope.OpenShift = o.scope.Selector, o.scope.OpenShift
+	res, err := o.waitOne(ctx, c, scope, name+": ")
+	if err != nil {
+		return nil, fmt.Errorf("context %s: %w", name, err)
+	}
+	return res, nil
+}
+
+// waitOne follows one cluster's StatefulSets to a verdict; prefix starts its log lines.
+func (o *WaitOptions) waitOne(ctx context.Context, c gather.Clients, scope gather.Scope, prefix string) (*apiv1.WaitResult, error) {
+	live, warnings, err := gather.StartLive(ctx, c, scope, nil)
+	if err != nil {
+		return apiv1.NewWaitResult(apiv1.WaitNotFound, err.Error()), err
 	}
 	for _, w := range warnings {
-		fmt.Fprintf(o.ErrOut, "Warning: %s\n", w)
+		fmt.Fprintf(o.ErrOut, "Warning: %s%s\n", prefix, w)
 	}
-	opts := gate.Options{StuckGrace: o.StuckGrace, Log: o.ErrOut, Diagnosis: o.diagnosis.opts}
+	log := o.ErrOut
+	if prefix != "" {
+		log = &prefixWriter{prefix: prefix, w: o.ErrOut}
+	}
+	opts := gate.Options{StuckGrace: o.StuckGrace, Log: log, Diagnosis: o.diagnosis.opts}
 	if o.Fix {
-		exec := repair.New(repair.Options{Clients: c, Scope: o.scope, Diagnosis: opts.Diagnosis, DryRun: repair.DryRunNone, Rollback: o.Rollback,
-			Progress: func(a apiv1.Action) { fmt.Fprintln(o.ErrOut, render.ActionLine(a)) }})
+		exec := repair.New(repair.Options{Clients: c, Scope: scope, Diagnosis: opts.Diagnosis, DryRun: repair.DryRunNone, Rollback: o.Rollback,
+			Progress: func(a apiv1.Action) { fmt.Fprintln(log, render.ActionLine(a)) }})
 		opts.Repair = func(ctx context.Context, rep *apiv1.Report, snap *snapshot.Snapshot) ([]apiv1.Action, error) {
 			actions, err := exec.Repair(ctx, rep, snap, nil)
 			if len(actions) == 0 && err == nil {
-				fmt.Fprintln(o.ErrOut, "nothing stsdiag can repair safely")
+				fmt.Fprintln(log, "nothing stsdiag can repair safely")
 			}
 			return actions, err
 		}
@@ -142,7 +213,28 @@ func (o *WaitOptions) Run(ctx context.Context) error {
 		res.Message = fmt.Sprintf("timed out after %s while the rollout was still progressing", o.Timeout)
 	}
 	repair.RollbackVerdict(res)
-	return o.finish(res, start, err)
+	return res, err
+}
+
+// prefixWriter starts every line with the context's name (the progress lines of a fleet).
+type prefixWriter struct {
+	mu     sync.Mutex
+	prefix string
+	w      io.Writer
+}
+
+func (p *prefixWriter) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, line := range strings.SplitAfter(string(b), "\n") {
+		if line == "" {
+			continue
+		}
+		if _, err := io.WriteString(p.w, p.prefix+line); err != nil {
+			return 0, err
+		}
+	}
+	return len(b), nil
 }
 
 // finish prints the verdict in the chosen format (and the JUnit file) and returns the exit.

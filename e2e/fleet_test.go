@@ -84,6 +84,12 @@ func fleetFeature() features.Feature {
 				t.Errorf("table without the context column:\n%s", table.stdout)
 			}
 
+			w := stsdiagRun(t, cfg, "wait", "--kubeconfig", kubeconfig, "--contexts", "east,west", "-l", "app in (web,db)", "--stuck-grace", "3s", "--timeout", "90s", "-o", "json")
+			if res := decodeWait(t, w); w.code != 1 || res.Result != apiv1.WaitStuck || len(res.Findings) != 1 || res.Findings[0].Context != "east" ||
+				!strings.HasPrefix(res.Message, "east: Stuck:") {
+				t.Errorf("wait --contexts: exit %d %+v", w.code, res)
+			}
+
 			// A third context whose server does not answer.
 			raw.Clusters["gone"] = raw.Clusters[base.Cluster].DeepCopy()
 			raw.Clusters["gone"].Server = "https://127.0.0.1:1"

@@ -24,6 +24,7 @@ type waitResult struct {
 	Kind     string          `json:"kind"`
 	Result   string          `json:"result"`
 	Findings []apiv1.Finding `json:"findings"`
+	Message  string          `json:"message"`
 }
 
 func decodeWait(t *testing.T, r result) waitResult {

@@ -43,18 +43,19 @@ func WriteJUnit(w io.Writer, res *apiv1.WaitResult, elapsed time.Duration) error
 	suite := junitSuite{Name: "stsdiag wait", Time: seconds}
 	byName := map[string][]apiv1.Finding{}
 	for _, f := range res.Findings {
-		byName[key(f.Namespace, f.StatefulSet)] = append(byName[key(f.Namespace, f.StatefulSet)], f)
+		k := key(f.Context, f.Namespace, f.StatefulSet)
+		byName[k] = append(byName[k], f)
 	}
 	sets := append([]apiv1.StatefulSetSummary(nil), res.StatefulSets...)
 	sort.Slice(sets, func(i, j int) bool {
-		return key(sets[i].Namespace, sets[i].Name) < key(sets[j].Namespace, sets[j].Name)
+		return key(sets[i].Context, sets[i].Namespace, sets[i].Name) < key(sets[j].Context, sets[j].Namespace, sets[j].Name)
 	})
 	if len(sets) == 0 && res.Result == apiv1.WaitNotFound {
 		suite.Cases = append(suite.Cases, junitCase{Name: "statefulsets", Classname: "stsdiag.wait", Time: seconds,
 			Failure: &junitFailure{Message: res.Message, Type: apiv1.WaitNotFound, Text: res.Message}})
 	}
 	for _, s := range sets {
-		tc := junitCase{Name: key(s.Namespace, s.Name), Classname: "stsdiag.wait", Time: seconds}
+		tc := junitCase{Name: key(s.Context, s.Namespace, s.Name), Classname: "stsdiag.wait", Time: seconds}
 		var failing []apiv1.Finding
 		for _, f := range byName[tc.Name] {
 			if f.Blocking() {
@@ -99,7 +100,13 @@ func WriteJUnit(w io.Writer, res *apiv1.WaitResult, elapsed time.Duration) error
 	return err
 }
 
-func key(namespace, name string) string { return namespace + "/" + name }
+// key names a StatefulSet in a testcase: namespace/name, after its context in a fleet.
+func key(context, namespace, name string) string {
+	if context != "" {
+		return context + "/" + namespace + "/" + name
+	}
+	return namespace + "/" + name
+}
 
 // rolledBack is the rollback wait --fix --rollback made of a StatefulSet, if any: a failed deploy.
 func rolledBack(res *apiv1.WaitResult, s apiv1.StatefulSetSummary) *apiv1.RolledBack {

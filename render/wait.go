@@ -21,7 +21,8 @@ func WaitResult(w io.Writer, res *apiv1.WaitResult, flags *PrintFlags, elapsed t
 	}
 	if res.Result != apiv1.WaitComplete && len(res.Findings) > 0 {
 		rep := apiv1.NewReport(false, res.StatefulSets, res.Findings)
-		if err := PrintTable(w, rep, TableOptions{Color: color, Wide: flags.OutputFormat == FormatWide}); err != nil {
+		fleet := len(rep.StatefulSets) > 0 && rep.StatefulSets[0].Context != ""
+		if err := PrintTable(w, rep, TableOptions{Color: color, Wide: flags.OutputFormat == FormatWide, WithContext: fleet, WithNamespace: fleet}); err != nil {
 			return err
 		}
 		for _, f := range res.Findings {

@@ -1,0 +1,55 @@
+package gate
+
+import (
+	"fmt"
+	"strings"
+
+	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+)
+
+// precedence orders wait's verdicts from worst to best when several clusters are waited for:
+// one that could not be evaluated, then a stuck rollout, a rollback, a timeout, an interruption.
+var precedence = []string{apiv1.WaitNotFound, apiv1.WaitStuck, apiv1.WaitRolledBack, apiv1.WaitTimedOut, apiv1.WaitInterrupted, apiv1.WaitComplete}
+
+// Decisive reports whether a verdict ends the wait for every cluster (fail fast): a stuck
+// rollout or a cluster that cannot be evaluated.
+func Decisive(result string) bool {
+	return result == apiv1.WaitNotFound || result == apiv1.WaitStuck
+}
+
+// MergeFleet combines the verdicts of one wait per kubeconfig context into one: the worst verdict
+// wins, StatefulSets, findings and actions carry their context, and the message names each
+// context that did not complete.
+func MergeFleet(contexts []string, results []*apiv1.WaitResult) *apiv1.WaitResult {
+	worst := len(precedence) - 1
+	merged := apiv1.NewWaitResult(apiv1.WaitComplete, "")
+	var messages []string
+	for i, res := range results {
+		name := contexts[i]
+		for rank, verdict := range precedence {
+			if res.Result == verdict && rank < worst {
+				worst = rank
+			}
+		}
+		if res.Result != apiv1.WaitComplete {
+			messages = append(messages, fmt.Sprintf("%s: %s: %s", name, res.Result, res.Message))
+		}
+		for _, s := range res.StatefulSets {
+			s.Context = name
+			merged.StatefulSets = append(merged.StatefulSets, s)
+		}
+		for _, f := range res.Findings {
+			f.Context = name
+			merged.Findings = append(merged.Findings, f)
+		}
+		merged.Actions = append(merged.Actions, res.Actions...)
+		merged.RolledBack = append(merged.RolledBack, res.RolledBack...)
+	}
+	merged.Result = precedence[worst]
+	merged.Message = "every rollout complete"
+	if len(messages) > 0 {
+		merged.Message = strings.Join(messages, "; ")
+	}
+	apiv1.SortFindings(merged.Findings)
+	return merged
+}
