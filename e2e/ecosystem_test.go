@@ -63,6 +63,7 @@ func linesWith(s, prefix string) []string {
 // TestGitHubActions: under GITHUB_ACTIONS=true, check and wait annotate each error finding and
 // append a Markdown table to $GITHUB_STEP_SUMMARY; stdout stays the document asked for.
 func TestGitHubActions(t *testing.T) {
+	t.Parallel() // isolated namespaces; runs after the serial tests (TestWatch restarts kube-apiserver)
 	const ns = "gha-stuck"
 	f := features.New("GitHub Actions output").
 		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
@@ -82,7 +83,7 @@ func TestGitHubActions(t *testing.T) {
 				t.Fatal(err)
 			}
 			env := []string{"GITHUB_ACTIONS=true", "GITHUB_STEP_SUMMARY=" + summary}
-			r := runEnv(t, cfg, env, "check", "-n", ns, "-o", "json")
+			r := runEnv(t, cfg, env, "check", "--openshift", "never", "-n", ns, "-o", "json")
 			if r.code != 1 {
 				t.Fatalf("exit %d, want 1", r.code)
 			}
@@ -117,7 +118,7 @@ func TestGitHubActions(t *testing.T) {
 		Assess("wait: the same annotation and a Stuck summary", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			summary := filepath.Join(t.TempDir(), "step-summary.md")
 			env := []string{"GITHUB_ACTIONS=true", "GITHUB_STEP_SUMMARY=" + summary}
-			r := runEnv(t, cfg, env, "wait", "web", "-n", ns, "--stuck-grace", "2s", "--timeout", "1m", "-o", "json")
+			r := runEnv(t, cfg, env, "wait", "--openshift", "never", "web", "-n", ns, "--stuck-grace", "2s", "--timeout", "1m", "-o", "json")
 			if r.code != 1 {
 				t.Fatalf("exit %d, want 1", r.code)
 			}
@@ -212,6 +213,7 @@ func stalledTrue(set *appsv1.StatefulSet) bool {
 // Failed, then Current; deploy/argocd's health check says Progressing (before watch), Degraded,
 // then Healthy on the same objects.
 func TestStalledCondition(t *testing.T) {
+	t.Parallel() // isolated namespaces; runs after the serial tests (TestWatch restarts kube-apiserver)
 	const ns, minStuck = "stalled", 5 * time.Second
 	var w *watchProcess
 	f := features.New("kstatus Stalled condition").

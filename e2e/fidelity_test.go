@@ -37,6 +37,7 @@ import (
 // fix answered on a terminal while the kubelet churns the pod's status). Each premise is proven
 // on the real controller first.
 func TestRealKubeletFidelity(t *testing.T) {
+	t.Parallel() // isolated namespaces; runs after the serial tests (TestWatch restarts kube-apiserver)
 	testenv.TestInParallel(t, notReadyFeature(), finalizerFeature(), lostNodeFeature(), ownerRecreatedFeature(), promptUnderChurnFeature())
 }
 

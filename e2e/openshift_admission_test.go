@@ -29,6 +29,7 @@ const admDigest = "sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c
 // TestOpenShiftAdmission runs one feature per case of issue 11, in parallel: each stuck case is
 // first proven stuck on the real StatefulSet controller for 30 s (at the same time).
 func TestOpenShiftAdmission(t *testing.T) {
+	t.Parallel() // isolated namespaces; runs after the serial tests (TestWatch restarts kube-apiserver)
 	testenv.TestInParallel(t, admForcedRegistryName(), admDottedName(), admEventWithoutImage(), admStreamAfterStatefulSet(),
 		admTriggerProblems(), admStaleTrigger())
 }

@@ -20,6 +20,7 @@ import (
 
 // TestReliability: wait and watch under time-based rules, partial permissions and a lost leader.
 func TestReliability(t *testing.T) {
+	t.Parallel() // isolated namespaces; runs after the serial tests (TestWatch restarts kube-apiserver)
 	testenv.TestInParallel(t, unschedulableWaitFeature(), noEventsPermissionFeature(), twoLeadersFeature(), fleetFeature())
 }
 

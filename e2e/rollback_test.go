@@ -31,6 +31,7 @@ import (
 // fix --rollback, wait --fix --rollback, a set broken since creation and a concurrent template
 // change, each on the real controller (issue 17).
 func TestRollback(t *testing.T) {
+	t.Parallel() // isolated namespaces; runs after the serial tests (TestWatch restarts kube-apiserver)
 	testenv.TestInParallel(t, fixRollbackFeature(), waitRollbackFeature(), brokenSinceCreationFeature(), concurrentChangeFeature())
 }
 

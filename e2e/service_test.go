@@ -18,6 +18,7 @@ import (
 // TestServiceMissing: four Ready StatefulSets naming a governing Service: none exists, a
 // ClusterIP one, a headless one selecting other pods, and a correct headless one.
 func TestServiceMissing(t *testing.T) {
+	t.Parallel() // isolated namespaces; runs after the serial tests (TestWatch restarts kube-apiserver)
 	const ns = "service-check"
 	sets := map[string]*corev1.Service{
 		"nf":  nil,

@@ -28,6 +28,7 @@ var parallelStalls = map[string]bool{"v1.33.13": false, "v1.35.3": true, "v1.35.
 // controller it runs against (run the suite with K8S_VERSION=v1.35.3 and v1.33.13 too:
 // make e2e-versions).
 func TestControllerVersion(t *testing.T) {
+	t.Parallel() // isolated namespaces; runs after the serial tests (TestWatch restarts kube-apiserver)
 	const ns, name = "parallel-version", "web"
 	stalls, known := parallelStalls[cluster.KubernetesVersion]
 	if !known {
