@@ -83,7 +83,7 @@ Run it as a kubectl or oc plugin: kubectl stsdiag check to diagnose, fix to repa
 wait as a CI gate; watch runs in the cluster.
 
 Exit codes: 0 nothing wrong (or everything repaired), 1 findings or something left unrepaired,
-2 could not evaluate, 3 a wait timed out.`,
+2 could not evaluate, 3 a wait timed out, 130 a wait interrupted by a signal.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Annotations: map[string]string{
