@@ -71,10 +71,8 @@ func NewCheckCommand(configFlags *genericclioptions.ConfigFlags, streams generic
 // Complete fills in the scope from the arguments and kubeconfig, and the contexts of a fleet.
 func (o *CheckOptions) Complete(args []string) error {
 	var err error
-	if o.AllContexts {
-		if o.Contexts, err = allContexts(o.configFlags); err != nil {
-			return err
-		}
+	if o.Contexts, err = fleetContexts(o.configFlags, o.Contexts, o.AllContexts); err != nil {
+		return err
 	}
 	if len(o.Contexts) > 0 {
 		o.scope = gather.Scope{Names: args} // each context's namespace is resolved in Run
@@ -89,7 +87,7 @@ func (o *CheckOptions) Validate() error {
 	if o.AllNamespaces && len(o.scope.Names) > 0 {
 		return fmt.Errorf("StatefulSet names cannot be combined with --all-namespaces: names are looked up in one namespace")
 	}
-	if o.AllContexts && len(o.Contexts) > 0 && o.configFlags.Context != nil && *o.configFlags.Context != "" {
+	if len(o.Contexts) > 0 && o.configFlags.Context != nil && *o.configFlags.Context != "" {
 		return fmt.Errorf("--context cannot be combined with --contexts or --all-contexts")
 	}
 	if err := o.PrintFlags.Validate(); err != nil {
@@ -149,16 +147,10 @@ func (o *CheckOptions) Run(ctx context.Context) error {
 func (o *CheckOptions) fleet() ([]diagnose.Target, error) {
 	var targets []diagnose.Target
 	for _, name := range o.Contexts {
-		flags := flagsForContext(o.configFlags, name)
-		c, err := clients(flags, defaultRequestTimeout)
+		c, scope, err := contextTarget(o.configFlags, name, o.AllNamespaces, o.scope, defaultRequestTimeout)
 		if err != nil {
-			return nil, fmt.Errorf("context %s: %w", name, err)
+			return nil, err
 		}
-		scope, err := scopeOf(flags, o.AllNamespaces, o.scope.Names)
-		if err != nil {
-			return nil, fmt.Errorf("context %s: %w", name, err)
-		}
-		scope.Selector, scope.OpenShift = o.scope.Selector, o.scope.OpenShift
 		targets = append(targets, diagnose.Target{Context: name, Clients: c, Scope: scope})
 	}
 	return targets, nil

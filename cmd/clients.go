@@ -175,3 +175,27 @@ func flagsForContext(flags *genericclioptions.ConfigFlags, name string) *generic
 	*out.Context = name
 	return out
 }
+
+// fleetContexts resolves --contexts and --all-contexts (every context of the kubeconfig).
+func fleetContexts(flags *genericclioptions.ConfigFlags, contexts []string, all bool) ([]string, error) {
+	if all {
+		return allContexts(flags)
+	}
+	return contexts, nil
+}
+
+// contextTarget is one context of a fleet: its clients, and the base scope (names, selector,
+// OpenShift mode) in that context's namespace (-n, else the context's own).
+func contextTarget(flags *genericclioptions.ConfigFlags, name string, allNamespaces bool, base gather.Scope, timeout time.Duration) (gather.Clients, gather.Scope, error) {
+	ctxFlags := flagsForContext(flags, name)
+	c, err := clients(ctxFlags, timeout)
+	if err != nil {
+		return gather.Clients{}, gather.Scope{}, fmt.Errorf("context %s: %w", name, err)
+	}
+	scope, err := scopeOf(ctxFlags, allNamespaces, base.Names)
+	if err != nil {
+		return gather.Clients{}, gather.Scope{}, fmt.Errorf("context %s: %w", name, err)
+	}
+	scope.Selector, scope.OpenShift = base.Selector, base.OpenShift
+	return c, scope, nil
+}

@@ -93,10 +93,8 @@ by a signal (SIGINT, SIGTERM).`,
 // Complete fills in the scope.
 func (o *WaitOptions) Complete(args []string) error {
 	var err error
-	if o.AllContexts {
-		if o.Contexts, err = allContexts(o.configFlags); err != nil {
-			return err
-		}
+	if o.Contexts, err = fleetContexts(o.configFlags, o.Contexts, o.AllContexts); err != nil {
+		return err
 	}
 	if len(o.Contexts) > 0 {
 		o.scope = gather.Scope{Names: args} // each context's namespace is resolved in Run
@@ -166,16 +164,10 @@ func (o *WaitOptions) Run(ctx context.Context) error {
 
 // waitContext waits in one context of a fleet, with its own clients and namespace.
 func (o *WaitOptions) waitContext(ctx context.Context, name string) (*apiv1.WaitResult, error) {
-	flags := flagsForContext(o.configFlags, name)
-	c, err := clients(flags, 0)
+	c, scope, err := contextTarget(o.configFlags, name, false, o.scope, 0)
 	if err != nil {
-		return nil, fmt.Errorf("context %s: %w", name, err)
+		return nil, err
 	}
-	scope, err := scopeOf(flags, false, o.scope.Names)
-	if err != nil {
-		return nil, fmt.Errorf("context %s: %w", name, err)
-	}
-	scope.Selector, scope.OpenShift = o.scope.Selector, o.scope.OpenShift
 	res, err := o.waitOne(ctx, c, scope, name+": ")
 	if err != nil {
 		return nil, fmt.Errorf("context %s: %w", name, err)

@@ -1,18 +1,12 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"io"
-	"os"
-	"os/exec"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/creack/pty"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -518,50 +512,14 @@ func promptUnderChurnFeature() features.Feature {
 		}).
 		Assess("answered y after 10s: deleted, exit 0, rollout complete", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			cs := clientset(t, cfg)
-			cmd := exec.Command(stsdiag, "fix", "-n", ns, "--wait=90s")
-			cmd.Env = append(os.Environ(), "KUBECONFIG="+cfg.KubeconfigFile(), "NO_COLOR=1")
-			tty, err := pty.Start(cmd)
-			if err != nil {
-				t.Skipf("no pseudo-terminal here: %v", err)
-			}
-			defer tty.Close()
-			var mu sync.Mutex
-			var out strings.Builder
-			prompted := make(chan struct{})
-			go func() {
-				r := bufio.NewReader(tty)
-				once := sync.Once{}
-				for {
-					b, err := r.ReadByte()
-					if err != nil {
-						return
-					}
-					mu.Lock()
-					out.WriteByte(b)
-					if strings.Contains(out.String(), "Apply these actions? [y/N]") {
-						once.Do(func() { close(prompted) })
-					}
-					mu.Unlock()
+			text, err := onTerminal(t, cfg, "y\n", func() {
+				before, _ := cs.CoreV1().Pods(ns).Get(ctx, "web-0", metav1.GetOptions{})
+				time.Sleep(10 * time.Second)
+				after, _ := cs.CoreV1().Pods(ns).Get(ctx, "web-0", metav1.GetOptions{})
+				if before.ResourceVersion == after.ResourceVersion {
+					t.Errorf("web-0 did not change while the person read the plan (resourceVersion %s)", before.ResourceVersion)
 				}
-			}()
-			select {
-			case <-prompted:
-			case <-time.After(60 * time.Second):
-				t.Fatal("no prompt")
-			}
-			before, _ := cs.CoreV1().Pods(ns).Get(ctx, "web-0", metav1.GetOptions{})
-			time.Sleep(10 * time.Second)
-			after, _ := cs.CoreV1().Pods(ns).Get(ctx, "web-0", metav1.GetOptions{})
-			if before.ResourceVersion == after.ResourceVersion {
-				t.Errorf("web-0 did not change while the person read the plan (resourceVersion %s)", before.ResourceVersion)
-			}
-			if _, err := io.WriteString(tty, "y\n"); err != nil {
-				t.Fatal(err)
-			}
-			err = cmd.Wait()
-			mu.Lock()
-			text := out.String()
-			mu.Unlock()
+			}, "fix", "-n", ns, "--wait=90s")
 			t.Logf("fix on a terminal:\n%s", text)
 			if err != nil || !strings.Contains(text, "1 done, 0 skipped, 0 failed") || !strings.Contains(text, "rollout complete") {
 				t.Fatalf("exit %v", err)

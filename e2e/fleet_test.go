@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -42,17 +41,7 @@ func fleetFeature() features.Feature {
 			return ctx
 		}).
 		Assess("premise: web-0 in fleet-east stays on the old revision for 30s", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			cs := clientset(t, cfg)
-			holdsFor(ctx, t, 30*time.Second, func(ctx context.Context) error {
-				set, err := cs.AppsV1().StatefulSets("fleet-east").Get(ctx, "web", metav1.GetOptions{})
-				if err != nil {
-					return err
-				}
-				if set.Status.UpdatedReplicas != 0 {
-					return fmt.Errorf("the controller replaced web-0")
-				}
-				return nil
-			})
+			provenStuck(ctx, t, clientset(t, cfg), "fleet-east", "web", 30*time.Second)
 			return ctx
 		}).
 		Assess("one report, each finding with its context; an unreachable context is a warning, exit 2", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {

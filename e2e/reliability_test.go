@@ -92,17 +92,7 @@ func noEventsPermissionFeature() features.Feature {
 			return ctx
 		}).
 		Assess("premise: web-0 stays on the old revision for 30s", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			cs := clientset(t, cfg)
-			holdsFor(ctx, t, 30*time.Second, func(ctx context.Context) error {
-				set, err := cs.AppsV1().StatefulSets(ns).Get(ctx, "web", metav1.GetOptions{})
-				if err != nil {
-					return err
-				}
-				if set.Status.UpdatedReplicas != 0 {
-					return fmt.Errorf("the controller replaced web-0")
-				}
-				return nil
-			})
+			provenStuck(ctx, t, clientset(t, cfg), ns, "web", 30*time.Second)
 			return ctx
 		}).
 		Assess("one warning, the verdict, no hang", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {

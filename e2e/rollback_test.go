@@ -1,21 +1,17 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/creack/pty"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -316,55 +312,14 @@ func concurrentChangeFeature() features.Feature {
 		}).
 		Assess("someone sets "+theirs+" while the plan waits for y: skipped, theirs kept", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			cs := clientset(t, cfg)
-			cmd := exec.Command(stsdiag, "fix", "-n", ns, "--rollback")
-			cmd.Env = append(os.Environ(), "KUBECONFIG="+cfg.KubeconfigFile(), "NO_COLOR=1")
-			tty, err := pty.Start(cmd)
-			if err != nil {
-				t.Skipf("no pseudo-terminal here: %v", err)
-			}
-			defer tty.Close()
-			var mu sync.Mutex
-			var out strings.Builder
-			prompted, drained := make(chan struct{}), make(chan struct{})
-			go func() {
-				defer close(drained)
-				r := bufio.NewReader(tty)
-				once := sync.Once{}
-				for {
-					b, err := r.ReadByte()
-					if err != nil {
-						return
-					}
-					mu.Lock()
-					out.WriteByte(b)
-					if strings.Contains(out.String(), "Apply these actions? [y/N]") {
-						once.Do(func() { close(prompted) })
-					}
-					mu.Unlock()
+			text, err := onTerminal(t, cfg, "y\n", func() {
+				if err := scenario.SetImage(ctx, cs, ns, "web", theirs); err != nil {
+					t.Fatal(err)
 				}
-			}()
-			select {
-			case <-prompted:
-			case <-time.After(60 * time.Second):
-				t.Fatal("no prompt")
-			}
-			if err := scenario.SetImage(ctx, cs, ns, "web", theirs); err != nil {
-				t.Fatal(err)
-			}
-			if err := scenario.WaitObserved(ctx, cs, ns, "web"); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := io.WriteString(tty, "y\n"); err != nil {
-				t.Fatal(err)
-			}
-			err = cmd.Wait()
-			select { // the output is read to its end once the process is gone
-			case <-drained:
-			case <-time.After(5 * time.Second):
-			}
-			mu.Lock()
-			text := out.String()
-			mu.Unlock()
+				if err := scenario.WaitObserved(ctx, cs, ns, "web"); err != nil {
+					t.Fatal(err)
+				}
+			}, "fix", "-n", ns, "--rollback")
 			t.Logf("fix --rollback on a terminal:\n%s", text)
 			var exitErr *exec.ExitError
 			if !errors.As(err, &exitErr) || exitErr.ExitCode() != 1 {

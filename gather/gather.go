@@ -150,7 +150,7 @@ func Gather(ctx context.Context, c Clients, scope Scope) (s *snapshot.Snapshot, 
 	}
 	// Without nodes (most namespace-scoped users cannot list them) no warning: only a pod stuck
 	// terminating needs them, and its finding says its node's state is unknown.
-	owners, ownerWarnings := lookUpOwners(ctx, c, snapshot.TerminatingOwners(s.StatefulSets))
+	owners, ownerWarnings := lookUpOwners(ctx, c, newMapper(c), snapshot.TerminatingOwners(s.StatefulSets))
 	s.Owners = owners
 	warnings = append(warnings, ownerWarnings...)
 	if eventErr != nil {
@@ -232,11 +232,7 @@ func list[L any, T any](ctx context.Context, resource, namespace string, opts me
 	fn func(context.Context, metav1.ListOptions) (L, error), items func(L) []T) ([]T, error) {
 	l, err := fn(ctx, opts)
 	if err != nil {
-		where := "all namespaces"
-		if namespace != "" {
-			where = fmt.Sprintf("namespace %q", namespace)
-		}
-		return nil, fmt.Errorf("listing %s in %s: %w", resource, where, err)
+		return nil, fmt.Errorf("listing %s in %s: %w", resource, where(namespace), err)
 	}
 	out := items(l)
 	for i := range out {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery/cached/memory"
@@ -19,11 +20,10 @@ import (
 // through discovery), whether the controller owners of terminating StatefulSets still exist and
 // with which UID. Owners that cannot be looked up (no Dynamic client, unknown kind, forbidden)
 // are left out, with a warning.
-func lookUpOwners(ctx context.Context, c Clients, wanted []snapshot.Owner) ([]snapshot.Owner, []string) {
+func lookUpOwners(ctx context.Context, c Clients, mapper meta.RESTMapper, wanted []snapshot.Owner) ([]snapshot.Owner, []string) {
 	if len(wanted) == 0 || c.Dynamic == nil {
 		return nil, nil
 	}
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(c.Kube.Discovery()))
 	var out []snapshot.Owner
 	var warnings []string
 	for _, o := range wanted {
@@ -54,7 +54,9 @@ func lookUpOwners(ctx context.Context, c Clients, wanted []snapshot.Owner) ([]sn
 // ownerCache remembers owner lookups for a while, so informer-driven diagnoses (wait, watch) do
 // not GET the same owner on every change.
 type ownerCache struct {
-	mu      sync.Mutex
+	mu sync.Mutex
+	// mapper finds a kind's resource through discovery, cached for the Live's lifetime.
+	mapper  meta.RESTMapper
 	ttl     time.Duration
 	entries map[string]ownerEntry
 }
@@ -80,9 +82,17 @@ func (oc *ownerCache) lookUp(ctx context.Context, c Clients, wanted []snapshot.O
 			missing = append(missing, o)
 		}
 	}
-	found, _ := lookUpOwners(ctx, c, missing)
+	if oc.mapper == nil {
+		oc.mapper = newMapper(c)
+	}
+	found, _ := lookUpOwners(ctx, c, oc.mapper, missing)
 	for _, o := range found {
 		oc.entries[snapshot.OwnerKey(o.Namespace, o.APIVersion, o.Kind, o.Name)] = ownerEntry{owner: o, at: now}
 	}
 	return append(out, found...)
+}
+
+// newMapper maps kinds to resources with cached discovery: the owners' kinds are discovered once.
+func newMapper(c Clients) meta.RESTMapper {
+	return restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(c.Kube.Discovery()))
 }

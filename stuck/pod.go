@@ -114,7 +114,8 @@ func (ix *index) startupProblem(pod *corev1.Pod) *problem {
 
 // notReady returns a NotReady problem for a pod Running but not Ready for longer than the
 // threshold (a readiness probe that keeps failing). The StatefulSet controller treats it like any
-// pod that is not Running and Ready (stateful_set_utils.go isRunningAndReady).
+// pod that is not Running and Ready (isRunningAndReady, stateful_set_utils.go:467@v1.37.2): under
+// OrderedReady it waits on it (stateful_set_control.go:476@v1.37.2, :423@v1.25.16).
 func (ix *index) notReady(pod *corev1.Pod, images map[string]string) *problem {
 	if ix.notReadyAfter <= 0 || pod.Status.Phase != corev1.PodRunning {
 		return nil

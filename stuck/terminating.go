@@ -15,9 +15,12 @@ import (
 )
 
 // podTerminating reports a pod of a live StatefulSet that should have been gone for longer than
-// the terminating threshold. The controller never creates a second pod for an ordinal (at most
-// one pod per identity, stateful_set_control.go), and under OrderedReady a terminating pod stops
-// every later ordinal and the update, so the rollout waits for it forever.
+// the terminating threshold. The controller creates no replacement while the pod object exists
+// (processReplica: a created pod is never recreated, stateful_set_control.go:429-445@v1.37.2),
+// and under OrderedReady it waits on a terminating pod, stopping every later ordinal and the
+// update (:467@v1.37.2, :414@v1.25.16), so the rollout waits for it forever. A pod on a lost node
+// is the StatefulSet documentation's force-delete case
+// (kubernetes.io/docs/tasks/run-application/force-delete-stateful-set-pod).
 //
 // The API server sets a pod's deletionTimestamp to the request time plus its grace period: the
 // moment the kubelet should have finished. The threshold counts from there.
