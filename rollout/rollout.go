@@ -79,7 +79,9 @@ func Progress(set *appsv1.StatefulSet) string {
 // complete once enough pods are Ready whatever their revision, ignores extra pods still
 // terminating (status.replicas), and refuses OnDelete. Here an OnDelete set is complete, like
 // any other, only when every replica runs the update revision: its old pods change only when
-// someone deletes them.
+// someone deletes them. Up to 1.36 the controller never advances currentRevision for OnDelete
+// (stateful_set_utils.go:597-604@v1.27.16, :639@v1.36.3; any strategy from
+// :645-658@v1.37.2), so updatedReplicas decides there.
 func Complete(set *appsv1.StatefulSet) bool {
 	st := set.Status
 	if st.ObservedGeneration == 0 || st.ObservedGeneration < set.Generation {
