@@ -12,9 +12,9 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
-	"github.com/stsdiag/stsdiag/diagnose"
-	"github.com/stsdiag/stsdiag/gather"
-	"github.com/stsdiag/stsdiag/render"
+	"github.com/stsdiag/stsdiag/internal/diagnose"
+	"github.com/stsdiag/stsdiag/internal/gather"
+	"github.com/stsdiag/stsdiag/internal/render"
 )
 
 // CheckOptions are the flags and state of `stsdiag check`.

@@ -17,9 +17,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/stsdiag/stsdiag/gather"
-	"github.com/stsdiag/stsdiag/openshift"
-	"github.com/stsdiag/stsdiag/stuck"
+	"github.com/stsdiag/stsdiag/internal/gather"
+	"github.com/stsdiag/stsdiag/internal/openshift"
+	"github.com/stsdiag/stsdiag/internal/stuck"
 )
 
 // defaultRequestTimeout bounds each request of the one-shot commands; wait and watch hold

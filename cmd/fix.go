@@ -16,9 +16,9 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
-	"github.com/stsdiag/stsdiag/render"
-	"github.com/stsdiag/stsdiag/repair"
-	"github.com/stsdiag/stsdiag/rollout"
+	"github.com/stsdiag/stsdiag/internal/render"
+	"github.com/stsdiag/stsdiag/internal/repair"
+	"github.com/stsdiag/stsdiag/internal/rollout"
 )
 
 // FixOptions are the flags and state of `stsdiag fix`.

@@ -10,7 +10,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
-	"github.com/stsdiag/stsdiag/render"
+	"github.com/stsdiag/stsdiag/internal/render"
 )
 
 // version and gitCommit are stamped at build time:

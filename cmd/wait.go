@@ -10,17 +10,17 @@ import (
 	"sync"
 	"time"
 
-	"github.com/stsdiag/stsdiag/gate"
-	"github.com/stsdiag/stsdiag/gather"
+	"github.com/stsdiag/stsdiag/internal/gate"
+	"github.com/stsdiag/stsdiag/internal/gather"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
-	"github.com/stsdiag/stsdiag/render"
-	"github.com/stsdiag/stsdiag/repair"
-	"github.com/stsdiag/stsdiag/snapshot"
+	"github.com/stsdiag/stsdiag/internal/render"
+	"github.com/stsdiag/stsdiag/internal/repair"
+	"github.com/stsdiag/stsdiag/internal/snapshot"
 )
 
 // WaitOptions are the flags and state of `stsdiag wait`.

@@ -11,8 +11,8 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	"github.com/stsdiag/stsdiag/gather"
-	"github.com/stsdiag/stsdiag/monitor"
+	"github.com/stsdiag/stsdiag/internal/gather"
+	"github.com/stsdiag/stsdiag/internal/monitor"
 )
 
 // WatchOptions are the flags and state of `stsdiag watch`.

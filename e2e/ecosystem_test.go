@@ -25,8 +25,8 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
-	"github.com/stsdiag/stsdiag/deploy/argocd"
-	"github.com/stsdiag/stsdiag/e2e/scenario"
+	"github.com/stsdiag/stsdiag/e2e/internal/scenario"
+	"github.com/stsdiag/stsdiag/internal/argocd"
 )
 
 // runEnv runs the built binary like stsdiagRun, with extra environment variables.
@@ -166,7 +166,7 @@ func unstructuredSet(t *testing.T, set *appsv1.StatefulSet) *unstructured.Unstru
 // argoHealth runs deploy/argocd/health.lua on the StatefulSet as Argo CD would.
 func argoHealth(t *testing.T, set *appsv1.StatefulSet) argocd.Health {
 	t.Helper()
-	h, err := argocd.Run(argocd.Script, unstructuredSet(t, set).Object)
+	h, err := argocd.Run(argoScript(t), unstructuredSet(t, set).Object)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -332,4 +332,13 @@ func TestStalledCondition(t *testing.T) {
 			return ctx
 		}).Feature()
 	testenv.Test(t, f)
+}
+
+func argoScript(t *testing.T) string {
+	t.Helper()
+	s, err := argocd.LoadScript("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

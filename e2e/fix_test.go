@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
-	"github.com/stsdiag/stsdiag/e2e/scenario"
+	"github.com/stsdiag/stsdiag/e2e/internal/scenario"
 )
 
 type fixResult struct {

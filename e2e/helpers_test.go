@@ -19,7 +19,7 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
-	"github.com/stsdiag/stsdiag/e2e/cluster"
+	"github.com/stsdiag/stsdiag/e2e/internal/cluster"
 )
 
 type result struct {

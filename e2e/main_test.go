@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/envfuncs"
 
-	"github.com/stsdiag/stsdiag/e2e/cluster"
+	"github.com/stsdiag/stsdiag/e2e/internal/cluster"
 )
 
 var (

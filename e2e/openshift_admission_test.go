@@ -21,7 +21,7 @@ import (
 	imageclient "github.com/openshift/client-go/image/clientset/versioned"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
-	"github.com/stsdiag/stsdiag/e2e/scenario"
+	"github.com/stsdiag/stsdiag/e2e/internal/scenario"
 )
 
 const admDigest = "sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"

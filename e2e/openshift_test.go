@@ -19,7 +19,7 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
-	"github.com/stsdiag/stsdiag/e2e/scenario"
+	"github.com/stsdiag/stsdiag/e2e/internal/scenario"
 )
 
 // TestOpenShiftUnresolvedImage: the seed case on the real control plane with the ImageStream CRD.

@@ -27,7 +27,7 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
-	"github.com/stsdiag/stsdiag/e2e/scenario"
+	"github.com/stsdiag/stsdiag/e2e/internal/scenario"
 )
 
 // applyDeployRBAC creates what deploy/watch and deploy/watch-fix grant and returns a kubeconfig

@@ -14,7 +14,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/stsdiag/stsdiag/release/ociimage/image"
+	"github.com/stsdiag/stsdiag/release/internal/image"
 )
 
 type goreleaser struct {

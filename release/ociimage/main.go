@@ -15,7 +15,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/stsdiag/stsdiag/release/ociimage/image"
+	"github.com/stsdiag/stsdiag/release/internal/image"
 )
 
 func main() {

@@ -30,8 +30,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/stsdiag/stsdiag/e2e/cluster"
-	"github.com/stsdiag/stsdiag/e2e/synth"
+	"github.com/stsdiag/stsdiag/e2e/internal/cluster"
+	"github.com/stsdiag/stsdiag/e2e/internal/synth"
 )
 
 func main() {

@@ -26,7 +26,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
-	"github.com/stsdiag/stsdiag/e2e/synth"
+	"github.com/stsdiag/stsdiag/e2e/internal/synth"
 )
 
 // watchLoad is the load phase of `stsdiag watch`.

@@ -22,8 +22,8 @@ import (
 
 	imageclient "github.com/openshift/client-go/image/clientset/versioned"
 
-	"github.com/stsdiag/stsdiag/e2e/cluster"
-	"github.com/stsdiag/stsdiag/e2e/scenario"
+	"github.com/stsdiag/stsdiag/e2e/internal/cluster"
+	"github.com/stsdiag/stsdiag/e2e/internal/scenario"
 )
 
 func main() {

@@ -1,0 +1,126 @@
+package diagnose_test
+
+import (
+	"context"
+	"path/filepath"
+	"sort"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
+
+	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/internal/diagnose"
+	"github.com/stsdiag/stsdiag/internal/gather"
+	"github.com/stsdiag/stsdiag/internal/openshift"
+	"github.com/stsdiag/stsdiag/internal/snapshot"
+	"github.com/stsdiag/stsdiag/internal/stuck"
+)
+
+// TestWatchSeesWhatCheckSees: for the same cluster state, the informer snapshot behind wait and
+// watch gives the same findings as check's LISTs.
+func TestWatchSeesWhatCheckSees(t *testing.T) {
+	var objs []runtime.Object
+	for _, scenario := range []string{"stale-revision-stuck-3-replicas", "pod-stuck-terminating-lost-node", "volume-claim-pending", "not-ready-stale"} {
+		snap, err := snapshot.LoadFile(filepath.Join("..", "..", "testdata", "stuck", scenario, "objects.yaml"), time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		objs = append(objs, objects(t, snap, scenario)...)
+	}
+	kube := fake.NewClientset(objs...)
+	clients := gather.Clients{Kube: kube}
+	opts := stuck.DefaultOptions()
+	for _, ns := range []string{"", "s0"} {
+		scope := gather.Scope{Namespace: ns, OpenShift: openshift.ModeNever}
+		checked, _, err := diagnose.Run(context.Background(), clients, scope, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		live, _, err := gather.StartLive(ctx, clients, scope, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		snap, err := live.Snapshot()
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		watched := diagnose.Report(snap, opts)
+		if got, want := keys(watched), keys(checked); len(want) == 0 || !equal(got, want) {
+			t.Errorf("scope %q: watch %v, check %v", ns, got, want)
+		}
+	}
+}
+
+// objects moves a scenario's namespaced objects to a namespace of its own (s0, s1, ...), with
+// UIDs unique in the cluster.
+func objects(t *testing.T, snap *snapshot.Snapshot, scenario string) []runtime.Object {
+	t.Helper()
+	ns := map[string]string{"stale-revision-stuck-3-replicas": "s0", "pod-stuck-terminating-lost-node": "s1", "volume-claim-pending": "s2", "not-ready-stale": "s3"}[scenario]
+	out := []runtime.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}}
+	unique := func(o metav1.Object) {
+		o.SetUID(types.UID(ns + "-" + string(o.GetUID())))
+		refs := o.GetOwnerReferences()
+		for i := range refs {
+			refs[i].UID = types.UID(ns + "-" + string(refs[i].UID))
+		}
+		o.SetOwnerReferences(refs)
+	}
+	for i := range snap.StatefulSets {
+		unique(&snap.StatefulSets[i])
+		snap.StatefulSets[i].Namespace = ns
+		out = append(out, &snap.StatefulSets[i])
+	}
+	for i := range snap.Pods {
+		unique(&snap.Pods[i])
+		snap.Pods[i].Namespace = ns
+		out = append(out, &snap.Pods[i])
+	}
+	for i := range snap.Revisions {
+		unique(&snap.Revisions[i])
+		snap.Revisions[i].Namespace = ns
+		out = append(out, &snap.Revisions[i])
+	}
+	for i := range snap.PVCs {
+		snap.PVCs[i].Namespace = ns
+		out = append(out, &snap.PVCs[i])
+	}
+	for i := range snap.Events {
+		snap.Events[i].Namespace, snap.Events[i].InvolvedObject.Namespace = ns, ns
+		out = append(out, &snap.Events[i])
+	}
+	for i := range snap.Nodes {
+		out = append(out, &snap.Nodes[i])
+	}
+	for i := range snap.StorageClasses {
+		out = append(out, &snap.StorageClasses[i])
+	}
+	return out
+}
+
+func keys(rep *apiv1.Report) []string {
+	var out []string
+	for _, f := range rep.Findings {
+		out = append(out, f.Key()+"/"+f.Reason+"/"+string(f.Severity))
+	}
+	sort.Strings(out)
+	return out
+}
+
+func equal(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,57 @@
+package diagnose_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+
+	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/internal/diagnose"
+	"github.com/stsdiag/stsdiag/internal/gather"
+	"github.com/stsdiag/stsdiag/internal/openshift"
+	"github.com/stsdiag/stsdiag/internal/snapshot"
+	"github.com/stsdiag/stsdiag/internal/stuck"
+)
+
+// TestRunFleet: two clusters and one that refuses: one report, findings and StatefulSets
+// carry their context, the refusing one is a warning naming it and comes back as failed.
+func TestRunFleet(t *testing.T) {
+	snap, err := snapshot.LoadFile(filepath.Join("..", "..", "testdata", "stuck", "stale-revision-stuck-3-replicas", "objects.yaml"), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	stuckCluster := fake.NewClientset(objects(t, snap, "stale-revision-stuck-3-replicas")...)
+	healthy := fake.NewClientset()
+	refusing := fake.NewClientset()
+	refusing.PrependReactor("list", "*", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "statefulsets"}, "", errors.New("no"))
+	})
+	scope := gather.Scope{OpenShift: openshift.ModeNever}
+	rep, failed := diagnose.RunFleet(context.Background(), []diagnose.Target{
+		{Context: "prod-eu", Clients: gather.Clients{Kube: stuckCluster}, Scope: scope},
+		{Context: "prod-us", Clients: gather.Clients{Kube: healthy}, Scope: scope},
+		{Context: "lab", Clients: gather.Clients{Kube: refusing}, Scope: scope},
+	}, stuck.DefaultOptions())
+	if len(failed) != 1 || failed[0] != "lab" {
+		t.Errorf("failed %v, want [lab]", failed)
+	}
+	if len(rep.Findings) == 0 || rep.Findings[0].Context != "prod-eu" || rep.Findings[0].Code != apiv1.StaleRevisionStuck {
+		t.Fatalf("findings %+v", rep.Findings)
+	}
+	for _, s := range rep.StatefulSets {
+		if s.Context != "prod-eu" {
+			t.Errorf("statefulSet %+v", s)
+		}
+	}
+	if len(rep.Warnings) != 1 || rep.Warnings[0][:len("context lab: ")] != "context lab: " {
+		t.Errorf("warnings %v", rep.Warnings)
+	}
+}

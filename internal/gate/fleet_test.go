@@ -1,0 +1,39 @@
+package gate_test
+
+import (
+	"testing"
+
+	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/internal/gate"
+)
+
+func TestMergeFleet(t *testing.T) {
+	stuck := apiv1.NewWaitResult(apiv1.WaitStuck, "1 finding(s) held for 30s")
+	stuck.Findings = []apiv1.Finding{{Code: apiv1.StaleRevisionStuck, Severity: apiv1.SeverityError, StatefulSet: "web", Pod: "web-0"}}
+	stuck.StatefulSets = []apiv1.StatefulSetSummary{{Name: "web", Status: apiv1.StatusStuck}}
+	done := apiv1.NewWaitResult(apiv1.WaitComplete, "rollout complete")
+	done.StatefulSets = []apiv1.StatefulSetSummary{{Name: "web", Status: apiv1.StatusComplete}}
+	cut := apiv1.NewWaitResult(apiv1.WaitInterrupted, "interrupted while the rollout was still progressing")
+
+	got := gate.MergeFleet([]string{"east", "west", "north"}, []*apiv1.WaitResult{done, stuck, cut})
+	if got.Result != apiv1.WaitStuck || len(got.Findings) != 1 || got.Findings[0].Context != "west" {
+		t.Fatalf("%+v", got)
+	}
+	if len(got.StatefulSets) != 2 || got.StatefulSets[0].Context != "east" || got.StatefulSets[1].Context != "west" {
+		t.Errorf("statefulSets %+v", got.StatefulSets)
+	}
+	want := "west: Stuck: 1 finding(s) held for 30s; north: Interrupted: interrupted while the rollout was still progressing"
+	if got.Message != want {
+		t.Errorf("message %q, want %q", got.Message, want)
+	}
+	if all := gate.MergeFleet([]string{"a", "b"}, []*apiv1.WaitResult{done, done}); all.Result != apiv1.WaitComplete || all.Message != "every rollout complete" {
+		t.Errorf("all complete: %+v", all)
+	}
+	timedOut := apiv1.NewWaitResult(apiv1.WaitTimedOut, "timed out")
+	if r := gate.MergeFleet([]string{"a", "b"}, []*apiv1.WaitResult{timedOut, apiv1.NewWaitResult(apiv1.WaitNotFound, "gone")}); r.Result != apiv1.WaitNotFound {
+		t.Errorf("a cluster that cannot be evaluated is the worst: %s", r.Result)
+	}
+	if !gate.Decisive(apiv1.WaitStuck) || gate.Decisive(apiv1.WaitTimedOut) {
+		t.Error("only Stuck and NotFound end every cluster's wait")
+	}
+}

@@ -1,0 +1,177 @@
+// Package gate is wait's verdict: it follows StatefulSets from informer caches until their
+// rollouts complete, or a finding that keeps them from completing has held for a grace period.
+package gate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/stsdiag/stsdiag/internal/gather"
+	"github.com/stsdiag/stsdiag/internal/rollout"
+	"github.com/stsdiag/stsdiag/internal/stuck"
+
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/utils/clock"
+
+	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/internal/diagnose"
+	"github.com/stsdiag/stsdiag/internal/snapshot"
+)
+
+// Options tune Run.
+type Options struct {
+	// Diagnosis tunes each diagnosis.
+	Diagnosis stuck.Options
+	// StuckGrace is how long a blocking finding must hold before the rollout counts as stuck.
+	StuckGrace time.Duration
+	// Repair, if set, is called once when stuck (wait --fix); Gate then keeps waiting.
+	Repair func(ctx context.Context, rep *apiv1.Report, snap *snapshot.Snapshot) ([]apiv1.Action, error)
+	// Log receives one line per change.
+	Log io.Writer
+	// Clock measures the grace and wakes the gate when a finding matures (real time if nil).
+	Clock clock.Clock
+}
+
+// Source is what the gate follows: snapshots of the scope and a signal when something in it
+// changed (gather.Live).
+type Source interface {
+	Snapshot() (*snapshot.Snapshot, error)
+	Changes() <-chan struct{}
+}
+
+// Run follows the StatefulSets of the source until their rollouts complete (Complete), a
+// blocking finding holds for the grace (Stuck), ctx's deadline passes (TimedOut), ctx is
+// cancelled otherwise, e.g. by a signal (Interrupted), or one is missing or deleted (NotFound).
+// It diagnoses again on every change and when a finding or a time-based rule matures. The
+// error is set when a repair could not be evaluated.
+func Run(ctx context.Context, live Source, opts Options) (*apiv1.WaitResult, error) {
+	if opts.Log == nil {
+		opts.Log = io.Discard
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	firstSeen := map[string]time.Time{}
+	lastLine := map[string]string{}
+	var actions []apiv1.Action
+	repaired := false
+	var rep *apiv1.Report
+	result := func(verdict, message string) *apiv1.WaitResult {
+		res := apiv1.NewWaitResult(verdict, message)
+		if rep != nil {
+			res.StatefulSets, res.Findings = rep.StatefulSets, rep.Findings
+		}
+		res.Actions = actions
+		return res
+	}
+	for {
+		snap, err := live.Snapshot()
+		if err != nil {
+			var nf *gather.NotFoundError
+			if errors.As(err, &nf) && rep != nil {
+				err = fmt.Errorf("%s: deleted while waiting", nf.What)
+			}
+			return result(apiv1.WaitNotFound, err.Error()), nil
+		}
+		if rep == nil && len(snap.Selected) == 0 && snap.Selected != nil {
+			return result(apiv1.WaitNotFound, "no StatefulSet matches the selector"), nil
+		}
+		rep = diagnose.Report(snap, opts.Diagnosis)
+		now := opts.Clock.Now()
+		complete := progress(snap, lastLine, opts.Log)
+		current := map[string]bool{}
+		var expired []apiv1.Finding
+		nextExpiry := time.Duration(-1)
+		for _, f := range rep.Findings {
+			if !f.Blocking() {
+				continue
+			}
+			key := f.Key()
+			current[key] = true
+			seen, ok := firstSeen[key]
+			if !ok {
+				seen = now
+				firstSeen[key] = now
+				fmt.Fprintf(opts.Log, "%s/%s: %s %s%s — stuck if it holds for %s\n", f.Namespace, f.StatefulSet, f.Code, f.Pod, reasonSuffix(f), opts.StuckGrace)
+			}
+			if left := opts.StuckGrace - now.Sub(seen); left <= 0 {
+				expired = append(expired, f)
+			} else if nextExpiry < 0 || left < nextExpiry {
+				nextExpiry = left
+			}
+		}
+		for key := range firstSeen {
+			if !current[key] {
+				delete(firstSeen, key)
+			}
+		}
+		switch {
+		case len(expired) > 0 && opts.Repair != nil && !repaired:
+			repaired = true
+			fmt.Fprintf(opts.Log, "stuck for %s: applying fix's safe repairs (--fix)\n", opts.StuckGrace)
+			applied, err := opts.Repair(ctx, rep, snap)
+			actions = append(actions, applied...)
+			if err != nil {
+				return result(apiv1.WaitStuck, err.Error()), err
+			}
+			clear(firstSeen)
+			continue
+		case len(expired) > 0:
+			return result(apiv1.WaitStuck, fmt.Sprintf("%d finding(s) held for %s: the rollout will not finish on its own", len(expired), opts.StuckGrace)), nil
+		case complete && len(current) == 0:
+			return result(apiv1.WaitComplete, "rollout complete"), nil
+		}
+		if !rep.RecheckAt.IsZero() {
+			if left := rep.RecheckAt.Sub(now); nextExpiry < 0 || left < nextExpiry {
+				nextExpiry = max(left, 0)
+			}
+		}
+		var timer <-chan time.Time
+		if nextExpiry >= 0 {
+			timer = opts.Clock.After(nextExpiry + 10*time.Millisecond)
+		}
+		select {
+		case <-live.Changes():
+		case <-timer:
+		case <-ctx.Done():
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return result(apiv1.WaitTimedOut, "timed out while the rollout was still progressing"), nil
+			}
+			return result(apiv1.WaitInterrupted, "interrupted while the rollout was still progressing"), nil
+		}
+	}
+}
+
+// progress logs a line per StatefulSet whose rollout state changed and reports whether all
+// selected StatefulSets are complete.
+func progress(snap *snapshot.Snapshot, last map[string]string, log io.Writer) bool {
+	var sets []*appsv1.StatefulSet
+	for i := range snap.StatefulSets {
+		if snap.InScope(snap.StatefulSets[i].Namespace, snap.StatefulSets[i].Name) {
+			sets = append(sets, &snap.StatefulSets[i])
+		}
+	}
+	complete := len(sets) > 0
+	for _, set := range sets {
+		line := rollout.Progress(set)
+		key := snapshot.Key(set.Namespace, set.Name)
+		if last[key] != line {
+			fmt.Fprintln(log, line)
+			last[key] = line
+		}
+		if !rollout.Complete(set) {
+			complete = false
+		}
+	}
+	return complete
+}
+
+func reasonSuffix(f apiv1.Finding) string {
+	if f.Reason == "" {
+		return ""
+	}
+	return " (" + f.Reason + ")"
+}

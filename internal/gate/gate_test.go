@@ -1,0 +1,103 @@
+package gate_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
+
+	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/internal/gate"
+	"github.com/stsdiag/stsdiag/internal/snapshot"
+	"github.com/stsdiag/stsdiag/internal/stuck"
+)
+
+// fixedSource serves the same objects at the fake clock's time; nothing ever changes.
+type fixedSource struct {
+	clock *clocktesting.FakeClock
+	snap  snapshot.Snapshot
+}
+
+func (s *fixedSource) Snapshot() (*snapshot.Snapshot, error) {
+	c := s.snap
+	c.Now = s.clock.Now()
+	return &c, nil
+}
+
+func (s *fixedSource) Changes() <-chan struct{} { return nil }
+
+// unschedulable: web-0 cannot be scheduled since the moment wait starts.
+func unschedulable(since time.Time) snapshot.Snapshot {
+	set := appsv1.StatefulSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop", UID: "set-uid", Generation: 1},
+		Spec:       appsv1.StatefulSetSpec{Replicas: ptr.To[int32](1)},
+		Status:     appsv1.StatefulSetStatus{ObservedGeneration: 1, CurrentRevision: "web-a", UpdateRevision: "web-a"},
+	}
+	pod := corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "web-0", Namespace: "shop", UID: "pod-uid",
+			Labels:          map[string]string{appsv1.ControllerRevisionHashLabelKey: "web-a"},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "web", UID: "set-uid", Controller: ptr.To(true)}}},
+		Status: corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
+			Reason: corev1.PodReasonUnschedulable, Message: "0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector.", LastTransitionTime: metav1.NewTime(since)}}},
+	}
+	return snapshot.Snapshot{StatefulSets: []appsv1.StatefulSet{set}, Pods: []corev1.Pod{pod}}
+}
+
+// TestWakesWhenARuleMatures: nothing changes in the cluster, yet the gate diagnoses again when
+// the Unschedulable settle time passes and again when the grace passes: Stuck, not a timeout.
+func TestWakesWhenARuleMatures(t *testing.T) {
+	start := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	clock := clocktesting.NewFakeClock(start)
+	src := &fixedSource{clock: clock, snap: unschedulable(start)}
+	done := make(chan *apiv1.WaitResult, 1)
+	go func() {
+		res, _ := gate.Run(context.Background(), src, gate.Options{StuckGrace: 5 * time.Second, Diagnosis: stuck.DefaultOptions(), Clock: clock})
+		done <- res
+	}()
+	// Settle (10 s) + grace (5 s): step the clock whenever the gate waits on it.
+	for _, step := range []time.Duration{10 * time.Second, 5 * time.Second} {
+		waitForTimer(t, clock)
+		clock.Step(step + 10*time.Millisecond)
+	}
+	select {
+	case res := <-done:
+		if res.Result != apiv1.WaitStuck || len(res.Findings) != 1 || res.Findings[0].Code != apiv1.PodUnschedulable {
+			t.Fatalf("result %s findings %+v", res.Result, res.Findings)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the gate did not wake up when the settle time and the grace passed")
+	}
+}
+
+// TestInterruptedIsNotATimeout: cancelling the context (a signal) is Interrupted; its deadline
+// passing is TimedOut.
+func TestInterruptedIsNotATimeout(t *testing.T) {
+	start := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	src := &fixedSource{clock: clocktesting.NewFakeClock(start), snap: unschedulable(start)}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if res, _ := gate.Run(ctx, src, gate.Options{StuckGrace: time.Minute, Diagnosis: stuck.DefaultOptions(), Clock: src.clock}); res.Result != apiv1.WaitInterrupted {
+		t.Errorf("cancelled: %s, want Interrupted", res.Result)
+	}
+	ctx, cancel = context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer cancel()
+	if res, _ := gate.Run(ctx, src, gate.Options{StuckGrace: time.Minute, Diagnosis: stuck.DefaultOptions(), Clock: src.clock}); res.Result != apiv1.WaitTimedOut {
+		t.Errorf("deadline: %s, want TimedOut", res.Result)
+	}
+}
+
+func waitForTimer(t *testing.T, clock *clocktesting.FakeClock) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !clock.HasWaiters() {
+		if time.Now().After(deadline) {
+			t.Fatal("the gate never set a timer")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}

@@ -1,0 +1,98 @@
+package gather
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/restmapper"
+
+	"github.com/stsdiag/stsdiag/internal/snapshot"
+)
+
+// lookUpOwners asks the API, with one GET per distinct owner (any kind, CRDs included, found
+// through discovery), whether the controller owners of terminating StatefulSets still exist and
+// with which UID. Owners that cannot be looked up (no Dynamic client, unknown kind, forbidden)
+// are left out, with a warning.
+func lookUpOwners(ctx context.Context, c Clients, mapper meta.RESTMapper, wanted []snapshot.Owner) ([]snapshot.Owner, []string) {
+	if len(wanted) == 0 || c.Dynamic == nil {
+		return nil, nil
+	}
+	var out []snapshot.Owner
+	var warnings []string
+	for _, o := range wanted {
+		gv, err := schema.ParseGroupVersion(o.APIVersion)
+		if err != nil {
+			continue
+		}
+		mapping, err := mapper.RESTMapping(schema.GroupKind{Group: gv.Group, Kind: o.Kind}, gv.Version)
+		if err != nil {
+			warnings = append(warnings, fmt.Sprintf("cannot tell whether %s %s/%s was recreated: %v", o.Kind, o.Namespace, o.Name, firstLine(err)))
+			continue
+		}
+		obj, err := c.Dynamic.Resource(mapping.Resource).Namespace(o.Namespace).Get(ctx, o.Name, metav1.GetOptions{})
+		switch {
+		case err == nil:
+			o.Exists, o.UID = true, obj.GetUID()
+		case apierrors.IsNotFound(err):
+			o.Exists = false
+		default:
+			warnings = append(warnings, fmt.Sprintf("cannot tell whether %s %s/%s was recreated: %v", o.Kind, o.Namespace, o.Name, firstLine(err)))
+			continue
+		}
+		out = append(out, o)
+	}
+	return out, warnings
+}
+
+// ownerCache remembers owner lookups for a while, so informer-driven diagnoses (wait, watch) do
+// not GET the same owner on every change.
+type ownerCache struct {
+	mu sync.Mutex
+	// mapper finds a kind's resource through discovery, cached for the Live's lifetime.
+	mapper  meta.RESTMapper
+	ttl     time.Duration
+	entries map[string]ownerEntry
+}
+
+type ownerEntry struct {
+	owner snapshot.Owner
+	at    time.Time
+}
+
+func (oc *ownerCache) lookUp(ctx context.Context, c Clients, wanted []snapshot.Owner) []snapshot.Owner {
+	oc.mu.Lock()
+	defer oc.mu.Unlock()
+	if oc.entries == nil {
+		oc.entries = map[string]ownerEntry{}
+	}
+	now := time.Now()
+	var out, missing []snapshot.Owner
+	for _, o := range wanted {
+		key := snapshot.OwnerKey(o.Namespace, o.APIVersion, o.Kind, o.Name)
+		if e, ok := oc.entries[key]; ok && now.Sub(e.at) < oc.ttl {
+			out = append(out, e.owner)
+		} else {
+			missing = append(missing, o)
+		}
+	}
+	if oc.mapper == nil {
+		oc.mapper = newMapper(c)
+	}
+	found, _ := lookUpOwners(ctx, c, oc.mapper, missing)
+	for _, o := range found {
+		oc.entries[snapshot.OwnerKey(o.Namespace, o.APIVersion, o.Kind, o.Name)] = ownerEntry{owner: o, at: now}
+	}
+	return append(out, found...)
+}
+
+// newMapper maps kinds to resources with cached discovery: the owners' kinds are discovered once.
+func newMapper(c Clients) meta.RESTMapper {
+	return restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(c.Kube.Discovery()))
+}

@@ -1,0 +1,432 @@
+// Package monitor diagnoses StatefulSets continuously from shared informers, reports new findings
+// as Kubernetes Events and metrics, and, when enabled, repairs findings that have held long
+// enough through the same code path as `stsdiag fix`.
+package monitor
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/stsdiag/stsdiag/internal/gather"
+	"github.com/stsdiag/stsdiag/internal/render"
+	"github.com/stsdiag/stsdiag/internal/stuck"
+
+	imagev1 "github.com/openshift/api/image/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
+
+	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/internal/diagnose"
+	"github.com/stsdiag/stsdiag/internal/repair"
+	"github.com/stsdiag/stsdiag/internal/snapshot"
+)
+
+// Options tune the monitor.
+type Options struct {
+	// Fix enables repairs of findings that held for MinStuck.
+	Fix bool
+	// Rollback (with Fix) also rolls a failing update revision back to the earlier revision whose
+	// pods are Ready (repair.PlanRollbacks).
+	Rollback bool
+	MinStuck time.Duration
+	// MaxRepairsPerHour bounds repair actions per namespace (0: no bound).
+	MaxRepairsPerHour int
+	Workers           int
+	// Log receives one line per finding and repair.
+	Log io.Writer
+	// Diagnosis tunes each diagnosis.
+	Diagnosis stuck.Options
+	// NoConditions turns off the kstatus Stalled condition written on StatefulSets whose error
+	// finding held for MinStuck (conditions.go).
+	NoConditions bool
+	// Clock times findings, the repair budget and requeues (real time if nil).
+	Clock clock.WithTicker
+}
+
+// Controller is the monitor. Create it with New and start it with Run.
+type Controller struct {
+	clients  gather.Clients
+	scope    gather.Scope
+	opts     Options
+	metrics  *Metrics
+	live     atomic.Pointer[gather.Live]
+	queue    workqueue.TypedRateLimitingInterface[string]
+	recorder record.EventRecorder
+	ready    atomic.Bool
+
+	clock   clock.WithTicker
+	mu      sync.Mutex
+	seen    map[string]map[string]*tracked // StatefulSet key → finding key → state
+	repairs map[string][]time.Time         // namespace → times of repair actions
+
+	conds conditions // the Stalled conditions written (conditions.go)
+}
+
+type tracked struct {
+	finding   apiv1.Finding
+	firstSeen time.Time
+}
+
+// New returns a monitor for the scope.
+func New(c gather.Clients, scope gather.Scope, opts Options, metrics *Metrics) *Controller {
+	if opts.Workers == 0 {
+		opts.Workers = 2
+	}
+	if opts.Log == nil {
+		opts.Log = io.Discard
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	ctrl := &Controller{clients: c, scope: scope, opts: opts, metrics: metrics, clock: opts.Clock,
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "stsdiag", Clock: opts.Clock}),
+		seen: map[string]map[string]*tracked{}, repairs: map[string][]time.Time{}}
+	metrics.findings.setSource(ctrl.findingCounts)
+	return ctrl
+}
+
+// Ready reports whether the caches are synced and the workers run.
+func (c *Controller) Ready() bool { return c.ready.Load() }
+
+// Run starts the informers and workers and blocks until ctx ends.
+func (c *Controller) Run(ctx context.Context) error {
+	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.clients.Kube.CoreV1().Events("")})
+	defer broadcaster.Shutdown()
+	c.recorder = broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "stsdiag"})
+
+	live, warnings, err := gather.StartLive(ctx, c.clients, c.scope, c.enqueueFor)
+	if err != nil {
+		return err
+	}
+	for _, w := range warnings {
+		c.logf("warning: %s", w)
+	}
+	c.live.Store(live)
+	for _, key := range c.allKeys() {
+		c.queue.Add(key)
+	}
+	var wg sync.WaitGroup
+	for i := 0; i < c.opts.Workers; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for c.processNext(ctx) {
+			}
+		}()
+	}
+	c.ready.Store(true)
+	c.logf("watching StatefulSets in %s (fix: %v, min-stuck: %s)", scopeName(c.scope.Namespace), c.opts.Fix, c.opts.MinStuck)
+	<-ctx.Done()
+	c.ready.Store(false)
+	c.queue.ShutDownWithDrain()
+	wg.Wait()
+	return nil
+}
+
+func scopeName(ns string) string {
+	if ns == "" {
+		return "all namespaces"
+	}
+	return "namespace " + ns
+}
+
+// allKeys lists the StatefulSets known when the caches synced.
+func (c *Controller) allKeys() []string {
+	return c.live.Load().StatefulSetKeys()
+}
+
+// enqueueFor maps a changed object to the StatefulSets it concerns.
+func (c *Controller) enqueueFor(obj any) {
+	live := c.live.Load()
+	if live == nil {
+		return // initial fill: allKeys enqueues everything once the caches synced
+	}
+	switch o := obj.(type) {
+	case *appsv1.StatefulSet:
+		c.queue.Add(snapshot.Key(o.Namespace, o.Name))
+	case *corev1.Pod:
+		if ref := metav1.GetControllerOfNoCopy(o); ref != nil && ref.Kind == "StatefulSet" {
+			c.queue.Add(snapshot.Key(o.Namespace, ref.Name))
+		}
+	case *appsv1.ControllerRevision:
+		if ref := metav1.GetControllerOfNoCopy(o); ref != nil && ref.Kind == "StatefulSet" {
+			c.queue.Add(snapshot.Key(o.Namespace, ref.Name))
+		}
+	case *corev1.Event:
+		if o.Source.Component == "stsdiag" || o.ReportingController == "stsdiag" {
+			return
+		}
+		switch o.InvolvedObject.Kind {
+		case "Pod":
+			if name, ok := live.PodController(o.InvolvedObject.Namespace, o.InvolvedObject.Name); ok {
+				c.queue.Add(snapshot.Key(o.InvolvedObject.Namespace, name))
+			}
+		case "PersistentVolumeClaim":
+			c.enqueueNamespace(live, o.InvolvedObject.Namespace)
+		}
+	case *corev1.PersistentVolumeClaim:
+		c.enqueueNamespace(live, o.Namespace)
+	case *imagev1.ImageStream:
+		c.enqueueNamespace(live, o.Namespace)
+	case *corev1.Namespace:
+		c.enqueueNamespace(live, o.Name)
+	case *corev1.Service:
+		c.enqueueNamespace(live, o.Namespace)
+	case *storagev1.StorageClass:
+		for _, key := range live.StatefulSetKeys() {
+			c.queue.Add(key)
+		}
+	}
+}
+
+func (c *Controller) enqueueNamespace(live *gather.Live, ns string) {
+	for _, name := range live.StatefulSetNames(ns) {
+		c.queue.Add(snapshot.Key(ns, name))
+	}
+}
+
+func (c *Controller) processNext(ctx context.Context) bool {
+	key, quit := c.queue.Get()
+	if quit {
+		return false
+	}
+	defer c.queue.Done(key)
+	if err := c.sync(ctx, key); err != nil {
+		c.logf("%s: %v (retrying)", key, err)
+		c.queue.AddRateLimited(key)
+		return true
+	}
+	c.queue.Forget(key)
+	return true
+}
+
+// repairable findings are those fix has a safe action for.
+func repairable(f apiv1.Finding) bool {
+	switch f.Code {
+	case apiv1.StaleRevisionStuck:
+		return true
+	case apiv1.UnresolvedImageReference, apiv1.ImageTriggerStale:
+		return f.Pod == "" && f.Patch != nil
+	}
+	return false
+}
+
+func findingKey(f apiv1.Finding) string {
+	return strings.Join([]string{f.Code, f.Pod, f.Container, f.Image}, "/")
+}
+
+// sync diagnoses one StatefulSet from the caches, reports what is new and repairs what has held.
+func (c *Controller) sync(ctx context.Context, key string) error {
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return nil // not a key this monitor queued
+	}
+	start := time.Now()
+	snap := c.live.Load().SnapshotOf(ns, name)
+	rep := diagnose.Report(snap, c.opts.Diagnosis)
+	c.metrics.Latency.Observe(time.Since(start).Seconds())
+
+	var set *appsv1.StatefulSet
+	for i := range snap.StatefulSets {
+		if snap.StatefulSets[i].Name == name {
+			set = &snap.StatefulSets[i]
+		}
+	}
+	now := c.clock.Now()
+	c.mu.Lock()
+	previous := c.seen[key]
+	current := map[string]*tracked{}
+	var fresh []apiv1.Finding
+	for _, f := range rep.Findings {
+		k := findingKey(f)
+		if t, ok := previous[k]; ok {
+			t.finding = f
+			current[k] = t
+			continue
+		}
+		current[k] = &tracked{finding: f, firstSeen: now}
+		fresh = append(fresh, f)
+	}
+	if len(current) == 0 {
+		delete(c.seen, key)
+	} else {
+		c.seen[key] = current
+	}
+	c.mu.Unlock()
+	if !rep.RecheckAt.IsZero() {
+		// A settle time or threshold matures then: look again even if nothing changes.
+		c.queue.AddAfter(key, rep.RecheckAt.Sub(now)+50*time.Millisecond)
+	}
+
+	for _, f := range fresh {
+		c.metrics.FindingsTotal.WithLabelValues(f.Code, f.Namespace).Inc()
+		c.logf("%s: new finding %s %s %s: %s", key, f.Severity, f.Code, f.Pod, f.Message)
+		if set != nil {
+			eventType := corev1.EventTypeWarning
+			if f.Severity == apiv1.SeverityInfo {
+				eventType = corev1.EventTypeNormal
+			}
+			c.recorder.Event(set, eventType, f.Code, truncate(fmt.Sprintf("%s: %s Remedy: %s", f.Pod, f.Message, f.Remedy)))
+		}
+	}
+	if !c.opts.NoConditions {
+		c.syncCondition(ctx, key, set, current, now, snap.ServerVersion)
+	}
+	if !c.opts.Fix || set == nil {
+		return nil
+	}
+	var due []apiv1.Finding
+	var wait time.Duration = -1
+	for _, t := range current {
+		if !repairable(t.finding) && !(c.opts.Rollback && t.finding.Code == apiv1.CurrentRevisionFailing) {
+			continue
+		}
+		if held := now.Sub(t.firstSeen); held >= c.opts.MinStuck {
+			due = append(due, t.finding)
+		} else if left := c.opts.MinStuck - held; wait < 0 || left < wait {
+			wait = left
+		}
+	}
+	if wait >= 0 {
+		c.queue.AddAfter(key, wait+50*time.Millisecond)
+	}
+	if len(due) == 0 {
+		return nil
+	}
+	return c.repair(ctx, key, set, rep, snap)
+}
+
+// repair plans and applies fix's actions for one StatefulSet, within the namespace's budget.
+func (c *Controller) repair(ctx context.Context, key string, set *appsv1.StatefulSet, rep *apiv1.Report, snap *snapshot.Snapshot) error {
+	planned, unrepaired := repair.Plan(rep, snap)
+	if c.opts.Rollback {
+		planned, _ = repair.PlanRollbacks(rep, snap, planned, unrepaired)
+	}
+	var actions []apiv1.Action
+	for _, a := range planned {
+		if a.Namespace == set.Namespace && a.StatefulSet == set.Name {
+			actions = append(actions, a)
+		}
+	}
+	if len(actions) == 0 {
+		return nil
+	}
+	if !c.reserveRepairs(set.Namespace, len(actions)) {
+		for _, a := range actions {
+			c.metrics.Repairs.WithLabelValues(string(a.Action), "ratelimited", a.Namespace).Inc()
+		}
+		c.logf("%s: repair postponed: %d repairs per hour in namespace %s already made", key, c.opts.MaxRepairsPerHour, set.Namespace)
+		c.recorder.Event(set, corev1.EventTypeWarning, "RepairRateLimited", fmt.Sprintf("stsdiag postponed %d repair(s): --max-repairs-per-hour %d reached in this namespace", len(actions), c.opts.MaxRepairsPerHour))
+		c.queue.AddAfter(key, 5*time.Minute)
+		return nil
+	}
+	scope := gather.Scope{Namespace: set.Namespace, Names: []string{set.Name}, OpenShift: c.scope.OpenShift}
+	exec := repair.New(repair.Options{Clients: c.clients, Scope: scope, Diagnosis: c.opts.Diagnosis, DryRun: repair.DryRunNone})
+	done, err := exec.Apply(ctx, actions)
+	changed := 0
+	for _, a := range done {
+		if a.Result == apiv1.ResultDone {
+			changed++
+		}
+		c.metrics.Repairs.WithLabelValues(string(a.Action), a.Result, a.Namespace).Inc()
+		reason := apiv1.StaleRevisionStuck
+		switch a.Action {
+		case apiv1.PatchImage:
+			reason = apiv1.UnresolvedImageReference
+		case apiv1.ForceDeletePod:
+			reason = apiv1.PodStuckTerminating
+		case apiv1.Rollback:
+			reason = apiv1.CurrentRevisionFailing
+		}
+		eventType := corev1.EventTypeNormal
+		if a.Result != apiv1.ResultDone {
+			eventType = corev1.EventTypeWarning
+		}
+		c.recorder.Event(set, eventType, reason, truncate(fmt.Sprintf("stsdiag repair %s: %s: %s", a.Result, render.DescribeAction(a), a.Message)))
+		c.logf("%s: repair %s: %s: %s", key, a.Result, render.DescribeAction(a), a.Message)
+	}
+	c.refundRepairs(set.Namespace, len(actions)-changed)
+	// Look again once the repair had time to work; a finding that holds is due again.
+	c.queue.AddAfter(key, c.opts.MinStuck+time.Second)
+	return err
+}
+
+// reserveRepairs takes n repair actions from the namespace's hourly budget in one decision
+// (check and record under one lock, so concurrent workers can never exceed it) and reports
+// whether they fit. Unused reservations go back with refundRepairs.
+func (c *Controller) reserveRepairs(namespace string, n int) bool {
+	if c.opts.MaxRepairsPerHour <= 0 {
+		return true
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.clock.Now()
+	cutoff := now.Add(-time.Hour)
+	recent := c.repairs[namespace][:0]
+	for _, t := range c.repairs[namespace] {
+		if t.After(cutoff) {
+			recent = append(recent, t)
+		}
+	}
+	if len(recent)+n > c.opts.MaxRepairsPerHour {
+		c.repairs[namespace] = recent
+		return false
+	}
+	for i := 0; i < n; i++ {
+		recent = append(recent, now)
+	}
+	c.repairs[namespace] = recent
+	return true
+}
+
+// refundRepairs gives back n reserved actions that changed nothing (skipped or failed).
+func (c *Controller) refundRepairs(namespace string, n int) {
+	if c.opts.MaxRepairsPerHour <= 0 || n <= 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	list := c.repairs[namespace]
+	c.repairs[namespace] = list[:max(len(list)-n, 0)]
+}
+
+// findingCounts counts the findings present now by code and namespace, for the
+// stsdiag_findings gauge (computed when Prometheus scrapes, never half-filled).
+func (c *Controller) findingCounts() map[findingLabels]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := map[findingLabels]int{}
+	for _, findings := range c.seen {
+		for _, t := range findings {
+			out[findingLabels{code: t.finding.Code, namespace: t.finding.Namespace}]++
+		}
+	}
+	return out
+}
+
+func (c *Controller) logf(format string, args ...any) {
+	fmt.Fprintf(c.opts.Log, "%s %s\n", time.Now().UTC().Format(time.RFC3339), fmt.Sprintf(format, args...))
+}
+
+func truncate(s string) string {
+	const max = 1000
+	if len(s) > max {
+		return s[:max-3] + "..."
+	}
+	return s
+}

@@ -1,0 +1,126 @@
+package monitor_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/utils/ptr"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/stsdiag/stsdiag/internal/gather"
+	"github.com/stsdiag/stsdiag/internal/monitor"
+	"github.com/stsdiag/stsdiag/internal/openshift"
+)
+
+// stuckObjects: web-0 on the old revision in ImagePullBackOff under OrderedReady (kubernetes#67250).
+func stuckObjects() []runtime.Object {
+	set := &appsv1.StatefulSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop", UID: "set-uid", Generation: 2},
+		Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+			UpdateStrategy: appsv1.StatefulSetUpdateStrategy{Type: appsv1.RollingUpdateStatefulSetStrategyType}},
+		Status: appsv1.StatefulSetStatus{ObservedGeneration: 2, CurrentRevision: "web-a", UpdateRevision: "web-b"},
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "web-0", Namespace: "shop", UID: "pod-uid", ResourceVersion: "3",
+			Labels:          map[string]string{"app": "web", appsv1.ControllerRevisionHashLabelKey: "web-a"},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "web", UID: "set-uid", Controller: ptr.To(true)}}},
+		Spec: corev1.PodSpec{NodeName: "n", Containers: []corev1.Container{{Name: "app", Image: "app:typo"}}},
+		Status: corev1.PodStatus{Phase: corev1.PodPending, ContainerStatuses: []corev1.ContainerStatus{{Name: "app",
+			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff"}}}}},
+	}
+	return []runtime.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}, set, pod}
+}
+
+func run(t *testing.T, kube *fake.Clientset, opts monitor.Options) (*monitor.Metrics, context.CancelFunc) {
+	t.Helper()
+	metrics := monitor.NewMetrics()
+	ctrl := monitor.New(gather.Clients{Kube: kube}, gather.Scope{Namespace: "shop", OpenShift: openshift.ModeNever}, opts, metrics)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = ctrl.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return metrics, cancel
+}
+
+func deletes(kube *fake.Clientset) int {
+	n := 0
+	for _, a := range kube.Actions() {
+		if a.GetVerb() == "delete" && a.GetResource().Resource == "pods" {
+			n++
+		}
+		if a.GetVerb() == "delete" && a.GetResource().Resource != "pods" {
+			panic("deleted " + a.GetResource().Resource)
+		}
+	}
+	return n
+}
+
+func TestReportOnlyNeverRepairs(t *testing.T) {
+	kube := fake.NewClientset(stuckObjects()...)
+	metrics, _ := run(t, kube, monitor.Options{MinStuck: 0})
+	err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
+		return testutil.ToFloat64(metrics.FindingsTotal.WithLabelValues("StaleRevisionStuck", "shop")) == 1, nil
+	})
+	if err != nil {
+		t.Fatal("the finding was never counted")
+	}
+	time.Sleep(200 * time.Millisecond)
+	if n := deletes(kube); n != 0 {
+		t.Fatalf("report mode deleted %d pods", n)
+	}
+}
+
+func TestFixRepairsOnceAfterMinStuck(t *testing.T) {
+	kube := fake.NewClientset(stuckObjects()...)
+	start := time.Now()
+	metrics, _ := run(t, kube, monitor.Options{Fix: true, MinStuck: 300 * time.Millisecond})
+	err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
+		return deletes(kube) == 1, nil
+	})
+	if err != nil {
+		t.Fatal("never repaired")
+	}
+	if elapsed := time.Since(start); elapsed < 300*time.Millisecond {
+		t.Errorf("repaired after %s, before --min-stuck", elapsed)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if n := deletes(kube); n != 1 {
+		t.Errorf("%d deletes, want exactly 1", n)
+	}
+	if got := testutil.ToFloat64(metrics.Repairs.WithLabelValues("DeletePod", "done", "shop")); got != 1 {
+		t.Errorf("stsdiag_repairs_total = %v", got)
+	}
+	events, _ := kube.CoreV1().Events("shop").List(context.Background(), metav1.ListOptions{})
+	reasons := map[string]int{}
+	for _, e := range events.Items {
+		reasons[e.Reason+"/"+e.Type]++
+	}
+	if reasons["StaleRevisionStuck/Warning"] == 0 || reasons["StaleRevisionStuck/Normal"] == 0 {
+		t.Errorf("events %v: want the finding and the repair, reason StaleRevisionStuck", reasons)
+	}
+}
+
+func TestRepairBudgetPerNamespace(t *testing.T) {
+	kube := fake.NewClientset(stuckObjects()...)
+	// Every delete "fails" as if the pod were replaced meanwhile, so the finding stays.
+	kube.PrependReactor("delete", "pods", func(k8stesting.Action) (bool, runtime.Object, error) { return true, nil, nil })
+	metrics, _ := run(t, kube, monitor.Options{Fix: true, MaxRepairsPerHour: 1})
+	err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
+		return testutil.ToFloat64(metrics.Repairs.WithLabelValues("DeletePod", "ratelimited", "shop")) >= 1, nil
+	})
+	if err != nil {
+		t.Fatalf("the second repair was not held back: %d deletes", deletes(kube))
+	}
+	if n := deletes(kube); n != 1 {
+		t.Errorf("%d deletes with a budget of 1 per hour", n)
+	}
+}

@@ -1,0 +1,56 @@
+package render_test
+
+import (
+	"bytes"
+	"testing"
+
+	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/internal/render"
+	"github.com/stsdiag/stsdiag/internal/snapshot/snapshottest"
+)
+
+func TestFixResultJSON(t *testing.T) {
+	res := apiv1.NewFixResult("none")
+	res.Rollout = apiv1.RolloutComplete
+	res.Actions = []apiv1.Action{
+		{Action: apiv1.PatchImage, Namespace: "shop", StatefulSet: "web", Container: "app", From: "myapp:1", To: "registry/shop/myapp@sha256:0", UID: "u1", Result: apiv1.ResultDone, Message: "image patched"},
+		{Action: apiv1.DeletePod, Namespace: "shop", StatefulSet: "web", Pod: "web-0", UID: "u2", Result: apiv1.ResultSkipped, Message: "the pod was replaced or changed since diagnosis; nothing deleted"},
+	}
+	flags := render.NewPrintFlags()
+	flags.OutputFormat = "json"
+	var buf bytes.Buffer
+	if err := render.FixResult(&buf, res, flags); err != nil {
+		t.Fatal(err)
+	}
+	snapshottest.Golden(t, "fix-result.json", buf.Bytes(), *update)
+}
+
+func TestFixSummary(t *testing.T) {
+	res := apiv1.NewFixResult("server")
+	res.Actions = []apiv1.Action{{Action: apiv1.DeletePod, Result: apiv1.ResultDone}, {Action: apiv1.DeletePod, Result: apiv1.ResultFailed}}
+	res.Unrepaired = []apiv1.Finding{{Code: apiv1.CurrentRevisionFailing}}
+	want := "2 actions: 1 done, 0 skipped, 1 failed; 1 finding left unrepaired (dry run: server)."
+	if got := render.FixSummary(res); got != want {
+		t.Errorf("summary %q, want %q", got, want)
+	}
+	if res.Repaired() {
+		t.Error("a failed action and an unrepaired finding: not repaired")
+	}
+}
+
+func TestPrintFlagsVocabulary(t *testing.T) {
+	flags := render.NewPrintFlags(render.FormatJUnit).WithAlias("text", render.FormatTable)
+	for format, ok := range map[string]bool{"table": true, "wide": true, "json": true, "yaml": true, "junit": true, "text": true, "xml": false, "name": false} {
+		flags.OutputFormat = format
+		if err := flags.Validate(); (err == nil) != ok {
+			t.Errorf("-o %s: error %v, want accepted=%v", format, err, ok)
+		}
+	}
+	flags.OutputFormat = "text"
+	if flags.Validate(); flags.OutputFormat != "table" {
+		t.Errorf("-o text is table, got %s", flags.OutputFormat)
+	}
+	if err := render.NewPrintFlags().Validate(); err != nil {
+		t.Errorf("the default -o is valid: %v", err)
+	}
+}

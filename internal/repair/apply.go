@@ -1,0 +1,430 @@
+package repair
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
+
+	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/internal/snapshot"
+)
+
+// DryRun modes, as kubectl names them.
+const (
+	DryRunNone   = "none"
+	DryRunClient = "client"
+	DryRunServer = "server"
+)
+
+// Diagnoser re-reads the cluster and diagnoses it again (gather → diagnose).
+type Diagnoser func(ctx context.Context) (*apiv1.Report, *snapshot.Snapshot, error)
+
+// Executor applies planned actions.
+type Executor struct {
+	Kube   kubernetes.Interface
+	DryRun string
+	// Rediagnose proves, after a patch or a conflict, what is stuck now.
+	Rediagnose Diagnoser
+	// ObserveTimeout bounds the wait for the controller to observe a patch.
+	ObserveTimeout time.Duration
+	// Progress, if set, is told about each action as it completes.
+	Progress func(apiv1.Action)
+	// Rollback lets Repair plan rollbacks of failing update revisions (--rollback).
+	Rollback bool
+}
+
+// UnavailableError means the API could not be reached or answered unexpectedly: nothing more
+// can be evaluated.
+type UnavailableError struct{ Err error }
+
+func (e *UnavailableError) Error() string {
+	return "the API server became unavailable: " + e.Err.Error()
+}
+func (e *UnavailableError) Unwrap() error { return e.Err }
+
+// Apply carries out the actions and returns them with their results: image patches first, then
+// deletes, each proven again by a fresh diagnosis right before it is sent, then the deletes that
+// wait for a patch. It returns an UnavailableError when the API fails in a way that is not an
+// answer about one object.
+func (e *Executor) Apply(ctx context.Context, actions []apiv1.Action) ([]apiv1.Action, error) {
+	out := make([]apiv1.Action, 0, len(actions))
+	patched := map[string]int64{}
+	var deletes, later []apiv1.Action
+	for _, a := range actions {
+		switch {
+		case a.Action == apiv1.PatchImage || a.Action == apiv1.Rollback:
+			patch := e.patch
+			if a.Action == apiv1.Rollback {
+				patch = e.rollback
+			}
+			done, generation, err := patch(ctx, &a)
+			if err != nil {
+				return append(out, a), err
+			}
+			if done {
+				patched[snapshot.Key(a.Namespace, a.StatefulSet)] = generation
+			}
+			e.report(a)
+			out = append(out, a)
+		case a.AfterPatch:
+			later = append(later, a)
+		default:
+			deletes = append(deletes, a)
+		}
+	}
+	if len(deletes) > 0 {
+		done, err := e.deleteProven(ctx, deletes)
+		out = append(out, done...)
+		if err != nil {
+			return out, err
+		}
+	}
+	if len(later) == 0 {
+		return out, nil
+	}
+	proven, err := e.provenAfterPatch(ctx, later, patched)
+	if err != nil {
+		return out, err
+	}
+	var pending []apiv1.Action
+	for _, a := range proven {
+		if a.Result == "" {
+			pending = append(pending, a)
+			continue
+		}
+		e.report(a)
+		out = append(out, a)
+	}
+	if len(pending) > 0 {
+		done, err := e.deleteProven(ctx, pending)
+		out = append(out, done...)
+		if err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+// proofs maps namespace/pod to the finding of a fresh diagnosis that proves the pod may be
+// deleted: StaleRevisionStuck for DeletePod, PodStuckTerminating on a lost node for
+// ForceDeletePod.
+type proofs map[string]apiv1.Finding
+
+func proofKey(kind apiv1.ActionKind, namespace, pod string) string {
+	return string(kind) + "/" + snapshot.Key(namespace, pod)
+}
+
+// prove diagnoses again and collects the proofs. Without a Rediagnose it returns nil (the plan's
+// own diagnosis is then the proof).
+func (e *Executor) prove(ctx context.Context) (proofs, error) {
+	if e.Rediagnose == nil {
+		return nil, nil
+	}
+	rep, _, err := e.Rediagnose(ctx)
+	if err != nil {
+		return nil, &UnavailableError{Err: err}
+	}
+	p := proofs{}
+	for _, f := range rep.Findings {
+		switch {
+		case f.Target == nil:
+		case f.Code == apiv1.StaleRevisionStuck:
+			p[proofKey(apiv1.DeletePod, f.Namespace, f.Target.Name)] = f
+		case f.Code == apiv1.PodStuckTerminating && f.LostNode != "":
+			p[proofKey(apiv1.ForceDeletePod, f.Namespace, f.Target.Name)] = f
+		}
+	}
+	return p, nil
+}
+
+// deleteProven deletes each pod only if a diagnosis made right now still proves it stuck, with a
+// UID precondition so exactly the pod proven is deleted. The kubelet rewrites a failing pod's
+// status (and resourceVersion) on every back-off, so the resourceVersion is no precondition: the
+// fresh proof is. On a conflict (the pod was replaced meanwhile) it proves again and retries once.
+func (e *Executor) deleteProven(ctx context.Context, actions []apiv1.Action) ([]apiv1.Action, error) {
+	out := make([]apiv1.Action, 0, len(actions))
+	if e.DryRun == DryRunClient {
+		for _, a := range actions {
+			a.Result, a.Message = apiv1.ResultDone, "dry run: not sent"
+			e.report(a)
+			out = append(out, a)
+		}
+		return out, nil
+	}
+	fresh, err := e.prove(ctx)
+	if err != nil {
+		return out, err
+	}
+	for _, a := range actions {
+		for attempt := 0; ; attempt++ {
+			if fresh != nil {
+				f, ok := fresh[proofKey(a.Action, a.Namespace, a.Pod)]
+				if !ok {
+					a.Result, a.Message = apiv1.ResultSkipped, "a fresh diagnosis no longer proves it stuck (it recovered, was replaced or its StatefulSet changed); nothing deleted"
+					break
+				}
+				a.UID, a.ResourceVersion = string(f.Target.UID), f.Target.ResourceVersion
+			}
+			conflict, err := e.deletePod(ctx, &a)
+			if err != nil {
+				e.report(a)
+				return append(out, a), err
+			}
+			if !conflict || attempt > 0 || fresh == nil {
+				break
+			}
+			if fresh, err = e.prove(ctx); err != nil {
+				e.report(a)
+				return append(out, a), err
+			}
+		}
+		e.report(a)
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+func (e *Executor) report(a apiv1.Action) {
+	if e.Progress != nil {
+		e.Progress(a)
+	}
+}
+
+func (e *Executor) dryRunOptions() []string {
+	if e.DryRun == DryRunServer {
+		return []string{metav1.DryRunAll}
+	}
+	return nil
+}
+
+type jsonPatchOp struct {
+	Op    string `json:"op"`
+	Path  string `json:"path"`
+	Value string `json:"value"`
+}
+
+// patch sets the image with a JSON patch that first tests the object's UID and the image as
+// diagnosed, so a concurrent change is never overwritten. On such a change it diagnoses again,
+// once, and retries with the fresh finding.
+func (e *Executor) patch(ctx context.Context, a *apiv1.Action) (done bool, generation int64, err error) {
+	return e.guardedPatch(ctx, a, guarded{
+		send:      e.sendPatch,
+		fresh:     e.freshPatch,
+		done:      func(*apiv1.Action) string { return "image patched" },
+		dryRun:    "server dry run: the patch would be accepted",
+		notNeeded: "the StatefulSet changed since diagnosis and no longer needs this patch; nothing overwritten",
+	})
+}
+
+// guarded describes one kind of precondition-guarded StatefulSet patch (image patch, rollback).
+type guarded struct {
+	send func(context.Context, *apiv1.Action) (*appsv1.StatefulSet, error)
+	// fresh diagnoses again and returns the same change if it is still called for.
+	fresh     func(context.Context, apiv1.Action) (apiv1.Action, bool, error)
+	done      func(*apiv1.Action) string
+	dryRun    string
+	notNeeded string
+}
+
+// guardedPatch sends a patch whose test operations refuse it when the StatefulSet changed since
+// diagnosis; then it diagnoses again, once, and retries only with the fresh change. A concurrent
+// change is never overwritten.
+func (e *Executor) guardedPatch(ctx context.Context, a *apiv1.Action, g guarded) (done bool, generation int64, err error) {
+	if e.DryRun == DryRunClient {
+		a.Result, a.Message = apiv1.ResultDone, "dry run: not sent"
+		return false, 0, nil
+	}
+	for attempt := 0; ; attempt++ {
+		set, err := g.send(ctx, a)
+		switch {
+		case err == nil:
+			a.Result, a.Message = apiv1.ResultDone, g.done(a)
+			if e.DryRun == DryRunServer {
+				a.Message = g.dryRun
+				return false, 0, nil
+			}
+			return true, set.Generation, nil
+		case apierrors.IsForbidden(err):
+			a.Result, a.Message = apiv1.ResultFailed, fmt.Sprintf("forbidden: needs patch statefulsets.apps in namespace %s (see deploy/fix-clusterrole.yaml): %s", a.Namespace, firstLine(err))
+			return false, 0, nil
+		case apierrors.IsNotFound(err):
+			a.Result, a.Message = apiv1.ResultSkipped, "the StatefulSet no longer exists; nothing patched"
+			return false, 0, nil
+		case apierrors.IsInvalid(err) || apierrors.IsConflict(err):
+			if attempt > 0 || e.Rediagnose == nil {
+				a.Result, a.Message = apiv1.ResultFailed, "the StatefulSet changed again since diagnosis; nothing overwritten"
+				return false, 0, nil
+			}
+			fresh, ok, err := g.fresh(ctx, *a)
+			if err != nil {
+				return false, 0, err
+			}
+			if !ok {
+				a.Result, a.Message = apiv1.ResultSkipped, g.notNeeded
+				return false, 0, nil
+			}
+			*a = fresh
+		case isAPIAnswer(err):
+			a.Result, a.Message = apiv1.ResultFailed, firstLine(err)
+			return false, 0, nil
+		default:
+			a.Result, a.Message = apiv1.ResultFailed, firstLine(err)
+			return false, 0, &UnavailableError{Err: err}
+		}
+	}
+}
+
+func (e *Executor) sendPatch(ctx context.Context, a *apiv1.Action) (*appsv1.StatefulSet, error) {
+	ops := []jsonPatchOp{
+		{Op: "test", Path: "/metadata/uid", Value: a.UID},
+		{Op: "test", Path: a.Path, Value: a.From},
+		{Op: "replace", Path: a.Path, Value: a.To},
+	}
+	body, err := json.Marshal(ops)
+	if err != nil {
+		return nil, err
+	}
+	return e.Kube.AppsV1().StatefulSets(a.Namespace).Patch(ctx, a.StatefulSet, types.JSONPatchType, body,
+		metav1.PatchOptions{DryRun: e.dryRunOptions(), FieldManager: "stsdiag"})
+}
+
+// freshPatch diagnoses again and returns the same container's patch, if it is still needed.
+func (e *Executor) freshPatch(ctx context.Context, a apiv1.Action) (apiv1.Action, bool, error) {
+	rep, snap, err := e.Rediagnose(ctx)
+	if err != nil {
+		return a, false, &UnavailableError{Err: err}
+	}
+	actions, _ := Plan(rep, snap)
+	for _, fresh := range actions {
+		if fresh.Action == apiv1.PatchImage && fresh.Namespace == a.Namespace && fresh.StatefulSet == a.StatefulSet && fresh.Container == a.Container {
+			return fresh, true, nil
+		}
+	}
+	return a, false, nil
+}
+
+// deletePod deletes the pod only if it is still the one proven stuck (UID precondition); a
+// ForceDeletePod uses grace period 0. conflict is true when the pod was replaced meanwhile.
+func (e *Executor) deletePod(ctx context.Context, a *apiv1.Action) (conflict bool, err error) {
+	opts := metav1.DeleteOptions{DryRun: e.dryRunOptions()}
+	if a.UID != "" {
+		uid := types.UID(a.UID)
+		opts.Preconditions = &metav1.Preconditions{UID: &uid}
+	}
+	done := "pod deleted; the controller recreates it from the update revision, its PersistentVolumeClaims are kept"
+	if a.Action == apiv1.ForceDeletePod {
+		opts.GracePeriodSeconds = ptr.To[int64](0)
+		done = "pod force-deleted (grace period 0) from its lost node; the controller recreates it on a healthy node, its PersistentVolumeClaims are kept"
+	}
+	err = e.Kube.CoreV1().Pods(a.Namespace).Delete(ctx, a.Pod, opts)
+	switch {
+	case err == nil:
+		a.Result, a.Message = apiv1.ResultDone, done
+		if e.DryRun == DryRunServer {
+			a.Message = "server dry run: the delete would be accepted"
+		}
+	case apierrors.IsConflict(err):
+		a.Result, a.Message = apiv1.ResultSkipped, "the pod was replaced since it was proven stuck; nothing deleted"
+		return true, nil
+	case apierrors.IsNotFound(err):
+		a.Result, a.Message = apiv1.ResultSkipped, "the pod is already gone; nothing deleted"
+	case apierrors.IsForbidden(err):
+		a.Result, a.Message = apiv1.ResultFailed, fmt.Sprintf("forbidden: needs delete pods in namespace %s (see deploy/fix-clusterrole.yaml): %s", a.Namespace, firstLine(err))
+	case isAPIAnswer(err):
+		a.Result, a.Message = apiv1.ResultFailed, firstLine(err)
+	default:
+		a.Result, a.Message = apiv1.ResultFailed, firstLine(err)
+		return false, &UnavailableError{Err: err}
+	}
+	return false, nil
+}
+
+// provenAfterPatch waits for the controller to observe each patch, diagnoses again and keeps the
+// deletes of pods now proven StaleRevisionStuck (deleteProven proves them once more right before
+// deleting).
+func (e *Executor) provenAfterPatch(ctx context.Context, later []apiv1.Action, patched map[string]int64) ([]apiv1.Action, error) {
+	if e.DryRun != DryRunNone {
+		for i := range later {
+			later[i].Result, later[i].Message = apiv1.ResultDone, "dry run: deleted only if still stuck on the old revision after the patch"
+		}
+		return later, nil
+	}
+	for i, a := range later {
+		if _, ok := patched[snapshot.Key(a.Namespace, a.StatefulSet)]; !ok {
+			later[i].Result, later[i].Message = apiv1.ResultSkipped, "its StatefulSet was not patched; nothing deleted"
+		}
+	}
+	if len(patched) == 0 || e.Rediagnose == nil {
+		return later, nil
+	}
+	if err := e.waitObserved(ctx, patched); err != nil {
+		return later, err
+	}
+	rep, _, err := e.Rediagnose(ctx)
+	if err != nil {
+		return later, &UnavailableError{Err: err}
+	}
+	stuck := map[string]apiv1.Finding{}
+	for _, f := range rep.Findings {
+		if f.Code == apiv1.StaleRevisionStuck && f.Target != nil {
+			stuck[snapshot.Key(f.Namespace, f.Pod)] = f
+		}
+	}
+	for i, a := range later {
+		if a.Result != "" {
+			continue
+		}
+		f, ok := stuck[snapshot.Key(a.Namespace, a.Pod)]
+		if !ok {
+			later[i].Result, later[i].Message = apiv1.ResultSkipped, "not stuck on an old revision after the patch (the controller replaced it or it recovered); nothing deleted"
+			continue
+		}
+		later[i].UID, later[i].ResourceVersion = string(f.Target.UID), f.Target.ResourceVersion
+	}
+	return later, nil
+}
+
+func (e *Executor) waitObserved(ctx context.Context, patched map[string]int64) error {
+	timeout := e.ObserveTimeout
+	if timeout == 0 {
+		timeout = 30 * time.Second
+	}
+	for key, generation := range patched {
+		ns, name, _ := cache.SplitMetaNamespaceKey(key)
+		err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+			set, err := e.Kube.AppsV1().StatefulSets(ns).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			return set.Status.ObservedGeneration >= generation, nil
+		})
+		if err != nil && !wait.Interrupted(err) {
+			return &UnavailableError{Err: err}
+		}
+	}
+	return nil
+}
+
+// isAPIAnswer reports whether err is a status the API server returned (as opposed to a
+// transport failure).
+func isAPIAnswer(err error) bool {
+	var status apierrors.APIStatus
+	return errors.As(err, &status) && status.Status().Code != 0 && status.Status().Code < 500
+}
+
+func firstLine(err error) string {
+	line, _, _ := strings.Cut(err.Error(), "\n")
+	return line
+}

@@ -1,0 +1,153 @@
+package repair_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+
+	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/internal/repair"
+	"github.com/stsdiag/stsdiag/internal/snapshot"
+)
+
+// freshDiagnoses returns an Executor whose fresh diagnoses answer the reports in turn (the last
+// one again once they run out) and counts them.
+func freshDiagnoses(kube *fake.Clientset, reports ...*apiv1.Report) (*repair.Executor, *int) {
+	n := 0
+	return &repair.Executor{Kube: kube, DryRun: repair.DryRunNone, Rediagnose: func(context.Context) (*apiv1.Report, *snapshot.Snapshot, error) {
+		rep := reports[min(n, len(reports)-1)]
+		n++
+		return rep, snap(), nil
+	}}, &n
+}
+
+// withUID is a StaleRevisionStuck report on web-0 with the given pod UID and resourceVersion.
+func withUID(uid, rv string) *apiv1.Report {
+	return apiv1.NewReport(false, nil, []apiv1.Finding{{Code: apiv1.StaleRevisionStuck, Severity: apiv1.SeverityError, Namespace: "shop",
+		StatefulSet: "web", Pod: "web-0", Target: &apiv1.PodRef{Name: "web-0", UID: types.UID(uid), ResourceVersion: rv}}})
+}
+
+func deleted(kube *fake.Clientset) []k8stesting.DeleteAction {
+	var out []k8stesting.DeleteAction
+	for _, a := range kube.Actions() {
+		if d, ok := a.(k8stesting.DeleteAction); ok && a.GetVerb() == "delete" {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// TestBackOffChurnDoesNotBlockTheDelete: the kubelet rewrote web-0's status (resourceVersion 5 → 9)
+// between the plan and the answer to the prompt; the same pod, still stuck, is deleted.
+func TestBackOffChurnDoesNotBlockTheDelete(t *testing.T) {
+	kube := fake.NewClientset(objects()...)
+	exec, diagnoses := freshDiagnoses(kube, withUID("uid-web-0", "9"))
+	done, err := exec.Apply(context.Background(), mustPlan(withUID("uid-web-0", "5")))
+	if err != nil || len(done) != 1 || done[0].Result != apiv1.ResultDone {
+		t.Fatalf("%+v %v", done, err)
+	}
+	if *diagnoses != 1 {
+		t.Errorf("the delete must be proven by a fresh diagnosis: %d diagnoses", *diagnoses)
+	}
+	d := deleted(kube)
+	if len(d) != 1 || string(*d[0].GetDeleteOptions().Preconditions.UID) != "uid-web-0" {
+		t.Errorf("deletes %+v", d)
+	}
+}
+
+// TestRecoveredPodIsNotDeleted: between plan and delete web-0 became Ready (or the template was
+// reverted): the fresh diagnosis no longer proves it stuck, nothing is deleted.
+func TestRecoveredPodIsNotDeleted(t *testing.T) {
+	kube := fake.NewClientset(objects()...)
+	exec, _ := freshDiagnoses(kube, apiv1.NewReport(false, nil, nil))
+	done, err := exec.Apply(context.Background(), mustPlan(withUID("uid-web-0", "5")))
+	if err != nil || done[0].Result != apiv1.ResultSkipped || !strings.Contains(done[0].Message, "no longer proves it stuck") {
+		t.Fatalf("%+v %v", done, err)
+	}
+	if d := deleted(kube); len(d) != 0 {
+		t.Errorf("deleted %d pods", len(d))
+	}
+}
+
+// TestReplacedDuringDeleteIsProvenAgain: the pod is replaced between the fresh diagnosis and the
+// delete (409 on the UID precondition): stsdiag proves again once; the new pod is stuck too, so
+// it is deleted with its own UID — and never a third time.
+func TestReplacedDuringDeleteIsProvenAgain(t *testing.T) {
+	kube := fake.NewClientset(objects()...)
+	calls := 0
+	kube.PrependReactor("delete", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		calls++
+		if calls == 1 {
+			return true, nil, apierrors.NewConflict(schema.GroupResource{Resource: "pods"}, "web-0", errors.New("Precondition failed: UID in precondition: uid-web-0, UID in object meta: uid-new"))
+		}
+		return false, nil, nil
+	})
+	exec, diagnoses := freshDiagnoses(kube, withUID("uid-web-0", "5"), withUID("uid-new", "1"))
+	done, err := exec.Apply(context.Background(), mustPlan(withUID("uid-web-0", "5")))
+	if err != nil || done[0].Result != apiv1.ResultDone || done[0].UID != "uid-new" || *diagnoses != 2 {
+		t.Fatalf("%+v %v, %d diagnoses", done, err, *diagnoses)
+	}
+	d := deleted(kube)
+	if len(d) != 2 || string(*d[1].GetDeleteOptions().Preconditions.UID) != "uid-new" {
+		t.Errorf("deletes %+v", d)
+	}
+}
+
+// TestReplacedAndRecoveredIsSkipped: after the conflict the fresh diagnosis says the replacement
+// is fine: skipped, one delete attempt only.
+func TestReplacedAndRecoveredIsSkipped(t *testing.T) {
+	kube := fake.NewClientset(objects()...)
+	kube.PrependReactor("delete", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewConflict(schema.GroupResource{Resource: "pods"}, "web-0", errors.New("Precondition failed"))
+	})
+	exec, _ := freshDiagnoses(kube, withUID("uid-web-0", "5"), apiv1.NewReport(false, nil, nil))
+	done, err := exec.Apply(context.Background(), mustPlan(withUID("uid-web-0", "5")))
+	if err != nil || done[0].Result != apiv1.ResultSkipped {
+		t.Fatalf("%+v %v", done, err)
+	}
+	if d := deleted(kube); len(d) != 1 {
+		t.Errorf("want exactly one delete attempt, got %d", len(d))
+	}
+}
+
+// TestForceDeleteOnlyOnALostNode: ForceDeletePod is sent with grace period 0 and the UID
+// precondition only while a fresh diagnosis still says the pod's node is lost.
+func TestForceDeleteOnlyOnALostNode(t *testing.T) {
+	stuck := func(lost string) *apiv1.Report {
+		return apiv1.NewReport(false, nil, []apiv1.Finding{{Code: apiv1.PodStuckTerminating, Severity: apiv1.SeverityError, Namespace: "shop",
+			StatefulSet: "web", Pod: "web-1", LostNode: lost, Target: &apiv1.PodRef{Name: "web-1", UID: "uid-web-1"}}})
+	}
+	plan := repair.PlanForceDeletes(stuck("node-1"))
+	if len(plan) != 1 || plan[0].Action != apiv1.ForceDeletePod || plan[0].UID != "uid-web-1" {
+		t.Fatalf("plan %+v", plan)
+	}
+	if p := repair.PlanForceDeletes(stuck("")); len(p) != 0 {
+		t.Errorf("a node that is not lost: no force delete, got %+v", p)
+	}
+
+	kube := fake.NewClientset(objects()...)
+	exec, _ := freshDiagnoses(kube, stuck("node-1"))
+	done, err := exec.Apply(context.Background(), plan)
+	if err != nil || done[0].Result != apiv1.ResultDone {
+		t.Fatalf("%+v %v", done, err)
+	}
+	opts := deleted(kube)[0].GetDeleteOptions()
+	if opts.GracePeriodSeconds == nil || *opts.GracePeriodSeconds != 0 || string(*opts.Preconditions.UID) != "uid-web-1" {
+		t.Errorf("delete options %+v", opts)
+	}
+
+	kube = fake.NewClientset(objects()...)
+	exec, _ = freshDiagnoses(kube, stuck("")) // the node came back meanwhile
+	done, _ = exec.Apply(context.Background(), plan)
+	if done[0].Result != apiv1.ResultSkipped || len(deleted(kube)) != 0 {
+		t.Errorf("the node is no longer lost: nothing force-deleted, got %+v", done)
+	}
+}

@@ -1,0 +1,103 @@
+// Package repair turns findings into safe actions and carries them out with preconditions: it
+// patches a StatefulSet's image only if the image is still what was diagnosed, and deletes a pod
+// only if it is still the very pod proven stuck. It never deletes a PersistentVolumeClaim or a
+// StatefulSet, and never scales.
+package repair
+
+import (
+	"sort"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/internal/resolver"
+	"github.com/stsdiag/stsdiag/internal/snapshot"
+)
+
+// Plan lists the safe repairs for a report: image patches for UnresolvedImageReference and
+// ImageTriggerStale, then deletes of StaleRevisionStuck pods, and of the pods the patches leave
+// on an old revision. Error findings without a safe repair are returned as unrepaired. It reads
+// only the findings' typed hand-offs (Target, Patch, FailingPods), never their details.
+//
+// A patch is planned only to a valid image reference that differs from the image diagnosed, and
+// once per image field. The resolver sets Patch.To to exactly what OpenShift writes there: a
+// digest, except where admission or the trigger controller writes a tag (a legacy image ID, or a
+// trigger on a referencePolicy Source tag), which the finding's message says.
+func Plan(rep *apiv1.Report, snap *snapshot.Snapshot) (actions []apiv1.Action, unrepaired []apiv1.Finding) {
+	setUIDs := map[string]types.UID{}
+	for i := range snap.StatefulSets {
+		setUIDs[snapshot.Key(snap.StatefulSets[i].Namespace, snap.StatefulSets[i].Name)] = snap.StatefulSets[i].UID
+	}
+	var patches, deletes []apiv1.Action
+	planned := map[string]bool{}
+	afterPatch := map[string]bool{}
+	patchedFields, governed := map[string]bool{}, map[string]bool{}
+	for _, f := range rep.Findings {
+		if !patchable(f) {
+			continue
+		}
+		uid, ok := setUIDs[snapshot.Key(f.Namespace, f.StatefulSet)]
+		field := snapshot.Key(f.Namespace, f.StatefulSet) + f.Patch.Path
+		if !ok || patchedFields[field] {
+			continue
+		}
+		patchedFields[field] = true
+		governed[snapshot.Key(f.Namespace, f.StatefulSet)+"/"+f.Container] = true
+		patches = append(patches, apiv1.Action{Action: apiv1.PatchImage, Namespace: f.Namespace, StatefulSet: f.StatefulSet, Container: f.Container,
+			From: f.Patch.From, To: f.Patch.To, Path: f.Patch.Path, UID: string(uid)})
+		for _, pod := range f.FailingPods {
+			key := snapshot.Key(f.Namespace, pod)
+			if !afterPatch[key] {
+				afterPatch[key] = true
+				deletes = append(deletes, apiv1.Action{Action: apiv1.DeletePod, Namespace: f.Namespace, StatefulSet: f.StatefulSet, Pod: pod, AfterPatch: true})
+			}
+		}
+	}
+	for _, f := range rep.Findings {
+		if f.Code != apiv1.StaleRevisionStuck || f.Target == nil || f.Target.UID == "" {
+			continue
+		}
+		key := snapshot.Key(f.Namespace, f.Target.Name)
+		if planned[key] || afterPatch[key] {
+			continue
+		}
+		planned[key] = true
+		deletes = append(deletes, apiv1.Action{Action: apiv1.DeletePod, Namespace: f.Namespace, StatefulSet: f.StatefulSet, Pod: f.Target.Name,
+			UID: string(f.Target.UID), ResourceVersion: f.Target.ResourceVersion})
+	}
+	for _, f := range rep.Findings {
+		if f.Severity != apiv1.SeverityError {
+			continue
+		}
+		switch {
+		case f.Code == apiv1.StaleRevisionStuck:
+		case f.Code == apiv1.UnresolvedImageReference && f.Pod != "":
+			// pods of an older template: stuck's findings carry their repair
+		case (f.Code == apiv1.UnresolvedImageReference || f.Code == apiv1.ImageTriggerStale) && f.Patch != nil &&
+			patchedFields[snapshot.Key(f.Namespace, f.StatefulSet)+f.Patch.Path]:
+		case f.Code == apiv1.UnresolvedImageReference && f.Patch == nil && governed[snapshot.Key(f.Namespace, f.StatefulSet)+"/"+f.Container]:
+			// an image trigger governs the container: its ImageTriggerStale patch repairs it
+		case f.Code == apiv1.CurrentRevisionFailing && afterPatch[snapshot.Key(f.Namespace, f.Pod)]:
+		default:
+			unrepaired = append(unrepaired, f)
+		}
+	}
+	sort.SliceStable(deletes, func(i, j int) bool {
+		if deletes[i].Namespace != deletes[j].Namespace {
+			return deletes[i].Namespace < deletes[j].Namespace
+		}
+		return deletes[i].Pod < deletes[j].Pod
+	})
+	return append(patches, deletes...), unrepaired
+}
+
+// patchable reports whether a finding hands over a template image patch fix may send: from an
+// image finding on the template (not a pod), to a valid reference with a name — never empty, and
+// never a dangling "@" — that differs from the image diagnosed.
+func patchable(f apiv1.Finding) bool {
+	if (f.Code != apiv1.UnresolvedImageReference && f.Code != apiv1.ImageTriggerStale) || f.Pod != "" || f.Patch == nil {
+		return false
+	}
+	to, err := resolver.Parse(f.Patch.To)
+	return err == nil && to.Name != "" && f.Patch.To != f.Patch.From && f.Patch.Path != ""
+}

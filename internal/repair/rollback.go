@@ -1,0 +1,394 @@
+package repair
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/kubectl/pkg/util/podutils"
+
+	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/internal/snapshot"
+)
+
+// fix --rollback: the StatefulSet documentation's forced rollback. When the update revision
+// itself fails at startup (CurrentRevisionFailing), return spec.template to the earlier revision
+// whose pods are Ready, then delete the pods still on the failing revision: under OrderedReady
+// the controller never replaces a pod that is not Running and Ready, so reverting the template
+// alone (what `kubectl rollout undo` does) leaves the rollout stuck exactly as in
+// kubernetes#67250.
+//
+// kubectl's StatefulSetRollbacker (k8s.io/kubectl@v0.35.4 pkg/polymorphichelpers/rollback.go:349-402)
+// is not reused, on purpose:
+//   - it GETs the StatefulSet and LISTs its ControllerRevisions itself (statefulSetHistory,
+//     rollback.go:362), where stsdiag plans from the one snapshot it diagnosed;
+//   - it sends the revision's data as a strategic merge patch with no precondition
+//     (rollback.go:397): a template changed by someone between plan and patch would be
+//     overwritten. stsdiag sends a JSON patch that tests the UID, the generation and the current
+//     image of every container first;
+//   - "toRevision 0" means the revision numbered just before the newest (findHistory), whatever
+//     its pods did; stsdiag returns only to status.currentRevision, and only while pods of it are
+//     Ready;
+//   - its client dry run decodes the template into this client's Go types (applyRevision,
+//     rollback.go:408-416), dropping fields a newer server knows. stsdiag writes the revision's
+//     own template JSON.
+// The data is the same: a StatefulSet ControllerRevision holds {"spec":{"template":{...,
+// "$patch":"replace"}}} (getPatch, pkg/controller/statefulset/stateful_set_utils.go:552-570@v1.37.2),
+// so writing its template back is what applying it does.
+//
+// Once the template equals the revision's again, the controller reuses that ControllerRevision
+// as the update revision, incrementing its Revision number (getStatefulSetRevisions,
+// stateful_set_control.go:292-305@v1.37.2): status.updateRevision becomes the good revision,
+// the failing pods are then off-revision, and a fresh diagnosis proves them StaleRevisionStuck.
+
+// PlanRollbacks extends a plan made by Plan (its actions and the findings it left unrepaired)
+// with fix --rollback: for each StatefulSet whose update revision fails at startup
+// (CurrentRevisionFailing on pods of status.updateRevision) and whose status.currentRevision is
+// an earlier revision with Ready pods, a Rollback to that revision, then a delete of each failing
+// pod once the controller has observed the rollback (proven again then). Its findings leave the
+// unrepaired list. A StatefulSet with no such revision — broken since it was created, or whose
+// earlier revision has no Ready pod left to prove it worked — is never rolled back: its findings
+// stay unrepaired, with the reason in their remedy and in details.rollback. StatefulSets the plan
+// already patches are left to the patch. It reads the findings' typed fields and the snapshot,
+// never details.
+func PlanRollbacks(rep *apiv1.Report, snap *snapshot.Snapshot, actions []apiv1.Action, unrepaired []apiv1.Finding) ([]apiv1.Action, []apiv1.Finding) {
+	patched := map[string]bool{}
+	for _, a := range actions {
+		if a.Action == apiv1.PatchImage || a.Action == apiv1.Rollback {
+			patched[snapshot.Key(a.Namespace, a.StatefulSet)] = true
+		}
+	}
+	failing := map[string][]apiv1.Finding{}
+	var order []string
+	for _, f := range unrepaired {
+		key := snapshot.Key(f.Namespace, f.StatefulSet)
+		if f.Code != apiv1.CurrentRevisionFailing || f.Target == nil || patched[key] {
+			continue
+		}
+		if _, ok := failing[key]; !ok {
+			order = append(order, key)
+		}
+		failing[key] = append(failing[key], f)
+	}
+	if len(order) == 0 {
+		return actions, unrepaired
+	}
+	reasons := map[string]string{}
+	repaired := map[string]bool{}
+	var rollbacks, deletes []apiv1.Action
+	for _, key := range order {
+		rollback, pods, reason := planRollback(snap, key, failing[key])
+		if reason != "" {
+			reasons[key] = reason
+			continue
+		}
+		rollbacks = append(rollbacks, rollback)
+		for _, pod := range pods {
+			repaired[snapshot.Key(rollback.Namespace, pod)] = true
+			deletes = append(deletes, apiv1.Action{Action: apiv1.DeletePod, Namespace: rollback.Namespace, StatefulSet: rollback.StatefulSet, Pod: pod, AfterPatch: true})
+		}
+	}
+	var left []apiv1.Finding
+	for _, f := range unrepaired {
+		key := snapshot.Key(f.Namespace, f.StatefulSet)
+		switch {
+		case f.Code != apiv1.CurrentRevisionFailing:
+			left = append(left, f)
+		case repaired[snapshot.Key(f.Namespace, f.Pod)]:
+		case reasons[key] != "":
+			left = append(left, notRolledBack(f, reasons[key]))
+		default:
+			left = append(left, f)
+		}
+	}
+	var head, tail []apiv1.Action
+	for _, a := range actions {
+		if a.Action == apiv1.DeletePod || a.Action == apiv1.ForceDeletePod {
+			tail = append(tail, a)
+		} else {
+			head = append(head, a)
+		}
+	}
+	tail = append(tail, deletes...)
+	sort.SliceStable(tail, func(i, j int) bool {
+		if tail[i].Namespace != tail[j].Namespace {
+			return tail[i].Namespace < tail[j].Namespace
+		}
+		return tail[i].Pod < tail[j].Pod
+	})
+	out := append(append(head, rollbacks...), tail...)
+	return out, left
+}
+
+// notRolledBack returns a copy of the finding that says why it was not rolled back.
+func notRolledBack(f apiv1.Finding, reason string) apiv1.Finding {
+	c := f.DeepCopy()
+	if c.Details == nil {
+		c.Details = map[string]any{}
+	}
+	c.Details["rollback"] = reason
+	c.Remedy = "not rolled back: " + reason + "; " + c.Remedy
+	return c
+}
+
+// planRollback decides one StatefulSet: the Rollback and the pods to delete after it, or why not.
+func planRollback(snap *snapshot.Snapshot, key string, failing []apiv1.Finding) (apiv1.Action, []string, string) {
+	var set *appsv1.StatefulSet
+	for i := range snap.StatefulSets {
+		if snapshot.Key(snap.StatefulSets[i].Namespace, snap.StatefulSets[i].Name) == key {
+			set = &snap.StatefulSets[i]
+		}
+	}
+	switch {
+	case set == nil:
+		return apiv1.Action{}, nil, "the StatefulSet is not in the snapshot"
+	case set.DeletionTimestamp != nil:
+		return apiv1.Action{}, nil, "the StatefulSet is being deleted"
+	case set.Status.ObservedGeneration < set.Generation || set.Status.UpdateRevision == "":
+		return apiv1.Action{}, nil, "the controller has not observed the latest template yet; run again once it has"
+	}
+	update, current := set.Status.UpdateRevision, set.Status.CurrentRevision
+	pods := map[string]*corev1.Pod{}
+	for i := range snap.Pods {
+		pod := &snap.Pods[i]
+		if pod.Namespace == set.Namespace && metav1.IsControlledBy(pod, set) {
+			pods[pod.Name] = pod
+		}
+	}
+	var bad []string
+	for _, f := range failing {
+		if pod := pods[f.Target.Name]; pod != nil && pod.UID == f.Target.UID && revisionOf(pod) == update {
+			bad = append(bad, pod.Name)
+		}
+	}
+	switch {
+	case len(bad) == 0:
+		return apiv1.Action{}, nil, fmt.Sprintf("the failing pods do not run the update revision %s (they run the current revision, below the partition): a rollback would not change their template", update)
+	case current == "" || current == update:
+		// At creation the controller makes the first revision the current one without any pod
+		// being Ready (stateful_set_control.go:326-329@v1.37.2); afterwards only a completed
+		// rollout, every replica updated and Ready, promotes one (completeUpdate,
+		// stateful_set_utils.go:644-650@v1.37.2).
+		return apiv1.Action{}, nil, fmt.Sprintf("no earlier revision was Ready: %s is both the current and the update revision (the StatefulSet has been failing since it was created, or since its last rollout completed); fix the template", update)
+	}
+	var rev *appsv1.ControllerRevision
+	for i := range snap.Revisions {
+		r := &snap.Revisions[i]
+		if r.Namespace == set.Namespace && r.Name == current && metav1.IsControlledBy(r, set) {
+			rev = r
+		}
+	}
+	if rev == nil {
+		return apiv1.Action{}, nil, fmt.Sprintf("the ControllerRevision %s of the current revision no longer exists", current)
+	}
+	ready := 0
+	for _, pod := range pods {
+		if revisionOf(pod) == current && pod.DeletionTimestamp == nil && pod.Status.Phase == corev1.PodRunning && podutils.IsPodReady(pod) {
+			ready++
+		}
+	}
+	if ready == 0 {
+		return apiv1.Action{}, nil, fmt.Sprintf("no pod of the earlier revision %s is Ready, so nothing proves it worked; stsdiag never rolls back past a revision that was not Ready", current)
+	}
+	raw, tmpl, err := revisionTemplate(rev)
+	if err != nil {
+		return apiv1.Action{}, nil, fmt.Sprintf("the ControllerRevision %s cannot be read: %v", current, err)
+	}
+	sort.Strings(bad)
+	a := apiv1.Action{Action: apiv1.Rollback, Namespace: set.Namespace, StatefulSet: set.Name, UID: string(set.UID),
+		Rollback: &apiv1.RollbackTarget{Revision: current, FromRevision: update, Images: imageChanges(&set.Spec.Template, tmpl),
+			Template: raw, Generation: set.Generation, Tests: imageFields(&set.Spec.Template)}}
+	return a, bad, ""
+}
+
+func revisionOf(pod *corev1.Pod) string { return pod.Labels[appsv1.ControllerRevisionHashLabelKey] }
+
+// revisionTemplate returns the pod template a StatefulSet ControllerRevision records: its own
+// JSON without the strategic-merge "$patch" directive (stateful_set_utils.go:567@v1.37.2), and
+// decoded, for the images.
+func revisionTemplate(rev *appsv1.ControllerRevision) (json.RawMessage, *corev1.PodTemplateSpec, error) {
+	var data struct {
+		Spec struct {
+			Template map[string]json.RawMessage `json:"template"`
+		} `json:"spec"`
+	}
+	if len(rev.Data.Raw) == 0 {
+		return nil, nil, fmt.Errorf("no data")
+	}
+	if err := json.Unmarshal(rev.Data.Raw, &data); err != nil {
+		return nil, nil, err
+	}
+	if len(data.Spec.Template) == 0 {
+		return nil, nil, fmt.Errorf("no spec.template")
+	}
+	delete(data.Spec.Template, "$patch")
+	raw, err := json.Marshal(data.Spec.Template)
+	if err != nil {
+		return nil, nil, err
+	}
+	var tmpl corev1.PodTemplateSpec
+	if err := json.Unmarshal(raw, &tmpl); err != nil {
+		return nil, nil, err
+	}
+	if len(tmpl.Spec.Containers) == 0 {
+		return nil, nil, fmt.Errorf("its template has no containers")
+	}
+	return raw, &tmpl, nil
+}
+
+// imageFields lists the image field of every container of a template, init containers first.
+func imageFields(t *corev1.PodTemplateSpec) []apiv1.ImagePatch {
+	var out []apiv1.ImagePatch
+	for i, c := range t.Spec.InitContainers {
+		out = append(out, apiv1.ImagePatch{Path: fmt.Sprintf("/spec/template/spec/initContainers/%d/image", i), From: c.Image})
+	}
+	for i, c := range t.Spec.Containers {
+		out = append(out, apiv1.ImagePatch{Path: fmt.Sprintf("/spec/template/spec/containers/%d/image", i), From: c.Image})
+	}
+	return out
+}
+
+// imageChanges lists the containers whose image differs between two templates, by name.
+func imageChanges(from, to *corev1.PodTemplateSpec) []apiv1.ImageChange {
+	images := func(t *corev1.PodTemplateSpec) (map[string]string, []string) {
+		m := map[string]string{}
+		var names []string
+		for _, cs := range [][]corev1.Container{t.Spec.InitContainers, t.Spec.Containers} {
+			for _, c := range cs {
+				m[c.Name] = c.Image
+				names = append(names, c.Name)
+			}
+		}
+		return m, names
+	}
+	a, names := images(from)
+	b, more := images(to)
+	var out []apiv1.ImageChange
+	seen := map[string]bool{}
+	for _, name := range append(names, more...) {
+		if seen[name] {
+			continue
+		}
+		seen[name] = true
+		if a[name] != b[name] {
+			out = append(out, apiv1.ImageChange{Container: name, From: a[name], To: b[name]})
+		}
+	}
+	return out
+}
+
+// rollbackOp is one JSON-patch operation of a rollback (values of several JSON types).
+type rollbackOp struct {
+	Op    string `json:"op"`
+	Path  string `json:"path"`
+	Value any    `json:"value"`
+}
+
+// rollback writes the revision's template with a JSON patch that first tests the object's UID,
+// its generation (any spec change since diagnosis bumps it) and the image of every container as
+// diagnosed, so a concurrent change is never overwritten. When a test fails it diagnoses again,
+// once, and retries only if the fresh diagnosis still calls for a rollback of that StatefulSet.
+func (e *Executor) rollback(ctx context.Context, a *apiv1.Action) (done bool, generation int64, err error) {
+	return e.guardedPatch(ctx, a, guarded{
+		send:  e.sendRollback,
+		fresh: e.freshRollback,
+		done: func(a *apiv1.Action) string {
+			return fmt.Sprintf("template rolled back to revision %s; the pods still on %s are deleted once the controller has observed it and a fresh diagnosis proves them stuck", a.Rollback.Revision, a.Rollback.FromRevision)
+		},
+		dryRun:    "server dry run: the rollback would be accepted",
+		notNeeded: "the StatefulSet changed since diagnosis and a fresh diagnosis no longer calls for a rollback; nothing overwritten",
+	})
+}
+
+func (e *Executor) sendRollback(ctx context.Context, a *apiv1.Action) (*appsv1.StatefulSet, error) {
+	r := a.Rollback
+	if r == nil || len(r.Template) == 0 || a.UID == "" {
+		return nil, fmt.Errorf("rollback of %s/%s planned without a template or UID", a.Namespace, a.StatefulSet)
+	}
+	ops := []rollbackOp{
+		{Op: "test", Path: "/metadata/uid", Value: a.UID},
+		{Op: "test", Path: "/metadata/generation", Value: r.Generation},
+	}
+	for _, t := range r.Tests {
+		ops = append(ops, rollbackOp{Op: "test", Path: t.Path, Value: t.From})
+	}
+	ops = append(ops, rollbackOp{Op: "replace", Path: "/spec/template", Value: r.Template})
+	body, err := json.Marshal(ops)
+	if err != nil {
+		return nil, err
+	}
+	return e.Kube.AppsV1().StatefulSets(a.Namespace).Patch(ctx, a.StatefulSet, types.JSONPatchType, body,
+		metav1.PatchOptions{DryRun: e.dryRunOptions(), FieldManager: "stsdiag"})
+}
+
+// freshRollback diagnoses again and returns the StatefulSet's rollback, if one is still called for.
+func (e *Executor) freshRollback(ctx context.Context, a apiv1.Action) (apiv1.Action, bool, error) {
+	rep, snap, err := e.Rediagnose(ctx)
+	if err != nil {
+		return a, false, &UnavailableError{Err: err}
+	}
+	actions, unrepaired := Plan(rep, snap)
+	actions, _ = PlanRollbacks(rep, snap, actions, unrepaired)
+	for _, fresh := range actions {
+		if fresh.Action == apiv1.Rollback && fresh.Namespace == a.Namespace && fresh.StatefulSet == a.StatefulSet {
+			return fresh, true, nil
+		}
+	}
+	return a, false, nil
+}
+
+// RolledBack lists the StatefulSets the actions rolled back (a Rollback done, not a dry run).
+func RolledBack(actions []apiv1.Action) []apiv1.RolledBack {
+	var out []apiv1.RolledBack
+	for _, a := range actions {
+		if a.Action == apiv1.Rollback && a.Rollback != nil && a.Result == apiv1.ResultDone && !strings.HasPrefix(a.Message, "dry run") && !strings.HasPrefix(a.Message, "server dry run") {
+			out = append(out, apiv1.RolledBack{Namespace: a.Namespace, StatefulSet: a.StatefulSet, Revision: a.Rollback.Revision, FromRevision: a.Rollback.FromRevision, Images: a.Rollback.Images})
+		}
+	}
+	return out
+}
+
+// RollbackVerdict makes wait's verdict say what a rollback means: the rollout that completed is
+// the earlier revision's, so the deploy failed all the same (RolledBack, exit 1). The result
+// lists each StatefulSet rolled back and the revision it returned to.
+func RollbackVerdict(res *apiv1.WaitResult) {
+	res.RolledBack = RolledBack(res.Actions)
+	if len(res.RolledBack) == 0 {
+		return
+	}
+	var what []string
+	for _, r := range res.RolledBack {
+		what = append(what, fmt.Sprintf("%s/%s to revision %s (revision %s failed%s)", r.Namespace, r.StatefulSet, r.Revision, r.FromRevision, describeImages(r.Images)))
+	}
+	rolled := "rolled back " + strings.Join(what, ", ")
+	if res.Result == apiv1.WaitComplete {
+		res.Result = apiv1.WaitRolledBack
+		res.Message = rolled + ": the deploy failed; the earlier revision's rollout is complete"
+		return
+	}
+	res.Message = rolled + "; " + res.Message
+}
+
+func describeImages(images []apiv1.ImageChange) string {
+	var parts []string
+	for _, c := range images {
+		parts = append(parts, fmt.Sprintf("%s %s → %s", c.Container, orNone(c.From), orNone(c.To)))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "; " + strings.Join(parts, ", ")
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
+}

@@ -1,0 +1,155 @@
+// Package snapshottest runs table tests over scenario folders: objects.yaml (a snapshot) and
+// expected.yaml (the findings, and the rollout state of StatefulSets).
+package snapshottest
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/yaml"
+
+	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/internal/snapshot"
+)
+
+// Now is the clock of every scenario.
+var Now = time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+
+// Expectation is expected.yaml. Every listed finding field must match (details are a subset);
+// the number of findings must match exactly. ServerVersion and FeatureGates say which
+// controller the scenario runs against (default: the newest release modelled).
+type Expectation struct {
+	ServerVersion string          `json:"serverVersion,omitempty"`
+	FeatureGates  map[string]bool `json:"featureGates,omitempty"`
+
+	StatefulSets []struct {
+		Name   string `json:"name"`
+		Status string `json:"status"`
+	} `json:"statefulSets"`
+	Findings []map[string]any `json:"findings"`
+}
+
+// Diagnosis turns a snapshot into findings and StatefulSet summaries, with the feature gates
+// the scenario overrides.
+type Diagnosis func(snap *snapshot.Snapshot, gates map[string]bool) ([]apiv1.Finding, []apiv1.StatefulSetSummary)
+
+// Run runs every scenario folder under root (a folder holding objects.yaml and expected.yaml).
+func Run(t *testing.T, root string, diagnose Diagnosis) {
+	files, err := filepath.Glob(filepath.Join(root, "*", "objects.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no scenarios in %s: %v", root, err)
+	}
+	for _, file := range files {
+		dir := filepath.Dir(file)
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			snap, err := snapshot.LoadFile(filepath.Join(dir, "objects.yaml"), Now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want Expectation
+			data, err := os.ReadFile(filepath.Join(dir, "expected.yaml"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := yaml.UnmarshalStrict(data, &want); err != nil {
+				t.Fatalf("expected.yaml: %v", err)
+			}
+			if want.ServerVersion != "" {
+				snap.ServerVersion = want.ServerVersion
+			}
+			findings, sets := diagnose(snap, want.FeatureGates)
+			apiv1.SortFindings(findings)
+			got := toMaps(t, findings)
+			if len(got) != len(want.Findings) {
+				t.Fatalf("got %d findings, want %d:\n%s", len(got), len(want.Findings), dump(findings))
+			}
+			for i, w := range want.Findings {
+				if !Matches(w, got[i]) {
+					t.Errorf("finding %d:\n got %s\nwant %s", i, dump(got[i]), dump(w))
+				}
+			}
+			states := map[string]string{}
+			for _, s := range sets {
+				states[s.Name] = s.Status
+			}
+			for _, s := range want.StatefulSets {
+				if states[s.Name] != s.Status {
+					t.Errorf("statefulset %s: status %q, want %q", s.Name, states[s.Name], s.Status)
+				}
+			}
+		})
+	}
+}
+
+func toMaps(t *testing.T, findings []apiv1.Finding) []map[string]any {
+	data, err := json.Marshal(findings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []map[string]any
+	if err := json.Unmarshal(data, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// Matches reports whether every key of want is in got with an equal value (maps recursively).
+func Matches(want, got map[string]any) bool {
+	for k, w := range want {
+		g, ok := got[k]
+		if !ok {
+			if w != nil {
+				return false
+			}
+			continue
+		}
+		wm, wIsMap := w.(map[string]any)
+		gm, gIsMap := g.(map[string]any)
+		if wIsMap && gIsMap {
+			if !Matches(wm, gm) {
+				return false
+			}
+			continue
+		}
+		if !reflect.DeepEqual(normalize(w), normalize(g)) {
+			return false
+		}
+	}
+	return true
+}
+
+func normalize(v any) any {
+	data, _ := json.Marshal(v)
+	var out any
+	_ = json.Unmarshal(data, &out)
+	return out
+}
+
+func dump(v any) string {
+	data, _ := json.MarshalIndent(v, "", "  ")
+	return string(data)
+}
+
+// Golden compares got with testdata/golden/name (from a package directory); with update it
+// rewrites the file first.
+func Golden(t *testing.T, name string, got []byte, update bool) {
+	t.Helper()
+	path := filepath.Join("..", "..", "testdata", "golden", name)
+	if update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test with -update)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs:\n--- got\n%s\n--- want\n%s", path, got, want)
+	}
+}

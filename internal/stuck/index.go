@@ -1,0 +1,212 @@
+package stuck
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/kubectl/pkg/util/podutils"
+
+	"github.com/stsdiag/stsdiag/internal/snapshot"
+)
+
+// index joins the snapshot's objects once, so diagnosis is linear in their number.
+type index struct {
+	now           time.Time
+	settle        time.Duration
+	notReadyAfter time.Duration
+	// recheckAt is the earliest moment a time-based rule turns a situation into a finding.
+	recheckAt time.Time
+	// nodes is nil when they could not be listed.
+	nodes          map[string]*corev1.Node
+	sets           map[string]*appsv1.StatefulSet
+	podsByOwner    map[types.UID][]*corev1.Pod
+	revsByOwner    map[types.UID][]*appsv1.ControllerRevision
+	pvcs           map[string]*corev1.PersistentVolumeClaim
+	events         map[string][]*corev1.Event
+	storageClasses map[string]*storagev1.StorageClass
+	defaultClass   *storagev1.StorageClass
+}
+
+const defaultClassAnnotation = "storageclass.kubernetes.io/is-default-class"
+
+func newIndex(s *snapshot.Snapshot, settle time.Duration) *index {
+	ix := &index{
+		now:         s.Now,
+		settle:      settle,
+		sets:        make(map[string]*appsv1.StatefulSet, len(s.StatefulSets)),
+		podsByOwner: make(map[types.UID][]*corev1.Pod, len(s.StatefulSets)),
+		revsByOwner: make(map[types.UID][]*appsv1.ControllerRevision, len(s.StatefulSets)),
+		pvcs:        make(map[string]*corev1.PersistentVolumeClaim, len(s.PVCs)),
+		events:      map[string][]*corev1.Event{},
+	}
+	for i := range s.StatefulSets {
+		set := &s.StatefulSets[i]
+		ix.sets[snapshot.Key(set.Namespace, set.Name)] = set
+	}
+	for i := range s.Pods {
+		pod := &s.Pods[i]
+		if ref := metav1.GetControllerOfNoCopy(pod); ref != nil {
+			ix.podsByOwner[ref.UID] = append(ix.podsByOwner[ref.UID], pod)
+		}
+	}
+	for i := range s.Revisions {
+		rev := &s.Revisions[i]
+		if ref := metav1.GetControllerOfNoCopy(rev); ref != nil {
+			ix.revsByOwner[ref.UID] = append(ix.revsByOwner[ref.UID], rev)
+		}
+	}
+	for i := range s.PVCs {
+		pvc := &s.PVCs[i]
+		ix.pvcs[pvc.Namespace+"/"+pvc.Name] = pvc
+	}
+	for i := range s.Events {
+		e := &s.Events[i]
+		k := eventKey(e.InvolvedObject.Kind, e.InvolvedObject.Namespace, e.InvolvedObject.Name)
+		ix.events[k] = append(ix.events[k], e)
+	}
+	for _, list := range ix.events {
+		sort.SliceStable(list, func(i, j int) bool { return eventTime(list[i]).After(eventTime(list[j])) })
+	}
+	if s.NodesListed {
+		ix.nodes = make(map[string]*corev1.Node, len(s.Nodes))
+		for i := range s.Nodes {
+			ix.nodes[s.Nodes[i].Name] = &s.Nodes[i]
+		}
+	}
+	if s.StorageClassesListed {
+		ix.storageClasses = map[string]*storagev1.StorageClass{}
+		for i := range s.StorageClasses {
+			sc := &s.StorageClasses[i]
+			ix.storageClasses[sc.Name] = sc
+			if sc.Annotations[defaultClassAnnotation] == "true" {
+				ix.defaultClass = sc
+			}
+		}
+	}
+	return ix
+}
+
+// wake records that a rule matures at t: a diagnosis then may give another verdict.
+func (ix *index) wake(t time.Time) {
+	if t.After(ix.now) && (ix.recheckAt.IsZero() || t.Before(ix.recheckAt)) {
+		ix.recheckAt = t
+	}
+}
+
+func eventKey(kind, namespace, name string) string { return kind + "/" + namespace + "/" + name }
+
+func eventTime(e *corev1.Event) time.Time {
+	switch {
+	case !e.LastTimestamp.IsZero():
+		return e.LastTimestamp.Time
+	case e.Series != nil && !e.Series.LastObservedTime.IsZero():
+		return e.Series.LastObservedTime.Time
+	case !e.EventTime.IsZero():
+		return e.EventTime.Time
+	}
+	return e.CreationTimestamp.Time
+}
+
+// recentEvents returns up to n Warning events of an object, newest first, as "Reason: message".
+func (ix *index) recentEvents(kind, namespace, name string, n int) []string {
+	var out []string
+	for _, e := range ix.events[eventKey(kind, namespace, name)] {
+		if len(out) == n {
+			break
+		}
+		line := e.Reason + ": " + strings.TrimSpace(e.Message)
+		if e.Count > 1 {
+			line += fmt.Sprintf(" (x%d)", e.Count)
+		}
+		out = append(out, line)
+	}
+	return out
+}
+
+// lastEvent returns the newest Warning event of an object with the reason, or nil.
+func (ix *index) lastEvent(kind, namespace, name, reason string) *corev1.Event {
+	for _, e := range ix.events[eventKey(kind, namespace, name)] {
+		if e.Reason == reason {
+			return e
+		}
+	}
+	return nil
+}
+
+func (ix *index) lastEventMessage(kind, namespace, name string) string {
+	if events := ix.events[eventKey(kind, namespace, name)]; len(events) > 0 {
+		return events[0].Reason + ": " + strings.TrimSpace(events[0].Message)
+	}
+	return ""
+}
+
+// ordinal returns the ordinal of a pod named <set>-<n>.
+func ordinal(setName, podName string) (int, bool) {
+	rest, ok := strings.CutPrefix(podName, setName+"-")
+	if !ok || rest == "" || (len(rest) > 1 && rest[0] == '0') {
+		return 0, false
+	}
+	n, err := strconv.Atoi(rest)
+	if err != nil || n < 0 || strconv.Itoa(n) != rest {
+		return 0, false
+	}
+	return n, true
+}
+
+// updateRevision returns the revision new pods get. When the controller has not observed the
+// latest spec yet, it is the ControllerRevision holding today's template, or "" if none does yet
+// (the controller will create a new one).
+func (ix *index) updateRevision(set *appsv1.StatefulSet) string {
+	if set.Status.ObservedGeneration >= set.Generation {
+		return set.Status.UpdateRevision
+	}
+	for _, rev := range ix.revsByOwner[set.UID] {
+		if tmpl := templateOf(rev); tmpl != nil && equality.Semantic.DeepEqual(*tmpl, set.Spec.Template) {
+			return rev.Name
+		}
+	}
+	return ""
+}
+
+// templateOf decodes the pod template a StatefulSet ControllerRevision records.
+func templateOf(rev *appsv1.ControllerRevision) *corev1.PodTemplateSpec {
+	var data struct {
+		Spec struct {
+			Template corev1.PodTemplateSpec `json:"template"`
+		} `json:"spec"`
+	}
+	if rev.Data.Raw == nil || json.Unmarshal(rev.Data.Raw, &data) != nil {
+		return nil
+	}
+	return &data.Spec.Template
+}
+
+// byOrdinal sorts pod names of one StatefulSet by ordinal (web-9 before web-10).
+func byOrdinal(setName string, pods []string) {
+	sort.SliceStable(pods, func(i, j int) bool {
+		a, okA := ordinal(setName, pods[i])
+		b, okB := ordinal(setName, pods[j])
+		if okA && okB {
+			return a < b
+		}
+		return pods[i] < pods[j]
+	})
+}
+
+func podRevision(pod *corev1.Pod) string { return pod.Labels[appsv1.ControllerRevisionHashLabelKey] }
+
+// isRunningAndReady is the controller's own test (stateful_set_utils.go isRunningAndReady):
+// phase Running and the Ready condition true (kubectl's podutils.IsPodReady).
+func isRunningAndReady(pod *corev1.Pod) bool {
+	return pod.Status.Phase == corev1.PodRunning && podutils.IsPodReady(pod)
+}
