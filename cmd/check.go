@@ -14,6 +14,7 @@ import (
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/diagnose"
 	"github.com/stsdiag/stsdiag/internal/gather"
+	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/render"
 )
 
@@ -106,7 +107,7 @@ func (o *CheckOptions) Validate() error {
 // Run gathers and diagnoses (one cluster, or the fleet of --contexts), prints the report and
 // sets the exit code: the worst of all clusters.
 func (o *CheckOptions) Run(ctx context.Context) error {
-	var rep *apiv1.Report
+	var rep *model.Report
 	var failed []string
 	if len(o.Contexts) > 0 {
 		targets, err := o.fleet()

@@ -16,6 +16,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/render"
 	"github.com/stsdiag/stsdiag/internal/repair"
 	"github.com/stsdiag/stsdiag/internal/rollout"
@@ -83,7 +84,7 @@ left unrepaired, skipped or refused; 2 could not evaluate; 3 --wait timed out.`,
 	f.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "Repair StatefulSets in all namespaces")
 	f.StringVarP(&o.Selector, "selector", "l", "", "Label selector for the StatefulSets to repair")
 	o.PrintFlags.AddFlags(c)
-	f.StringVar(&o.DryRun, "dry-run", repair.DryRunNone, "none, client (print only) or server (send with dryRun=All)")
+	f.StringVar(&o.DryRun, "dry-run", string(apiv1.DryRunNone), "none, client (print only) or server (send with dryRun=All)")
 	f.BoolVarP(&o.Yes, "yes", "y", false, "Apply without asking")
 	f.StringVar(&o.Wait, "wait", "", "Follow the rollouts until complete, up to this long (--wait alone: 5m)")
 	f.Lookup("wait").NoOptDefVal = "5m"
@@ -118,8 +119,8 @@ func (o *FixOptions) Validate() error {
 	if err := o.diagnosis.Validate(); err != nil {
 		return err
 	}
-	switch o.DryRun {
-	case repair.DryRunNone, repair.DryRunClient, repair.DryRunServer:
+	switch apiv1.DryRunMode(o.DryRun) {
+	case apiv1.DryRunNone, apiv1.DryRunClient, apiv1.DryRunServer:
 	default:
 		return fmt.Errorf("invalid --dry-run %q: want none, client or server", o.DryRun)
 	}
@@ -140,9 +141,9 @@ func (o *FixOptions) Run(ctx context.Context) error {
 		return withCode(ExitError, err)
 	}
 	human := o.PrintFlags.Human()
-	o.fix.Clients, o.fix.DryRun, o.fix.Diagnosis = c, o.DryRun, o.diagnosis.opts
+	o.fix.Clients, o.fix.DryRun, o.fix.Diagnosis = c, apiv1.DryRunMode(o.DryRun), o.diagnosis.opts
 	o.fix.RolloutLog = o.ErrOut
-	o.fix.OnPlan = func(plan *apiv1.FixResult, warnings []string) {
+	o.fix.OnPlan = func(plan *model.FixResult, warnings []string) {
 		for _, w := range warnings {
 			fmt.Fprintf(o.ErrOut, "Warning: %s\n", w)
 		}
@@ -152,10 +153,10 @@ func (o *FixOptions) Run(ctx context.Context) error {
 	}
 	if human {
 		o.fix.RolloutLog = o.Out
-		o.fix.Progress = func(a apiv1.Action) { fmt.Fprintln(o.Out, render.ActionLine(a)) }
+		o.fix.Progress = func(a model.Action) { fmt.Fprintln(o.Out, render.ActionLine(a)) }
 	}
 	if !o.Yes {
-		o.fix.Confirm = func(*apiv1.FixResult) (bool, error) {
+		o.fix.Confirm = func(*model.FixResult) (bool, error) {
 			ok, err := o.confirm()
 			if err != nil && human {
 				fmt.Fprintf(o.Out, "Not applied: %v.\n", err)

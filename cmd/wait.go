@@ -18,6 +18,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/render"
 	"github.com/stsdiag/stsdiag/internal/repair"
 	"github.com/stsdiag/stsdiag/internal/snapshot"
@@ -142,7 +143,7 @@ func (o *WaitOptions) Run(ctx context.Context) error {
 	// the others' wait too (fail fast), the worst verdict wins.
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
-	results := make([]*apiv1.WaitResult, len(o.Contexts))
+	results := make([]*model.WaitResult, len(o.Contexts))
 	var wg sync.WaitGroup
 	for i, name := range o.Contexts {
 		wg.Add(1)
@@ -150,7 +151,7 @@ func (o *WaitOptions) Run(ctx context.Context) error {
 			defer wg.Done()
 			res, err := o.waitContext(ctx, name)
 			if err != nil {
-				res = apiv1.NewWaitResult(apiv1.WaitNotFound, err.Error())
+				res = model.NewWaitResult(apiv1.WaitNotFound, err.Error())
 			}
 			results[i] = res
 			if gate.Decisive(res.Result) {
@@ -163,7 +164,7 @@ func (o *WaitOptions) Run(ctx context.Context) error {
 }
 
 // waitContext waits in one context of a fleet, with its own clients and namespace.
-func (o *WaitOptions) waitContext(ctx context.Context, name string) (*apiv1.WaitResult, error) {
+func (o *WaitOptions) waitContext(ctx context.Context, name string) (*model.WaitResult, error) {
 	c, scope, err := contextTarget(o.configFlags, name, false, o.scope, 0)
 	if err != nil {
 		return nil, err
@@ -176,10 +177,10 @@ func (o *WaitOptions) waitContext(ctx context.Context, name string) (*apiv1.Wait
 }
 
 // waitOne follows one cluster's StatefulSets to a verdict; prefix starts its log lines.
-func (o *WaitOptions) waitOne(ctx context.Context, c gather.Clients, scope gather.Scope, prefix string) (*apiv1.WaitResult, error) {
+func (o *WaitOptions) waitOne(ctx context.Context, c gather.Clients, scope gather.Scope, prefix string) (*model.WaitResult, error) {
 	live, warnings, err := gather.StartLive(ctx, c, scope, nil)
 	if err != nil {
-		return apiv1.NewWaitResult(apiv1.WaitNotFound, err.Error()), err
+		return model.NewWaitResult(apiv1.WaitNotFound, err.Error()), err
 	}
 	for _, w := range warnings {
 		fmt.Fprintf(o.ErrOut, "Warning: %s%s\n", prefix, w)
@@ -190,9 +191,9 @@ func (o *WaitOptions) waitOne(ctx context.Context, c gather.Clients, scope gathe
 	}
 	opts := gate.Options{StuckGrace: o.StuckGrace, Log: log, Diagnosis: o.diagnosis.opts}
 	if o.Fix {
-		exec := repair.New(repair.Options{Clients: c, Scope: scope, Diagnosis: opts.Diagnosis, DryRun: repair.DryRunNone, Rollback: o.Rollback,
-			Progress: func(a apiv1.Action) { fmt.Fprintln(log, render.ActionLine(a)) }})
-		opts.Repair = func(ctx context.Context, rep *apiv1.Report, snap *snapshot.Snapshot) ([]apiv1.Action, error) {
+		exec := repair.New(repair.Options{Clients: c, Scope: scope, Diagnosis: opts.Diagnosis, DryRun: apiv1.DryRunNone, Rollback: o.Rollback,
+			Progress: func(a model.Action) { fmt.Fprintln(log, render.ActionLine(a)) }})
+		opts.Repair = func(ctx context.Context, rep *model.Report, snap *snapshot.Snapshot) ([]model.Action, error) {
 			actions, err := exec.Repair(ctx, rep, snap, nil)
 			if len(actions) == 0 && err == nil {
 				fmt.Fprintln(log, "nothing stsdiag can repair safely")
@@ -230,7 +231,7 @@ func (p *prefixWriter) Write(b []byte) (int, error) {
 }
 
 // finish prints the verdict in the chosen format (and the JUnit file) and returns the exit.
-func (o *WaitOptions) finish(res *apiv1.WaitResult, start time.Time, failure error) error {
+func (o *WaitOptions) finish(res *model.WaitResult, start time.Time, failure error) error {
 	elapsed := time.Since(start)
 	res.Elapsed = elapsed.Round(10 * time.Millisecond).String()
 	err := render.WaitResult(o.Out, res, o.PrintFlags, elapsed, colorEnabled(o.Out))
@@ -257,7 +258,7 @@ func (o *WaitOptions) finish(res *apiv1.WaitResult, start time.Time, failure err
 	return nil
 }
 
-func writeJUnitFile(path string, res *apiv1.WaitResult, elapsed time.Duration) error {
+func writeJUnitFile(path string, res *model.WaitResult, elapsed time.Duration) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err

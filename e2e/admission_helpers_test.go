@@ -105,7 +105,7 @@ func waitRevision(ctx context.Context, t *testing.T, cs kubernetes.Interface, ns
 }
 
 // byCode returns the findings of a report with one code.
-func byCode(rep apiv1.Report, code string) []apiv1.Finding {
+func byCode(rep apiv1.Report, code apiv1.Code) []apiv1.Finding {
 	var out []apiv1.Finding
 	for _, f := range rep.Findings {
 		if f.Code == code {

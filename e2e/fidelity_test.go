@@ -50,7 +50,7 @@ func holdsFor(ctx context.Context, t *testing.T, d time.Duration, premise func(c
 	}
 }
 
-func findingOf(rep apiv1.Report, code, pod string) *apiv1.Finding {
+func findingOf(rep apiv1.Report, code apiv1.Code, pod string) *apiv1.Finding {
 	for i := range rep.Findings {
 		if rep.Findings[i].Code == code && rep.Findings[i].Pod == pod {
 			return &rep.Findings[i]
@@ -63,7 +63,7 @@ func errorsOf(rep apiv1.Report) []string {
 	var out []string
 	for _, f := range rep.Findings {
 		if f.Severity == apiv1.SeverityError {
-			out = append(out, f.Code+"/"+f.Pod)
+			out = append(out, string(f.Code)+"/"+f.Pod)
 		}
 	}
 	return out

@@ -82,7 +82,7 @@ func clientset(t *testing.T, cfg *envconf.Config) kubernetes.Interface {
 func codes(rep apiv1.Report) []string {
 	var out []string
 	for _, f := range rep.Findings {
-		out = append(out, f.Code+"/"+f.Pod)
+		out = append(out, string(f.Code)+"/"+f.Pod)
 	}
 	return out
 }

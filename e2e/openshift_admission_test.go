@@ -290,7 +290,7 @@ func admTriggerProblems() features.Feature {
 						}
 						return
 					}
-					if len(fs) != 1 || fs[0].Code != s.code || fs[0].Severity != apiv1.SeverityWarning || detail(fs[0], "reason") != s.reason {
+					if len(fs) != 1 || string(fs[0].Code) != s.code || fs[0].Severity != apiv1.SeverityWarning || detail(fs[0], "reason") != s.reason {
 						t.Fatalf("findings %+v, want one %s (reason %q)", fs, s.code, s.reason)
 					}
 				})

@@ -22,7 +22,7 @@ import (
 
 type waitResult struct {
 	Kind     string          `json:"kind"`
-	Result   string          `json:"result"`
+	Result   apiv1.Verdict   `json:"result"`
 	Findings []apiv1.Finding `json:"findings"`
 	Message  string          `json:"message"`
 }

@@ -33,14 +33,14 @@ func NewReport(openshift bool, sets []StatefulSetSummary, findings []Finding) *R
 }
 
 // NewFixResult returns an empty FixResult for a dry-run mode.
-func NewFixResult(dryRun string) *FixResult {
+func NewFixResult(dryRun DryRunMode) *FixResult {
 	r := &FixResult{DryRun: dryRun, Actions: []Action{}}
 	r.SetGroupVersionKind(GroupVersion.WithKind("FixResult"))
 	return r
 }
 
 // NewWaitResult returns a WaitResult with a verdict.
-func NewWaitResult(result, message string) *WaitResult {
+func NewWaitResult(result Verdict, message string) *WaitResult {
 	r := &WaitResult{Result: result, Message: message, StatefulSets: []StatefulSetSummary{}, Findings: []Finding{}}
 	r.SetGroupVersionKind(GroupVersion.WithKind("WaitResult"))
 	return r
@@ -48,28 +48,30 @@ func NewWaitResult(result, message string) *WaitResult {
 
 // SortFindings orders findings by severity, namespace, StatefulSet, pod, code and container.
 func SortFindings(f []Finding) {
-	sort.SliceStable(f, func(i, j int) bool {
-		a, b := f[i], f[j]
-		if a.Severity.Rank() != b.Severity.Rank() {
-			return a.Severity.Rank() > b.Severity.Rank()
-		}
-		if a.Context != b.Context {
-			return a.Context < b.Context
-		}
-		if a.Namespace != b.Namespace {
-			return a.Namespace < b.Namespace
-		}
-		if a.StatefulSet != b.StatefulSet {
-			return a.StatefulSet < b.StatefulSet
-		}
-		if a.Pod != b.Pod {
-			return a.Pod < b.Pod
-		}
-		if a.Code != b.Code {
-			return a.Code < b.Code
-		}
-		return a.Container < b.Container
-	})
+	sort.SliceStable(f, func(i, j int) bool { return FindingLess(&f[i], &f[j]) })
+}
+
+// FindingLess is the order of SortFindings.
+func FindingLess(a, b *Finding) bool {
+	if a.Severity.Rank() != b.Severity.Rank() {
+		return a.Severity.Rank() > b.Severity.Rank()
+	}
+	if a.Context != b.Context {
+		return a.Context < b.Context
+	}
+	if a.Namespace != b.Namespace {
+		return a.Namespace < b.Namespace
+	}
+	if a.StatefulSet != b.StatefulSet {
+		return a.StatefulSet < b.StatefulSet
+	}
+	if a.Pod != b.Pod {
+		return a.Pod < b.Pod
+	}
+	if a.Code != b.Code {
+		return a.Code < b.Code
+	}
+	return a.Container < b.Container
 }
 
 // Count returns how many findings are at least as severe as min.
@@ -93,24 +95,15 @@ func (f Finding) Blocking() bool {
 
 // Key identifies a finding across diagnoses.
 func (f Finding) Key() string {
-	return strings.Join([]string{f.Context, f.Code, f.Namespace, f.StatefulSet, f.Pod, f.Container, f.Image}, "/")
+	return strings.Join([]string{f.Context, string(f.Code), f.Namespace, f.StatefulSet, f.Pod, f.Container, f.Image}, "/")
 }
 
-// DeepCopy copies a finding, its details map (one level) and its typed hand-offs.
+// DeepCopy copies a finding and its details map (one level).
 func (f Finding) DeepCopy() Finding {
 	c := f
 	if f.Details != nil {
 		c.Details = maps.Clone(f.Details)
 	}
-	if f.Target != nil {
-		t := *f.Target
-		c.Target = &t
-	}
-	if f.Patch != nil {
-		p := *f.Patch
-		c.Patch = &p
-	}
-	c.FailingPods = append([]string(nil), f.FailingPods...)
 	return c
 }
 

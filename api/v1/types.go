@@ -4,12 +4,8 @@
 package v1
 
 import (
-	"encoding/json"
-	"time"
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 )
 
 // GroupVersion of every stsdiag document.
@@ -38,23 +34,26 @@ func (s Severity) Rank() int {
 	return 0
 }
 
-// Finding codes. Scripts and CI match on them.
+// Code names the kind of a finding. Scripts and CI match on it.
+type Code string
+
+// Finding codes.
 const (
-	StaleRevisionStuck       = "StaleRevisionStuck"
-	CurrentRevisionFailing   = "CurrentRevisionFailing"
-	OnDeleteStale            = "OnDeleteStale"
-	VolumeClaimPending       = "VolumeClaimPending"
-	PodUnschedulable         = "PodUnschedulable"
-	OrphanedRevision         = "OrphanedRevision"
-	StatefulSetTerminating   = "StatefulSetTerminating"
-	PodStuckTerminating      = "PodStuckTerminating"
-	UnresolvedImageReference = "UnresolvedImageReference"
-	ImageStreamTagNotFound   = "ImageStreamTagNotFound"
-	ImageLookupDisabled      = "ImageLookupDisabled"
-	ImageResolutionSkipped   = "ImageResolutionSkipped"
-	ImageTriggerInvalid      = "ImageTriggerInvalid"
-	ImageTriggerStale        = "ImageTriggerStale"
-	ServiceMissing           = "ServiceMissing"
+	StaleRevisionStuck       Code = "StaleRevisionStuck"
+	CurrentRevisionFailing        = "CurrentRevisionFailing"
+	OnDeleteStale                 = "OnDeleteStale"
+	VolumeClaimPending            = "VolumeClaimPending"
+	PodUnschedulable              = "PodUnschedulable"
+	OrphanedRevision              = "OrphanedRevision"
+	StatefulSetTerminating        = "StatefulSetTerminating"
+	PodStuckTerminating           = "PodStuckTerminating"
+	UnresolvedImageReference      = "UnresolvedImageReference"
+	ImageStreamTagNotFound        = "ImageStreamTagNotFound"
+	ImageLookupDisabled           = "ImageLookupDisabled"
+	ImageResolutionSkipped        = "ImageResolutionSkipped"
+	ImageTriggerInvalid           = "ImageTriggerInvalid"
+	ImageTriggerStale             = "ImageTriggerStale"
+	ServiceMissing                = "ServiceMissing"
 )
 
 // Finding is one reason a StatefulSet rollout will not finish, or a risk to it.
@@ -63,7 +62,7 @@ type Finding struct {
 	// (--contexts, --all-contexts).
 	Context string `json:"context,omitempty"`
 	// Code names the kind of finding (one of the constants above).
-	Code string `json:"code"`
+	Code Code `json:"code"`
 	// Severity is error (the rollout will not finish), warning (a risk) or info.
 	Severity Severity `json:"severity"`
 	// Reason is the low-level cause, e.g. ImagePullBackOff or Unschedulable.
@@ -85,45 +84,19 @@ type Finding struct {
 	// Remedy is the command or change that repairs it.
 	Remedy string `json:"remedy,omitempty"`
 	// Details are extra facts for people and scripts (podUID, blocks, events, patch, ...).
-	// Programs inside stsdiag read the typed fields below, never these keys.
+	// Programs inside stsdiag never read them: they read the typed facts of the diagnosis.
 	Details map[string]any `json:"details,omitempty"`
-
-	// Short is the message as the table shows it.
-	Short string `json:"-"`
-	// Target is the exact pod diagnosed (name, UID, resourceVersion), for repair preconditions.
-	Target *PodRef `json:"-"`
-	// Patch is the template change that repairs an unresolved image reference.
-	Patch *ImagePatch `json:"-"`
-	// FailingPods are the pods that fail to pull the image of an image finding.
-	FailingPods []string `json:"-"`
-	// LostNode names the node of a pod stuck terminating when that node is gone or has not been
-	// Ready for longer than the terminating threshold: the only case fix may force-delete.
-	LostNode string `json:"-"`
 }
 
-// PodRef identifies one pod object as it was when diagnosed.
-type PodRef struct {
-	Name            string
-	UID             types.UID
-	ResourceVersion string
-}
-
-// ImagePatch is a JSON-patch replace of one image field of a StatefulSet's template.
-type ImagePatch struct {
-	// Path is the JSON pointer of the image, e.g. /spec/template/spec/containers/0/image.
-	Path string
-	// From is the image as diagnosed (the patch tests it first).
-	From string
-	// To is the image to write.
-	To string
-}
+// RolloutStatus is the state of one StatefulSet's rollout.
+type RolloutStatus string
 
 // Rollout states of a StatefulSet.
 const (
-	StatusComplete    = "Complete"
-	StatusProgressing = "Progressing"
-	StatusStuck       = "Stuck"
-	StatusTerminating = "Terminating"
+	StatusComplete    RolloutStatus = "Complete"
+	StatusProgressing RolloutStatus = "Progressing"
+	StatusStuck       RolloutStatus = "Stuck"
+	StatusTerminating RolloutStatus = "Terminating"
 )
 
 // StatefulSetSummary is one StatefulSet in scope.
@@ -140,7 +113,7 @@ type StatefulSetSummary struct {
 	CurrentRevision string `json:"currentRevision,omitempty"`
 	UpdateRevision  string `json:"updateRevision,omitempty"`
 	// Status is Complete, Progressing, Stuck or Terminating.
-	Status string `json:"status"`
+	Status RolloutStatus `json:"status"`
 }
 
 // Report is the document `check -o json|yaml` prints (kind Report).
@@ -154,8 +127,6 @@ type Report struct {
 	Findings []Finding `json:"findings"`
 	// Warnings are problems gathering optional data (e.g. no permission to list ImageStreams).
 	Warnings []string `json:"warnings,omitempty"`
-	// RecheckAt is when a time-based rule may next change the verdict (not printed).
-	RecheckAt time.Time `json:"-"`
 	// Server is the release whose StatefulSet-controller rules the verdicts follow.
 	Server *ServerInfo `json:"server,omitempty"`
 }
@@ -188,11 +159,14 @@ const (
 	Rollback ActionKind = "Rollback"
 )
 
-// Results of an action.
+// ActionResult is what became of an action.
+type ActionResult string
+
+// Results of an action; a planned action not yet applied has none.
 const (
-	ResultDone    = "done"
-	ResultSkipped = "skipped"
-	ResultFailed  = "failed"
+	ResultDone    ActionResult = "done"
+	ResultSkipped ActionResult = "skipped"
+	ResultFailed  ActionResult = "failed"
 )
 
 // Action is one planned repair and, once applied, its result.
@@ -212,17 +186,9 @@ type Action struct {
 	// UID is the precondition: of the StatefulSet for a patch, of the pod for a delete.
 	UID string `json:"uid,omitempty"`
 	// Result is done, skipped or failed (empty in a plan not yet applied).
-	Result string `json:"result,omitempty"`
+	Result ActionResult `json:"result,omitempty"`
 	// Message says what happened, or why not.
 	Message string `json:"message,omitempty"`
-
-	// Path is the JSON pointer of the image field to patch.
-	Path string `json:"-"`
-	// ResourceVersion is the pod's resourceVersion at diagnosis (a delete precondition).
-	ResourceVersion string `json:"-"`
-	// AfterPatch marks a pod that becomes an off-revision pod only once its StatefulSet is
-	// patched: it is deleted only if a fresh diagnosis after the patch proves it stuck.
-	AfterPatch bool `json:"-"`
 
 	// Rollback is what a Rollback action returns the template to (nil for other actions).
 	Rollback *RollbackTarget `json:"rollback,omitempty"`
@@ -236,14 +202,6 @@ type RollbackTarget struct {
 	FromRevision string `json:"fromRevision"`
 	// Images are the image changes, one per container whose image differs.
 	Images []ImageChange `json:"images,omitempty"`
-
-	// Template is the pod template written: the revision's own JSON, as the controller stored
-	// it (fields this client does not know included).
-	Template json.RawMessage `json:"-"`
-	// Generation is the StatefulSet's metadata.generation at diagnosis; the patch tests it.
-	Generation int64 `json:"-"`
-	// Tests are the current template's image fields as diagnosed; the patch tests each.
-	Tests []ImagePatch `json:"-"`
 }
 
 // ImageChange is one container image a Rollback changes.
@@ -256,43 +214,59 @@ type ImageChange struct {
 	To   string `json:"to,omitempty"`
 }
 
-// Rollout outcomes of fix --wait.
+// RolloutOutcome is how the rollouts followed by fix --wait ended.
+type RolloutOutcome string
+
+// Rollout outcomes of fix --wait (lower case: the values fix has always printed).
 const (
-	RolloutComplete = "complete"
-	RolloutTimedOut = "timed out"
+	RolloutComplete RolloutOutcome = "complete"
+	RolloutTimedOut RolloutOutcome = "timed out"
+)
+
+// DryRunMode is fix's --dry-run, as kubectl names its modes.
+type DryRunMode string
+
+// Dry-run modes.
+const (
+	DryRunNone   DryRunMode = "none"
+	DryRunClient DryRunMode = "client"
+	DryRunServer DryRunMode = "server"
 )
 
 // FixResult is the document `fix -o json|yaml` prints (kind FixResult).
 type FixResult struct {
 	metav1.TypeMeta `json:",inline"`
 	// DryRun is none, client or server.
-	DryRun string `json:"dryRun"`
+	DryRun DryRunMode `json:"dryRun"`
 	// Actions planned, with their results once applied.
 	Actions []Action `json:"actions"`
 	// Unrepaired are the error findings fix has no safe repair for.
 	Unrepaired []Finding `json:"unrepaired,omitempty"`
 	// Rollout is "complete" or "timed out" with --wait.
-	Rollout string `json:"rollout,omitempty"`
+	Rollout RolloutOutcome `json:"rollout,omitempty"`
 }
+
+// Verdict is wait's answer.
+type Verdict string
 
 // Verdicts of wait.
 const (
-	WaitComplete = "Complete"
-	WaitStuck    = "Stuck"
-	WaitTimedOut = "TimedOut"
-	WaitNotFound = "NotFound"
+	WaitComplete Verdict = "Complete"
+	WaitStuck    Verdict = "Stuck"
+	WaitTimedOut Verdict = "TimedOut"
+	WaitNotFound Verdict = "NotFound"
 	// WaitRolledBack: wait --fix --rollback returned a StatefulSet to an earlier revision and
 	// its rollout completed there. The deploy failed all the same (exit 1).
-	WaitRolledBack = "RolledBack"
+	WaitRolledBack Verdict = "RolledBack"
 	// WaitInterrupted: a signal (SIGINT, SIGTERM) stopped wait before a verdict (exit 130).
-	WaitInterrupted = "Interrupted"
+	WaitInterrupted Verdict = "Interrupted"
 )
 
 // WaitResult is the document `wait -o json|yaml` prints (kind WaitResult).
 type WaitResult struct {
 	metav1.TypeMeta `json:",inline"`
 	// Result is Complete, Stuck, TimedOut, NotFound, RolledBack or Interrupted.
-	Result string `json:"result"`
+	Result Verdict `json:"result"`
 	// Elapsed is how long wait ran.
 	Elapsed string `json:"elapsed"`
 	// Message explains the result.

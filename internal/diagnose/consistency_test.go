@@ -13,9 +13,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 
-	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/diagnose"
 	"github.com/stsdiag/stsdiag/internal/gather"
+	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/openshift"
 	"github.com/stsdiag/stsdiag/internal/snapshot"
 	"github.com/stsdiag/stsdiag/internal/stuck"
@@ -104,7 +104,7 @@ func objects(t *testing.T, snap *snapshot.Snapshot, scenario string) []runtime.O
 	return out
 }
 
-func keys(rep *apiv1.Report) []string {
+func keys(rep *model.Report) []string {
 	var out []string
 	for _, f := range rep.Findings {
 		out = append(out, f.Key()+"/"+f.Reason+"/"+string(f.Severity))

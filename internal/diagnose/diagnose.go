@@ -8,13 +8,14 @@ import (
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/gather"
+	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/resolver"
 	"github.com/stsdiag/stsdiag/internal/snapshot"
 	"github.com/stsdiag/stsdiag/internal/stuck"
 )
 
 // Report diagnoses a snapshot. On OpenShift the remedies name oc instead of kubectl.
-func Report(snap *snapshot.Snapshot, opts stuck.Options) *apiv1.Report {
+func Report(snap *snapshot.Snapshot, opts stuck.Options) *model.Report {
 	if snap.OpenShift {
 		opts.CLI = "oc"
 	}
@@ -23,14 +24,14 @@ func Report(snap *snapshot.Snapshot, opts stuck.Options) *apiv1.Report {
 	}
 	res := stuck.Diagnose(snap, opts)
 	findings := linkImageRemedies(append(res.Findings, resolver.Diagnose(snap, opts.CLI)...), opts.CLI)
-	rep := apiv1.NewReport(snap.OpenShift, markStuck(res.StatefulSets, findings), findings)
+	rep := model.NewReport(snap.OpenShift, markStuck(res.StatefulSets, findings), findings)
 	rep.RecheckAt = res.RecheckAt
 	rep.Server = &apiv1.ServerInfo{Version: snap.ServerVersion, Rules: res.Rules.Version, AssumedFeatureGates: res.Rules.Gates}
 	return rep
 }
 
 // Run gathers the scope (gather.Gather) and diagnoses it; gathering warnings go in the report.
-func Run(ctx context.Context, c gather.Clients, scope gather.Scope, opts stuck.Options) (*apiv1.Report, *snapshot.Snapshot, error) {
+func Run(ctx context.Context, c gather.Clients, scope gather.Scope, opts stuck.Options) (*model.Report, *snapshot.Snapshot, error) {
 	snap, warnings, err := gather.Gather(ctx, c, scope)
 	if err != nil {
 		return nil, nil, err
@@ -41,7 +42,7 @@ func Run(ctx context.Context, c gather.Clients, scope gather.Scope, opts stuck.O
 }
 
 // markStuck marks StatefulSets with an error finding from any diagnosis as Stuck.
-func markStuck(sets []apiv1.StatefulSetSummary, findings []apiv1.Finding) []apiv1.StatefulSetSummary {
+func markStuck(sets []apiv1.StatefulSetSummary, findings []model.Finding) []apiv1.StatefulSetSummary {
 	stuckSets := map[string]bool{}
 	for _, f := range findings {
 		if f.Severity == apiv1.SeverityError {
@@ -58,7 +59,7 @@ func markStuck(sets []apiv1.StatefulSetSummary, findings []apiv1.Finding) []apiv
 
 // linkImageRemedies points a pod failing on an unresolved ImageStream name to the exact image the
 // resolver computed, instead of a generic "fix the image".
-func linkImageRemedies(findings []apiv1.Finding, cli string) []apiv1.Finding {
+func linkImageRemedies(findings []model.Finding, cli string) []model.Finding {
 	resolved := map[string]string{}
 	for _, f := range findings {
 		if f.Code == apiv1.UnresolvedImageReference {

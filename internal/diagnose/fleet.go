@@ -8,6 +8,7 @@ import (
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/gather"
+	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/stuck"
 )
 
@@ -22,9 +23,9 @@ type Target struct {
 // each StatefulSet and finding carries its context. A target that cannot be evaluated
 // (unreachable, forbidden, namespace missing) becomes a warning naming it, and its context is
 // returned in failed; the others are reported all the same.
-func RunFleet(ctx context.Context, targets []Target, opts stuck.Options) (rep *apiv1.Report, failed []string) {
+func RunFleet(ctx context.Context, targets []Target, opts stuck.Options) (rep *model.Report, failed []string) {
 	type outcome struct {
-		rep *apiv1.Report
+		rep *model.Report
 		err error
 	}
 	outcomes := make([]outcome, len(targets))
@@ -39,7 +40,7 @@ func RunFleet(ctx context.Context, targets []Target, opts stuck.Options) (rep *a
 	}
 	wg.Wait()
 	var sets []apiv1.StatefulSetSummary
-	var findings []apiv1.Finding
+	var findings []model.Finding
 	var warnings []string
 	openshift := false
 	for i, o := range outcomes {
@@ -63,7 +64,7 @@ func RunFleet(ctx context.Context, targets []Target, opts stuck.Options) (rep *a
 		}
 	}
 	sort.Strings(failed)
-	rep = apiv1.NewReport(openshift, sets, findings)
+	rep = model.NewReport(openshift, sets, findings)
 	rep.Warnings = warnings
 	return rep, failed
 }

@@ -5,24 +5,25 @@ import (
 	"strings"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/internal/model"
 )
 
 // precedence orders wait's verdicts from worst to best when several clusters are waited for:
 // one that could not be evaluated, then a stuck rollout, a rollback, a timeout, an interruption.
-var precedence = []string{apiv1.WaitNotFound, apiv1.WaitStuck, apiv1.WaitRolledBack, apiv1.WaitTimedOut, apiv1.WaitInterrupted, apiv1.WaitComplete}
+var precedence = []apiv1.Verdict{apiv1.WaitNotFound, apiv1.WaitStuck, apiv1.WaitRolledBack, apiv1.WaitTimedOut, apiv1.WaitInterrupted, apiv1.WaitComplete}
 
 // Decisive reports whether a verdict ends the wait for every cluster (fail fast): a stuck
 // rollout or a cluster that cannot be evaluated.
-func Decisive(result string) bool {
+func Decisive(result apiv1.Verdict) bool {
 	return result == apiv1.WaitNotFound || result == apiv1.WaitStuck
 }
 
 // MergeFleet combines the verdicts of one wait per kubeconfig context into one: the worst verdict
 // wins, StatefulSets, findings and actions carry their context, and the message names each
 // context that did not complete.
-func MergeFleet(contexts []string, results []*apiv1.WaitResult) *apiv1.WaitResult {
+func MergeFleet(contexts []string, results []*model.WaitResult) *model.WaitResult {
 	worst := len(precedence) - 1
-	merged := apiv1.NewWaitResult(apiv1.WaitComplete, "")
+	merged := model.NewWaitResult(apiv1.WaitComplete, "")
 	var messages []string
 	for i, res := range results {
 		name := contexts[i]
@@ -50,6 +51,6 @@ func MergeFleet(contexts []string, results []*apiv1.WaitResult) *apiv1.WaitResul
 	if len(messages) > 0 {
 		merged.Message = strings.Join(messages, "; ")
 	}
-	apiv1.SortFindings(merged.Findings)
+	model.SortFindings(merged.Findings)
 	return merged
 }

@@ -5,17 +5,18 @@ import (
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/gate"
+	"github.com/stsdiag/stsdiag/internal/model"
 )
 
 func TestMergeFleet(t *testing.T) {
-	stuck := apiv1.NewWaitResult(apiv1.WaitStuck, "1 finding(s) held for 30s")
-	stuck.Findings = []apiv1.Finding{{Code: apiv1.StaleRevisionStuck, Severity: apiv1.SeverityError, StatefulSet: "web", Pod: "web-0"}}
+	stuck := model.NewWaitResult(apiv1.WaitStuck, "1 finding(s) held for 30s")
+	stuck.Findings = []model.Finding{{Finding: apiv1.Finding{Code: apiv1.StaleRevisionStuck, Severity: apiv1.SeverityError, StatefulSet: "web", Pod: "web-0"}}}
 	stuck.StatefulSets = []apiv1.StatefulSetSummary{{Name: "web", Status: apiv1.StatusStuck}}
-	done := apiv1.NewWaitResult(apiv1.WaitComplete, "rollout complete")
+	done := model.NewWaitResult(apiv1.WaitComplete, "rollout complete")
 	done.StatefulSets = []apiv1.StatefulSetSummary{{Name: "web", Status: apiv1.StatusComplete}}
-	cut := apiv1.NewWaitResult(apiv1.WaitInterrupted, "interrupted while the rollout was still progressing")
+	cut := model.NewWaitResult(apiv1.WaitInterrupted, "interrupted while the rollout was still progressing")
 
-	got := gate.MergeFleet([]string{"east", "west", "north"}, []*apiv1.WaitResult{done, stuck, cut})
+	got := gate.MergeFleet([]string{"east", "west", "north"}, []*model.WaitResult{done, stuck, cut})
 	if got.Result != apiv1.WaitStuck || len(got.Findings) != 1 || got.Findings[0].Context != "west" {
 		t.Fatalf("%+v", got)
 	}
@@ -26,11 +27,11 @@ func TestMergeFleet(t *testing.T) {
 	if got.Message != want {
 		t.Errorf("message %q, want %q", got.Message, want)
 	}
-	if all := gate.MergeFleet([]string{"a", "b"}, []*apiv1.WaitResult{done, done}); all.Result != apiv1.WaitComplete || all.Message != "every rollout complete" {
+	if all := gate.MergeFleet([]string{"a", "b"}, []*model.WaitResult{done, done}); all.Result != apiv1.WaitComplete || all.Message != "every rollout complete" {
 		t.Errorf("all complete: %+v", all)
 	}
-	timedOut := apiv1.NewWaitResult(apiv1.WaitTimedOut, "timed out")
-	if r := gate.MergeFleet([]string{"a", "b"}, []*apiv1.WaitResult{timedOut, apiv1.NewWaitResult(apiv1.WaitNotFound, "gone")}); r.Result != apiv1.WaitNotFound {
+	timedOut := model.NewWaitResult(apiv1.WaitTimedOut, "timed out")
+	if r := gate.MergeFleet([]string{"a", "b"}, []*model.WaitResult{timedOut, model.NewWaitResult(apiv1.WaitNotFound, "gone")}); r.Result != apiv1.WaitNotFound {
 		t.Errorf("a cluster that cannot be evaluated is the worst: %s", r.Result)
 	}
 	if !gate.Decisive(apiv1.WaitStuck) || gate.Decisive(apiv1.WaitTimedOut) {

@@ -18,6 +18,7 @@ import (
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/diagnose"
+	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/snapshot"
 )
 
@@ -28,7 +29,7 @@ type Options struct {
 	// StuckGrace is how long a blocking finding must hold before the rollout counts as stuck.
 	StuckGrace time.Duration
 	// Repair, if set, is called once when stuck (wait --fix); Gate then keeps waiting.
-	Repair func(ctx context.Context, rep *apiv1.Report, snap *snapshot.Snapshot) ([]apiv1.Action, error)
+	Repair func(ctx context.Context, rep *model.Report, snap *snapshot.Snapshot) ([]model.Action, error)
 	// Log receives one line per change.
 	Log io.Writer
 	// Clock measures the grace and wakes the gate when a finding matures (real time if nil).
@@ -47,7 +48,7 @@ type Source interface {
 // cancelled otherwise, e.g. by a signal (Interrupted), or one is missing or deleted (NotFound).
 // It diagnoses again on every change and when a finding or a time-based rule matures. The
 // error is set when a repair could not be evaluated.
-func Run(ctx context.Context, live Source, opts Options) (*apiv1.WaitResult, error) {
+func Run(ctx context.Context, live Source, opts Options) (*model.WaitResult, error) {
 	if opts.Log == nil {
 		opts.Log = io.Discard
 	}
@@ -56,11 +57,11 @@ func Run(ctx context.Context, live Source, opts Options) (*apiv1.WaitResult, err
 	}
 	firstSeen := map[string]time.Time{}
 	lastLine := map[string]string{}
-	var actions []apiv1.Action
+	var actions []model.Action
 	repaired := false
-	var rep *apiv1.Report
-	result := func(verdict, message string) *apiv1.WaitResult {
-		res := apiv1.NewWaitResult(verdict, message)
+	var rep *model.Report
+	result := func(verdict apiv1.Verdict, message string) *model.WaitResult {
+		res := model.NewWaitResult(verdict, message)
 		if rep != nil {
 			res.StatefulSets, res.Findings = rep.StatefulSets, rep.Findings
 		}
@@ -83,7 +84,7 @@ func Run(ctx context.Context, live Source, opts Options) (*apiv1.WaitResult, err
 		now := opts.Clock.Now()
 		complete := progress(snap, lastLine, opts.Log)
 		current := map[string]bool{}
-		var expired []apiv1.Finding
+		var expired []model.Finding
 		nextExpiry := time.Duration(-1)
 		for _, f := range rep.Findings {
 			if !f.Blocking() {
@@ -169,7 +170,7 @@ func progress(snap *snapshot.Snapshot, last map[string]string, log io.Writer) bo
 	return complete
 }
 
-func reasonSuffix(f apiv1.Finding) string {
+func reasonSuffix(f model.Finding) string {
 	if f.Reason == "" {
 		return ""
 	}

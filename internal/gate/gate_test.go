@@ -13,6 +13,7 @@ import (
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/gate"
+	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/snapshot"
 	"github.com/stsdiag/stsdiag/internal/stuck"
 )
@@ -54,7 +55,7 @@ func TestWakesWhenARuleMatures(t *testing.T) {
 	start := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 	clock := clocktesting.NewFakeClock(start)
 	src := &fixedSource{clock: clock, snap: unschedulable(start)}
-	done := make(chan *apiv1.WaitResult, 1)
+	done := make(chan *model.WaitResult, 1)
 	go func() {
 		res, _ := gate.Run(context.Background(), src, gate.Options{StuckGrace: 5 * time.Second, Diagnosis: stuck.DefaultOptions(), Clock: clock})
 		done <- res

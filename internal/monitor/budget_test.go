@@ -9,6 +9,7 @@ import (
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/gather"
+	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/openshift"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/component-base/metrics/testutil"
@@ -63,8 +64,8 @@ func TestFindingsGaugeAtScrape(t *testing.T) {
 	metrics := NewMetrics()
 	c := New(testClients(), testScope(), Options{}, metrics)
 	c.seen["shop/web"] = map[string]*tracked{
-		"a": {finding: apiv1.Finding{Code: apiv1.StaleRevisionStuck, Namespace: "shop"}},
-		"b": {finding: apiv1.Finding{Code: apiv1.StaleRevisionStuck, Namespace: "shop"}},
+		"a": {finding: model.Finding{Finding: apiv1.Finding{Code: apiv1.StaleRevisionStuck, Namespace: "shop"}}},
+		"b": {finding: model.Finding{Finding: apiv1.Finding{Code: apiv1.StaleRevisionStuck, Namespace: "shop"}}},
 	}
 	want := `
 # HELP stsdiag_findings Findings present now, by code and namespace.

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/version"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/stuck"
 )
 
@@ -46,7 +47,7 @@ type conditions struct {
 // finding at all; nil when it should be left as it is (an error finding that has not held yet).
 // recheck > 0 is when an error finding will have held for minStuck. pod is the finding's pod.
 func stalledWanted(findings map[string]*tracked, now time.Time, minStuck time.Duration) (want *appsv1.StatefulSetCondition, pod string, recheck time.Duration) {
-	var held []apiv1.Finding
+	var held []model.Finding
 	errors := 0
 	for _, t := range findings {
 		if t.finding.Severity != apiv1.SeverityError {
@@ -66,9 +67,9 @@ func stalledWanted(findings map[string]*tracked, now time.Time, minStuck time.Du
 	if len(held) == 0 {
 		return nil, "", recheck
 	}
-	apiv1.SortFindings(held)
+	model.SortFindings(held)
 	f := held[0]
-	return &appsv1.StatefulSetCondition{Type: ConditionStalled, Status: corev1.ConditionTrue, Reason: f.Code, Message: conditionMessage(f)}, f.Pod, recheck
+	return &appsv1.StatefulSetCondition{Type: ConditionStalled, Status: corev1.ConditionTrue, Reason: string(f.Code), Message: conditionMessage(f)}, f.Pod, recheck
 }
 
 // current reports whether the condition on the object already says what is wanted. The message
@@ -86,7 +87,7 @@ func current(have, want *appsv1.StatefulSetCondition, pod string) bool {
 }
 
 // conditionMessage is the finding's short message, its pod first and its remedy last.
-func conditionMessage(f apiv1.Finding) string {
+func conditionMessage(f model.Finding) string {
 	msg := f.Short
 	if msg == "" {
 		msg = f.Message

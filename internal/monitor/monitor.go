@@ -30,6 +30,7 @@ import (
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/diagnose"
+	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/repair"
 	"github.com/stsdiag/stsdiag/internal/snapshot"
 )
@@ -76,7 +77,7 @@ type Controller struct {
 }
 
 type tracked struct {
-	finding   apiv1.Finding
+	finding   model.Finding
 	firstSeen time.Time
 }
 
@@ -216,7 +217,7 @@ func (c *Controller) processNext(ctx context.Context) bool {
 }
 
 // repairable findings are those fix has a safe action for.
-func repairable(f apiv1.Finding) bool {
+func repairable(f model.Finding) bool {
 	switch f.Code {
 	case apiv1.StaleRevisionStuck:
 		return true
@@ -226,8 +227,8 @@ func repairable(f apiv1.Finding) bool {
 	return false
 }
 
-func findingKey(f apiv1.Finding) string {
-	return strings.Join([]string{f.Code, f.Pod, f.Container, f.Image}, "/")
+func findingKey(f model.Finding) string {
+	return strings.Join([]string{string(f.Code), f.Pod, f.Container, f.Image}, "/")
 }
 
 // sync diagnoses one StatefulSet from the caches, reports what is new and repairs what has held.
@@ -251,7 +252,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	c.mu.Lock()
 	previous := c.seen[key]
 	current := map[string]*tracked{}
-	var fresh []apiv1.Finding
+	var fresh []model.Finding
 	for _, f := range rep.Findings {
 		k := findingKey(f)
 		if t, ok := previous[k]; ok {
@@ -274,14 +275,14 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 
 	for _, f := range fresh {
-		c.metrics.FindingsTotal.WithLabelValues(f.Code, f.Namespace).Inc()
+		c.metrics.FindingsTotal.WithLabelValues(string(f.Code), f.Namespace).Inc()
 		c.logf("%s: new finding %s %s %s: %s", key, f.Severity, f.Code, f.Pod, f.Message)
 		if set != nil {
 			eventType := corev1.EventTypeWarning
 			if f.Severity == apiv1.SeverityInfo {
 				eventType = corev1.EventTypeNormal
 			}
-			c.recorder.Event(set, eventType, f.Code, truncate(fmt.Sprintf("%s: %s Remedy: %s", f.Pod, f.Message, f.Remedy)))
+			c.recorder.Event(set, eventType, string(f.Code), truncate(fmt.Sprintf("%s: %s Remedy: %s", f.Pod, f.Message, f.Remedy)))
 		}
 	}
 	if !c.opts.NoConditions {
@@ -290,7 +291,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if !c.opts.Fix || set == nil {
 		return nil
 	}
-	var due []apiv1.Finding
+	var due []model.Finding
 	var wait time.Duration = -1
 	for _, t := range current {
 		if !repairable(t.finding) && !(c.opts.Rollback && t.finding.Code == apiv1.CurrentRevisionFailing) {
@@ -312,12 +313,12 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 }
 
 // repair plans and applies fix's actions for one StatefulSet, within the namespace's budget.
-func (c *Controller) repair(ctx context.Context, key string, set *appsv1.StatefulSet, rep *apiv1.Report, snap *snapshot.Snapshot) error {
+func (c *Controller) repair(ctx context.Context, key string, set *appsv1.StatefulSet, rep *model.Report, snap *snapshot.Snapshot) error {
 	planned, unrepaired := repair.Plan(rep, snap)
 	if c.opts.Rollback {
 		planned, _ = repair.PlanRollbacks(rep, snap, planned, unrepaired)
 	}
-	var actions []apiv1.Action
+	var actions []model.Action
 	for _, a := range planned {
 		if a.Namespace == set.Namespace && a.StatefulSet == set.Name {
 			actions = append(actions, a)
@@ -328,7 +329,7 @@ func (c *Controller) repair(ctx context.Context, key string, set *appsv1.Statefu
 	}
 	if !c.reserveRepairs(set.Namespace, len(actions)) {
 		for _, a := range actions {
-			c.metrics.Repairs.WithLabelValues(string(a.Action), "ratelimited", a.Namespace).Inc()
+			c.metrics.Repairs.WithLabelValues(string(a.Kind()), "ratelimited", a.Namespace).Inc()
 		}
 		c.logf("%s: repair postponed: %d repairs per hour in namespace %s already made", key, c.opts.MaxRepairsPerHour, set.Namespace)
 		c.recorder.Event(set, corev1.EventTypeWarning, "RepairRateLimited", fmt.Sprintf("stsdiag postponed %d repair(s): --max-repairs-per-hour %d reached in this namespace", len(actions), c.opts.MaxRepairsPerHour))
@@ -336,23 +337,16 @@ func (c *Controller) repair(ctx context.Context, key string, set *appsv1.Statefu
 		return nil
 	}
 	scope := gather.Scope{Namespace: set.Namespace, Names: []string{set.Name}, OpenShift: c.scope.OpenShift}
-	exec := repair.New(repair.Options{Clients: c.clients, Scope: scope, Diagnosis: c.opts.Diagnosis, DryRun: repair.DryRunNone})
+	exec := repair.New(repair.Options{Clients: c.clients, Scope: scope, Diagnosis: c.opts.Diagnosis, DryRun: apiv1.DryRunNone})
 	done, err := exec.Apply(ctx, actions)
 	changed := 0
 	for _, a := range done {
 		if a.Result == apiv1.ResultDone {
 			changed++
 		}
-		c.metrics.Repairs.WithLabelValues(string(a.Action), a.Result, a.Namespace).Inc()
-		reason := apiv1.StaleRevisionStuck
-		switch a.Action {
-		case apiv1.PatchImage:
-			reason = apiv1.UnresolvedImageReference
-		case apiv1.ForceDeletePod:
-			reason = apiv1.PodStuckTerminating
-		case apiv1.Rollback:
-			reason = apiv1.CurrentRevisionFailing
-		}
+		c.metrics.Repairs.WithLabelValues(string(a.Kind()), string(a.Result), a.Namespace).Inc()
+		// The Event's reason is the code of the finding the action repairs.
+		reason := string(a.Cause)
 		eventType := corev1.EventTypeNormal
 		if a.Result != apiv1.ResultDone {
 			eventType = corev1.EventTypeWarning
@@ -413,7 +407,7 @@ func (c *Controller) findingCounts() map[findingLabels]int {
 	out := map[findingLabels]int{}
 	for _, findings := range c.seen {
 		for _, t := range findings {
-			out[findingLabels{code: t.finding.Code, namespace: t.finding.Namespace}]++
+			out[findingLabels{code: string(t.finding.Code), namespace: t.finding.Namespace}]++
 		}
 	}
 	return out

@@ -6,11 +6,12 @@ import (
 	"strings"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/internal/model"
 )
 
 // DescribeAction is an action as one line of a plan.
-func DescribeAction(a apiv1.Action) string {
-	switch a.Action {
+func DescribeAction(a model.Action) string {
+	switch a.Kind() {
 	case apiv1.PatchImage:
 		return fmt.Sprintf("patch statefulset/%s -n %s: container %q image %s → %s", a.StatefulSet, a.Namespace, a.Container, a.From, a.To)
 	case apiv1.DeletePod:
@@ -39,7 +40,7 @@ func DescribeAction(a apiv1.Action) string {
 		return fmt.Sprintf("roll back statefulset/%s -n %s from failing revision %s to revision %s (its pods are Ready): %s",
 			a.StatefulSet, a.Namespace, a.Rollback.FromRevision, a.Rollback.Revision, images)
 	}
-	return string(a.Action)
+	return string(a.Kind())
 }
 
 // orNone names an image a container does not have on one side of a rollback.
@@ -51,12 +52,12 @@ func orNone(image string) string {
 }
 
 // ActionLine is one applied action: its result, what it was and what happened.
-func ActionLine(a apiv1.Action) string {
+func ActionLine(a model.Action) string {
 	return fmt.Sprintf("%-8s %s: %s", a.Result, DescribeAction(a), a.Message)
 }
 
 // Plan prints the planned actions and the error findings left for the user.
-func Plan(w io.Writer, r *apiv1.FixResult) {
+func Plan(w io.Writer, r *model.FixResult) {
 	if len(r.Actions) == 0 {
 		fmt.Fprintln(w, "Nothing stsdiag can repair safely.")
 	} else {
@@ -74,28 +75,28 @@ func Plan(w io.Writer, r *apiv1.FixResult) {
 }
 
 // FixSummary is the one-line outcome of fix.
-func FixSummary(r *apiv1.FixResult) string {
-	count := map[string]int{}
+func FixSummary(r *model.FixResult) string {
+	count := map[apiv1.ActionResult]int{}
 	for _, a := range r.Actions {
 		count[a.Result]++
 	}
 	s := fmt.Sprintf("%d action%s: %d done, %d skipped, %d failed; %d finding%s left unrepaired",
 		len(r.Actions), plural(len(r.Actions)), count[apiv1.ResultDone], count[apiv1.ResultSkipped], count[apiv1.ResultFailed],
 		len(r.Unrepaired), plural(len(r.Unrepaired)))
-	if r.DryRun != "" && r.DryRun != "none" {
-		s += " (dry run: " + r.DryRun + ")"
+	if r.DryRun != "" && r.DryRun != apiv1.DryRunNone {
+		s += " (dry run: " + string(r.DryRun) + ")"
 	}
 	if r.Rollout != "" {
-		s += "; rollout " + r.Rollout
+		s += "; rollout " + string(r.Rollout)
 	}
 	return s + "."
 }
 
 // FixResult prints the outcome of fix in the format of the -o flags (the plan and each action
 // were already printed as they happened in the human formats).
-func FixResult(w io.Writer, r *apiv1.FixResult, flags *PrintFlags) error {
+func FixResult(w io.Writer, r *model.FixResult, flags *PrintFlags) error {
 	if !flags.Human() {
-		return flags.PrintDocument(r, w)
+		return flags.PrintDocument(r.Public(), w)
 	}
 	_, err := fmt.Fprintln(w, FixSummary(r))
 	return err

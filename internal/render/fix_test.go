@@ -5,16 +5,17 @@ import (
 	"testing"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/render"
 	"github.com/stsdiag/stsdiag/internal/snapshot/snapshottest"
 )
 
 func TestFixResultJSON(t *testing.T) {
-	res := apiv1.NewFixResult("none")
+	res := &model.FixResult{DryRun: apiv1.DryRunNone}
 	res.Rollout = apiv1.RolloutComplete
-	res.Actions = []apiv1.Action{
-		{Action: apiv1.PatchImage, Namespace: "shop", StatefulSet: "web", Container: "app", From: "myapp:1", To: "registry/shop/myapp@sha256:0", UID: "u1", Result: apiv1.ResultDone, Message: "image patched"},
-		{Action: apiv1.DeletePod, Namespace: "shop", StatefulSet: "web", Pod: "web-0", UID: "u2", Result: apiv1.ResultSkipped, Message: "the pod was replaced or changed since diagnosis; nothing deleted"},
+	res.Actions = []model.Action{
+		{Action: apiv1.Action{Action: apiv1.PatchImage, Namespace: "shop", StatefulSet: "web", Container: "app", From: "myapp:1", To: "registry/shop/myapp@sha256:0", UID: "u1", Result: apiv1.ResultDone, Message: "image patched"}},
+		{Action: apiv1.Action{Action: apiv1.DeletePod, Namespace: "shop", StatefulSet: "web", Pod: "web-0", UID: "u2", Result: apiv1.ResultSkipped, Message: "the pod was replaced or changed since diagnosis; nothing deleted"}},
 	}
 	flags := render.NewPrintFlags()
 	flags.OutputFormat = "json"
@@ -26,9 +27,9 @@ func TestFixResultJSON(t *testing.T) {
 }
 
 func TestFixSummary(t *testing.T) {
-	res := apiv1.NewFixResult("server")
-	res.Actions = []apiv1.Action{{Action: apiv1.DeletePod, Result: apiv1.ResultDone}, {Action: apiv1.DeletePod, Result: apiv1.ResultFailed}}
-	res.Unrepaired = []apiv1.Finding{{Code: apiv1.CurrentRevisionFailing}}
+	res := &model.FixResult{DryRun: "server"}
+	res.Actions = []model.Action{{Action: apiv1.Action{Action: apiv1.DeletePod, Result: apiv1.ResultDone}}, {Action: apiv1.Action{Action: apiv1.DeletePod, Result: apiv1.ResultFailed}}}
+	res.Unrepaired = []model.Finding{{Finding: apiv1.Finding{Code: apiv1.CurrentRevisionFailing}}}
 	want := "2 actions: 1 done, 0 skipped, 1 failed; 1 finding left unrepaired (dry run: server)."
 	if got := render.FixSummary(res); got != want {
 		t.Errorf("summary %q, want %q", got, want)

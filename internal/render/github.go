@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/internal/model"
 )
 
 // GitHubActions is the CI-native output of check and wait inside a GitHub Actions job: one
@@ -29,7 +30,7 @@ func GitHubFromEnv(getenv func(string) string) GitHubActions {
 
 // Report writes the annotations of a check report to w (stderr: the runner reads workflow
 // commands from both streams, and stdout stays the document asked for) and appends its summary.
-func (g GitHubActions) Report(w io.Writer, r *apiv1.Report) error {
+func (g GitHubActions) Report(w io.Writer, r *model.Report) error {
 	if !g.Enabled {
 		return nil
 	}
@@ -40,7 +41,7 @@ func (g GitHubActions) Report(w io.Writer, r *apiv1.Report) error {
 }
 
 // WaitResult writes the annotations of wait's verdict to w and appends its summary.
-func (g GitHubActions) WaitResult(w io.Writer, res *apiv1.WaitResult) error {
+func (g GitHubActions) WaitResult(w io.Writer, res *model.WaitResult) error {
 	if !g.Enabled {
 		return nil
 	}
@@ -74,7 +75,7 @@ func (g GitHubActions) appendSummary(write func(io.Writer) error) error {
 //	::error title=<code>::<namespace>/<statefulset>[/<pod>]: <message> — <remedy>
 //
 // Info findings are not annotated (the step summary lists them).
-func WriteAnnotations(w io.Writer, findings []apiv1.Finding) error {
+func WriteAnnotations(w io.Writer, findings []model.Finding) error {
 	for _, f := range findings {
 		var command string
 		switch f.Severity {
@@ -89,7 +90,7 @@ func WriteAnnotations(w io.Writer, findings []apiv1.Finding) error {
 		if f.Remedy != "" {
 			text += " — " + oneLine(f.Remedy)
 		}
-		if _, err := fmt.Fprintf(w, "::%s title=%s::%s\n", command, escapeProperty(f.Code), escapeData(text)); err != nil {
+		if _, err := fmt.Fprintf(w, "::%s title=%s::%s\n", command, escapeProperty(string(f.Code)), escapeData(text)); err != nil {
 			return err
 		}
 	}
@@ -97,7 +98,7 @@ func WriteAnnotations(w io.Writer, findings []apiv1.Finding) error {
 }
 
 // StepSummary writes a Markdown section: a heading, the verdict line and a table of findings.
-func StepSummary(w io.Writer, heading, verdict string, findings []apiv1.Finding) error {
+func StepSummary(w io.Writer, heading, verdict string, findings []model.Finding) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "### %s\n\n%s\n\n", heading, verdict)
 	if len(findings) > 0 {
@@ -111,7 +112,7 @@ func StepSummary(w io.Writer, heading, verdict string, findings []apiv1.Finding)
 			if message == "" {
 				message = f.Message
 			}
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", severityMark(f.Severity), markdownCell(f.Code),
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", severityMark(f.Severity), markdownCell(string(f.Code)),
 				markdownCell(setPath(f)), markdownCell(dash(f.Pod)), markdownCell(message), strings.ReplaceAll(remedy, "|", `\|`))
 		}
 		b.WriteString("\n")
@@ -121,11 +122,11 @@ func StepSummary(w io.Writer, heading, verdict string, findings []apiv1.Finding)
 }
 
 // setPath is [context/]namespace/statefulset; findingPath adds /pod.
-func setPath(f apiv1.Finding) string {
+func setPath(f model.Finding) string {
 	return f.Namespace + "/" + f.StatefulSet
 }
 
-func findingPath(f apiv1.Finding) string {
+func findingPath(f model.Finding) string {
 	if f.Pod != "" {
 		return setPath(f) + "/" + f.Pod
 	}

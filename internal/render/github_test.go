@@ -8,19 +8,18 @@ import (
 	"testing"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/render"
 	"github.com/stsdiag/stsdiag/internal/snapshot/snapshottest"
 )
 
-func githubReport() *apiv1.Report {
-	return apiv1.NewReport(false,
+func githubReport() *model.Report {
+	return model.NewReport(false,
 		[]apiv1.StatefulSetSummary{{Namespace: "shop", Name: "web", Replicas: 3, Status: apiv1.StatusStuck}},
-		[]apiv1.Finding{
+		[]model.Finding{
 			stuckFinding,
-			{Code: apiv1.ImageLookupDisabled, Severity: apiv1.SeverityWarning, Namespace: "shop", StatefulSet: "web",
-				Message: "stream app: lookupPolicy.local is off,\n100% sure", Remedy: "oc set image-lookup app -n shop"},
-			{Code: apiv1.OnDeleteStale, Severity: apiv1.SeverityInfo, Namespace: "shop", StatefulSet: "db", Pod: "db-0",
-				Message: "db-0 waits for a delete | by design"},
+			{Finding: apiv1.Finding{Code: apiv1.ImageLookupDisabled, Severity: apiv1.SeverityWarning, Namespace: "shop", StatefulSet: "web", Message: "stream app: lookupPolicy.local is off, \n100% sure", Remedy: "oc set image-lookup app -n shop"}},
+			{Finding: apiv1.Finding{Code: apiv1.OnDeleteStale, Severity: apiv1.SeverityInfo, Namespace: "shop", StatefulSet: "db", Pod: "db-0", Message: "db-0 waits for a delete | by design"}},
 		})
 }
 
@@ -48,7 +47,7 @@ func TestGitHubAnnotations(t *testing.T) {
 		t.Errorf("got\n%s\nwant\n%s", buf.String(), want)
 	}
 	buf.Reset()
-	_ = render.WriteAnnotations(&buf, []apiv1.Finding{{Code: "A:b,c", Severity: apiv1.SeverityError, Namespace: "n", StatefulSet: "s", Message: "m"}})
+	_ = render.WriteAnnotations(&buf, []model.Finding{{Finding: apiv1.Finding{Code: "A:b,c", Severity: apiv1.SeverityError, Namespace: "n", StatefulSet: "s", Message: "m"}}})
 	if got := buf.String(); got != "::error title=A%3Ab%2Cc::n/s: m\n" {
 		t.Errorf("property escaping: %q", got)
 	}
@@ -65,9 +64,9 @@ func TestGitHubStepSummary(t *testing.T) {
 	if err := g.Report(&stderr, githubReport()); err != nil {
 		t.Fatal(err)
 	}
-	res := apiv1.NewWaitResult(apiv1.WaitStuck, "1 finding(s) held for 30s")
+	res := model.NewWaitResult(apiv1.WaitStuck, "1 finding(s) held for 30s")
 	res.Elapsed = "31.5s"
-	res.Findings = []apiv1.Finding{stuckFinding}
+	res.Findings = []model.Finding{stuckFinding}
 	if err := g.WaitResult(&stderr, res); err != nil {
 		t.Fatal(err)
 	}

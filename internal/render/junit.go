@@ -9,6 +9,7 @@ import (
 	"time"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/internal/model"
 )
 
 type junitSuites struct {
@@ -38,10 +39,10 @@ type junitFailure struct {
 }
 
 // writeJUnit writes one testcase per StatefulSet; failures carry the findings.
-func WriteJUnit(w io.Writer, res *apiv1.WaitResult, elapsed time.Duration) error {
+func WriteJUnit(w io.Writer, res *model.WaitResult, elapsed time.Duration) error {
 	seconds := fmt.Sprintf("%.3f", elapsed.Seconds())
 	suite := junitSuite{Name: "stsdiag wait", Time: seconds}
-	byName := map[string][]apiv1.Finding{}
+	byName := map[string][]model.Finding{}
 	for _, f := range res.Findings {
 		k := key(f.Context, f.Namespace, f.StatefulSet)
 		byName[k] = append(byName[k], f)
@@ -52,11 +53,11 @@ func WriteJUnit(w io.Writer, res *apiv1.WaitResult, elapsed time.Duration) error
 	})
 	if len(sets) == 0 && res.Result == apiv1.WaitNotFound {
 		suite.Cases = append(suite.Cases, junitCase{Name: "statefulsets", Classname: "stsdiag.wait", Time: seconds,
-			Failure: &junitFailure{Message: res.Message, Type: apiv1.WaitNotFound, Text: res.Message}})
+			Failure: &junitFailure{Message: res.Message, Type: string(apiv1.WaitNotFound), Text: res.Message}})
 	}
 	for _, s := range sets {
 		tc := junitCase{Name: key(s.Context, s.Namespace, s.Name), Classname: "stsdiag.wait", Time: seconds}
-		var failing []apiv1.Finding
+		var failing []model.Finding
 		for _, f := range byName[tc.Name] {
 			if f.Blocking() {
 				failing = append(failing, f)
@@ -67,10 +68,10 @@ func WriteJUnit(w io.Writer, res *apiv1.WaitResult, elapsed time.Duration) error
 			var text strings.Builder
 			var codes []string
 			for _, f := range failing {
-				codes = append(codes, f.Code)
+				codes = append(codes, string(f.Code))
 				fmt.Fprintf(&text, "%s %s %s: %s\nremedy: %s\n", f.Severity, f.Code, f.Pod, f.Message, f.Remedy)
 			}
-			tc.Failure = &junitFailure{Message: strings.Join(codes, ", "), Type: apiv1.WaitStuck, Text: text.String()}
+			tc.Failure = &junitFailure{Message: strings.Join(codes, ", "), Type: string(apiv1.WaitStuck), Text: text.String()}
 		case rolledBack(res, s) != nil:
 			r := rolledBack(res, s)
 			msg := fmt.Sprintf("rolled back to revision %s: revision %s failed", r.Revision, r.FromRevision)
@@ -78,9 +79,9 @@ func WriteJUnit(w io.Writer, res *apiv1.WaitResult, elapsed time.Duration) error
 			for _, c := range r.Images {
 				text += fmt.Sprintf("container %s: %s → %s\n", c.Container, c.From, c.To)
 			}
-			tc.Failure = &junitFailure{Message: msg, Type: apiv1.WaitRolledBack, Text: text + res.Message}
+			tc.Failure = &junitFailure{Message: msg, Type: string(apiv1.WaitRolledBack), Text: text + res.Message}
 		case res.Result == apiv1.WaitTimedOut && s.Status != apiv1.StatusComplete:
-			tc.Failure = &junitFailure{Message: res.Message, Type: apiv1.WaitTimedOut, Text: fmt.Sprintf("%d/%d ready, status %s", s.ReadyReplicas, s.Replicas, s.Status)}
+			tc.Failure = &junitFailure{Message: res.Message, Type: string(apiv1.WaitTimedOut), Text: fmt.Sprintf("%d/%d ready, status %s", s.ReadyReplicas, s.Replicas, s.Status)}
 		}
 		if tc.Failure != nil {
 			suite.Failures++
@@ -109,7 +110,7 @@ func key(context, namespace, name string) string {
 }
 
 // rolledBack is the rollback wait --fix --rollback made of a StatefulSet, if any: a failed deploy.
-func rolledBack(res *apiv1.WaitResult, s apiv1.StatefulSetSummary) *apiv1.RolledBack {
+func rolledBack(res *model.WaitResult, s apiv1.StatefulSetSummary) *apiv1.RolledBack {
 	for i, r := range res.RolledBack {
 		if r.Namespace == s.Namespace && r.StatefulSet == s.Name {
 			return &res.RolledBack[i]

@@ -6,28 +6,27 @@ import (
 	"time"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/render"
 	"github.com/stsdiag/stsdiag/internal/snapshot/snapshottest"
 )
 
-var stuckFinding = apiv1.Finding{Code: apiv1.StaleRevisionStuck, Severity: apiv1.SeverityError, Reason: "ImagePullBackOff",
-	Namespace: "shop", StatefulSet: "web", Pod: "web-0", Message: "web-0 runs old revision web-a & is stuck <here>",
-	Remedy: "kubectl delete pod web-0 -n shop"}
+var stuckFinding = model.Finding{Finding: apiv1.Finding{Code: apiv1.StaleRevisionStuck, Severity: apiv1.SeverityError, Reason: "ImagePullBackOff", Namespace: "shop", StatefulSet: "web", Pod: "web-0", Message: "web-0 runs old revision web-a & is stuck <here>", Remedy: "kubectl delete pod web-0 -n shop"}}
 
 func TestWaitJUnit(t *testing.T) {
-	res := &apiv1.WaitResult{Result: apiv1.WaitStuck, Message: "1 finding(s) held for 30s",
+	res := &model.WaitResult{Result: apiv1.WaitStuck, Message: "1 finding(s) held for 30s",
 		StatefulSets: []apiv1.StatefulSetSummary{
 			{Namespace: "shop", Name: "web", Replicas: 3, Status: apiv1.StatusStuck},
 			{Namespace: "shop", Name: "db", Replicas: 1, ReadyReplicas: 1, Status: apiv1.StatusComplete},
 		},
-		Findings: []apiv1.Finding{stuckFinding}}
+		Findings: []model.Finding{stuckFinding}}
 	var buf bytes.Buffer
 	if err := render.WriteJUnit(&buf, res, 31500*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
 	snapshottest.Golden(t, "wait-stuck.junit.xml", buf.Bytes(), *update)
 
-	res = &apiv1.WaitResult{Result: apiv1.WaitTimedOut, Message: "timed out after 10m0s while the rollout was still progressing",
+	res = &model.WaitResult{Result: apiv1.WaitTimedOut, Message: "timed out after 10m0s while the rollout was still progressing",
 		StatefulSets: []apiv1.StatefulSetSummary{{Namespace: "shop", Name: "web", Replicas: 3, ReadyReplicas: 1, Status: apiv1.StatusProgressing}}}
 	buf.Reset()
 	if err := render.WriteJUnit(&buf, res, 10*time.Minute); err != nil {

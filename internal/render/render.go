@@ -10,6 +10,7 @@ import (
 	"k8s.io/cli-runtime/pkg/printers"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/internal/model"
 )
 
 // TableOptions controls the human-readable table.
@@ -22,16 +23,16 @@ type TableOptions struct {
 }
 
 // Report prints a check report in the format of the -o flags.
-func Report(w io.Writer, r *apiv1.Report, flags *PrintFlags, opts TableOptions) error {
+func Report(w io.Writer, r *model.Report, flags *PrintFlags, opts TableOptions) error {
 	if !flags.Human() {
-		return flags.PrintDocument(r, w)
+		return flags.PrintDocument(r.Public(), w)
 	}
 	opts.Wide = flags.OutputFormat == FormatWide
 	return PrintTable(w, r, opts)
 }
 
 // PrintTable writes one row per finding, severity first, then a one-line summary.
-func PrintTable(w io.Writer, r *apiv1.Report, opts TableOptions) error {
+func PrintTable(w io.Writer, r *model.Report, opts TableOptions) error {
 	table := &metav1.Table{ColumnDefinitions: []metav1.TableColumnDefinition{
 		{Name: "Severity", Type: "string"},
 		{Name: "Code", Type: "string"},
@@ -88,19 +89,19 @@ func PrintTable(w io.Writer, r *apiv1.Report, opts TableOptions) error {
 }
 
 // Summary is the one-line verdict printed under the table.
-func Summary(r *apiv1.Report) string {
+func Summary(r *model.Report) string {
 	bySeverity := map[apiv1.Severity]int{}
 	for _, f := range r.Findings {
 		bySeverity[f.Severity]++
 	}
-	byStatus := map[string]int{}
+	byStatus := map[apiv1.RolloutStatus]int{}
 	for _, s := range r.StatefulSets {
 		byStatus[s.Status]++
 	}
 	var states []string
-	for _, st := range []string{apiv1.StatusStuck, apiv1.StatusProgressing, apiv1.StatusTerminating, apiv1.StatusComplete} {
+	for _, st := range []apiv1.RolloutStatus{apiv1.StatusStuck, apiv1.StatusProgressing, apiv1.StatusTerminating, apiv1.StatusComplete} {
 		if byStatus[st] > 0 {
-			states = append(states, fmt.Sprintf("%d %s", byStatus[st], strings.ToLower(st)))
+			states = append(states, fmt.Sprintf("%d %s", byStatus[st], strings.ToLower(string(st))))
 		}
 	}
 	sets := fmt.Sprintf("%d StatefulSet%s checked", len(r.StatefulSets), plural(len(r.StatefulSets)))

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/render"
 	"github.com/stsdiag/stsdiag/internal/snapshot"
 	"github.com/stsdiag/stsdiag/internal/stuck"
@@ -26,7 +27,7 @@ func TestGolden(t *testing.T) {
 			t.Fatal(err)
 		}
 		res := stuck.Diagnose(snap, stuck.DefaultOptions())
-		rep := apiv1.NewReport(false, res.StatefulSets, res.Findings)
+		rep := model.NewReport(false, res.StatefulSets, res.Findings)
 		for _, format := range []string{"table", "wide", "json", "yaml"} {
 			t.Run(scenario+"."+format, func(t *testing.T) {
 				var buf bytes.Buffer
@@ -57,9 +58,9 @@ func TestGolden(t *testing.T) {
 }
 
 func TestColorKeepsAlignment(t *testing.T) {
-	rep := apiv1.NewReport(false, nil, []apiv1.Finding{
-		{Code: "A", Severity: apiv1.SeverityError, StatefulSet: "web", Message: "m"},
-		{Code: "B", Severity: apiv1.SeverityInfo, StatefulSet: "web", Message: "m"},
+	rep := model.NewReport(false, nil, []model.Finding{
+		{Finding: apiv1.Finding{Code: "A", Severity: apiv1.SeverityError, StatefulSet: "web", Message: "m"}},
+		{Finding: apiv1.Finding{Code: "B", Severity: apiv1.SeverityInfo, StatefulSet: "web", Message: "m"}},
 	})
 	var plain, colored bytes.Buffer
 	_ = render.PrintTable(&plain, rep, render.TableOptions{})
@@ -82,9 +83,9 @@ func TestColorKeepsAlignment(t *testing.T) {
 }
 
 func TestCountAndSummary(t *testing.T) {
-	rep := apiv1.NewReport(false, []apiv1.StatefulSetSummary{{Name: "web", Status: apiv1.StatusStuck}}, []apiv1.Finding{
-		{Code: "A", Severity: apiv1.SeverityWarning},
-		{Code: "B", Severity: apiv1.SeverityError},
+	rep := model.NewReport(false, []apiv1.StatefulSetSummary{{Name: "web", Status: apiv1.StatusStuck}}, []model.Finding{
+		{Finding: apiv1.Finding{Code: "A", Severity: apiv1.SeverityWarning}},
+		{Finding: apiv1.Finding{Code: "B", Severity: apiv1.SeverityError}},
 	})
 	if rep.Findings[0].Severity != apiv1.SeverityError {
 		t.Errorf("errors sort first: %+v", rep.Findings)

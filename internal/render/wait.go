@@ -6,21 +6,22 @@ import (
 	"time"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/internal/model"
 )
 
 // WaitResult prints wait's verdict in the format of the -o flags.
-func WaitResult(w io.Writer, res *apiv1.WaitResult, flags *PrintFlags, elapsed time.Duration, color bool) error {
+func WaitResult(w io.Writer, res *model.WaitResult, flags *PrintFlags, elapsed time.Duration, color bool) error {
 	switch {
 	case flags.OutputFormat == FormatJUnit:
 		return WriteJUnit(w, res, elapsed)
 	case !flags.Human():
-		return flags.PrintDocument(res, w)
+		return flags.PrintDocument(res.Public(), w)
 	}
 	if res.Result == apiv1.WaitNotFound {
 		return nil // the error line says it
 	}
 	if res.Result != apiv1.WaitComplete && len(res.Findings) > 0 {
-		rep := apiv1.NewReport(false, res.StatefulSets, res.Findings)
+		rep := model.NewReport(false, res.StatefulSets, res.Findings)
 		fleet := len(rep.StatefulSets) > 0 && rep.StatefulSets[0].Context != ""
 		if err := PrintTable(w, rep, TableOptions{Color: color, Wide: flags.OutputFormat == FormatWide, WithContext: fleet, WithNamespace: fleet}); err != nil {
 			return err

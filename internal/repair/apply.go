@@ -18,29 +18,23 @@ import (
 	"k8s.io/utils/ptr"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/snapshot"
 )
 
-// DryRun modes, as kubectl names them.
-const (
-	DryRunNone   = "none"
-	DryRunClient = "client"
-	DryRunServer = "server"
-)
-
 // Diagnoser re-reads the cluster and diagnoses it again (gather → diagnose).
-type Diagnoser func(ctx context.Context) (*apiv1.Report, *snapshot.Snapshot, error)
+type Diagnoser func(ctx context.Context) (*model.Report, *snapshot.Snapshot, error)
 
 // Executor applies planned actions.
 type Executor struct {
 	Kube   kubernetes.Interface
-	DryRun string
+	DryRun apiv1.DryRunMode
 	// Rediagnose proves, after a patch or a conflict, what is stuck now.
 	Rediagnose Diagnoser
 	// ObserveTimeout bounds the wait for the controller to observe a patch.
 	ObserveTimeout time.Duration
 	// Progress, if set, is told about each action as it completes.
-	Progress func(apiv1.Action)
+	Progress func(model.Action)
 	// Rollback lets Repair plan rollbacks of failing update revisions (--rollback).
 	Rollback bool
 }
@@ -58,15 +52,15 @@ func (e *UnavailableError) Unwrap() error { return e.Err }
 // deletes, each proven again by a fresh diagnosis right before it is sent, then the deletes that
 // wait for a patch. It returns an UnavailableError when the API fails in a way that is not an
 // answer about one object.
-func (e *Executor) Apply(ctx context.Context, actions []apiv1.Action) ([]apiv1.Action, error) {
-	out := make([]apiv1.Action, 0, len(actions))
+func (e *Executor) Apply(ctx context.Context, actions []model.Action) ([]model.Action, error) {
+	out := make([]model.Action, 0, len(actions))
 	patched := map[string]int64{}
-	var deletes, later []apiv1.Action
+	var deletes, later []model.Action
 	for _, a := range actions {
 		switch {
-		case a.Action == apiv1.PatchImage || a.Action == apiv1.Rollback:
+		case a.Kind() == apiv1.PatchImage || a.Kind() == apiv1.Rollback:
 			patch := e.patch
-			if a.Action == apiv1.Rollback {
+			if a.Kind() == apiv1.Rollback {
 				patch = e.rollback
 			}
 			done, generation, err := patch(ctx, &a)
@@ -98,7 +92,7 @@ func (e *Executor) Apply(ctx context.Context, actions []apiv1.Action) ([]apiv1.A
 	if err != nil {
 		return out, err
 	}
-	var pending []apiv1.Action
+	var pending []model.Action
 	for _, a := range proven {
 		if a.Result == "" {
 			pending = append(pending, a)
@@ -120,7 +114,7 @@ func (e *Executor) Apply(ctx context.Context, actions []apiv1.Action) ([]apiv1.A
 // proofs maps namespace/pod to the finding of a fresh diagnosis that proves the pod may be
 // deleted: StaleRevisionStuck for DeletePod, PodStuckTerminating on a lost node for
 // ForceDeletePod.
-type proofs map[string]apiv1.Finding
+type proofs map[string]model.Finding
 
 func proofKey(kind apiv1.ActionKind, namespace, pod string) string {
 	return string(kind) + "/" + snapshot.Key(namespace, pod)
@@ -153,9 +147,9 @@ func (e *Executor) prove(ctx context.Context) (proofs, error) {
 // UID precondition so exactly the pod proven is deleted. The kubelet rewrites a failing pod's
 // status (and resourceVersion) on every back-off, so the resourceVersion is no precondition: the
 // fresh proof is. On a conflict (the pod was replaced meanwhile) it proves again and retries once.
-func (e *Executor) deleteProven(ctx context.Context, actions []apiv1.Action) ([]apiv1.Action, error) {
-	out := make([]apiv1.Action, 0, len(actions))
-	if e.DryRun == DryRunClient {
+func (e *Executor) deleteProven(ctx context.Context, actions []model.Action) ([]model.Action, error) {
+	out := make([]model.Action, 0, len(actions))
+	if e.DryRun == apiv1.DryRunClient {
 		for _, a := range actions {
 			a.Result, a.Message = apiv1.ResultDone, "dry run: not sent"
 			e.report(a)
@@ -170,12 +164,12 @@ func (e *Executor) deleteProven(ctx context.Context, actions []apiv1.Action) ([]
 	for _, a := range actions {
 		for attempt := 0; ; attempt++ {
 			if fresh != nil {
-				f, ok := fresh[proofKey(a.Action, a.Namespace, a.Pod)]
+				f, ok := fresh[proofKey(a.Kind(), a.Namespace, a.Pod)]
 				if !ok {
 					a.Result, a.Message = apiv1.ResultSkipped, "a fresh diagnosis no longer proves it stuck (it recovered, was replaced or its StatefulSet changed); nothing deleted"
 					break
 				}
-				a.UID, a.ResourceVersion = string(f.Target.UID), f.Target.ResourceVersion
+				a.UID = string(f.Target.UID)
 			}
 			conflict, err := e.deletePod(ctx, &a)
 			if err != nil {
@@ -196,14 +190,14 @@ func (e *Executor) deleteProven(ctx context.Context, actions []apiv1.Action) ([]
 	return out, nil
 }
 
-func (e *Executor) report(a apiv1.Action) {
+func (e *Executor) report(a model.Action) {
 	if e.Progress != nil {
 		e.Progress(a)
 	}
 }
 
 func (e *Executor) dryRunOptions() []string {
-	if e.DryRun == DryRunServer {
+	if e.DryRun == apiv1.DryRunServer {
 		return []string{metav1.DryRunAll}
 	}
 	return nil
@@ -218,11 +212,11 @@ type jsonPatchOp struct {
 // patch sets the image with a JSON patch that first tests the object's UID and the image as
 // diagnosed, so a concurrent change is never overwritten. On such a change it diagnoses again,
 // once, and retries with the fresh finding.
-func (e *Executor) patch(ctx context.Context, a *apiv1.Action) (done bool, generation int64, err error) {
+func (e *Executor) patch(ctx context.Context, a *model.Action) (done bool, generation int64, err error) {
 	return e.guardedPatch(ctx, a, guarded{
 		send:      e.sendPatch,
 		fresh:     e.freshPatch,
-		done:      func(*apiv1.Action) string { return "image patched" },
+		done:      func(*model.Action) string { return "image patched" },
 		dryRun:    "server dry run: the patch would be accepted",
 		notNeeded: "the StatefulSet changed since diagnosis and no longer needs this patch; nothing overwritten",
 	})
@@ -230,10 +224,10 @@ func (e *Executor) patch(ctx context.Context, a *apiv1.Action) (done bool, gener
 
 // guarded describes one kind of precondition-guarded StatefulSet patch (image patch, rollback).
 type guarded struct {
-	send func(context.Context, *apiv1.Action) (*appsv1.StatefulSet, error)
+	send func(context.Context, *model.Action) (*appsv1.StatefulSet, error)
 	// fresh diagnoses again and returns the same change if it is still called for.
-	fresh     func(context.Context, apiv1.Action) (apiv1.Action, bool, error)
-	done      func(*apiv1.Action) string
+	fresh     func(context.Context, model.Action) (model.Action, bool, error)
+	done      func(*model.Action) string
 	dryRun    string
 	notNeeded string
 }
@@ -241,8 +235,8 @@ type guarded struct {
 // guardedPatch sends a patch whose test operations refuse it when the StatefulSet changed since
 // diagnosis; then it diagnoses again, once, and retries only with the fresh change. A concurrent
 // change is never overwritten.
-func (e *Executor) guardedPatch(ctx context.Context, a *apiv1.Action, g guarded) (done bool, generation int64, err error) {
-	if e.DryRun == DryRunClient {
+func (e *Executor) guardedPatch(ctx context.Context, a *model.Action, g guarded) (done bool, generation int64, err error) {
+	if e.DryRun == apiv1.DryRunClient {
 		a.Result, a.Message = apiv1.ResultDone, "dry run: not sent"
 		return false, 0, nil
 	}
@@ -251,7 +245,7 @@ func (e *Executor) guardedPatch(ctx context.Context, a *apiv1.Action, g guarded)
 		switch {
 		case err == nil:
 			a.Result, a.Message = apiv1.ResultDone, g.done(a)
-			if e.DryRun == DryRunServer {
+			if e.DryRun == apiv1.DryRunServer {
 				a.Message = g.dryRun
 				return false, 0, nil
 			}
@@ -286,7 +280,7 @@ func (e *Executor) guardedPatch(ctx context.Context, a *apiv1.Action, g guarded)
 	}
 }
 
-func (e *Executor) sendPatch(ctx context.Context, a *apiv1.Action) (*appsv1.StatefulSet, error) {
+func (e *Executor) sendPatch(ctx context.Context, a *model.Action) (*appsv1.StatefulSet, error) {
 	ops := []jsonPatchOp{
 		{Op: "test", Path: "/metadata/uid", Value: a.UID},
 		{Op: "test", Path: a.Path, Value: a.From},
@@ -301,14 +295,14 @@ func (e *Executor) sendPatch(ctx context.Context, a *apiv1.Action) (*appsv1.Stat
 }
 
 // freshPatch diagnoses again and returns the same container's patch, if it is still needed.
-func (e *Executor) freshPatch(ctx context.Context, a apiv1.Action) (apiv1.Action, bool, error) {
+func (e *Executor) freshPatch(ctx context.Context, a model.Action) (model.Action, bool, error) {
 	rep, snap, err := e.Rediagnose(ctx)
 	if err != nil {
 		return a, false, &UnavailableError{Err: err}
 	}
 	actions, _ := Plan(rep, snap)
 	for _, fresh := range actions {
-		if fresh.Action == apiv1.PatchImage && fresh.Namespace == a.Namespace && fresh.StatefulSet == a.StatefulSet && fresh.Container == a.Container {
+		if fresh.Kind() == apiv1.PatchImage && fresh.Namespace == a.Namespace && fresh.StatefulSet == a.StatefulSet && fresh.Container == a.Container {
 			return fresh, true, nil
 		}
 	}
@@ -317,14 +311,14 @@ func (e *Executor) freshPatch(ctx context.Context, a apiv1.Action) (apiv1.Action
 
 // deletePod deletes the pod only if it is still the one proven stuck (UID precondition); a
 // ForceDeletePod uses grace period 0. conflict is true when the pod was replaced meanwhile.
-func (e *Executor) deletePod(ctx context.Context, a *apiv1.Action) (conflict bool, err error) {
+func (e *Executor) deletePod(ctx context.Context, a *model.Action) (conflict bool, err error) {
 	opts := metav1.DeleteOptions{DryRun: e.dryRunOptions()}
 	if a.UID != "" {
 		uid := types.UID(a.UID)
 		opts.Preconditions = &metav1.Preconditions{UID: &uid}
 	}
 	done := "pod deleted; the controller recreates it from the update revision, its PersistentVolumeClaims are kept"
-	if a.Action == apiv1.ForceDeletePod {
+	if a.Kind() == apiv1.ForceDeletePod {
 		opts.GracePeriodSeconds = ptr.To[int64](0)
 		done = "pod force-deleted (grace period 0) from its lost node; the controller recreates it on a healthy node, its PersistentVolumeClaims are kept"
 	}
@@ -332,7 +326,7 @@ func (e *Executor) deletePod(ctx context.Context, a *apiv1.Action) (conflict boo
 	switch {
 	case err == nil:
 		a.Result, a.Message = apiv1.ResultDone, done
-		if e.DryRun == DryRunServer {
+		if e.DryRun == apiv1.DryRunServer {
 			a.Message = "server dry run: the delete would be accepted"
 		}
 	case apierrors.IsConflict(err):
@@ -354,8 +348,8 @@ func (e *Executor) deletePod(ctx context.Context, a *apiv1.Action) (conflict boo
 // provenAfterPatch waits for the controller to observe each patch, diagnoses again and keeps the
 // deletes of pods now proven StaleRevisionStuck (deleteProven proves them once more right before
 // deleting).
-func (e *Executor) provenAfterPatch(ctx context.Context, later []apiv1.Action, patched map[string]int64) ([]apiv1.Action, error) {
-	if e.DryRun != DryRunNone {
+func (e *Executor) provenAfterPatch(ctx context.Context, later []model.Action, patched map[string]int64) ([]model.Action, error) {
+	if e.DryRun != apiv1.DryRunNone {
 		for i := range later {
 			later[i].Result, later[i].Message = apiv1.ResultDone, "dry run: deleted only if still stuck on the old revision after the patch"
 		}
@@ -376,7 +370,7 @@ func (e *Executor) provenAfterPatch(ctx context.Context, later []apiv1.Action, p
 	if err != nil {
 		return later, &UnavailableError{Err: err}
 	}
-	stuck := map[string]apiv1.Finding{}
+	stuck := map[string]model.Finding{}
 	for _, f := range rep.Findings {
 		if f.Code == apiv1.StaleRevisionStuck && f.Target != nil {
 			stuck[snapshot.Key(f.Namespace, f.Pod)] = f
@@ -391,7 +385,7 @@ func (e *Executor) provenAfterPatch(ctx context.Context, later []apiv1.Action, p
 			later[i].Result, later[i].Message = apiv1.ResultSkipped, "not stuck on an old revision after the patch (the controller replaced it or it recovered); nothing deleted"
 			continue
 		}
-		later[i].UID, later[i].ResourceVersion = string(f.Target.UID), f.Target.ResourceVersion
+		later[i].UID = string(f.Target.UID)
 	}
 	return later, nil
 }

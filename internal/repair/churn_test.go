@@ -14,15 +14,16 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/repair"
 	"github.com/stsdiag/stsdiag/internal/snapshot"
 )
 
 // freshDiagnoses returns an Executor whose fresh diagnoses answer the reports in turn (the last
 // one again once they run out) and counts them.
-func freshDiagnoses(kube *fake.Clientset, reports ...*apiv1.Report) (*repair.Executor, *int) {
+func freshDiagnoses(kube *fake.Clientset, reports ...*model.Report) (*repair.Executor, *int) {
 	n := 0
-	return &repair.Executor{Kube: kube, DryRun: repair.DryRunNone, Rediagnose: func(context.Context) (*apiv1.Report, *snapshot.Snapshot, error) {
+	return &repair.Executor{Kube: kube, DryRun: apiv1.DryRunNone, Rediagnose: func(context.Context) (*model.Report, *snapshot.Snapshot, error) {
 		rep := reports[min(n, len(reports)-1)]
 		n++
 		return rep, snap(), nil
@@ -30,9 +31,9 @@ func freshDiagnoses(kube *fake.Clientset, reports ...*apiv1.Report) (*repair.Exe
 }
 
 // withUID is a StaleRevisionStuck report on web-0 with the given pod UID and resourceVersion.
-func withUID(uid, rv string) *apiv1.Report {
-	return apiv1.NewReport(false, nil, []apiv1.Finding{{Code: apiv1.StaleRevisionStuck, Severity: apiv1.SeverityError, Namespace: "shop",
-		StatefulSet: "web", Pod: "web-0", Target: &apiv1.PodRef{Name: "web-0", UID: types.UID(uid), ResourceVersion: rv}}})
+func withUID(uid, rv string) *model.Report {
+	return model.NewReport(false, nil, []model.Finding{{Finding: apiv1.Finding{Code: apiv1.StaleRevisionStuck, Severity: apiv1.SeverityError, Namespace: "shop",
+		StatefulSet: "web", Pod: "web-0"}, Target: &model.PodRef{Name: "web-0", UID: types.UID(uid)}}})
 }
 
 func deleted(kube *fake.Clientset) []k8stesting.DeleteAction {
@@ -67,7 +68,7 @@ func TestBackOffChurnDoesNotBlockTheDelete(t *testing.T) {
 // reverted): the fresh diagnosis no longer proves it stuck, nothing is deleted.
 func TestRecoveredPodIsNotDeleted(t *testing.T) {
 	kube := fake.NewClientset(objects()...)
-	exec, _ := freshDiagnoses(kube, apiv1.NewReport(false, nil, nil))
+	exec, _ := freshDiagnoses(kube, model.NewReport(false, nil, nil))
 	done, err := exec.Apply(context.Background(), mustPlan(withUID("uid-web-0", "5")))
 	if err != nil || done[0].Result != apiv1.ResultSkipped || !strings.Contains(done[0].Message, "no longer proves it stuck") {
 		t.Fatalf("%+v %v", done, err)
@@ -108,7 +109,7 @@ func TestReplacedAndRecoveredIsSkipped(t *testing.T) {
 	kube.PrependReactor("delete", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewConflict(schema.GroupResource{Resource: "pods"}, "web-0", errors.New("Precondition failed"))
 	})
-	exec, _ := freshDiagnoses(kube, withUID("uid-web-0", "5"), apiv1.NewReport(false, nil, nil))
+	exec, _ := freshDiagnoses(kube, withUID("uid-web-0", "5"), model.NewReport(false, nil, nil))
 	done, err := exec.Apply(context.Background(), mustPlan(withUID("uid-web-0", "5")))
 	if err != nil || done[0].Result != apiv1.ResultSkipped {
 		t.Fatalf("%+v %v", done, err)
@@ -121,12 +122,12 @@ func TestReplacedAndRecoveredIsSkipped(t *testing.T) {
 // TestForceDeleteOnlyOnALostNode: ForceDeletePod is sent with grace period 0 and the UID
 // precondition only while a fresh diagnosis still says the pod's node is lost.
 func TestForceDeleteOnlyOnALostNode(t *testing.T) {
-	stuck := func(lost string) *apiv1.Report {
-		return apiv1.NewReport(false, nil, []apiv1.Finding{{Code: apiv1.PodStuckTerminating, Severity: apiv1.SeverityError, Namespace: "shop",
-			StatefulSet: "web", Pod: "web-1", LostNode: lost, Target: &apiv1.PodRef{Name: "web-1", UID: "uid-web-1"}}})
+	stuck := func(lost string) *model.Report {
+		return model.NewReport(false, nil, []model.Finding{{Finding: apiv1.Finding{Code: apiv1.PodStuckTerminating, Severity: apiv1.SeverityError, Namespace: "shop",
+			StatefulSet: "web", Pod: "web-1"}, LostNode: lost, Target: &model.PodRef{Name: "web-1", UID: "uid-web-1"}}})
 	}
 	plan := repair.PlanForceDeletes(stuck("node-1"))
-	if len(plan) != 1 || plan[0].Action != apiv1.ForceDeletePod || plan[0].UID != "uid-web-1" {
+	if len(plan) != 1 || plan[0].Kind() != apiv1.ForceDeletePod || plan[0].UID != "uid-web-1" {
 		t.Fatalf("plan %+v", plan)
 	}
 	if p := repair.PlanForceDeletes(stuck("")); len(p) != 0 {

@@ -9,6 +9,7 @@ import (
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/diagnose"
 	"github.com/stsdiag/stsdiag/internal/gather"
+	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/rollout"
 	"github.com/stsdiag/stsdiag/internal/snapshot"
 	"github.com/stsdiag/stsdiag/internal/stuck"
@@ -22,9 +23,9 @@ type Options struct {
 	// Diagnosis tunes the fresh diagnoses.
 	Diagnosis stuck.Options
 	// DryRun is none, client or server.
-	DryRun string
+	DryRun apiv1.DryRunMode
 	// Progress, if set, is told about each action as it completes.
-	Progress func(apiv1.Action)
+	Progress func(model.Action)
 	// Rollback also plans rollbacks of failing update revisions to an earlier revision whose
 	// pods are Ready (fix/wait/watch --rollback; see PlanRollbacks).
 	Rollback bool
@@ -37,7 +38,7 @@ func New(o Options) *Executor {
 		DryRun:   o.DryRun,
 		Progress: o.Progress,
 		Rollback: o.Rollback,
-		Rediagnose: func(ctx context.Context) (*apiv1.Report, *snapshot.Snapshot, error) {
+		Rediagnose: func(ctx context.Context) (*model.Report, *snapshot.Snapshot, error) {
 			return diagnose.Run(ctx, o.Clients, o.Scope, o.Diagnosis)
 		},
 	}
@@ -45,12 +46,12 @@ func New(o Options) *Executor {
 
 // Repair plans the safe repairs of a diagnosis and applies those keep accepts (all when keep is
 // nil). It is what wait --fix and watch --fix do when a finding has held.
-func (e *Executor) Repair(ctx context.Context, rep *apiv1.Report, snap *snapshot.Snapshot, keep func(apiv1.Action) bool) ([]apiv1.Action, error) {
+func (e *Executor) Repair(ctx context.Context, rep *model.Report, snap *snapshot.Snapshot, keep func(model.Action) bool) ([]model.Action, error) {
 	planned, unrepaired := Plan(rep, snap)
 	if e.Rollback {
 		planned, _ = PlanRollbacks(rep, snap, planned, unrepaired)
 	}
-	var actions []apiv1.Action
+	var actions []model.Action
 	for _, a := range planned {
 		if keep == nil || keep(a) {
 			actions = append(actions, a)
@@ -70,9 +71,9 @@ type FixOptions struct {
 	Options
 	// Confirm is shown the plan before anything changes; nil applies without asking. An error
 	// means confirmation was impossible (no terminal): the actions are then skipped.
-	Confirm func(plan *apiv1.FixResult) (bool, error)
+	Confirm func(plan *model.FixResult) (bool, error)
 	// OnPlan, if set, is shown the plan and the diagnosis warnings first.
-	OnPlan func(plan *apiv1.FixResult, warnings []string)
+	OnPlan func(plan *model.FixResult, warnings []string)
 	// ForceLostNode also plans ForceDeletePod for pods stuck terminating on a lost node.
 	ForceLostNode bool
 	// Wait, if positive, follows the rollouts of the repaired StatefulSets for up to this long,
@@ -84,12 +85,12 @@ type FixOptions struct {
 // Fix diagnoses the scope, plans the safe repairs, asks, applies them and optionally follows the
 // rollouts. The error is ErrNotConfirmed, a rollout.ErrTimeout, or a failure to evaluate
 // (gathering, an UnavailableError): the result is valid in every case but the last.
-func Fix(ctx context.Context, o FixOptions) (*apiv1.FixResult, error) {
+func Fix(ctx context.Context, o FixOptions) (*model.FixResult, error) {
 	rep, snap, err := diagnose.Run(ctx, o.Clients, o.Scope, o.Diagnosis)
 	if err != nil {
 		return nil, err
 	}
-	result := apiv1.NewFixResult(o.DryRun)
+	result := &model.FixResult{DryRun: o.DryRun}
 	result.Actions, result.Unrepaired = Plan(rep, snap)
 	if o.Rollback {
 		result.Actions, result.Unrepaired = PlanRollbacks(rep, snap, result.Actions, result.Unrepaired)
@@ -100,7 +101,7 @@ func Fix(ctx context.Context, o FixOptions) (*apiv1.FixResult, error) {
 		result.Unrepaired = withoutPods(result.Unrepaired, apiv1.PodStuckTerminating, forced)
 	}
 	if result.Actions == nil {
-		result.Actions = []apiv1.Action{}
+		result.Actions = []model.Action{}
 	}
 	if o.OnPlan != nil {
 		o.OnPlan(result, rep.Warnings)
@@ -108,7 +109,7 @@ func Fix(ctx context.Context, o FixOptions) (*apiv1.FixResult, error) {
 	if len(result.Actions) == 0 {
 		return result, nil
 	}
-	if o.DryRun == DryRunNone && o.Confirm != nil {
+	if o.DryRun == apiv1.DryRunNone && o.Confirm != nil {
 		ok, err := o.Confirm(result)
 		if err != nil {
 			for i := range result.Actions {
@@ -124,7 +125,7 @@ func Fix(ctx context.Context, o FixOptions) (*apiv1.FixResult, error) {
 	if err != nil {
 		return result, err
 	}
-	if o.Wait > 0 && o.DryRun == DryRunNone {
+	if o.Wait > 0 && o.DryRun == apiv1.DryRunNone {
 		if err := followRollouts(ctx, o, result); err != nil {
 			return result, err
 		}
@@ -135,7 +136,7 @@ func Fix(ctx context.Context, o FixOptions) (*apiv1.FixResult, error) {
 // followRollouts follows every StatefulSet a repair was done for. "complete" is said only when
 // every StatefulSet with a planned action was repaired and has completed: never of a set whose
 // action was skipped or failed, which is likely still stuck.
-func followRollouts(ctx context.Context, o FixOptions, result *apiv1.FixResult) error {
+func followRollouts(ctx context.Context, o FixOptions, result *model.FixResult) error {
 	log := o.RolloutLog
 	if log == nil {
 		log = io.Discard
@@ -143,7 +144,7 @@ func followRollouts(ctx context.Context, o FixOptions, result *apiv1.FixResult) 
 	ctx, cancel := context.WithTimeout(ctx, o.Wait)
 	defer cancel()
 	repaired, unrepaired := map[string]bool{}, false
-	var order []apiv1.Action
+	var order []model.Action
 	for _, a := range result.Actions {
 		key := snapshot.Key(a.Namespace, a.StatefulSet)
 		if a.Result != apiv1.ResultDone {
@@ -170,12 +171,12 @@ func followRollouts(ctx context.Context, o FixOptions, result *apiv1.FixResult) 
 }
 
 // withoutPods drops the findings of a code about pods the actions repair.
-func withoutPods(findings []apiv1.Finding, code string, actions []apiv1.Action) []apiv1.Finding {
+func withoutPods(findings []model.Finding, code apiv1.Code, actions []model.Action) []model.Finding {
 	repaired := map[string]bool{}
 	for _, a := range actions {
 		repaired[snapshot.Key(a.Namespace, a.Pod)] = true
 	}
-	var out []apiv1.Finding
+	var out []model.Finding
 	for _, f := range findings {
 		if f.Code != code || !repaired[snapshot.Key(f.Namespace, f.Pod)] {
 			out = append(out, f)

@@ -2,11 +2,13 @@ package repair_test
 
 import (
 	"path/filepath"
+	"reflect"
 	"testing"
 	"time"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/diagnose"
+	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/repair"
 	"github.com/stsdiag/stsdiag/internal/snapshot"
 	"github.com/stsdiag/stsdiag/internal/stuck"
@@ -18,16 +20,16 @@ func TestPlanFromDiagnosis(t *testing.T) {
 	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 	cases := []struct {
 		scenario string
-		want     []apiv1.Action
+		want     []model.Action
 	}{
-		{"stuck/stale-revision-stuck-3-replicas", []apiv1.Action{
-			{Action: apiv1.DeletePod, Namespace: "shop", StatefulSet: "web", Pod: "web-0", UID: "web-0-uid", ResourceVersion: "7"},
+		{"stuck/stale-revision-stuck-3-replicas", []model.Action{
+			{Action: apiv1.Action{Action: apiv1.DeletePod, Namespace: "shop", StatefulSet: "web", Pod: "web-0", UID: "web-0-uid"}, Cause: apiv1.StaleRevisionStuck},
 		}},
-		{"resolver/seed", []apiv1.Action{
-			{Action: apiv1.PatchImage, Namespace: "demo", StatefulSet: "web", Container: "app", From: "statefulset-issue-demo:1.0.1",
-				To:   "image-registry.openshift-image-registry.svc:5000/demo/statefulset-issue-demo@sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
-				Path: "/spec/template/spec/containers/0/image", UID: "web-uid"},
-			{Action: apiv1.DeletePod, Namespace: "demo", StatefulSet: "web", Pod: "web-0", AfterPatch: true},
+		{"resolver/seed", []model.Action{
+			{Action: apiv1.Action{Action: apiv1.PatchImage, Namespace: "demo", StatefulSet: "web", Container: "app", From: "statefulset-issue-demo:1.0.1",
+				To:  "image-registry.openshift-image-registry.svc:5000/demo/statefulset-issue-demo@sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+				UID: "web-uid"}, Cause: apiv1.UnresolvedImageReference, Path: "/spec/template/spec/containers/0/image"},
+			{Action: apiv1.Action{Action: apiv1.DeletePod, Namespace: "demo", StatefulSet: "web", Pod: "web-0"}, Cause: apiv1.UnresolvedImageReference, AfterPatch: true},
 		}},
 	}
 	for _, c := range cases {
@@ -41,7 +43,7 @@ func TestPlanFromDiagnosis(t *testing.T) {
 				t.Fatalf("planned %+v, want %+v", actions, c.want)
 			}
 			for i := range c.want {
-				if actions[i] != c.want[i] {
+				if !reflect.DeepEqual(actions[i], c.want[i]) {
 					t.Errorf("action %d:\n got %+v\nwant %+v", i, actions[i], c.want[i])
 				}
 			}

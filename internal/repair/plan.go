@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/resolver"
 	"github.com/stsdiag/stsdiag/internal/snapshot"
 )
@@ -23,12 +24,12 @@ import (
 // once per image field. The resolver sets Patch.To to exactly what OpenShift writes there: a
 // digest, except where admission or the trigger controller writes a tag (a legacy image ID, or a
 // trigger on a referencePolicy Source tag), which the finding's message says.
-func Plan(rep *apiv1.Report, snap *snapshot.Snapshot) (actions []apiv1.Action, unrepaired []apiv1.Finding) {
+func Plan(rep *model.Report, snap *snapshot.Snapshot) (actions []model.Action, unrepaired []model.Finding) {
 	setUIDs := map[string]types.UID{}
 	for i := range snap.StatefulSets {
 		setUIDs[snapshot.Key(snap.StatefulSets[i].Namespace, snap.StatefulSets[i].Name)] = snap.StatefulSets[i].UID
 	}
-	var patches, deletes []apiv1.Action
+	var patches, deletes []model.Action
 	planned := map[string]bool{}
 	afterPatch := map[string]bool{}
 	patchedFields, governed := map[string]bool{}, map[string]bool{}
@@ -43,13 +44,13 @@ func Plan(rep *apiv1.Report, snap *snapshot.Snapshot) (actions []apiv1.Action, u
 		}
 		patchedFields[field] = true
 		governed[snapshot.Key(f.Namespace, f.StatefulSet)+"/"+f.Container] = true
-		patches = append(patches, apiv1.Action{Action: apiv1.PatchImage, Namespace: f.Namespace, StatefulSet: f.StatefulSet, Container: f.Container,
-			From: f.Patch.From, To: f.Patch.To, Path: f.Patch.Path, UID: string(uid)})
+		patches = append(patches, model.Action{Action: apiv1.Action{Action: apiv1.PatchImage, Namespace: f.Namespace, StatefulSet: f.StatefulSet, Container: f.Container,
+			From: f.Patch.From, To: f.Patch.To, UID: string(uid)}, Cause: f.Code, Path: f.Patch.Path})
 		for _, pod := range f.FailingPods {
 			key := snapshot.Key(f.Namespace, pod)
 			if !afterPatch[key] {
 				afterPatch[key] = true
-				deletes = append(deletes, apiv1.Action{Action: apiv1.DeletePod, Namespace: f.Namespace, StatefulSet: f.StatefulSet, Pod: pod, AfterPatch: true})
+				deletes = append(deletes, model.Action{Action: apiv1.Action{Action: apiv1.DeletePod, Namespace: f.Namespace, StatefulSet: f.StatefulSet, Pod: pod}, Cause: f.Code, AfterPatch: true})
 			}
 		}
 	}
@@ -62,8 +63,8 @@ func Plan(rep *apiv1.Report, snap *snapshot.Snapshot) (actions []apiv1.Action, u
 			continue
 		}
 		planned[key] = true
-		deletes = append(deletes, apiv1.Action{Action: apiv1.DeletePod, Namespace: f.Namespace, StatefulSet: f.StatefulSet, Pod: f.Target.Name,
-			UID: string(f.Target.UID), ResourceVersion: f.Target.ResourceVersion})
+		deletes = append(deletes, model.Action{Action: apiv1.Action{Action: apiv1.DeletePod, Namespace: f.Namespace, StatefulSet: f.StatefulSet, Pod: f.Target.Name,
+			UID: string(f.Target.UID)}, Cause: f.Code})
 	}
 	for _, f := range rep.Findings {
 		if f.Severity != apiv1.SeverityError {
@@ -94,7 +95,7 @@ func Plan(rep *apiv1.Report, snap *snapshot.Snapshot) (actions []apiv1.Action, u
 // patchable reports whether a finding hands over a template image patch fix may send: from an
 // image finding on the template (not a pod), to a valid reference with a name — never empty, and
 // never a dangling "@" — that differs from the image diagnosed.
-func patchable(f apiv1.Finding) bool {
+func patchable(f model.Finding) bool {
 	if (f.Code != apiv1.UnresolvedImageReference && f.Code != apiv1.ImageTriggerStale) || f.Pod != "" || f.Patch == nil {
 		return false
 	}

@@ -11,6 +11,7 @@ import (
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/diagnose"
+	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/repair"
 	"github.com/stsdiag/stsdiag/internal/snapshot"
 	"github.com/stsdiag/stsdiag/internal/stuck"
@@ -28,26 +29,19 @@ func TestPlanImageFindings(t *testing.T) {
 	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 	cases := []struct {
 		scenario string
-		want     []apiv1.Action
+		want     []model.Action
 	}{
-		{"resolver/triggers-stale", []apiv1.Action{
-			{Action: apiv1.PatchImage, Namespace: "shop", StatefulSet: "stalefail", Container: "app", From: "nginx:1.27-typo", To: appImage,
-				Path: "/spec/template/spec/containers/0/image", UID: "stalefail-uid"},
-			{Action: apiv1.PatchImage, Namespace: "shop", StatefulSet: "governed", Container: "app", From: "app:1", To: appImage,
-				Path: "/spec/template/spec/containers/0/image", UID: "governed-uid"},
-			{Action: apiv1.PatchImage, Namespace: "shop", StatefulSet: "init", Container: "init", From: "registry.k8s.io/app:0", To: appImage,
-				Path: "/spec/template/spec/initContainers/0/image", UID: "init-uid"},
-			{Action: apiv1.PatchImage, Namespace: "shop", StatefulSet: "source", Container: "app", From: "registry.k8s.io/app:1", To: "quay.io/upstream/src:1",
-				Path: "/spec/template/spec/containers/0/image", UID: "source-uid"},
-			{Action: apiv1.PatchImage, Namespace: "shop", StatefulSet: "stale", Container: "app", From: "registry.k8s.io/app:1", To: appImage,
-				Path: "/spec/template/spec/containers/0/image", UID: "stale-uid"},
-			{Action: apiv1.DeletePod, Namespace: "shop", StatefulSet: "stalefail", Pod: "stalefail-0", AfterPatch: true},
+		{"resolver/triggers-stale", []model.Action{
+			{Action: apiv1.Action{Action: apiv1.PatchImage, Namespace: "shop", StatefulSet: "stalefail", Container: "app", From: "nginx:1.27-typo", To: appImage, UID: "stalefail-uid"}, Cause: apiv1.ImageTriggerStale, Path: "/spec/template/spec/containers/0/image"},
+			{Action: apiv1.Action{Action: apiv1.PatchImage, Namespace: "shop", StatefulSet: "governed", Container: "app", From: "app:1", To: appImage, UID: "governed-uid"}, Cause: apiv1.ImageTriggerStale, Path: "/spec/template/spec/containers/0/image"},
+			{Action: apiv1.Action{Action: apiv1.PatchImage, Namespace: "shop", StatefulSet: "init", Container: "init", From: "registry.k8s.io/app:0", To: appImage, UID: "init-uid"}, Cause: apiv1.ImageTriggerStale, Path: "/spec/template/spec/initContainers/0/image"},
+			{Action: apiv1.Action{Action: apiv1.PatchImage, Namespace: "shop", StatefulSet: "source", Container: "app", From: "registry.k8s.io/app:1", To: "quay.io/upstream/src:1", UID: "source-uid"}, Cause: apiv1.ImageTriggerStale, Path: "/spec/template/spec/containers/0/image"},
+			{Action: apiv1.Action{Action: apiv1.PatchImage, Namespace: "shop", StatefulSet: "stale", Container: "app", From: "registry.k8s.io/app:1", To: appImage, UID: "stale-uid"}, Cause: apiv1.ImageTriggerStale, Path: "/spec/template/spec/containers/0/image"},
+			{Action: apiv1.Action{Action: apiv1.DeletePod, Namespace: "shop", StatefulSet: "stalefail", Pod: "stalefail-0"}, Cause: apiv1.ImageTriggerStale, AfterPatch: true},
 		}},
-		{"resolver/tag-events", []apiv1.Action{
-			{Action: apiv1.PatchImage, Namespace: "shop", StatefulSet: "legacy", Container: "app", From: "bare:3", To: "quay.io/upstream/bare:legacyid",
-				Path: "/spec/template/spec/containers/0/image", UID: "legacy-uid"},
-			{Action: apiv1.PatchImage, Namespace: "shop", StatefulSet: "localnorepo", Container: "app", From: "bare:2", To: "quay.io/upstream/bare@" + digest,
-				Path: "/spec/template/spec/containers/0/image", UID: "localnorepo-uid"},
+		{"resolver/tag-events", []model.Action{
+			{Action: apiv1.Action{Action: apiv1.PatchImage, Namespace: "shop", StatefulSet: "legacy", Container: "app", From: "bare:3", To: "quay.io/upstream/bare:legacyid", UID: "legacy-uid"}, Cause: apiv1.UnresolvedImageReference, Path: "/spec/template/spec/containers/0/image"},
+			{Action: apiv1.Action{Action: apiv1.PatchImage, Namespace: "shop", StatefulSet: "localnorepo", Container: "app", From: "bare:2", To: "quay.io/upstream/bare@" + digest, UID: "localnorepo-uid"}, Cause: apiv1.UnresolvedImageReference, Path: "/spec/template/spec/containers/0/image"},
 		}},
 	}
 	for _, c := range cases {
@@ -78,15 +72,14 @@ func TestPlanPatchGuards(t *testing.T) {
 		snap.StatefulSets = append(snap.StatefulSets, set)
 	}
 	const path = "/spec/template/spec/containers/0/image"
-	finding := func(code, set, to string) apiv1.Finding {
-		return apiv1.Finding{Code: code, Severity: apiv1.SeverityError, Namespace: "shop", StatefulSet: set, Container: "app", Image: "app:1",
-			Patch: &apiv1.ImagePatch{Path: path, From: "app:1", To: to}}
+	finding := func(code apiv1.Code, set, to string) model.Finding {
+		return model.Finding{Finding: apiv1.Finding{Code: code, Severity: apiv1.SeverityError, Namespace: "shop", StatefulSet: set, Container: "app", Image: "app:1"}, Patch: &model.ImagePatch{Path: path, From: "app:1", To: to}}
 	}
 	noPatch := finding(apiv1.ImageTriggerStale, "g", "")
 	noPatch.Patch = nil
 	onPod := finding(apiv1.UnresolvedImageReference, "h", appImage)
 	onPod.Pod = "h-0"
-	rep := &apiv1.Report{Findings: []apiv1.Finding{
+	rep := &model.Report{Findings: []model.Finding{
 		finding(apiv1.UnresolvedImageReference, "a", ""),                                                           // empty
 		finding(apiv1.UnresolvedImageReference, "b", "image-registry.openshift-image-registry.svc:5000/shop/app@"), // empty digest
 		finding(apiv1.ImageTriggerStale, "c", "Not A Reference"),                                                   // malformed
@@ -103,7 +96,7 @@ func TestPlanPatchGuards(t *testing.T) {
 	}
 	var left []string
 	for _, f := range unrepaired {
-		left = append(left, f.Code+"/"+f.StatefulSet)
+		left = append(left, string(f.Code)+"/"+f.StatefulSet)
 	}
 	want := []string{"UnresolvedImageReference/a", "UnresolvedImageReference/b", "ImageTriggerStale/c", "ImageTriggerStale/d", "ImageTriggerStale/g"}
 	if len(left) != len(want) {

@@ -18,6 +18,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/repair"
 	"github.com/stsdiag/stsdiag/internal/snapshot"
 )
@@ -35,20 +36,18 @@ func objects() []runtime.Object {
 	return append(pods, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data-web-0", Namespace: "shop"}})
 }
 
-func stuckReport(pods ...string) *apiv1.Report {
-	var findings []apiv1.Finding
+func stuckReport(pods ...string) *model.Report {
+	var findings []model.Finding
 	for _, pod := range pods {
-		findings = append(findings, apiv1.Finding{Code: apiv1.StaleRevisionStuck, Severity: apiv1.SeverityError, Namespace: "shop", StatefulSet: "web", Pod: pod,
-			Target: &apiv1.PodRef{Name: pod, UID: types.UID("uid-" + pod), ResourceVersion: "5"}})
+		findings = append(findings, model.Finding{Finding: apiv1.Finding{Code: apiv1.StaleRevisionStuck, Severity: apiv1.SeverityError, Namespace: "shop", StatefulSet: "web", Pod: pod}, Target: &model.PodRef{Name: pod, UID: types.UID("uid-" + pod)}})
 	}
-	return apiv1.NewReport(false, nil, findings)
+	return model.NewReport(false, nil, findings)
 }
 
-func unresolvedReport(from string) *apiv1.Report {
-	return apiv1.NewReport(true, nil, []apiv1.Finding{
-		{Code: apiv1.UnresolvedImageReference, Severity: apiv1.SeverityError, Namespace: "shop", StatefulSet: "web", Container: "app", Image: from, ResolvedImage: digestImage,
-			FailingPods: []string{"web-0"}, Patch: &apiv1.ImagePatch{Path: "/spec/template/spec/containers/0/image", From: from, To: digestImage}},
-		{Code: apiv1.CurrentRevisionFailing, Severity: apiv1.SeverityError, Namespace: "shop", StatefulSet: "web", Pod: "web-0", Container: "app", Image: from},
+func unresolvedReport(from string) *model.Report {
+	return model.NewReport(true, nil, []model.Finding{
+		{Finding: apiv1.Finding{Code: apiv1.UnresolvedImageReference, Severity: apiv1.SeverityError, Namespace: "shop", StatefulSet: "web", Container: "app", Image: from, ResolvedImage: digestImage}, FailingPods: []string{"web-0"}, Patch: &model.ImagePatch{Path: "/spec/template/spec/containers/0/image", From: from, To: digestImage}},
+		{Finding: apiv1.Finding{Code: apiv1.CurrentRevisionFailing, Severity: apiv1.SeverityError, Namespace: "shop", StatefulSet: "web", Pod: "web-0", Container: "app", Image: from}},
 	})
 }
 
@@ -80,7 +79,7 @@ func onlySafeWrites(t *testing.T, kube *fake.Clientset) {
 
 func TestPlan(t *testing.T) {
 	actions, unrepaired := repair.Plan(unresolvedReport("myapp:1"), snap())
-	if len(actions) != 2 || actions[0].Action != apiv1.PatchImage || actions[1].Action != apiv1.DeletePod || !actions[1].AfterPatch {
+	if len(actions) != 2 || actions[0].Kind() != apiv1.PatchImage || actions[1].Kind() != apiv1.DeletePod || !actions[1].AfterPatch {
 		t.Fatalf("actions %+v", actions)
 	}
 	if actions[0].UID != "set-uid" || actions[0].From != "myapp:1" || actions[0].To != digestImage {
@@ -89,10 +88,10 @@ func TestPlan(t *testing.T) {
 	if len(unrepaired) != 0 {
 		t.Errorf("the failing pod is repaired by patch + delete: unrepaired %v", unrepaired)
 	}
-	rep := apiv1.NewReport(false, nil, []apiv1.Finding{
-		{Code: apiv1.CurrentRevisionFailing, Severity: apiv1.SeverityError, Pod: "web-0"},
-		{Code: apiv1.VolumeClaimPending, Severity: apiv1.SeverityError, Pod: "web-1"},
-		{Code: apiv1.OnDeleteStale, Severity: apiv1.SeverityInfo},
+	rep := model.NewReport(false, nil, []model.Finding{
+		{Finding: apiv1.Finding{Code: apiv1.CurrentRevisionFailing, Severity: apiv1.SeverityError, Pod: "web-0"}},
+		{Finding: apiv1.Finding{Code: apiv1.VolumeClaimPending, Severity: apiv1.SeverityError, Pod: "web-1"}},
+		{Finding: apiv1.Finding{Code: apiv1.OnDeleteStale, Severity: apiv1.SeverityInfo}},
 	})
 	actions, unrepaired = repair.Plan(rep, snap())
 	if len(actions) != 0 || len(unrepaired) != 2 {
@@ -103,7 +102,7 @@ func TestPlan(t *testing.T) {
 func TestDeleteWithPreconditions(t *testing.T) {
 	kube := fake.NewClientset(objects()...)
 	actions, _ := repair.Plan(stuckReport("web-0"), snap())
-	done, err := (&repair.Executor{Kube: kube, DryRun: repair.DryRunNone}).Apply(context.Background(), actions)
+	done, err := (&repair.Executor{Kube: kube, DryRun: apiv1.DryRunNone}).Apply(context.Background(), actions)
 	if err != nil || len(done) != 1 || done[0].Result != apiv1.ResultDone {
 		t.Fatalf("%+v %v", done, err)
 	}
@@ -120,7 +119,7 @@ func TestPodReplacedBetweenDiagnosisAndDelete(t *testing.T) {
 	kube.PrependReactor("delete", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewConflict(schema.GroupResource{Resource: "pods"}, "web-0", errors.New("Precondition failed: UID in precondition: uid-web-0, UID in object meta: new"))
 	})
-	done, err := (&repair.Executor{Kube: kube, DryRun: repair.DryRunNone}).Apply(context.Background(), mustPlan(stuckReport("web-0")))
+	done, err := (&repair.Executor{Kube: kube, DryRun: apiv1.DryRunNone}).Apply(context.Background(), mustPlan(stuckReport("web-0")))
 	if err != nil || done[0].Result != apiv1.ResultSkipped || !strings.Contains(done[0].Message, "nothing deleted") {
 		t.Fatalf("%+v %v", done, err)
 	}
@@ -134,7 +133,7 @@ func TestForbiddenDeleteIsReportedAndOthersGoOn(t *testing.T) {
 		}
 		return false, nil, nil
 	})
-	done, err := (&repair.Executor{Kube: kube, DryRun: repair.DryRunNone}).Apply(context.Background(), mustPlan(stuckReport("web-0", "web-1")))
+	done, err := (&repair.Executor{Kube: kube, DryRun: apiv1.DryRunNone}).Apply(context.Background(), mustPlan(stuckReport("web-0", "web-1")))
 	if err != nil || len(done) != 2 {
 		t.Fatalf("%+v %v", done, err)
 	}
@@ -148,7 +147,7 @@ func TestAPIGoneIsUnavailable(t *testing.T) {
 	kube.PrependReactor("delete", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, &url.Error{Op: "Delete", URL: "https://127.0.0.1:6443", Err: errors.New("connect: connection refused")}
 	})
-	_, err := (&repair.Executor{Kube: kube, DryRun: repair.DryRunNone}).Apply(context.Background(), mustPlan(stuckReport("web-0", "web-1")))
+	_, err := (&repair.Executor{Kube: kube, DryRun: apiv1.DryRunNone}).Apply(context.Background(), mustPlan(stuckReport("web-0", "web-1")))
 	var unavailable *repair.UnavailableError
 	if !errors.As(err, &unavailable) {
 		t.Fatalf("want UnavailableError, got %v", err)
@@ -157,8 +156,8 @@ func TestAPIGoneIsUnavailable(t *testing.T) {
 
 func TestPatchTestsTheDiagnosedImage(t *testing.T) {
 	kube := fake.NewClientset(objects()...)
-	exec := &repair.Executor{Kube: kube, DryRun: repair.DryRunNone, Rediagnose: func(context.Context) (*apiv1.Report, *snapshot.Snapshot, error) {
-		return apiv1.NewReport(true, nil, nil), snap(), nil
+	exec := &repair.Executor{Kube: kube, DryRun: apiv1.DryRunNone, Rediagnose: func(context.Context) (*model.Report, *snapshot.Snapshot, error) {
+		return model.NewReport(true, nil, nil), snap(), nil
 	}}
 	actions, _ := repair.Plan(unresolvedReport("myapp:1"), snap())
 	done, err := exec.Apply(context.Background(), actions[:1])
@@ -181,11 +180,11 @@ func TestPatchTestsTheDiagnosedImage(t *testing.T) {
 func TestStatefulSetChangedBeforePatch(t *testing.T) {
 	invalid := apierrors.NewGenericServerResponse(422, "patch", schema.GroupResource{Group: "apps", Resource: "statefulsets"}, "web", "testing value /spec/template/spec/containers/0/image failed", 0, false)
 	for name, tc := range map[string]struct {
-		fresh      *apiv1.Report
-		wantResult string
+		fresh      *model.Report
+		wantResult apiv1.ActionResult
 		patches    int
 	}{
-		"no longer needed":      {fresh: apiv1.NewReport(true, nil, nil), wantResult: apiv1.ResultSkipped, patches: 1},
+		"no longer needed":      {fresh: model.NewReport(true, nil, nil), wantResult: apiv1.ResultSkipped, patches: 1},
 		"needed with new value": {fresh: unresolvedReport("myapp:2"), wantResult: apiv1.ResultFailed, patches: 2},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -196,7 +195,7 @@ func TestStatefulSetChangedBeforePatch(t *testing.T) {
 				return true, nil, invalid
 			})
 			diagnosed := 0
-			exec := &repair.Executor{Kube: kube, DryRun: repair.DryRunNone, Rediagnose: func(context.Context) (*apiv1.Report, *snapshot.Snapshot, error) {
+			exec := &repair.Executor{Kube: kube, DryRun: apiv1.DryRunNone, Rediagnose: func(context.Context) (*model.Report, *snapshot.Snapshot, error) {
 				diagnosed++
 				return tc.fresh, snap(), nil
 			}}
@@ -218,7 +217,7 @@ func TestStatefulSetChangedBeforePatch(t *testing.T) {
 
 func TestDryRunServer(t *testing.T) {
 	kube := fake.NewClientset(objects()...)
-	done, err := (&repair.Executor{Kube: kube, DryRun: repair.DryRunServer}).Apply(context.Background(), mustPlan(stuckReport("web-0")))
+	done, err := (&repair.Executor{Kube: kube, DryRun: apiv1.DryRunServer}).Apply(context.Background(), mustPlan(stuckReport("web-0")))
 	if err != nil || done[0].Result != apiv1.ResultDone {
 		t.Fatalf("%+v %v", done, err)
 	}
@@ -227,7 +226,7 @@ func TestDryRunServer(t *testing.T) {
 	}
 }
 
-func mustPlan(rep *apiv1.Report) []apiv1.Action {
+func mustPlan(rep *model.Report) []model.Action {
 	actions, _ := repair.Plan(rep, snap())
 	return actions
 }

@@ -14,6 +14,7 @@ import (
 	"k8s.io/kubectl/pkg/util/podutils"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/snapshot"
 )
 
@@ -57,14 +58,14 @@ import (
 // stay unrepaired, with the reason in their remedy and in details.rollback. StatefulSets the plan
 // already patches are left to the patch. It reads the findings' typed fields and the snapshot,
 // never details.
-func PlanRollbacks(rep *apiv1.Report, snap *snapshot.Snapshot, actions []apiv1.Action, unrepaired []apiv1.Finding) ([]apiv1.Action, []apiv1.Finding) {
+func PlanRollbacks(rep *model.Report, snap *snapshot.Snapshot, actions []model.Action, unrepaired []model.Finding) ([]model.Action, []model.Finding) {
 	patched := map[string]bool{}
 	for _, a := range actions {
-		if a.Action == apiv1.PatchImage || a.Action == apiv1.Rollback {
+		if a.Kind() == apiv1.PatchImage || a.Kind() == apiv1.Rollback {
 			patched[snapshot.Key(a.Namespace, a.StatefulSet)] = true
 		}
 	}
-	failing := map[string][]apiv1.Finding{}
+	failing := map[string][]model.Finding{}
 	var order []string
 	for _, f := range unrepaired {
 		key := snapshot.Key(f.Namespace, f.StatefulSet)
@@ -81,7 +82,7 @@ func PlanRollbacks(rep *apiv1.Report, snap *snapshot.Snapshot, actions []apiv1.A
 	}
 	reasons := map[string]string{}
 	repaired := map[string]bool{}
-	var rollbacks, deletes []apiv1.Action
+	var rollbacks, deletes []model.Action
 	for _, key := range order {
 		rollback, pods, reason := planRollback(snap, key, failing[key])
 		if reason != "" {
@@ -91,10 +92,10 @@ func PlanRollbacks(rep *apiv1.Report, snap *snapshot.Snapshot, actions []apiv1.A
 		rollbacks = append(rollbacks, rollback)
 		for _, pod := range pods {
 			repaired[snapshot.Key(rollback.Namespace, pod)] = true
-			deletes = append(deletes, apiv1.Action{Action: apiv1.DeletePod, Namespace: rollback.Namespace, StatefulSet: rollback.StatefulSet, Pod: pod, AfterPatch: true})
+			deletes = append(deletes, model.Action{Action: apiv1.Action{Action: apiv1.DeletePod, Namespace: rollback.Namespace, StatefulSet: rollback.StatefulSet, Pod: pod}, Cause: apiv1.CurrentRevisionFailing, AfterPatch: true})
 		}
 	}
-	var left []apiv1.Finding
+	var left []model.Finding
 	for _, f := range unrepaired {
 		key := snapshot.Key(f.Namespace, f.StatefulSet)
 		switch {
@@ -107,9 +108,9 @@ func PlanRollbacks(rep *apiv1.Report, snap *snapshot.Snapshot, actions []apiv1.A
 			left = append(left, f)
 		}
 	}
-	var head, tail []apiv1.Action
+	var head, tail []model.Action
 	for _, a := range actions {
-		if a.Action == apiv1.DeletePod || a.Action == apiv1.ForceDeletePod {
+		if a.Kind() == apiv1.DeletePod || a.Kind() == apiv1.ForceDeletePod {
 			tail = append(tail, a)
 		} else {
 			head = append(head, a)
@@ -127,7 +128,7 @@ func PlanRollbacks(rep *apiv1.Report, snap *snapshot.Snapshot, actions []apiv1.A
 }
 
 // notRolledBack returns a copy of the finding that says why it was not rolled back.
-func notRolledBack(f apiv1.Finding, reason string) apiv1.Finding {
+func notRolledBack(f model.Finding, reason string) model.Finding {
 	c := f.DeepCopy()
 	if c.Details == nil {
 		c.Details = map[string]any{}
@@ -138,7 +139,7 @@ func notRolledBack(f apiv1.Finding, reason string) apiv1.Finding {
 }
 
 // planRollback decides one StatefulSet: the Rollback and the pods to delete after it, or why not.
-func planRollback(snap *snapshot.Snapshot, key string, failing []apiv1.Finding) (apiv1.Action, []string, string) {
+func planRollback(snap *snapshot.Snapshot, key string, failing []model.Finding) (model.Action, []string, string) {
 	var set *appsv1.StatefulSet
 	for i := range snap.StatefulSets {
 		if snapshot.Key(snap.StatefulSets[i].Namespace, snap.StatefulSets[i].Name) == key {
@@ -147,11 +148,11 @@ func planRollback(snap *snapshot.Snapshot, key string, failing []apiv1.Finding) 
 	}
 	switch {
 	case set == nil:
-		return apiv1.Action{}, nil, "the StatefulSet is not in the snapshot"
+		return model.Action{Action: apiv1.Action{}}, nil, "the StatefulSet is not in the snapshot"
 	case set.DeletionTimestamp != nil:
-		return apiv1.Action{}, nil, "the StatefulSet is being deleted"
+		return model.Action{Action: apiv1.Action{}}, nil, "the StatefulSet is being deleted"
 	case set.Status.ObservedGeneration < set.Generation || set.Status.UpdateRevision == "":
-		return apiv1.Action{}, nil, "the controller has not observed the latest template yet; run again once it has"
+		return model.Action{Action: apiv1.Action{}}, nil, "the controller has not observed the latest template yet; run again once it has"
 	}
 	update, current := set.Status.UpdateRevision, set.Status.CurrentRevision
 	pods := map[string]*corev1.Pod{}
@@ -169,13 +170,13 @@ func planRollback(snap *snapshot.Snapshot, key string, failing []apiv1.Finding) 
 	}
 	switch {
 	case len(bad) == 0:
-		return apiv1.Action{}, nil, fmt.Sprintf("the failing pods do not run the update revision %s (they run the current revision, below the partition): a rollback would not change their template", update)
+		return model.Action{Action: apiv1.Action{}}, nil, fmt.Sprintf("the failing pods do not run the update revision %s (they run the current revision, below the partition): a rollback would not change their template", update)
 	case current == "" || current == update:
 		// At creation the controller makes the first revision the current one without any pod
 		// being Ready (stateful_set_control.go:326-329@v1.37.2); afterwards only a completed
 		// rollout, every replica updated and Ready, promotes one (completeUpdate,
 		// stateful_set_utils.go:644-650@v1.37.2).
-		return apiv1.Action{}, nil, fmt.Sprintf("no earlier revision was Ready: %s is both the current and the update revision (the StatefulSet has been failing since it was created, or since its last rollout completed); fix the template", update)
+		return model.Action{Action: apiv1.Action{}}, nil, fmt.Sprintf("no earlier revision was Ready: %s is both the current and the update revision (the StatefulSet has been failing since it was created, or since its last rollout completed); fix the template", update)
 	}
 	var rev *appsv1.ControllerRevision
 	for i := range snap.Revisions {
@@ -185,7 +186,7 @@ func planRollback(snap *snapshot.Snapshot, key string, failing []apiv1.Finding) 
 		}
 	}
 	if rev == nil {
-		return apiv1.Action{}, nil, fmt.Sprintf("the ControllerRevision %s of the current revision no longer exists", current)
+		return model.Action{Action: apiv1.Action{}}, nil, fmt.Sprintf("the ControllerRevision %s of the current revision no longer exists", current)
 	}
 	ready := 0
 	for _, pod := range pods {
@@ -194,16 +195,17 @@ func planRollback(snap *snapshot.Snapshot, key string, failing []apiv1.Finding) 
 		}
 	}
 	if ready == 0 {
-		return apiv1.Action{}, nil, fmt.Sprintf("no pod of the earlier revision %s is Ready, so nothing proves it worked; stsdiag never rolls back past a revision that was not Ready", current)
+		return model.Action{Action: apiv1.Action{}}, nil, fmt.Sprintf("no pod of the earlier revision %s is Ready, so nothing proves it worked; stsdiag never rolls back past a revision that was not Ready", current)
 	}
 	raw, tmpl, err := revisionTemplate(rev)
 	if err != nil {
-		return apiv1.Action{}, nil, fmt.Sprintf("the ControllerRevision %s cannot be read: %v", current, err)
+		return model.Action{Action: apiv1.Action{}}, nil, fmt.Sprintf("the ControllerRevision %s cannot be read: %v", current, err)
 	}
 	sort.Strings(bad)
-	a := apiv1.Action{Action: apiv1.Rollback, Namespace: set.Namespace, StatefulSet: set.Name, UID: string(set.UID),
-		Rollback: &apiv1.RollbackTarget{Revision: current, FromRevision: update, Images: imageChanges(&set.Spec.Template, tmpl),
-			Template: raw, Generation: set.Generation, Tests: imageFields(&set.Spec.Template)}}
+	a := model.Action{Action: apiv1.Action{Action: apiv1.Rollback, Namespace: set.Namespace, StatefulSet: set.Name, UID: string(set.UID),
+		Rollback: &apiv1.RollbackTarget{Revision: current, FromRevision: update, Images: imageChanges(&set.Spec.Template, tmpl)}},
+		Cause: apiv1.CurrentRevisionFailing,
+		Guard: &model.RollbackPlan{Template: raw, Generation: set.Generation, Tests: imageFields(&set.Spec.Template)}}
 	return a, bad, ""
 }
 
@@ -243,13 +245,13 @@ func revisionTemplate(rev *appsv1.ControllerRevision) (json.RawMessage, *corev1.
 }
 
 // imageFields lists the image field of every container of a template, init containers first.
-func imageFields(t *corev1.PodTemplateSpec) []apiv1.ImagePatch {
-	var out []apiv1.ImagePatch
+func imageFields(t *corev1.PodTemplateSpec) []model.ImagePatch {
+	var out []model.ImagePatch
 	for i, c := range t.Spec.InitContainers {
-		out = append(out, apiv1.ImagePatch{Path: fmt.Sprintf("/spec/template/spec/initContainers/%d/image", i), From: c.Image})
+		out = append(out, model.ImagePatch{Path: fmt.Sprintf("/spec/template/spec/initContainers/%d/image", i), From: c.Image})
 	}
 	for i, c := range t.Spec.Containers {
-		out = append(out, apiv1.ImagePatch{Path: fmt.Sprintf("/spec/template/spec/containers/%d/image", i), From: c.Image})
+		out = append(out, model.ImagePatch{Path: fmt.Sprintf("/spec/template/spec/containers/%d/image", i), From: c.Image})
 	}
 	return out
 }
@@ -294,11 +296,11 @@ type rollbackOp struct {
 // its generation (any spec change since diagnosis bumps it) and the image of every container as
 // diagnosed, so a concurrent change is never overwritten. When a test fails it diagnoses again,
 // once, and retries only if the fresh diagnosis still calls for a rollback of that StatefulSet.
-func (e *Executor) rollback(ctx context.Context, a *apiv1.Action) (done bool, generation int64, err error) {
+func (e *Executor) rollback(ctx context.Context, a *model.Action) (done bool, generation int64, err error) {
 	return e.guardedPatch(ctx, a, guarded{
 		send:  e.sendRollback,
 		fresh: e.freshRollback,
-		done: func(a *apiv1.Action) string {
+		done: func(a *model.Action) string {
 			return fmt.Sprintf("template rolled back to revision %s; the pods still on %s are deleted once the controller has observed it and a fresh diagnosis proves them stuck", a.Rollback.Revision, a.Rollback.FromRevision)
 		},
 		dryRun:    "server dry run: the rollback would be accepted",
@@ -306,8 +308,8 @@ func (e *Executor) rollback(ctx context.Context, a *apiv1.Action) (done bool, ge
 	})
 }
 
-func (e *Executor) sendRollback(ctx context.Context, a *apiv1.Action) (*appsv1.StatefulSet, error) {
-	r := a.Rollback
+func (e *Executor) sendRollback(ctx context.Context, a *model.Action) (*appsv1.StatefulSet, error) {
+	r := a.Guard
 	if r == nil || len(r.Template) == 0 || a.UID == "" {
 		return nil, fmt.Errorf("rollback of %s/%s planned without a template or UID", a.Namespace, a.StatefulSet)
 	}
@@ -328,7 +330,7 @@ func (e *Executor) sendRollback(ctx context.Context, a *apiv1.Action) (*appsv1.S
 }
 
 // freshRollback diagnoses again and returns the StatefulSet's rollback, if one is still called for.
-func (e *Executor) freshRollback(ctx context.Context, a apiv1.Action) (apiv1.Action, bool, error) {
+func (e *Executor) freshRollback(ctx context.Context, a model.Action) (model.Action, bool, error) {
 	rep, snap, err := e.Rediagnose(ctx)
 	if err != nil {
 		return a, false, &UnavailableError{Err: err}
@@ -336,7 +338,7 @@ func (e *Executor) freshRollback(ctx context.Context, a apiv1.Action) (apiv1.Act
 	actions, unrepaired := Plan(rep, snap)
 	actions, _ = PlanRollbacks(rep, snap, actions, unrepaired)
 	for _, fresh := range actions {
-		if fresh.Action == apiv1.Rollback && fresh.Namespace == a.Namespace && fresh.StatefulSet == a.StatefulSet {
+		if fresh.Kind() == apiv1.Rollback && fresh.Namespace == a.Namespace && fresh.StatefulSet == a.StatefulSet {
 			return fresh, true, nil
 		}
 	}
@@ -344,10 +346,10 @@ func (e *Executor) freshRollback(ctx context.Context, a apiv1.Action) (apiv1.Act
 }
 
 // RolledBack lists the StatefulSets the actions rolled back (a Rollback done, not a dry run).
-func RolledBack(actions []apiv1.Action) []apiv1.RolledBack {
+func RolledBack(actions []model.Action) []apiv1.RolledBack {
 	var out []apiv1.RolledBack
 	for _, a := range actions {
-		if a.Action == apiv1.Rollback && a.Rollback != nil && a.Result == apiv1.ResultDone && !strings.HasPrefix(a.Message, "dry run") && !strings.HasPrefix(a.Message, "server dry run") {
+		if a.Kind() == apiv1.Rollback && a.Rollback != nil && a.Result == apiv1.ResultDone && !strings.HasPrefix(a.Message, "dry run") && !strings.HasPrefix(a.Message, "server dry run") {
 			out = append(out, apiv1.RolledBack{Namespace: a.Namespace, StatefulSet: a.StatefulSet, Revision: a.Rollback.Revision, FromRevision: a.Rollback.FromRevision, Images: a.Rollback.Images})
 		}
 	}
@@ -357,7 +359,7 @@ func RolledBack(actions []apiv1.Action) []apiv1.RolledBack {
 // RollbackVerdict makes wait's verdict say what a rollback means: the rollout that completed is
 // the earlier revision's, so the deploy failed all the same (RolledBack, exit 1). The result
 // lists each StatefulSet rolled back and the revision it returned to.
-func RollbackVerdict(res *apiv1.WaitResult) {
+func RollbackVerdict(res *model.WaitResult) {
 	res.RolledBack = RolledBack(res.Actions)
 	if len(res.RolledBack) == 0 {
 		return

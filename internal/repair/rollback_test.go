@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/render"
 	"github.com/stsdiag/stsdiag/internal/repair"
 	"github.com/stsdiag/stsdiag/internal/snapshot"
@@ -70,17 +71,15 @@ func rolloutSnap(current string) *snapshot.Snapshot {
 	return &snapshot.Snapshot{StatefulSets: []appsv1.StatefulSet{*set}, Revisions: revs, Pods: pods}
 }
 
-func failingReport(pods ...string) *apiv1.Report {
-	var findings []apiv1.Finding
+func failingReport(pods ...string) *model.Report {
+	var findings []model.Finding
 	for _, pod := range pods {
-		findings = append(findings, apiv1.Finding{Code: apiv1.CurrentRevisionFailing, Severity: apiv1.SeverityError, Namespace: "shop", StatefulSet: "db",
-			Pod: pod, Container: "db", Image: badImage, Reason: "ImagePullBackOff", Remedy: "fix the template",
-			Target: &apiv1.PodRef{Name: pod, UID: types.UID("uid-" + pod)}})
+		findings = append(findings, model.Finding{Finding: apiv1.Finding{Code: apiv1.CurrentRevisionFailing, Severity: apiv1.SeverityError, Namespace: "shop", StatefulSet: "db", Pod: pod, Container: "db", Image: badImage, Reason: "ImagePullBackOff", Remedy: "fix the template"}, Target: &model.PodRef{Name: pod, UID: types.UID("uid-" + pod)}})
 	}
-	return apiv1.NewReport(false, nil, findings)
+	return model.NewReport(false, nil, findings)
 }
 
-func planWithRollbacks(rep *apiv1.Report, s *snapshot.Snapshot) ([]apiv1.Action, []apiv1.Finding) {
+func planWithRollbacks(rep *model.Report, s *snapshot.Snapshot) ([]model.Action, []model.Finding) {
 	actions, unrepaired := repair.Plan(rep, s)
 	return repair.PlanRollbacks(rep, s, actions, unrepaired)
 }
@@ -91,23 +90,23 @@ func TestPlanRollback(t *testing.T) {
 		t.Fatalf("actions %+v unrepaired %+v", actions, unrepaired)
 	}
 	rb, del := actions[0], actions[1]
-	if rb.Action != apiv1.Rollback || rb.UID != "db-uid" || rb.Rollback == nil || rb.Rollback.Revision != "db-good" || rb.Rollback.FromRevision != "db-bad" ||
-		rb.Rollback.Generation != 4 {
+	if rb.Kind() != apiv1.Rollback || rb.UID != "db-uid" || rb.Rollback == nil || rb.Rollback.Revision != "db-good" || rb.Rollback.FromRevision != "db-bad" ||
+		rb.Guard.Generation != 4 {
 		t.Fatalf("rollback %+v", rb)
 	}
 	if len(rb.Rollback.Images) != 1 || rb.Rollback.Images[0] != (apiv1.ImageChange{Container: "db", From: badImage, To: goodImage}) {
 		t.Errorf("images %+v", rb.Rollback.Images)
 	}
-	wantTests := []apiv1.ImagePatch{{Path: "/spec/template/spec/initContainers/0/image", From: "busybox:1"},
+	wantTests := []model.ImagePatch{{Path: "/spec/template/spec/initContainers/0/image", From: "busybox:1"},
 		{Path: "/spec/template/spec/containers/0/image", From: badImage}, {Path: "/spec/template/spec/containers/1/image", From: "sidecar:1"}}
-	if len(rb.Rollback.Tests) != 3 || rb.Rollback.Tests[0] != wantTests[0] || rb.Rollback.Tests[1] != wantTests[1] || rb.Rollback.Tests[2] != wantTests[2] {
-		t.Errorf("tests %+v", rb.Rollback.Tests)
+	if len(rb.Guard.Tests) != 3 || rb.Guard.Tests[0] != wantTests[0] || rb.Guard.Tests[1] != wantTests[1] || rb.Guard.Tests[2] != wantTests[2] {
+		t.Errorf("tests %+v", rb.Guard.Tests)
 	}
 	var tmpl map[string]any
-	if err := json.Unmarshal(rb.Rollback.Template, &tmpl); err != nil || tmpl["$patch"] != nil || tmpl["spec"].(map[string]any)["futureField"] == nil {
-		t.Errorf("the template must be the revision's own JSON without $patch: %s (%v)", rb.Rollback.Template, err)
+	if err := json.Unmarshal(rb.Guard.Template, &tmpl); err != nil || tmpl["$patch"] != nil || tmpl["spec"].(map[string]any)["futureField"] == nil {
+		t.Errorf("the template must be the revision's own JSON without $patch: %s (%v)", rb.Guard.Template, err)
 	}
-	if del.Action != apiv1.DeletePod || del.Pod != "db-2" || !del.AfterPatch {
+	if del.Kind() != apiv1.DeletePod || del.Pod != "db-2" || !del.AfterPatch {
 		t.Errorf("delete %+v", del)
 	}
 	line := render.DescribeAction(rb)
@@ -116,7 +115,7 @@ func TestPlanRollback(t *testing.T) {
 			t.Errorf("plan line %q lacks %q", line, want)
 		}
 	}
-	out, _ := json.Marshal(rb)
+	out, _ := json.Marshal(rb.Action)
 	if !strings.Contains(string(out), `"rollback":{"revision":"db-good","fromRevision":"db-bad","images":[{"container":"db","from":"nginx:1.27-typo","to":"registry.k8s.io/nginx-slim:0.27"}]}`) ||
 		strings.Contains(string(out), "futureField") {
 		t.Errorf("FixResult action: %s", out)
@@ -172,15 +171,14 @@ func rolloutObjects(current string) []runtime.Object {
 
 // afterRollback is the fresh diagnosis once the controller has observed the rollback: db-2 now
 // runs an old revision and is StaleRevisionStuck.
-func afterRollback() *apiv1.Report {
-	return apiv1.NewReport(false, nil, []apiv1.Finding{{Code: apiv1.StaleRevisionStuck, Severity: apiv1.SeverityError, Namespace: "shop", StatefulSet: "db",
-		Pod: "db-2", Target: &apiv1.PodRef{Name: "db-2", UID: "uid-db-2"}}})
+func afterRollback() *model.Report {
+	return model.NewReport(false, nil, []model.Finding{{Finding: apiv1.Finding{Code: apiv1.StaleRevisionStuck, Severity: apiv1.SeverityError, Namespace: "shop", StatefulSet: "db", Pod: "db-2"}, Target: &model.PodRef{Name: "db-2", UID: "uid-db-2"}}})
 }
 
 func TestApplyRollbackThenDeleteProven(t *testing.T) {
 	kube := fake.NewClientset(rolloutObjects("db-good")...)
 	diagnoses := 0
-	exec := &repair.Executor{Kube: kube, DryRun: repair.DryRunNone, Rediagnose: func(context.Context) (*apiv1.Report, *snapshot.Snapshot, error) {
+	exec := &repair.Executor{Kube: kube, DryRun: apiv1.DryRunNone, Rediagnose: func(context.Context) (*model.Report, *snapshot.Snapshot, error) {
 		diagnoses++
 		return afterRollback(), rolloutSnap("db-good"), nil
 	}}
@@ -221,9 +219,9 @@ func TestRollbackRefusedByTheTestIsNeverOverwritten(t *testing.T) {
 	changed.StatefulSets[0].Status.ObservedGeneration = 5
 	changed.StatefulSets[0].Status.UpdateRevision = "db-third"
 	for name, tc := range map[string]struct {
-		fresh      *apiv1.Report
+		fresh      *model.Report
 		snap       *snapshot.Snapshot
-		wantResult string
+		wantResult apiv1.ActionResult
 		patches    int
 	}{
 		// Someone set another template meanwhile: db-2 is an old-revision pod now, no rollback.
@@ -238,7 +236,7 @@ func TestRollbackRefusedByTheTestIsNeverOverwritten(t *testing.T) {
 				return true, nil, invalid
 			})
 			diagnoses := 0
-			exec := &repair.Executor{Kube: kube, DryRun: repair.DryRunNone, Rediagnose: func(context.Context) (*apiv1.Report, *snapshot.Snapshot, error) {
+			exec := &repair.Executor{Kube: kube, DryRun: apiv1.DryRunNone, Rediagnose: func(context.Context) (*model.Report, *snapshot.Snapshot, error) {
 				diagnoses++
 				return tc.fresh, tc.snap, nil
 			}}
@@ -262,12 +260,12 @@ func TestRollbackRefusedByTheTestIsNeverOverwritten(t *testing.T) {
 func TestRollbackDryRun(t *testing.T) {
 	kube := fake.NewClientset(rolloutObjects("db-good")...)
 	actions, _ := planWithRollbacks(failingReport("db-2"), rolloutSnap("db-good"))
-	done, err := (&repair.Executor{Kube: kube, DryRun: repair.DryRunClient}).Apply(context.Background(), actions)
+	done, err := (&repair.Executor{Kube: kube, DryRun: apiv1.DryRunClient}).Apply(context.Background(), actions)
 	if err != nil || len(done) != 2 || done[0].Result != apiv1.ResultDone || len(kube.Actions()) != 0 {
 		t.Fatalf("client dry run: %+v %v, requests %v", done, err, kube.Actions())
 	}
 	kube = fake.NewClientset(rolloutObjects("db-good")...)
-	done, err = (&repair.Executor{Kube: kube, DryRun: repair.DryRunServer}).Apply(context.Background(), actions)
+	done, err = (&repair.Executor{Kube: kube, DryRun: apiv1.DryRunServer}).Apply(context.Background(), actions)
 	if err != nil || done[0].Result != apiv1.ResultDone || !strings.Contains(done[0].Message, "server dry run") {
 		t.Fatalf("server dry run: %+v %v", done, err)
 	}
@@ -280,22 +278,22 @@ func TestRollbackDryRun(t *testing.T) {
 }
 
 func TestRollbackVerdict(t *testing.T) {
-	rb := apiv1.Action{Action: apiv1.Rollback, Namespace: "shop", StatefulSet: "db", Result: apiv1.ResultDone, Message: "template rolled back",
-		Rollback: &apiv1.RollbackTarget{Revision: "db-good", FromRevision: "db-bad", Images: []apiv1.ImageChange{{Container: "db", From: badImage, To: goodImage}}}}
-	res := apiv1.NewWaitResult(apiv1.WaitComplete, "rollout complete")
-	res.Actions = []apiv1.Action{rb}
+	rb := model.Action{Action: apiv1.Action{Action: apiv1.Rollback, Namespace: "shop", StatefulSet: "db", Result: apiv1.ResultDone, Message: "template rolled back",
+		Rollback: &apiv1.RollbackTarget{Revision: "db-good", FromRevision: "db-bad", Images: []apiv1.ImageChange{{Container: "db", From: badImage, To: goodImage}}}}, Cause: apiv1.CurrentRevisionFailing}
+	res := model.NewWaitResult(apiv1.WaitComplete, "rollout complete")
+	res.Actions = []model.Action{rb}
 	repair.RollbackVerdict(res)
 	if res.Result != apiv1.WaitRolledBack || len(res.RolledBack) != 1 || res.RolledBack[0].Revision != "db-good" ||
 		!strings.Contains(res.Message, "rolled back shop/db to revision db-good (revision db-bad failed; db nginx:1.27-typo → registry.k8s.io/nginx-slim:0.27)") {
 		t.Errorf("%+v", res)
 	}
 	var junit strings.Builder
-	if err := render.WriteJUnit(&junit, &apiv1.WaitResult{Result: res.Result, Message: res.Message, RolledBack: res.RolledBack,
+	if err := render.WriteJUnit(&junit, &model.WaitResult{Result: res.Result, Message: res.Message, RolledBack: res.RolledBack,
 		StatefulSets: []apiv1.StatefulSetSummary{{Namespace: "shop", Name: "db", Status: apiv1.StatusComplete}}}, 0); err != nil ||
 		!strings.Contains(junit.String(), `failures="1"`) || !strings.Contains(junit.String(), `message="rolled back to revision db-good: revision db-bad failed" type="RolledBack"`) {
 		t.Errorf("junit %s %v", junit.String(), err)
 	}
-	plain := apiv1.NewWaitResult(apiv1.WaitComplete, "rollout complete")
+	plain := model.NewWaitResult(apiv1.WaitComplete, "rollout complete")
 	repair.RollbackVerdict(plain)
 	if plain.Result != apiv1.WaitComplete || plain.RolledBack != nil {
 		t.Errorf("no rollback, no change: %+v", plain)

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/snapshot"
 )
 
@@ -36,7 +37,7 @@ const (
 // Diagnose reports image references of StatefulSets (templates and pods) that OpenShift's image
 // lookup should have resolved, and image triggers that are invalid or not applied. It returns
 // nothing off OpenShift. cli names the command in remedies.
-func Diagnose(s *snapshot.Snapshot, cli string) []apiv1.Finding {
+func Diagnose(s *snapshot.Snapshot, cli string) []model.Finding {
 	if !s.OpenShift {
 		return nil
 	}
@@ -67,7 +68,7 @@ func Diagnose(s *snapshot.Snapshot, cli string) []apiv1.Finding {
 		}
 	}
 	adm := &Admission{Stream: func(ns, name string) *imagev1.ImageStream { return streams[snapshot.Key(ns, name)] }}
-	var out []apiv1.Finding
+	var out []model.Finding
 	for i := range s.StatefulSets {
 		set := &s.StatefulSets[i]
 		if !s.InScope(set.Namespace, set.Name) || set.DeletionTimestamp != nil {
@@ -105,7 +106,7 @@ type use struct {
 	pulling    []string
 }
 
-func (c *checker) check() []apiv1.Finding {
+func (c *checker) check() []model.Finding {
 	out := c.checkTriggers()
 	uses := map[string]*use{}
 	var order []string
@@ -186,9 +187,9 @@ func (u *use) path() string {
 
 // checkUse asks what admission writes for the image (as if the template were admitted now) and
 // reports it when that is not what the template says.
-func (c *checker) checkUse(u *use, forced bool) *apiv1.Finding {
+func (c *checker) checkUse(u *use, forced bool) *model.Finding {
 	res := c.adm.Resolve(u.image, c.set.Namespace, forced)
-	f := &apiv1.Finding{Namespace: c.set.Namespace, StatefulSet: c.set.Name, Container: u.container, Image: u.image, Details: map[string]any{}}
+	f := &model.Finding{Finding: apiv1.Finding{Namespace: c.set.Namespace, StatefulSet: c.set.Name, Container: u.container, Image: u.image, Details: map[string]any{}}}
 	if len(u.pods) > 0 {
 		f.Details["pods"] = u.pods
 	}
@@ -275,8 +276,8 @@ func (c *checker) checkUse(u *use, forced bool) *apiv1.Finding {
 }
 
 // setPatch fills the typed hand-off, details.patch and the remedy for an image patch.
-func (c *checker) setPatch(f *apiv1.Finding, path, from, to string, failing []string) {
-	f.Patch = &apiv1.ImagePatch{Path: path, From: from, To: to}
+func (c *checker) setPatch(f *model.Finding, path, from, to string, failing []string) {
+	f.Patch = &model.ImagePatch{Path: path, From: from, To: to}
 	f.Details["patch"] = map[string]any{"path": path, "from": from, "to": to}
 	patch := fmt.Sprintf(`[{"op":"test","path":"%s","value":"%s"},{"op":"replace","path":"%s","value":"%s"}]`, path, from, path, to)
 	f.Remedy = fmt.Sprintf("%s patch statefulset %s -n %s --type=json -p '%s'", c.cli, c.set.Name, c.set.Namespace, patch)
@@ -314,7 +315,7 @@ func stamp(t metav1.Time) string { return t.UTC().Format(time.RFC3339) }
 
 // registryOnly reports a single-segment name that OpenShift parses as a registry host
 // (reference.go:44,52-53@LG) while a lookup-enabled ImageStream of that name exists.
-func (c *checker) registryOnly(u *use, f *apiv1.Finding, forced bool) *apiv1.Finding {
+func (c *checker) registryOnly(u *use, f *model.Finding, forced bool) *model.Finding {
 	name, tag, _ := RegistryOnlyName(u.image)
 	stream := c.adm.Stream(c.set.Namespace, name)
 	if stream == nil || !(stream.Spec.LookupPolicy.Local || forced) {
@@ -339,7 +340,7 @@ func (c *checker) registryOnly(u *use, f *apiv1.Finding, forced bool) *apiv1.Fin
 }
 
 // skipped reports a name admission would resolve, were the StatefulSet not skipped.
-func (c *checker) skipped(u *use, f *apiv1.Finding, res Result, code, why string) *apiv1.Finding {
+func (c *checker) skipped(u *use, f *model.Finding, res Result, code, why string) *model.Finding {
 	f.Code, f.Severity = apiv1.ImageResolutionSkipped, apiv1.SeverityWarning
 	f.Details["reason"], f.Details["skipped"] = code, why
 	f.Message = fmt.Sprintf("%s %q uses the local name %q, which ImageStream %s resolves, but admission never resolves this StatefulSet: %s",

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/internal/model"
 )
 
 // TriggerAnnotation asks openshift-controller-manager to keep container images on an
@@ -175,16 +176,16 @@ func triggerValue(stream *imagev1.ImageStream, namespace, tag string) (value, su
 // checkTriggers reports an image trigger annotation the controller cannot follow
 // (ImageTriggerInvalid) and triggers whose tag's current image the template does not have
 // (ImageTriggerStale). It records in c.triggered the containers an active trigger governs.
-func (c *checker) checkTriggers() []apiv1.Finding {
+func (c *checker) checkTriggers() []model.Finding {
 	c.triggered = map[string]bool{}
 	value, ok := c.set.Annotations[TriggerAnnotation]
 	if !ok {
 		return nil
 	}
-	base := func() apiv1.Finding {
-		return apiv1.Finding{Namespace: c.set.Namespace, StatefulSet: c.set.Name, Details: map[string]any{}}
+	base := func() model.Finding {
+		return model.Finding{Finding: apiv1.Finding{Namespace: c.set.Namespace, StatefulSet: c.set.Name, Details: map[string]any{}}}
 	}
-	invalid := func(f apiv1.Finding, reason string, err error) apiv1.Finding {
+	invalid := func(f model.Finding, reason string, err error) model.Finding {
 		f.Code, f.Severity = apiv1.ImageTriggerInvalid, apiv1.SeverityWarning
 		f.Details["reason"] = reason
 		f.Message = fmt.Sprintf("the %s annotation is not followed by the image trigger controller: %v", TriggerAnnotation, err)
@@ -194,9 +195,9 @@ func (c *checker) checkTriggers() []apiv1.Finding {
 	}
 	triggers, reason, err := parseTriggers(value)
 	if err != nil {
-		return []apiv1.Finding{invalid(base(), reason, err)}
+		return []model.Finding{invalid(base(), reason, err)}
 	}
-	var out []apiv1.Finding
+	var out []model.Finding
 	spec := &c.set.Spec.Template.Spec
 	for i, t := range triggers {
 		if t.Paused { // the controller skips paused triggers (annotations.go:128-130@LG)
@@ -267,7 +268,7 @@ func statusHasTag(stream *imagev1.ImageStream, tag string) bool {
 // controller writes only when the image differs (annotations.go:158-166@LG); the update then
 // passes admission, which may rewrite it again when resolve-names is forced, so that result
 // counts as current too.
-func (c *checker) stale(f apiv1.Finding, target targetContainer, want, suffix, from string) *apiv1.Finding {
+func (c *checker) stale(f model.Finding, target targetContainer, want, suffix, from string) *model.Finding {
 	image := target.c.Image
 	forced := Forced(c.set.Annotations, c.set.Spec.Template.Annotations)
 	switch {

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/snapshot"
 )
 
@@ -52,8 +53,8 @@ func (d *diagnosis) orphans(s *snapshot.Snapshot) {
 		if !orphan {
 			continue
 		}
-		f := apiv1.Finding{Code: apiv1.OrphanedRevision, Severity: apiv1.SeverityWarning, Namespace: pod.Namespace, StatefulSet: ref.Name, Pod: pod.Name,
-			Details: map[string]any{"kind": "Pod", "ownerUID": string(ref.UID), "podRevision": podRevision(pod), "podUID": string(pod.UID)}}
+		f := model.Finding{Finding: apiv1.Finding{Code: apiv1.OrphanedRevision, Severity: apiv1.SeverityWarning, Namespace: pod.Namespace, StatefulSet: ref.Name, Pod: pod.Name,
+			Details: map[string]any{"kind": "Pod", "ownerUID": string(ref.UID), "podRevision": podRevision(pod), "podUID": string(pod.UID)}}}
 		f.Message = fmt.Sprintf("pod %s belongs to StatefulSet %s with UID %s, %s", pod.Name, ref.Name, ref.UID, d.ownerFate(state, set, pod.DeletionTimestamp))
 		f.Short = "pod of a StatefulSet that " + ownerShort[state]
 		if state == ownerReplaced {
@@ -94,8 +95,8 @@ func (d *diagnosis) orphans(s *snapshot.Snapshot) {
 	}
 	for _, g := range groups {
 		sort.Strings(g.revisions)
-		f := apiv1.Finding{Code: apiv1.OrphanedRevision, Severity: apiv1.SeverityWarning, Namespace: g.namespace, StatefulSet: g.name,
-			Details: map[string]any{"kind": "ControllerRevision", "ownerUID": string(g.uid), "revisions": g.revisions}}
+		f := model.Finding{Finding: apiv1.Finding{Code: apiv1.OrphanedRevision, Severity: apiv1.SeverityWarning, Namespace: g.namespace, StatefulSet: g.name,
+			Details: map[string]any{"kind": "ControllerRevision", "ownerUID": string(g.uid), "revisions": g.revisions}}}
 		f.Message = fmt.Sprintf("%d ControllerRevision(s) (%s) belong to StatefulSet %s with UID %s, %s",
 			len(g.revisions), strings.Join(g.revisions, ", "), g.name, g.uid, d.ownerFate(g.state, g.set, nil))
 		if g.set != nil {

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/internal/model"
 )
 
 // Reasons of ServiceMissing (details.reason).
@@ -46,8 +47,8 @@ func (d *diagnosis) governingService(set *appsv1.StatefulSet) {
 		}
 	}
 	podLabels := set.Spec.Template.Labels
-	f := apiv1.Finding{Code: apiv1.ServiceMissing, Severity: apiv1.SeverityWarning, Namespace: set.Namespace, StatefulSet: set.Name,
-		Details: map[string]any{"service": name}}
+	f := model.Finding{Finding: apiv1.Finding{Code: apiv1.ServiceMissing, Severity: apiv1.SeverityWarning, Namespace: set.Namespace, StatefulSet: set.Name,
+		Details: map[string]any{"service": name}}}
 	wanted := selectorFor(set)
 	create := fmt.Sprintf("apiVersion: v1, kind: Service, metadata: {name: %s, namespace: %s}, spec: {clusterIP: None, selector: %s}", name, set.Namespace, flowMap(wanted))
 	switch {

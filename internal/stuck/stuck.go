@@ -18,6 +18,7 @@ import (
 	"k8s.io/kubectl/pkg/util/podutils"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/snapshot"
 )
 
@@ -46,7 +47,7 @@ func DefaultOptions() Options {
 // Result is what the diagnosis found.
 type Result struct {
 	StatefulSets []apiv1.StatefulSetSummary
-	Findings     []apiv1.Finding
+	Findings     []model.Finding
 	// Rules are the controller rules applied (the server's release and the gates assumed).
 	Rules Rules
 	// RecheckAt is the earliest moment a time-based rule (settle time, thresholds) may turn what
@@ -82,7 +83,7 @@ func Diagnose(s *snapshot.Snapshot, opts Options) Result {
 	d.orphans(s)
 	res.Findings = d.findings
 	res.RecheckAt = ix.recheckAt
-	apiv1.SortFindings(res.Findings)
+	model.SortFindings(res.Findings)
 	return res
 }
 
@@ -91,10 +92,10 @@ type diagnosis struct {
 	snap     *snapshot.Snapshot
 	ix       *index
 	opts     Options
-	findings []apiv1.Finding
+	findings []model.Finding
 }
 
-func (d *diagnosis) add(f apiv1.Finding) { d.findings = append(d.findings, f) }
+func (d *diagnosis) add(f model.Finding) { d.findings = append(d.findings, f) }
 
 // controllerView is the controller's view of one StatefulSet.
 type controllerView struct {
@@ -244,14 +245,14 @@ func (d *diagnosis) statefulSet(set *appsv1.StatefulSet) {
 	}
 }
 
-func (d *diagnosis) base(r *controllerView, code string, sev apiv1.Severity, pod *corev1.Pod, p *problem) apiv1.Finding {
-	f := apiv1.Finding{Code: code, Severity: sev, Namespace: r.set.Namespace, StatefulSet: r.set.Name, Details: map[string]any{}}
+func (d *diagnosis) base(r *controllerView, code apiv1.Code, sev apiv1.Severity, pod *corev1.Pod, p *problem) model.Finding {
+	f := model.Finding{Finding: apiv1.Finding{Code: code, Severity: sev, Namespace: r.set.Namespace, StatefulSet: r.set.Name, Details: map[string]any{}}}
 	if r.update != "" {
 		f.Details["updateRevision"] = r.update
 	}
 	if pod != nil {
 		f.Pod = pod.Name
-		f.Target = &apiv1.PodRef{Name: pod.Name, UID: pod.UID, ResourceVersion: pod.ResourceVersion}
+		f.Target = &model.PodRef{Name: pod.Name, UID: pod.UID}
 		f.Details["podRevision"] = podRevision(pod)
 		f.Details["podUID"] = string(pod.UID)
 		f.Details["podResourceVersion"] = pod.ResourceVersion
@@ -453,8 +454,8 @@ func (d *diagnosis) terminating(set *appsv1.StatefulSet) {
 		d.ix.wake(set.DeletionTimestamp.Add(d.opts.TerminatingAfter))
 		return
 	}
-	f := apiv1.Finding{Code: apiv1.StatefulSetTerminating, Severity: apiv1.SeverityWarning, Namespace: set.Namespace, StatefulSet: set.Name,
-		Details: map[string]any{"uid": string(set.UID), "terminatingFor": age.Round(time.Second).String()}}
+	f := model.Finding{Finding: apiv1.Finding{Code: apiv1.StatefulSetTerminating, Severity: apiv1.SeverityWarning, Namespace: set.Namespace, StatefulSet: set.Name,
+		Details: map[string]any{"uid": string(set.UID), "terminatingFor": age.Round(time.Second).String()}}}
 	f.Message = fmt.Sprintf("StatefulSet %s has been terminating for %s", set.Name, age.Round(time.Second))
 	if replaced {
 		f.Reason = "OwnerRecreated"
@@ -514,7 +515,7 @@ func (d *diagnosis) reusedByOthers(set *appsv1.StatefulSet) []string {
 }
 
 // summarize gives the StatefulSet's rollout state.
-func summarize(set *appsv1.StatefulSet, findings []apiv1.Finding) apiv1.StatefulSetSummary {
+func summarize(set *appsv1.StatefulSet, findings []model.Finding) apiv1.StatefulSetSummary {
 	s := apiv1.StatefulSetSummary{Namespace: set.Namespace, Name: set.Name, Replicas: rollout.Replicas(set), ReadyReplicas: set.Status.ReadyReplicas,
 		CurrentRevision: set.Status.CurrentRevision, UpdateRevision: set.Status.UpdateRevision}
 	switch {
@@ -530,7 +531,7 @@ func summarize(set *appsv1.StatefulSet, findings []apiv1.Finding) apiv1.Stateful
 	return s
 }
 
-func hasError(findings []apiv1.Finding) bool {
+func hasError(findings []model.Finding) bool {
 	for _, f := range findings {
 		if f.Severity == apiv1.SeverityError {
 			return true

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/snapshot"
 	"github.com/stsdiag/stsdiag/internal/snapshot/snapshottest"
 	"github.com/stsdiag/stsdiag/internal/stuck"
@@ -15,6 +16,6 @@ func TestScenarios(t *testing.T) {
 		opts := stuck.DefaultOptions()
 		opts.FeatureGates = gates
 		res := stuck.Diagnose(s, opts)
-		return res.Findings, res.StatefulSets
+		return model.PublicFindings(res.Findings), res.StatefulSets
 	})
 }

@@ -130,7 +130,7 @@ func Generate(sets, replicas, namespaces int) *Cluster {
 		}
 		switch kind {
 		case "stuck":
-			c.Expected[apiv1.StaleRevisionStuck]++
+			c.Expected[string(apiv1.StaleRevisionStuck)]++
 		case "unresolved":
 			c.Expected[apiv1.UnresolvedImageReference]++
 			c.Expected[apiv1.CurrentRevisionFailing]++

@@ -17,7 +17,7 @@ func TestSyntheticMix(t *testing.T) {
 	snap.Now = time.Now()
 	got := map[string]int{}
 	for _, f := range diagnose.Report(snap, stuck.DefaultOptions()).Findings {
-		got[f.Code]++
+		got[string(f.Code)]++
 	}
 	if fmt.Sprint(got) != fmt.Sprint(c.Expected) {
 		t.Fatalf("findings %v, want %v", got, c.Expected)

@@ -75,7 +75,7 @@ func Run(t *testing.T, root string, diagnose Diagnosis) {
 			}
 			states := map[string]string{}
 			for _, s := range sets {
-				states[s.Name] = s.Status
+				states[s.Name] = string(s.Status)
 			}
 			for _, s := range want.StatefulSets {
 				if states[s.Name] != s.Status {
