@@ -197,6 +197,9 @@ const (
 
 // Action is one planned repair and, once applied, its result.
 type Action struct {
+	// Context is the kubeconfig context of the cluster the action ran in, set when several were
+	// waited for (wait --contexts, --all-contexts).
+	Context string `json:"context,omitempty"`
 	// Action is the kind of change.
 	Action ActionKind `json:"action"`
 	// Namespace and StatefulSet the action belongs to.
@@ -281,6 +284,10 @@ const (
 	WaitStuck    = "Stuck"
 	WaitTimedOut = "TimedOut"
 	WaitNotFound = "NotFound"
+	// WaitUnevaluable: the StatefulSets could not be read (forbidden, API unreachable, kubeconfig
+	// unusable), so there is no verdict; exit 2, as for NotFound. NotFound means a named
+	// StatefulSet or namespace does not exist.
+	WaitUnevaluable = "Unevaluable"
 	// WaitRolledBack: wait --fix --rollback returned a StatefulSet to an earlier revision and
 	// its rollout completed there. The deploy failed all the same (exit 1).
 	WaitRolledBack = "RolledBack"
