@@ -13,27 +13,29 @@ import (
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/diagnose"
-	"github.com/stsdiag/stsdiag/internal/gather"
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/render"
+	"github.com/stsdiag/stsdiag/internal/stuck"
 )
 
-// CheckOptions are the flags and state of `stsdiag check`.
-type CheckOptions struct {
+// CheckFlags are the flags of `stsdiag check`, as typed.
+type CheckFlags struct {
 	configFlags *genericclioptions.ConfigFlags
 	genericiooptions.IOStreams
 	PrintFlags *render.PrintFlags
+	Scope      *scopeFlags
+	Diagnosis  *diagnosisFlags
+	FailOn     string
+}
 
-	AllNamespaces bool
-	Selector      string
-	FailOn        string
-	OpenShift     string
-	diagnosis     *diagnosisFlags
-	Contexts      []string
-	AllContexts   bool
-
-	scope  gather.Scope
-	failOn apiv1.Severity
+// CheckOptions are what `stsdiag check` runs with, parsed and checked.
+type CheckOptions struct {
+	configFlags *genericclioptions.ConfigFlags
+	genericiooptions.IOStreams
+	print     *render.PrintFlags
+	scope     scope
+	diagnosis stuck.Options
+	failOn    apiv1.Severity
 }
 
 const checkExample = `  # Check every StatefulSet in the current namespace
@@ -50,58 +52,46 @@ const checkExample = `  # Check every StatefulSet in the current namespace
 
 // NewCheckCommand builds `stsdiag check`.
 func NewCheckCommand(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &CheckOptions{configFlags: configFlags, IOStreams: streams, PrintFlags: render.NewPrintFlags(), diagnosis: newDiagnosisFlags()}
+	return newCheckFlags(configFlags, streams).command()
+}
+
+func newCheckFlags(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *CheckFlags {
+	return &CheckFlags{configFlags: configFlags, IOStreams: streams, PrintFlags: render.NewPrintFlags(),
+		Scope: newScopeFlags(configFlags), Diagnosis: newDiagnosisFlags(), FailOn: "error"}
+}
+
+func (f *CheckFlags) command() *cobra.Command {
 	c := &cobra.Command{
 		Use:     "check [NAME...] [-n NAMESPACE | -A] [-l SELECTOR]",
 		Short:   "Report StatefulSet rollouts that will not finish on their own, and why",
 		Example: checkExample,
-		RunE:    runE(o),
+		RunE:    runE(f.ToOptions),
 	}
-	f := c.Flags()
-	f.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "Check StatefulSets in all namespaces")
-	f.StringVarP(&o.Selector, "selector", "l", "", "Label selector for the StatefulSets to check")
-	o.PrintFlags.AddFlags(c)
-	f.StringVar(&o.FailOn, "fail-on", "error", "Exit 1 when a finding is at least this severe: error, warning, info or never")
-	f.StringVar(&o.OpenShift, "openshift", "auto", "Use the OpenShift image API: auto (if served), always or never")
-	f.StringSliceVar(&o.Contexts, "contexts", nil, "Check these kubeconfig contexts concurrently, in one report (each finding names its context)")
-	f.BoolVar(&o.AllContexts, "all-contexts", false, "Check every context of the kubeconfig concurrently, in one report")
-	o.diagnosis.AddFlags(c)
+	f.Scope.AddFlags(c)
+	f.Scope.AddFleetFlags(c)
+	f.PrintFlags.AddFlags(c)
+	c.Flags().StringVar(&f.FailOn, "fail-on", f.FailOn, "Exit 1 when a finding is at least this severe: error, warning, info or never")
+	f.Diagnosis.AddFlags(c)
 	return c
 }
 
-// Complete fills in the scope from the arguments and kubeconfig, and the contexts of a fleet.
-func (o *CheckOptions) Complete(args []string) error {
+// ToOptions checks and parses the flags with the NAME arguments.
+func (f *CheckFlags) ToOptions(args []string) (*CheckOptions, error) {
+	o := &CheckOptions{configFlags: f.configFlags, IOStreams: f.IOStreams, print: f.PrintFlags}
 	var err error
-	if o.Contexts, err = fleetContexts(o.configFlags, o.Contexts, o.AllContexts); err != nil {
-		return err
+	if o.scope, err = f.Scope.ToScope(args); err != nil {
+		return nil, err
 	}
-	if len(o.Contexts) > 0 {
-		o.scope = gather.Scope{Names: args} // each context's namespace is resolved in Run
-		return nil
+	if err := f.PrintFlags.Validate(); err != nil {
+		return nil, err
 	}
-	o.scope, err = scopeOf(o.configFlags, o.AllNamespaces, args)
-	return err
-}
-
-// Validate checks the flags.
-func (o *CheckOptions) Validate() error {
-	if o.AllNamespaces && len(o.scope.Names) > 0 {
-		return fmt.Errorf("StatefulSet names cannot be combined with --all-namespaces: names are looked up in one namespace")
+	if o.diagnosis, err = f.Diagnosis.ToOptions(); err != nil {
+		return nil, err
 	}
-	if len(o.Contexts) > 0 && o.configFlags.Context != nil && *o.configFlags.Context != "" {
-		return fmt.Errorf("--context cannot be combined with --contexts or --all-contexts")
+	if o.failOn, err = parseFailOn(f.FailOn); err != nil {
+		return nil, err
 	}
-	if err := o.PrintFlags.Validate(); err != nil {
-		return err
-	}
-	if err := o.diagnosis.Validate(); err != nil {
-		return err
-	}
-	var err error
-	if o.failOn, err = parseFailOn(o.FailOn); err != nil {
-		return err
-	}
-	return parseScopeFlags(&o.scope, o.OpenShift, o.Selector)
+	return o, nil
 }
 
 // Run gathers and diagnoses (one cluster, or the fleet of --contexts), prints the report and
@@ -109,26 +99,26 @@ func (o *CheckOptions) Validate() error {
 func (o *CheckOptions) Run(ctx context.Context) error {
 	var rep *model.Report
 	var failed []string
-	if len(o.Contexts) > 0 {
+	if o.scope.fleet() {
 		targets, err := o.fleet()
 		if err != nil {
 			return withCode(ExitError, err)
 		}
-		rep, failed = diagnose.RunFleet(ctx, targets, o.diagnosis.opts)
+		rep, failed = diagnose.RunFleet(ctx, targets, o.diagnosis)
 	} else {
 		c, err := clients(o.configFlags, defaultRequestTimeout)
 		if err != nil {
 			return withCode(ExitError, err)
 		}
-		if rep, _, err = diagnose.Run(ctx, c, o.scope, o.diagnosis.opts); err != nil {
+		if rep, _, err = diagnose.Run(ctx, c, o.scope.Scope, o.diagnosis); err != nil {
 			return withCode(ExitError, err)
 		}
 	}
 	for _, w := range rep.Warnings {
 		fmt.Fprintf(o.ErrOut, "Warning: %s\n", w)
 	}
-	table := render.TableOptions{WithNamespace: o.AllNamespaces || len(o.Contexts) > 0, WithContext: len(o.Contexts) > 0, Color: colorEnabled(o.Out)}
-	if err := render.Report(o.Out, rep, o.PrintFlags, table); err != nil {
+	table := render.TableOptions{WithNamespace: o.scope.allNamespaces || o.scope.fleet(), WithContext: o.scope.fleet(), Color: colorEnabled(o.Out)}
+	if err := render.Report(o.Out, rep, o.print, table); err != nil {
 		return withCode(ExitError, err)
 	}
 	if err := render.GitHubFromEnv(os.Getenv).Report(o.ErrOut, rep); err != nil {
@@ -147,10 +137,10 @@ func (o *CheckOptions) Run(ctx context.Context) error {
 // context's own).
 func (o *CheckOptions) fleet() ([]diagnose.Target, error) {
 	var targets []diagnose.Target
-	for _, name := range o.Contexts {
-		c, scope, err := contextTarget(o.configFlags, name, o.AllNamespaces, o.scope, defaultRequestTimeout)
+	for _, name := range o.scope.contexts {
+		c, scope, err := contextTarget(o.configFlags, name, o.scope.allNamespaces, o.scope.Scope, defaultRequestTimeout)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("context %s: %w", name, err)
 		}
 		targets = append(targets, diagnose.Target{Context: name, Clients: c, Scope: scope})
 	}

@@ -10,16 +10,12 @@ import (
 	"time"
 
 	imageclient "github.com/openshift/client-go/image/clientset/versioned"
-	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/stsdiag/stsdiag/internal/gather"
-	"github.com/stsdiag/stsdiag/internal/openshift"
-	"github.com/stsdiag/stsdiag/internal/stuck"
 )
 
 // defaultRequestTimeout bounds each request of the one-shot commands; wait and watch hold
@@ -79,24 +75,6 @@ func namespace(flags *genericclioptions.ConfigFlags, all bool) (string, error) {
 	return ns, nil
 }
 
-// scopeOf is the scope of the arguments in the namespace of the flags.
-func scopeOf(flags *genericclioptions.ConfigFlags, all bool, names []string) (gather.Scope, error) {
-	ns, err := namespace(flags, all)
-	return gather.Scope{Namespace: ns, Names: names}, err
-}
-
-// parseScopeFlags sets the OpenShift mode and label selector of a scope from their flags.
-func parseScopeFlags(scope *gather.Scope, mode, selector string) error {
-	var err error
-	if scope.OpenShift, err = openshift.ParseMode(mode); err != nil {
-		return err
-	}
-	if scope.Selector, err = labels.Parse(selector); err != nil {
-		return fmt.Errorf("invalid --selector %q: %w", selector, err)
-	}
-	return nil
-}
-
 // requests counts the HTTP requests made when STSDIAG_REQUEST_STATS is set (for the benchmark).
 var requests atomic.Int64
 
@@ -108,37 +86,6 @@ func (t countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 func countRequests(next http.RoundTripper) http.RoundTripper { return countingTransport{next: next} }
-
-// diagnosisFlags are the thresholds and controller assumptions of the diagnosis, the same on
-// every command that diagnoses.
-type diagnosisFlags struct {
-	opts         stuck.Options
-	featureGates string
-}
-
-func newDiagnosisFlags() *diagnosisFlags { return &diagnosisFlags{opts: stuck.DefaultOptions()} }
-
-func (d *diagnosisFlags) AddFlags(c *cobra.Command) {
-	f := c.Flags()
-	f.DurationVar(&d.opts.TerminatingAfter, "terminating-threshold", d.opts.TerminatingAfter,
-		"Report a StatefulSet, or a pod past its grace period, still terminating after this long (an owner recreated meanwhile: at once)")
-	f.DurationVar(&d.opts.NotReadyAfter, "not-ready-threshold", d.opts.NotReadyAfter,
-		"Report a pod Running but not Ready (failing readiness probe) for longer than this as stuck at startup (0: never)")
-	f.StringVar(&d.featureGates, "feature-gates", "",
-		"Feature gates of the cluster's kube-controller-manager when they differ from its release's defaults, e.g. MaxUnavailableStatefulSet=false")
-}
-
-func (d *diagnosisFlags) Validate() error {
-	if d.opts.TerminatingAfter < 0 || d.opts.NotReadyAfter < 0 {
-		return errors.New("--terminating-threshold and --not-ready-threshold must not be negative")
-	}
-	gates, err := stuck.ParseFeatureGates(d.featureGates)
-	if err != nil {
-		return err
-	}
-	d.opts.FeatureGates = gates
-	return nil
-}
 
 // allContexts lists the contexts of the kubeconfig, sorted.
 func allContexts(flags *genericclioptions.ConfigFlags) ([]string, error) {
@@ -176,26 +123,18 @@ func flagsForContext(flags *genericclioptions.ConfigFlags, name string) *generic
 	return out
 }
 
-// fleetContexts resolves --contexts and --all-contexts (every context of the kubeconfig).
-func fleetContexts(flags *genericclioptions.ConfigFlags, contexts []string, all bool) ([]string, error) {
-	if all {
-		return allContexts(flags)
-	}
-	return contexts, nil
-}
-
 // contextTarget is one context of a fleet: its clients, and the base scope (names, selector,
-// OpenShift mode) in that context's namespace (-n, else the context's own).
+// OpenShift mode) in that context's namespace (-n, else the context's own). Errors do not name
+// the context: the caller does.
 func contextTarget(flags *genericclioptions.ConfigFlags, name string, allNamespaces bool, base gather.Scope, timeout time.Duration) (gather.Clients, gather.Scope, error) {
 	ctxFlags := flagsForContext(flags, name)
 	c, err := clients(ctxFlags, timeout)
 	if err != nil {
-		return gather.Clients{}, gather.Scope{}, fmt.Errorf("context %s: %w", name, err)
+		return gather.Clients{}, gather.Scope{}, err
 	}
-	scope, err := scopeOf(ctxFlags, allNamespaces, base.Names)
-	if err != nil {
-		return gather.Clients{}, gather.Scope{}, fmt.Errorf("context %s: %w", name, err)
+	scope := base
+	if scope.Namespace, err = namespace(ctxFlags, allNamespaces); err != nil {
+		return gather.Clients{}, gather.Scope{}, err
 	}
-	scope.Selector, scope.OpenShift = base.Selector, base.OpenShift
 	return c, scope, nil
 }

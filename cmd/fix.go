@@ -22,22 +22,31 @@ import (
 	"github.com/stsdiag/stsdiag/internal/rollout"
 )
 
-// FixOptions are the flags and state of `stsdiag fix`.
-type FixOptions struct {
+// FixFlags are the flags of `stsdiag fix`, as typed.
+type FixFlags struct {
 	configFlags *genericclioptions.ConfigFlags
 	genericiooptions.IOStreams
-	PrintFlags *render.PrintFlags
-
-	AllNamespaces bool
-	Selector      string
+	PrintFlags    *render.PrintFlags
+	Scope         *scopeFlags
+	Diagnosis     *diagnosisFlags
 	DryRun        string
 	Yes           bool
 	Wait          string
-	OpenShift     string
-	diagnosis     *diagnosisFlags
+	ForceLostNode bool
+	Rollback      bool
+}
 
-	fix     repair.FixOptions
-	confirm func() (bool, error)
+// FixOptions are what `stsdiag fix` runs with, parsed and checked.
+type FixOptions struct {
+	configFlags *genericclioptions.ConfigFlags
+	genericiooptions.IOStreams
+	print *render.PrintFlags
+	yes   bool
+	fix   repair.FixOptions
+	// confirm asks before anything changes (a terminal prompt); repairFix is repair.Fix. Tests
+	// replace them.
+	confirm   func(ctx context.Context) (bool, error)
+	repairFix func(context.Context, repair.FixOptions) (*model.FixResult, error)
 }
 
 const fixExample = `  # Show what would be repaired, without changing anything
@@ -49,9 +58,21 @@ const fixExample = `  # Show what would be repaired, without changing anything
   # On OpenShift: patch unresolved ImageStream names to their digest, recreate stuck pods
   oc stsdiag fix -n myproject --yes -o json`
 
+// errFleetFix is fix's answer to --contexts: one consent (--yes) for changes in several clusters
+// at once is too broad for a command that deletes pods.
+var errFleetFix = errors.New("fix repairs one cluster at a time: --contexts and --all-contexts are not supported; run fix once per cluster with --context NAME")
+
 // NewFixCommand builds `stsdiag fix`.
 func NewFixCommand(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &FixOptions{configFlags: configFlags, IOStreams: streams, PrintFlags: render.NewPrintFlags(), diagnosis: newDiagnosisFlags()}
+	return newFixFlags(configFlags, streams).command()
+}
+
+func newFixFlags(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *FixFlags {
+	return &FixFlags{configFlags: configFlags, IOStreams: streams, PrintFlags: render.NewPrintFlags(),
+		Scope: newScopeFlags(configFlags), Diagnosis: newDiagnosisFlags(), DryRun: string(apiv1.DryRunNone)}
+}
+
+func (f *FixFlags) command() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "fix [NAME...] [-n NAMESPACE | -A] [--dry-run=none|client|server] [--yes] [--wait[=TIMEOUT]]",
 		Short: "Repair stuck rollouts safely: patch unresolved images, recreate pods proven stuck",
@@ -73,77 +94,82 @@ func NewFixCommand(configFlags *genericclioptions.ConfigFlags, streams genericio
 
 It never deletes a PersistentVolumeClaim or a StatefulSet, never scales, and never touches a pod
 whose current template is broken (CurrentRevisionFailing): it says what to change instead.
-Without --yes it asks on a terminal; without a terminal it prints the plan and exits 1.
+Without --yes it asks on a terminal (the question on stderr); without a terminal it prints the
+plan and exits 1. It repairs one cluster: --contexts is refused (run it once per --context).
+
+The plan, each action's result and the summary are the output (stdout); --wait's rollout
+progress goes to stderr.
 
 Exit codes: 0 every planned action done (and, with --wait, the rollout complete); 1 something
-left unrepaired, skipped or refused; 2 could not evaluate; 3 --wait timed out.`,
+left unrepaired, skipped or refused; 2 could not evaluate; 3 --wait timed out; 130 interrupted
+by a signal (SIGINT, SIGTERM), at the question included.`,
 		Example: fixExample,
-		RunE:    runE(o),
+		RunE:    runE(f.ToOptions),
 	}
-	f := c.Flags()
-	f.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "Repair StatefulSets in all namespaces")
-	f.StringVarP(&o.Selector, "selector", "l", "", "Label selector for the StatefulSets to repair")
-	o.PrintFlags.AddFlags(c)
-	f.StringVar(&o.DryRun, "dry-run", string(apiv1.DryRunNone), "none, client (print only) or server (send with dryRun=All)")
-	f.BoolVarP(&o.Yes, "yes", "y", false, "Apply without asking")
-	f.StringVar(&o.Wait, "wait", "", "Follow the rollouts until complete, up to this long (--wait alone: 5m)")
-	f.Lookup("wait").NoOptDefVal = "5m"
-	f.StringVar(&o.OpenShift, "openshift", "auto", "Use the OpenShift image API: auto (if served), always or never")
-	f.BoolVar(&o.fix.ForceLostNode, "force-lost-node", false, "Also force-delete (grace period 0) pods stuck terminating on a node that is gone or not Ready for longer than --terminating-threshold")
-	f.BoolVar(&o.fix.Rollback, "rollback", false, "When the new template itself fails (CurrentRevisionFailing), roll spec.template back to the current revision while its pods are Ready, then delete the pods on the failing revision")
-	o.diagnosis.AddFlags(c)
+	f.Scope.AddFlags(c)
+	f.Scope.AddFleetFlags(c)
+	// Registered so that ToOptions can say why they are refused; hidden as they do nothing.
+	_ = c.Flags().MarkHidden("contexts")
+	_ = c.Flags().MarkHidden("all-contexts")
+	f.PrintFlags.AddFlags(c)
+	fs := c.Flags()
+	fs.StringVar(&f.DryRun, "dry-run", f.DryRun, "none, client (print only) or server (send with dryRun=All)")
+	fs.BoolVarP(&f.Yes, "yes", "y", false, "Apply without asking")
+	fs.StringVar(&f.Wait, "wait", "", "Follow the rollouts until complete, up to this long (--wait alone: 5m)")
+	fs.Lookup("wait").NoOptDefVal = "5m"
+	fs.BoolVar(&f.ForceLostNode, "force-lost-node", false, "Also force-delete (grace period 0) pods stuck terminating on a node that is gone or not Ready for longer than --terminating-threshold")
+	fs.BoolVar(&f.Rollback, "rollback", false, "When the new template itself fails (CurrentRevisionFailing), roll spec.template back to the current revision while its pods are Ready, then delete the pods on the failing revision")
+	f.Diagnosis.AddFlags(c)
 	return c
 }
 
-// Complete fills in the scope.
-func (o *FixOptions) Complete(args []string) error {
-	scope, err := scopeOf(o.configFlags, o.AllNamespaces, args)
+// ToOptions checks and parses the flags with the NAME arguments.
+func (f *FixFlags) ToOptions(args []string) (*FixOptions, error) {
+	o := &FixOptions{configFlags: f.configFlags, IOStreams: f.IOStreams, print: f.PrintFlags, yes: f.Yes, repairFix: repair.Fix}
+	o.confirm = o.askOnTerminal
+	scope, err := f.Scope.ToScope(args)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	o.fix.Scope = scope
-	if o.confirm == nil {
-		o.confirm = o.askOnTerminal
+	if scope.fleet() {
+		return nil, errFleetFix
 	}
-	return nil
-}
-
-// Validate checks the flags.
-func (o *FixOptions) Validate() error {
-	if o.AllNamespaces && len(o.fix.Scope.Names) > 0 {
-		return fmt.Errorf("StatefulSet names cannot be combined with --all-namespaces")
+	if err := f.PrintFlags.Validate(); err != nil {
+		return nil, err
 	}
-	if err := o.PrintFlags.Validate(); err != nil {
-		return err
+	diagnosis, err := f.Diagnosis.ToOptions()
+	if err != nil {
+		return nil, err
 	}
-	if err := o.diagnosis.Validate(); err != nil {
-		return err
-	}
-	switch apiv1.DryRunMode(o.DryRun) {
+	switch apiv1.DryRunMode(f.DryRun) {
 	case apiv1.DryRunNone, apiv1.DryRunClient, apiv1.DryRunServer:
 	default:
-		return fmt.Errorf("invalid --dry-run %q: want none, client or server", o.DryRun)
+		return nil, fmt.Errorf("invalid --dry-run %q: want none, client or server", f.DryRun)
 	}
-	if o.Wait != "" {
-		d, err := time.ParseDuration(o.Wait)
-		if err != nil || d <= 0 {
-			return fmt.Errorf("invalid --wait %q: want a duration such as 5m", o.Wait)
+	var wait time.Duration
+	if f.Wait != "" {
+		if wait, err = time.ParseDuration(f.Wait); err != nil || wait <= 0 {
+			return nil, fmt.Errorf("invalid --wait %q: want a duration such as 5m", f.Wait)
 		}
-		o.fix.Wait = d
 	}
-	return parseScopeFlags(&o.fix.Scope, o.OpenShift, o.Selector)
+	o.fix = repair.FixOptions{Options: repair.Options{Scope: scope.Scope, DryRun: apiv1.DryRunMode(f.DryRun), Diagnosis: diagnosis, Rollback: f.Rollback},
+		ForceLostNode: f.ForceLostNode, Wait: wait}
+	return o, nil
 }
 
-// Run repairs (repair.Fix), prints the outcome and sets the exit code.
+// Run repairs (repair.Fix), prints the outcome and sets the exit code. In the human formats the
+// plan, each action's result and the summary go to stdout as they happen; warnings, the question
+// and --wait's rollout progress go to stderr.
 func (o *FixOptions) Run(ctx context.Context) error {
 	c, err := clients(o.configFlags, defaultRequestTimeout)
 	if err != nil {
 		return withCode(ExitError, err)
 	}
-	human := o.PrintFlags.Human()
-	o.fix.Clients, o.fix.DryRun, o.fix.Diagnosis = c, apiv1.DryRunMode(o.DryRun), o.diagnosis.opts
-	o.fix.RolloutLog = o.ErrOut
-	o.fix.OnPlan = func(plan *model.FixResult, warnings []string) {
+	human := o.print.Human()
+	opts := o.fix
+	opts.Clients = c
+	opts.RolloutLog = o.ErrOut
+	opts.OnPlan = func(plan *model.FixResult, warnings []string) {
 		for _, w := range warnings {
 			fmt.Fprintf(o.ErrOut, "Warning: %s\n", w)
 		}
@@ -152,23 +178,22 @@ func (o *FixOptions) Run(ctx context.Context) error {
 		}
 	}
 	if human {
-		o.fix.RolloutLog = o.Out
-		o.fix.Progress = func(a model.Action) { fmt.Fprintln(o.Out, render.ActionLine(a)) }
+		opts.Progress = func(a model.Action) { fmt.Fprintln(o.Out, render.ActionLine(a)) }
 	}
-	if !o.Yes {
-		o.fix.Confirm = func(*model.FixResult) (bool, error) {
-			ok, err := o.confirm()
+	if !o.yes {
+		opts.Confirm = func(*model.FixResult) (bool, error) {
+			ok, err := o.confirm(ctx)
 			if err != nil && human {
 				fmt.Fprintf(o.Out, "Not applied: %v.\n", err)
 			}
 			return ok, err
 		}
 	}
-	result, err := repair.Fix(ctx, o.fix)
+	result, err := o.repairFix(ctx, opts)
 	if result == nil {
 		return withCode(ExitError, err)
 	}
-	if perr := render.FixResult(o.Out, result, o.PrintFlags); perr != nil && err == nil {
+	if perr := render.FixResult(o.Out, result, o.print); perr != nil && err == nil {
 		err = perr
 	}
 	switch {
@@ -184,17 +209,42 @@ func (o *FixOptions) Run(ctx context.Context) error {
 	return nil
 }
 
-// askOnTerminal asks for confirmation; without a terminal it refuses.
-func (o *FixOptions) askOnTerminal() (bool, error) {
+// errNoTerminal: fix was not told --yes and has nobody to ask.
+var errNoTerminal = errors.New("no terminal to confirm on; re-run with --yes to apply, or --dry-run=server to test")
+
+// askOnTerminal asks for confirmation on stderr and reads the answer from the terminal; without
+// a terminal it refuses. A signal (ctx done) ends the question at once.
+func (o *FixOptions) askOnTerminal(ctx context.Context) (bool, error) {
 	in, ok := o.In.(*os.File)
 	if !ok || !term.IsTerminal(int(in.Fd())) {
-		return false, errors.New("no terminal to confirm on; re-run with --yes to apply, or --dry-run=server to test")
+		return false, errNoTerminal
 	}
-	fmt.Fprint(o.Out, "Apply these actions? [y/N] ")
-	answer, err := bufio.NewReader(in).ReadString('\n')
+	fmt.Fprint(o.ErrOut, "Apply these actions? [y/N] ")
+	answer, err := readLine(ctx, in)
 	if err != nil && err != io.EOF {
 		return false, err
 	}
 	answer = strings.ToLower(strings.TrimSpace(answer))
 	return answer == "y" || answer == "yes", nil
+}
+
+// readLine reads one line from in, or returns "interrupted" (wrapping ctx's error) as soon as ctx
+// is done. A terminal read cannot be cancelled: it goes on in the background until the process,
+// about to exit, ends it.
+func readLine(ctx context.Context, in io.Reader) (string, error) {
+	type line struct {
+		text string
+		err  error
+	}
+	read := make(chan line, 1)
+	go func() {
+		text, err := bufio.NewReader(in).ReadString('\n')
+		read <- line{text, err}
+	}()
+	select {
+	case l := <-read:
+		return l.text, l.err
+	case <-ctx.Done():
+		return "", fmt.Errorf("interrupted: %w", ctx.Err())
+	}
 }

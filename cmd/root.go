@@ -24,8 +24,8 @@ const (
 	ExitFindings = 1
 	ExitError    = 2
 	ExitTimeout  = 3
-	// ExitInterrupted: a signal (SIGINT, SIGTERM) stopped wait before a verdict (128+SIGINT,
-	// as shells report an interrupted command).
+	// ExitInterrupted: a signal (SIGINT, SIGTERM) stopped a command before it finished
+	// (128+SIGINT, as shells report an interrupted command). watch, a service, stops with 0.
 	ExitInterrupted = 130
 )
 
@@ -41,31 +41,40 @@ func (e *exitError) Unwrap() error { return e.err }
 // withCode marks err with an exit code; a nil err with code 1 or 3 means "no message".
 func withCode(code int, err error) error { return &exitError{code: code, err: err} }
 
-// Main runs the command line and returns the process exit code.
+// Main runs the command line and returns the process exit code. SIGINT and SIGTERM cancel the
+// command's context.
 func Main(args []string, in io.Reader, out, errOut io.Writer) int {
-	silenceKlog()
-	streams := genericiooptions.IOStreams{In: in, Out: out, ErrOut: errOut}
-	root := NewRootCommand(streams)
-	root.SetArgs(args)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	return run(ctx, args, genericiooptions.IOStreams{In: in, Out: out, ErrOut: errOut})
+}
+
+// run runs the command line with ctx and returns the exit code.
+func run(ctx context.Context, args []string, streams genericiooptions.IOStreams) int {
+	silenceKlog()
+	root := NewRootCommand(streams)
+	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
 	if os.Getenv("STSDIAG_REQUEST_STATS") != "" {
-		fmt.Fprintf(errOut, "stsdiag: %d HTTP requests\n", requests.Load())
+		fmt.Fprintf(streams.ErrOut, "stsdiag: %d HTTP requests\n", requests.Load())
 	}
-	if err == nil {
-		return ExitOK
-	}
-	code := ExitError
-	var ee *exitError
-	if errors.As(err, &ee) {
-		code = ee.code
-		err = ee.err
-	}
+	code, err := exitCode(err)
 	if err != nil {
-		fmt.Fprintf(errOut, "error: %s\n", oneLine(err.Error()))
+		fmt.Fprintf(streams.ErrOut, "error: %s\n", oneLine(err.Error()))
 	}
 	return code
+}
+
+// exitCode is the exit code of a command's error and the message to print, if any.
+func exitCode(err error) (int, error) {
+	if err == nil {
+		return ExitOK, nil
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return ee.code, ee.err
+	}
+	return ExitError, err
 }
 
 // NewRootCommand builds `kubectl stsdiag`.
@@ -100,6 +109,11 @@ Exit codes: 0 nothing wrong (or everything repaired), 1 findings or something le
 	root.AddCommand(NewWaitCommand(configFlags, streams))
 	root.AddCommand(NewWatchCommand(configFlags, streams))
 	root.AddCommand(NewVersionCommand(streams))
+	for _, c := range root.Commands() {
+		// pflag prints notices such as "Flag --stuck-grace has been deprecated" on the flag
+		// set's output; cobra would copy them to stdout, where the documents go.
+		c.Flags().SetOutput(streams.ErrOut)
+	}
 	return root
 }
 
@@ -116,22 +130,30 @@ func oneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
 }
 
-// options is the Complete/Validate/Run shape every command's options follow.
-type options interface {
-	Complete(args []string) error
-	Validate() error
+// runner is a command's options, built from its flags and checked: Run does the work.
+type runner interface {
 	Run(ctx context.Context) error
 }
 
-// runE runs a command's options; errors before Run are bad input (exit 2).
-func runE(o options) func(*cobra.Command, []string) error {
+// runE builds a command's options from its flags and the arguments (kubectl's Flags.ToOptions:
+// every parse and check happens there, nothing after), then runs them. An error building them is
+// bad input (exit 2).
+func runE[O runner](toOptions func(args []string) (O, error)) func(*cobra.Command, []string) error {
 	return func(c *cobra.Command, args []string) error {
-		if err := o.Complete(args); err != nil {
+		o, err := toOptions(args)
+		if err != nil {
 			return withCode(ExitError, err)
 		}
-		if err := o.Validate(); err != nil {
-			return withCode(ExitError, err)
-		}
-		return o.Run(c.Context())
+		return onSignal(c.Context(), o.Run(c.Context()))
 	}
+}
+
+// onSignal makes a run that failed once a signal cancelled ctx, or failed with a cancellation
+// however wrapped, exit 130 with no message: whatever the error says then (a timeout, a failed
+// LIST) is a consequence of the interruption. A run that succeeded keeps its exit 0.
+func onSignal(ctx context.Context, err error) error {
+	if err != nil && (ctx.Err() != nil || errors.Is(err, context.Canceled)) {
+		return withCode(ExitInterrupted, nil)
+	}
+	return err
 }

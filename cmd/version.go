@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/debug"
+	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -35,17 +37,29 @@ func NewVersionCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		Short:   "Print the version of stsdiag",
 		Example: "  kubectl stsdiag version -o json",
 		Args:    cobra.NoArgs,
-		RunE:    runE(o),
+		RunE:    runE(o.ToOptions),
 	}
 	o.PrintFlags.AddFlags(c)
+	c.Flags().Lookup("output").Usage = "Output format: " + strings.Join(versionFormats(o.PrintFlags), ", ")
 	return c
 }
 
-// Complete does nothing: version takes no arguments.
-func (o *VersionOptions) Complete([]string) error { return nil }
+// versionFormats are the -o values of version: every format but wide (a version has no
+// columns to add).
+func versionFormats(p *render.PrintFlags) []string {
+	return slices.DeleteFunc(p.AllowedFormats(), func(f string) bool { return f == render.FormatWide })
+}
 
-// Validate checks -o.
-func (o *VersionOptions) Validate() error { return o.PrintFlags.Validate() }
+// ToOptions checks -o (version takes no arguments: cobra.NoArgs).
+func (o *VersionOptions) ToOptions([]string) (*VersionOptions, error) {
+	if err := o.PrintFlags.Validate(); err != nil {
+		return nil, err
+	}
+	if o.PrintFlags.OutputFormat == render.FormatWide {
+		return nil, fmt.Errorf("unknown output format %q: want one of %s", render.FormatWide, strings.Join(versionFormats(o.PrintFlags), ", "))
+	}
+	return o, nil
+}
 
 // Run prints the version.
 func (o *VersionOptions) Run(context.Context) error {

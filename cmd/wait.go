@@ -10,39 +10,38 @@ import (
 	"sync"
 	"time"
 
-	"github.com/stsdiag/stsdiag/internal/gate"
-	"github.com/stsdiag/stsdiag/internal/gather"
-
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/internal/gate"
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/render"
-	"github.com/stsdiag/stsdiag/internal/repair"
-	"github.com/stsdiag/stsdiag/internal/snapshot"
 )
 
-// WaitOptions are the flags and state of `stsdiag wait`.
-type WaitOptions struct {
+// WaitFlags are the flags of `stsdiag wait`, as typed.
+type WaitFlags struct {
 	configFlags *genericclioptions.ConfigFlags
 	genericiooptions.IOStreams
 	PrintFlags *render.PrintFlags
-
-	Selector   string
+	Scope      *scopeFlags
+	Hold       *holdFlags
+	Diagnosis  *diagnosisFlags
 	JUnitFile  string
 	Timeout    time.Duration
-	StuckGrace time.Duration
 	Fix        bool
 	Rollback   bool
-	OpenShift  string
-	diagnosis  *diagnosisFlags
-	// Contexts of a fleet (--contexts, --all-contexts); empty for one cluster.
-	Contexts    []string
-	AllContexts bool
+}
 
-	scope gather.Scope
+// WaitOptions are what `stsdiag wait` runs with, parsed and checked.
+type WaitOptions struct {
+	configFlags *genericclioptions.ConfigFlags
+	genericiooptions.IOStreams
+	print     *render.PrintFlags
+	scope     scope
+	junitFile string
+	gate      gate.WaitOptions
 }
 
 const waitExample = `  # A CI gate right after a rollout: fail within ~30s if it can never finish
@@ -52,161 +51,123 @@ const waitExample = `  # A CI gate right after a rollout: fail within ~30s if it
   oc stsdiag wait web -n myproject --fix
 
   # JUnit for the CI system, the usual log on stderr
-  kubectl stsdiag wait -l tier=db -n shop -o junit > stsdiag-junit.xml`
+  kubectl stsdiag wait -l tier=db -n shop -o junit > stsdiag-junit.xml
+
+  # Every StatefulSet labelled tier=db in every namespace
+  kubectl stsdiag wait -A -l tier=db`
 
 // NewWaitCommand builds `stsdiag wait`.
 func NewWaitCommand(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &WaitOptions{configFlags: configFlags, IOStreams: streams,
-		PrintFlags: render.NewPrintFlags(render.FormatJUnit).WithAlias("text", render.FormatTable), diagnosis: newDiagnosisFlags()}
+	return newWaitFlags(configFlags, streams).command()
+}
+
+func newWaitFlags(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *WaitFlags {
+	return &WaitFlags{configFlags: configFlags, IOStreams: streams,
+		PrintFlags: render.NewPrintFlags(render.FormatJUnit).WithAlias("text", render.FormatTable),
+		Scope:      newScopeFlags(configFlags), Hold: &holdFlags{}, Diagnosis: newDiagnosisFlags(), Timeout: 10 * time.Minute}
+}
+
+func (f *WaitFlags) command() *cobra.Command {
 	c := &cobra.Command{
-		Use:   "wait NAME... [-n NAMESPACE] [-l SELECTOR] [--timeout 10m] [--stuck-grace 30s] [--fix]",
+		Use:   "wait (NAME... | -l SELECTOR) [-n NAMESPACE | -A -l SELECTOR] [--timeout 10m] [--hold 30s] [--fix]",
 		Short: "Wait for StatefulSet rollouts; fail fast, with the reason, when one can never finish",
 		Long: `wait follows StatefulSets with watches until their rollouts are complete: the spec observed,
 every replica on the update revision, Ready and available for minReadySeconds, the partition
-respected. It prints one line per change on stderr.
+respected. It prints one line per change on stderr; the verdict is the output (stdout).
 
-As soon as a finding of check has held for --stuck-grace (a pod stuck at startup, an unresolved
+As soon as a finding of check has held for --hold (a pod stuck at startup, an unresolved
 ImageStream name, an ImageStream tag not imported yet, OnDelete pods nobody deletes, ...) it
 stops and reports it with its remedy and the pod's last events — unless --fix is given: then it
-applies fix's safe repairs once and keeps waiting.
+applies fix's safe repairs once and keeps waiting. --stuck-grace is the former name of --hold.
 
-Exit codes: 0 complete; 1 stuck (findings held for the grace); 2 could not evaluate, StatefulSet
-not found or deleted while waiting; 3 --timeout passed while still progressing; 130 interrupted
-by a signal (SIGINT, SIGTERM).`,
+With -A it waits for the StatefulSets -l selects in every namespace. With --contexts it waits in
+every context at once: the worst verdict wins, and a stuck or unevaluable one ends them all.
+
+Exit codes: 0 complete; 1 stuck (findings held for --hold) or rolled back; 2 no verdict:
+StatefulSet or namespace not found or deleted while waiting (NotFound), or the StatefulSets could
+not be read, e.g. forbidden or unreachable (Unevaluable); 3 --timeout passed while still
+progressing; 130 interrupted by a signal (SIGINT, SIGTERM).`,
 		Example: waitExample,
-		RunE:    runE(o),
+		RunE:    runE(f.ToOptions),
 	}
-	f := c.Flags()
-	f.StringVarP(&o.Selector, "selector", "l", "", "Label selector for the StatefulSets to wait for")
-	o.PrintFlags.AddFlags(c)
-	f.StringVar(&o.JUnitFile, "junit-file", "", "Also write a JUnit XML report to this file")
-	f.DurationVar(&o.Timeout, "timeout", 10*time.Minute, "Give up (exit 3) after this long")
-	f.DurationVar(&o.StuckGrace, "stuck-grace", 30*time.Second, "How long a finding must hold before the rollout counts as stuck")
-	f.BoolVar(&o.Fix, "fix", false, "Apply fix's safe repairs once when stuck, then keep waiting")
-	f.BoolVar(&o.Rollback, "rollback", false, "With --fix: roll a failing new template back to the earlier revision whose pods are Ready (the deploy still fails: exit 1, result RolledBack)")
-	f.StringVar(&o.OpenShift, "openshift", "auto", "Use the OpenShift image API: auto (if served), always or never")
-	f.StringSliceVar(&o.Contexts, "contexts", nil, "Wait in these kubeconfig contexts at once (the worst verdict wins; a stuck one ends all)")
-	f.BoolVar(&o.AllContexts, "all-contexts", false, "Wait in every context of the kubeconfig at once")
-	o.diagnosis.AddFlags(c)
+	f.Scope.AddFlags(c)
+	f.Scope.AddFleetFlags(c)
+	f.PrintFlags.AddFlags(c)
+	fs := c.Flags()
+	fs.StringVar(&f.JUnitFile, "junit-file", "", "Also write a JUnit XML report to this file")
+	fs.DurationVar(&f.Timeout, "timeout", f.Timeout, "Give up (exit 3) after this long")
+	f.Hold.AddFlags(c, 30*time.Second, "stuck-grace", "How long a finding must hold before the rollout counts as stuck")
+	fs.BoolVar(&f.Fix, "fix", false, "Apply fix's safe repairs once when stuck, then keep waiting")
+	fs.BoolVar(&f.Rollback, "rollback", false, "With --fix: roll a failing new template back to the earlier revision whose pods are Ready (the deploy still fails: exit 1, result RolledBack)")
+	f.Diagnosis.AddFlags(c)
 	return c
 }
 
-// Complete fills in the scope.
-func (o *WaitOptions) Complete(args []string) error {
+// ToOptions checks and parses the flags with the NAME arguments.
+func (f *WaitFlags) ToOptions(args []string) (*WaitOptions, error) {
+	if len(args) == 0 && f.Scope.Selector == "" {
+		return nil, errors.New("name the StatefulSets to wait for, or select them with -l")
+	}
+	if f.Timeout <= 0 {
+		return nil, errors.New("--timeout must be positive")
+	}
+	if f.Rollback && !f.Fix {
+		return nil, errors.New("--rollback needs --fix")
+	}
+	o := &WaitOptions{configFlags: f.configFlags, IOStreams: f.IOStreams, print: f.PrintFlags, junitFile: f.JUnitFile,
+		gate: gate.WaitOptions{Timeout: f.Timeout, Fix: f.Fix, Rollback: f.Rollback}}
 	var err error
-	if o.Contexts, err = fleetContexts(o.configFlags, o.Contexts, o.AllContexts); err != nil {
-		return err
+	if o.scope, err = f.Scope.ToScope(args); err != nil {
+		return nil, err
 	}
-	if len(o.Contexts) > 0 {
-		o.scope = gather.Scope{Names: args} // each context's namespace is resolved in Run
-		return nil
+	if err := f.PrintFlags.Validate(); err != nil {
+		return nil, err
 	}
-	o.scope, err = scopeOf(o.configFlags, false, args)
-	return err
+	if o.gate.Diagnosis, err = f.Diagnosis.ToOptions(); err != nil {
+		return nil, err
+	}
+	if o.gate.StuckGrace, err = f.Hold.ToDuration(); err != nil {
+		return nil, err
+	}
+	return o, nil
 }
 
-// Validate checks the flags.
-func (o *WaitOptions) Validate() error {
-	if len(o.scope.Names) == 0 && o.Selector == "" {
-		return errors.New("name the StatefulSets to wait for, or select them with -l")
-	}
-	if err := o.PrintFlags.Validate(); err != nil {
-		return err
-	}
-	if err := o.diagnosis.Validate(); err != nil {
-		return err
-	}
-	if o.Timeout <= 0 || o.StuckGrace < 0 {
-		return errors.New("--timeout must be positive and --stuck-grace not negative")
-	}
-	if o.Rollback && !o.Fix {
-		return errors.New("--rollback needs --fix")
-	}
-	return parseScopeFlags(&o.scope, o.OpenShift, o.Selector)
-}
-
-// Run waits (gate.Run over informers; one per context with --contexts), prints the verdict and
+// Run waits (gate.Wait in one cluster, gate.RunFleet over --contexts), prints the verdict and
 // sets the exit code.
 func (o *WaitOptions) Run(ctx context.Context) error {
 	start := time.Now()
-	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	ctx, cancel := context.WithTimeout(ctx, o.gate.Timeout)
 	defer cancel()
-	if len(o.Contexts) == 0 {
+	if !o.scope.fleet() {
 		c, err := clients(o.configFlags, 0)
 		if err != nil {
 			return withCode(ExitError, err)
 		}
-		res, err := o.waitOne(ctx, c, o.scope, "")
+		res, err := gate.Wait(ctx, c, o.scope.Scope, o.gateOptions(""))
 		return o.finish(res, start, err)
 	}
-	// A fleet: every context at once; a stuck rollout or a cluster that cannot be evaluated ends
-	// the others' wait too (fail fast), the worst verdict wins.
-	ctx, stop := context.WithCancel(ctx)
-	defer stop()
-	results := make([]*model.WaitResult, len(o.Contexts))
-	var wg sync.WaitGroup
-	for i, name := range o.Contexts {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			res, err := o.waitContext(ctx, name)
-			if err != nil {
-				res = model.NewWaitResult(apiv1.WaitNotFound, err.Error())
-			}
-			results[i] = res
-			if gate.Decisive(res.Result) {
-				stop()
-			}
-		}()
-	}
-	wg.Wait()
-	return o.finish(gate.MergeFleet(o.Contexts, results), start, nil)
+	res := gate.RunFleet(ctx, o.scope.contexts, func(ctx context.Context, name string) (*model.WaitResult, error) {
+		c, scope, err := contextTarget(o.configFlags, name, o.scope.allNamespaces, o.scope.Scope, 0)
+		if err != nil {
+			return nil, err
+		}
+		return gate.Wait(ctx, c, scope, o.gateOptions(name+": "))
+	})
+	return o.finish(res, start, nil)
 }
 
-// waitContext waits in one context of a fleet, with its own clients and namespace.
-func (o *WaitOptions) waitContext(ctx context.Context, name string) (*model.WaitResult, error) {
-	c, scope, err := contextTarget(o.configFlags, name, false, o.scope, 0)
-	if err != nil {
-		return nil, err
-	}
-	res, err := o.waitOne(ctx, c, scope, name+": ")
-	if err != nil {
-		return nil, fmt.Errorf("context %s: %w", name, err)
-	}
-	return res, nil
-}
-
-// waitOne follows one cluster's StatefulSets to a verdict; prefix starts its log lines.
-func (o *WaitOptions) waitOne(ctx context.Context, c gather.Clients, scope gather.Scope, prefix string) (*model.WaitResult, error) {
-	live, warnings, err := gather.StartLive(ctx, c, scope, nil)
-	if err != nil {
-		return model.NewWaitResult(apiv1.WaitNotFound, err.Error()), err
-	}
-	for _, w := range warnings {
-		fmt.Fprintf(o.ErrOut, "Warning: %s%s\n", prefix, w)
-	}
+// gateOptions are the options of one cluster's wait: its progress lines, repairs and warnings on
+// stderr, each starting with prefix (a fleet's context).
+func (o *WaitOptions) gateOptions(prefix string) gate.WaitOptions {
+	opts := o.gate
 	log := o.ErrOut
 	if prefix != "" {
 		log = &prefixWriter{prefix: prefix, w: o.ErrOut}
 	}
-	opts := gate.Options{StuckGrace: o.StuckGrace, Log: log, Diagnosis: o.diagnosis.opts}
-	if o.Fix {
-		exec := repair.New(repair.Options{Clients: c, Scope: scope, Diagnosis: opts.Diagnosis, DryRun: apiv1.DryRunNone, Rollback: o.Rollback,
-			Progress: func(a model.Action) { fmt.Fprintln(log, render.ActionLine(a)) }})
-		opts.Repair = func(ctx context.Context, rep *model.Report, snap *snapshot.Snapshot) ([]model.Action, error) {
-			actions, err := exec.Repair(ctx, rep, snap, nil)
-			if len(actions) == 0 && err == nil {
-				fmt.Fprintln(log, "nothing stsdiag can repair safely")
-			}
-			return actions, err
-		}
-	}
-	res, err := gate.Run(ctx, live, opts)
-	if res.Result == apiv1.WaitTimedOut {
-		res.Message = fmt.Sprintf("timed out after %s while the rollout was still progressing", o.Timeout)
-	}
-	repair.RollbackVerdict(res)
-	return res, err
+	opts.Log = log
+	opts.Progress = func(a model.Action) { fmt.Fprintln(log, render.ActionLine(a)) }
+	opts.Warn = func(w string) { fmt.Fprintf(o.ErrOut, "Warning: %s%s\n", prefix, w) }
+	return opts
 }
 
 // prefixWriter starts every line with the context's name (the progress lines of a fleet).
@@ -234,19 +195,25 @@ func (p *prefixWriter) Write(b []byte) (int, error) {
 func (o *WaitOptions) finish(res *model.WaitResult, start time.Time, failure error) error {
 	elapsed := time.Since(start)
 	res.Elapsed = elapsed.Round(10 * time.Millisecond).String()
-	err := render.WaitResult(o.Out, res, o.PrintFlags, elapsed, colorEnabled(o.Out))
-	if err == nil && o.JUnitFile != "" {
-		err = writeJUnitFile(o.JUnitFile, res, elapsed)
+	err := render.WaitResult(o.Out, res, o.print, elapsed, colorEnabled(o.Out))
+	if err == nil && o.junitFile != "" {
+		err = writeJUnitFile(o.junitFile, res, elapsed)
 	}
 	if gerr := render.GitHubFromEnv(os.Getenv).WaitResult(o.ErrOut, res); gerr != nil {
 		fmt.Fprintf(o.ErrOut, "Warning: %s\n", gerr)
 	}
+	return waitExit(res, failure, err)
+}
+
+// waitExit is the exit of a verdict: failure (the wait failed) and printErr (printing it
+// failed) are exit 2.
+func waitExit(res *model.WaitResult, failure, printErr error) error {
 	switch {
 	case failure != nil:
 		return withCode(ExitError, failure)
-	case err != nil:
-		return withCode(ExitError, err)
-	case res.Result == apiv1.WaitNotFound:
+	case printErr != nil:
+		return withCode(ExitError, printErr)
+	case res.Result == apiv1.WaitNotFound || res.Result == apiv1.WaitUnevaluable:
 		return withCode(ExitError, errors.New(res.Message))
 	case res.Result == apiv1.WaitStuck || res.Result == apiv1.WaitRolledBack:
 		return withCode(ExitFindings, nil)

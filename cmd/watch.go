@@ -11,106 +11,137 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	"github.com/stsdiag/stsdiag/internal/gather"
 	"github.com/stsdiag/stsdiag/internal/monitor"
 )
 
-// WatchOptions are the flags and state of `stsdiag watch`.
-type WatchOptions struct {
+// WatchFlags are the flags of `stsdiag watch`, as typed.
+type WatchFlags struct {
 	configFlags *genericclioptions.ConfigFlags
 	genericiooptions.IOStreams
-
-	AllNamespaces     bool
+	Scope             *scopeFlags
+	Hold              *holdFlags
+	Diagnosis         *diagnosisFlags
 	Fix               bool
 	Rollback          bool
-	MinStuck          time.Duration
 	MaxRepairsPerHour int
 	MetricsAddr       string
 	LeaderElect       bool
 	LeaseNamespace    string
 	LeaseName         string
-	OpenShift         string
 	NoConditions      bool
-	diagnosis         *diagnosisFlags
+}
 
-	scope gather.Scope
+// WatchOptions are what `stsdiag watch` runs with, parsed and checked.
+type WatchOptions struct {
+	configFlags *genericclioptions.ConfigFlags
+	genericiooptions.IOStreams
+	serve monitor.ServeOptions
 }
 
 const watchExample = `  # Report only: Events on StatefulSets and Prometheus metrics for every namespace
   kubectl stsdiag watch -A --metrics-addr :8080
 
   # Repair findings that held 2 minutes, at most 5 repairs per namespace and hour, one leader
-  kubectl stsdiag watch -A --fix --min-stuck 2m --max-repairs-per-hour 5 --leader-elect`
+  kubectl stsdiag watch -A --fix --hold 2m --max-repairs-per-hour 5 --leader-elect`
+
+// errWatchSelector: the monitor diagnoses every StatefulSet its informers see; it does not
+// filter them by label yet.
+var errWatchSelector = errors.New("watch does not take -l/--selector yet: it watches every StatefulSet of the namespace (-n) or of the cluster (-A)")
 
 // NewWatchCommand builds `stsdiag watch`.
 func NewWatchCommand(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &WatchOptions{configFlags: configFlags, IOStreams: streams, diagnosis: newDiagnosisFlags()}
+	return newWatchFlags(configFlags, streams).command()
+}
+
+func newWatchFlags(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *WatchFlags {
+	return &WatchFlags{configFlags: configFlags, IOStreams: streams, Scope: newScopeFlags(configFlags), Hold: &holdFlags{},
+		Diagnosis: newDiagnosisFlags(), MaxRepairsPerHour: 10, MetricsAddr: ":8080", LeaseName: "stsdiag-watch"}
+}
+
+func (f *WatchFlags) command() *cobra.Command {
 	c := &cobra.Command{
-		Use:   "watch [-n NAMESPACE | -A] [--fix] [--min-stuck 2m] [--max-repairs-per-hour N] [--metrics-addr :8080] [--leader-elect]",
+		Use:   "watch [-n NAMESPACE | -A] [--fix] [--hold 2m] [--max-repairs-per-hour N] [--metrics-addr :8080] [--leader-elect]",
 		Short: "Diagnose continuously (in-cluster service): Events, metrics and opt-in repairs",
 		Long: `watch runs check continuously from shared informers: after the initial sync it makes no
 periodic LISTs and re-diagnoses only the StatefulSets an event touched. Each new finding becomes
 a Kubernetes Event on its StatefulSet (reason = the finding's code) and a metric. An error finding
-that held for --min-stuck also sets the kstatus condition Stalled=True (reason = the code) on
+that held for --hold also sets the kstatus condition Stalled=True (reason = the code) on
 the StatefulSet's status, which Flux, Helm, kpt and Argo CD (deploy/argocd) read; it turns False
-once no error finding is left (--no-conditions: never).
+once no error finding is left (--no-conditions: never). --min-stuck is the former name of --hold.
 
-With --fix it repairs findings that held for --min-stuck through the same code path as fix (the
+With --fix it repairs findings that held for --hold through the same code path as fix (the
 same preconditions and never-delete rules), at most --max-repairs-per-hour per namespace, and
 records an Event per repair. Serves /metrics, /healthz and /readyz on --metrics-addr. With
---leader-elect only the holder of a Lease works, so two replicas never both repair. It stops
-cleanly on SIGTERM.`,
+--leader-elect only the holder of a Lease works, so two replicas never both repair. It takes no
+NAME arguments and no -l (it watches a namespace or the cluster) and works in one cluster. It
+stops cleanly, exit 0, on SIGTERM or SIGINT: a service's normal end.`,
 		Example: watchExample,
-		RunE:    runE(o),
+		Args:    cobra.NoArgs,
+		RunE:    runE(f.ToOptions),
 	}
-	f := c.Flags()
-	f.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "Watch StatefulSets in all namespaces")
-	f.BoolVar(&o.Fix, "fix", false, "Repair findings that held for --min-stuck")
-	f.BoolVar(&o.Rollback, "rollback", false, "With --fix: roll a failing new template (CurrentRevisionFailing) back to the earlier revision whose pods are Ready")
-	f.DurationVar(&o.MinStuck, "min-stuck", 2*time.Minute, "How long a finding must hold before it is repaired")
-	f.IntVar(&o.MaxRepairsPerHour, "max-repairs-per-hour", 10, "Repair actions allowed per namespace and hour (0: unbounded)")
-	f.StringVar(&o.MetricsAddr, "metrics-addr", ":8080", "Address of /metrics, /healthz and /readyz (empty: none)")
-	f.BoolVar(&o.LeaderElect, "leader-elect", false, "Work only while holding the Lease")
-	f.StringVar(&o.LeaseNamespace, "leader-elect-namespace", "", "Namespace of the Lease (default: $POD_NAMESPACE, else the current namespace)")
-	f.StringVar(&o.LeaseName, "leader-elect-name", "stsdiag-watch", "Name of the Lease")
-	f.StringVar(&o.OpenShift, "openshift", "auto", "Use the OpenShift image API: auto (if served), always or never")
-	f.BoolVar(&o.NoConditions, "no-conditions", false, "Do not set the kstatus Stalled condition on StatefulSets whose error finding held for --min-stuck")
-	o.diagnosis.AddFlags(c)
+	f.Scope.AddFlags(c)
+	fs := c.Flags()
+	fs.BoolVar(&f.Fix, "fix", false, "Repair findings that held for --hold")
+	fs.BoolVar(&f.Rollback, "rollback", false, "With --fix: roll a failing new template (CurrentRevisionFailing) back to the earlier revision whose pods are Ready")
+	f.Hold.AddFlags(c, 2*time.Minute, "min-stuck", "How long a finding must hold before it is repaired and sets Stalled")
+	fs.IntVar(&f.MaxRepairsPerHour, "max-repairs-per-hour", f.MaxRepairsPerHour, "Repair actions allowed per namespace and hour (0: unbounded)")
+	fs.StringVar(&f.MetricsAddr, "metrics-addr", f.MetricsAddr, "Address of /metrics, /healthz and /readyz (empty: none)")
+	fs.BoolVar(&f.LeaderElect, "leader-elect", false, "Work only while holding the Lease")
+	fs.StringVar(&f.LeaseNamespace, "leader-elect-namespace", "", "Namespace of the Lease (default: $POD_NAMESPACE, else the current namespace)")
+	fs.StringVar(&f.LeaseName, "leader-elect-name", f.LeaseName, "Name of the Lease")
+	fs.BoolVar(&f.NoConditions, "no-conditions", false, "Do not set the kstatus Stalled condition on StatefulSets whose error finding held for --hold")
+	f.Diagnosis.AddFlags(c)
 	return c
 }
 
-// Complete fills in the scope and the Lease namespace.
-func (o *WatchOptions) Complete(args []string) error {
-	if len(args) > 0 {
-		return fmt.Errorf("watch takes no arguments")
+// ToOptions checks and parses the flags (cobra.NoArgs has refused NAME arguments).
+func (f *WatchFlags) ToOptions(args []string) (*WatchOptions, error) {
+	if f.Scope.Selector != "" {
+		return nil, errWatchSelector
 	}
-	var err error
-	if o.scope, err = scopeOf(o.configFlags, o.AllNamespaces, nil); err != nil {
-		return err
+	if f.MaxRepairsPerHour < 0 {
+		return nil, errors.New("--max-repairs-per-hour must not be negative")
 	}
-	if o.LeaseNamespace == "" {
-		o.LeaseNamespace = os.Getenv("POD_NAMESPACE")
+	if f.Rollback && !f.Fix {
+		return nil, errors.New("--rollback needs --fix")
 	}
-	if o.LeaseNamespace == "" {
-		if o.LeaseNamespace, err = namespace(o.configFlags, false); err != nil {
-			return err
-		}
+	scope, err := f.Scope.ToScope(args)
+	if err != nil {
+		return nil, err
 	}
-	return nil
+	diagnosis, err := f.Diagnosis.ToOptions()
+	if err != nil {
+		return nil, err
+	}
+	hold, err := f.Hold.ToDuration()
+	if err != nil {
+		return nil, err
+	}
+	leaseNamespace, err := f.leaseNamespace()
+	if err != nil {
+		return nil, err
+	}
+	identity, _ := os.Hostname()
+	return &WatchOptions{configFlags: f.configFlags, IOStreams: f.IOStreams, serve: monitor.ServeOptions{
+		Scope: scope.Scope,
+		Monitor: monitor.Options{Fix: f.Fix, Rollback: f.Rollback, MinStuck: hold, MaxRepairsPerHour: f.MaxRepairsPerHour, Log: f.ErrOut,
+			Diagnosis: diagnosis, NoConditions: f.NoConditions},
+		MetricsAddr: f.MetricsAddr,
+		LeaderElect: f.LeaderElect, LeaseNamespace: leaseNamespace, LeaseName: f.LeaseName,
+		Identity: fmt.Sprintf("%s_%d", identity, os.Getpid()),
+		Log:      f.ErrOut,
+	}}, nil
 }
 
-// Validate checks the flags.
-func (o *WatchOptions) Validate() error {
-	if err := o.diagnosis.Validate(); err != nil {
-		return err
+// leaseNamespace is --leader-elect-namespace, else $POD_NAMESPACE, else the current namespace.
+func (f *WatchFlags) leaseNamespace() (string, error) {
+	if f.LeaseNamespace != "" {
+		return f.LeaseNamespace, nil
 	}
-	if o.MinStuck < 0 || o.MaxRepairsPerHour < 0 {
-		return errors.New("--min-stuck and --max-repairs-per-hour must not be negative")
+	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
+		return ns, nil
 	}
-	if o.Rollback && !o.Fix {
-		return errors.New("--rollback needs --fix")
-	}
-	return parseScopeFlags(&o.scope, o.OpenShift, "")
+	return namespace(f.configFlags, false)
 }
 
 // Run serves the monitor (monitor.Serve) until SIGTERM.
@@ -119,17 +150,8 @@ func (o *WatchOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return withCode(ExitError, err)
 	}
-	identity, _ := os.Hostname()
-	err = monitor.Serve(ctx, monitor.ServeOptions{
-		Clients: c, Scope: o.scope,
-		Monitor: monitor.Options{Fix: o.Fix, Rollback: o.Rollback, MinStuck: o.MinStuck, MaxRepairsPerHour: o.MaxRepairsPerHour, Log: o.ErrOut,
-			Diagnosis: o.diagnosis.opts, NoConditions: o.NoConditions},
-		MetricsAddr: o.MetricsAddr,
-		LeaderElect: o.LeaderElect, LeaseNamespace: o.LeaseNamespace, LeaseName: o.LeaseName,
-		Identity: fmt.Sprintf("%s_%d", identity, os.Getpid()),
-		Log:      o.ErrOut,
-	})
-	if err != nil {
+	o.serve.Clients = c
+	if err := monitor.Serve(ctx, o.serve); err != nil {
 		return withCode(ExitError, err)
 	}
 	return nil

@@ -171,6 +171,9 @@ const (
 
 // Action is one planned repair and, once applied, its result.
 type Action struct {
+	// Context is the kubeconfig context of the cluster the action ran in, set when several were
+	// waited for (wait --contexts, --all-contexts).
+	Context string `json:"context,omitempty"`
 	// Action is the kind of change.
 	Action ActionKind `json:"action"`
 	// Namespace and StatefulSet the action belongs to.
@@ -255,6 +258,10 @@ const (
 	WaitStuck    Verdict = "Stuck"
 	WaitTimedOut Verdict = "TimedOut"
 	WaitNotFound Verdict = "NotFound"
+	// WaitUnevaluable: the StatefulSets could not be read (forbidden, API unreachable, kubeconfig
+	// unusable), so there is no verdict; exit 2, as for NotFound. NotFound means a named
+	// StatefulSet or namespace does not exist.
+	WaitUnevaluable Verdict = "Unevaluable"
 	// WaitRolledBack: wait --fix --rollback returned a StatefulSet to an earlier revision and
 	// its rollout completed there. The deploy failed all the same (exit 1).
 	WaitRolledBack Verdict = "RolledBack"
@@ -265,7 +272,7 @@ const (
 // WaitResult is the document `wait -o json|yaml` prints (kind WaitResult).
 type WaitResult struct {
 	metav1.TypeMeta `json:",inline"`
-	// Result is Complete, Stuck, TimedOut, NotFound, RolledBack or Interrupted.
+	// Result is Complete, Stuck, TimedOut, NotFound, Unevaluable, RolledBack or Interrupted.
 	Result Verdict `json:"result"`
 	// Elapsed is how long wait ran.
 	Elapsed string `json:"elapsed"`

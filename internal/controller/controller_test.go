@@ -52,7 +52,9 @@ func TestSync(t *testing.T) {
 		p.DeletionTimestamp = &metav1.Time{Time: now.Add(-time.Minute)}
 		return p
 	}
-	justReady := func(set *appsv1.StatefulSet, i int, rev string) *corev1.Pod { return readyPod(set, i, rev, now.Add(-5*time.Second)) }
+	justReady := func(set *appsv1.StatefulSet, i int, rev string) *corev1.Pod {
+		return readyPod(set, i, rev, now.Add(-5*time.Second))
+	}
 	type podAt struct {
 		ordinal int
 		rev     string

@@ -3,10 +3,11 @@ package diagnose
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"sort"
-	"sync"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/internal/fleet"
 	"github.com/stsdiag/stsdiag/internal/gather"
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/stuck"
@@ -19,29 +20,27 @@ type Target struct {
 	Scope   gather.Scope
 }
 
+// outcome is one target's report, or why there is none.
+type outcome struct {
+	rep *model.Report
+	err error
+}
+
 // RunFleet gathers and diagnoses every target concurrently and merges the reports into one:
 // each StatefulSet and finding carries its context. A target that cannot be evaluated
 // (unreachable, forbidden, namespace missing) becomes a warning naming it, and its context is
-// returned in failed; the others are reported all the same.
+// returned in failed; the others are reported all the same. The report's server block is kept
+// when every evaluated context applied the same rules, and omitted when they differ (each
+// context's findings still follow its own release).
 func RunFleet(ctx context.Context, targets []Target, opts stuck.Options) (rep *model.Report, failed []string) {
-	type outcome struct {
-		rep *model.Report
-		err error
-	}
-	outcomes := make([]outcome, len(targets))
-	var wg sync.WaitGroup
-	for i, t := range targets {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			r, _, err := Run(ctx, t.Clients, t.Scope, opts)
-			outcomes[i] = outcome{r, err}
-		}()
-	}
-	wg.Wait()
+	outcomes := fleet.Run(ctx, targets, func(ctx context.Context, t Target) outcome {
+		r, _, err := Run(ctx, t.Clients, t.Scope, opts)
+		return outcome{r, err}
+	}, nil)
 	var sets []apiv1.StatefulSetSummary
 	var findings []model.Finding
 	var warnings []string
+	var servers []*apiv1.ServerInfo
 	openshift := false
 	for i, o := range outcomes {
 		name := targets[i].Context
@@ -51,6 +50,7 @@ func RunFleet(ctx context.Context, targets []Target, opts stuck.Options) (rep *m
 			continue
 		}
 		openshift = openshift || o.rep.OpenShift
+		servers = append(servers, o.rep.Server)
 		for _, s := range o.rep.StatefulSets {
 			s.Context = name
 			sets = append(sets, s)
@@ -66,5 +66,20 @@ func RunFleet(ctx context.Context, targets []Target, opts stuck.Options) (rep *m
 	sort.Strings(failed)
 	rep = model.NewReport(openshift, sets, findings)
 	rep.Warnings = warnings
+	rep.Server = commonServer(servers)
 	return rep, failed
+}
+
+// commonServer is the server block every context agrees on, or nil when they differ or none
+// was evaluated.
+func commonServer(servers []*apiv1.ServerInfo) *apiv1.ServerInfo {
+	if len(servers) == 0 {
+		return nil
+	}
+	for _, s := range servers[1:] {
+		if !reflect.DeepEqual(s, servers[0]) {
+			return nil
+		}
+	}
+	return servers[0]
 }

@@ -10,12 +10,15 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/version"
+	fakediscovery "k8s.io/client-go/discovery/fake"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/diagnose"
 	"github.com/stsdiag/stsdiag/internal/gather"
+	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/openshift"
 	"github.com/stsdiag/stsdiag/internal/snapshot"
 	"github.com/stsdiag/stsdiag/internal/stuck"
@@ -54,4 +57,38 @@ func TestRunFleet(t *testing.T) {
 	if len(rep.Warnings) != 1 || rep.Warnings[0][:len("context lab: ")] != "context lab: " {
 		t.Errorf("warnings %v", rep.Warnings)
 	}
+	if rep.Server == nil || rep.Server.Rules == "" {
+		t.Errorf("server %+v: two clusters of the same release keep the server block", rep.Server)
+	}
+}
+
+// TestRunFleetServer: the server block is kept when every context applied the same release's
+// rules, and omitted when they differ.
+func TestRunFleetServer(t *testing.T) {
+	cluster := func(gitVersion string) gather.Clients {
+		kube := fake.NewClientset()
+		kube.Discovery().(*fakediscovery.FakeDiscovery).FakedServerVersion = &version.Info{Major: "1", Minor: "35", GitVersion: gitVersion}
+		return gather.Clients{Kube: kube}
+	}
+	scope := gather.Scope{OpenShift: openshift.ModeNever}
+	run := func(east, west string) *model.Report {
+		rep, failed := diagnose.RunFleet(context.Background(), []diagnose.Target{
+			{Context: "east", Clients: cluster(east), Scope: scope},
+			{Context: "west", Clients: cluster(west), Scope: scope},
+		}, stuck.DefaultOptions())
+		if len(failed) != 0 {
+			t.Fatalf("failed %v", failed)
+		}
+		return rep
+	}
+	t.Run("same release", func(t *testing.T) {
+		if s := run("v1.35.3", "v1.35.3").Server; s == nil || s.Version != "v1.35.3" || s.Rules != "v1.35.3" {
+			t.Errorf("server %+v, want version and rules v1.35.3", s)
+		}
+	})
+	t.Run("different releases", func(t *testing.T) {
+		if s := run("v1.35.3", "v1.35.4").Server; s != nil {
+			t.Errorf("server %+v, want none: the contexts follow different rules", s)
+		}
+	})
 }

@@ -1,21 +1,122 @@
 package gate
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"io"
 	"strings"
+	"time"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/internal/fleet"
+	"github.com/stsdiag/stsdiag/internal/gather"
 	"github.com/stsdiag/stsdiag/internal/model"
+	"github.com/stsdiag/stsdiag/internal/repair"
+	"github.com/stsdiag/stsdiag/internal/snapshot"
 )
 
 // precedence orders wait's verdicts from worst to best when several clusters are waited for:
-// one that could not be evaluated, then a stuck rollout, a rollback, a timeout, an interruption.
-var precedence = []apiv1.Verdict{apiv1.WaitNotFound, apiv1.WaitStuck, apiv1.WaitRolledBack, apiv1.WaitTimedOut, apiv1.WaitInterrupted, apiv1.WaitComplete}
+// one that could not be evaluated or whose StatefulSets do not exist, then a stuck rollout, a
+// rollback, a timeout, an interruption.
+var precedence = []apiv1.Verdict{apiv1.WaitUnevaluable, apiv1.WaitNotFound, apiv1.WaitStuck, apiv1.WaitRolledBack, apiv1.WaitTimedOut, apiv1.WaitInterrupted, apiv1.WaitComplete}
 
 // Decisive reports whether a verdict ends the wait for every cluster (fail fast): a stuck
 // rollout or a cluster that cannot be evaluated.
 func Decisive(result apiv1.Verdict) bool {
-	return result == apiv1.WaitNotFound || result == apiv1.WaitStuck
+	return result == apiv1.WaitUnevaluable || result == apiv1.WaitNotFound || result == apiv1.WaitStuck
+}
+
+// VerdictOf is the verdict of a wait that failed with err: NotFound when a StatefulSet or
+// namespace it names does not exist, Interrupted or TimedOut when its context ended first,
+// Unevaluable for anything else (forbidden, unreachable, an unusable kubeconfig, a repair that
+// could not be evaluated).
+func VerdictOf(err error) apiv1.Verdict {
+	var nf *gather.NotFoundError
+	switch {
+	case errors.As(err, &nf):
+		return apiv1.WaitNotFound
+	case errors.Is(err, context.DeadlineExceeded):
+		return apiv1.WaitTimedOut
+	case errors.Is(err, context.Canceled):
+		return apiv1.WaitInterrupted
+	}
+	return apiv1.WaitUnevaluable
+}
+
+// WaitOptions tune Wait.
+type WaitOptions struct {
+	Options
+	// Timeout is the deadline the caller gave ctx, named in a TimedOut verdict.
+	Timeout time.Duration
+	// Fix applies fix's safe repairs once when stuck, then keeps waiting (wait --fix); with
+	// Rollback a failing new template may be rolled back.
+	Fix, Rollback bool
+	// Progress, if set, is told about each repair action as it completes.
+	Progress func(model.Action)
+	// Warn, if set, receives each warning about optional data that could not be read.
+	Warn func(string)
+}
+
+// Wait follows the StatefulSets of scope in one cluster (Run over gather's informers) to a
+// verdict. A wait that cannot start returns NotFound or Unevaluable (VerdictOf) with the error;
+// the error is also set when a repair could not be evaluated.
+func Wait(ctx context.Context, c gather.Clients, scope gather.Scope, opts WaitOptions) (*model.WaitResult, error) {
+	live, warnings, err := gather.StartLive(ctx, c, scope, nil)
+	if err != nil {
+		return model.NewWaitResult(VerdictOf(err), err.Error()), err
+	}
+	for _, w := range warnings {
+		if opts.Warn != nil {
+			opts.Warn(w)
+		}
+	}
+	gateOpts := opts.Options
+	if opts.Fix {
+		gateOpts.Repair = repairOnce(c, scope, opts)
+	}
+	res, err := Run(ctx, live, gateOpts)
+	if res.Result == apiv1.WaitTimedOut {
+		res.Message = fmt.Sprintf("timed out after %s while the rollout was still progressing", opts.Timeout)
+	}
+	repair.RollbackVerdict(res)
+	return res, err
+}
+
+// repairOnce is wait --fix's repair: fix's safe actions, each reported to Progress.
+func repairOnce(c gather.Clients, scope gather.Scope, opts WaitOptions) func(context.Context, *model.Report, *snapshot.Snapshot) ([]model.Action, error) {
+	exec := repair.New(repair.Options{Clients: c, Scope: scope, Diagnosis: opts.Diagnosis, DryRun: apiv1.DryRunNone, Rollback: opts.Rollback, Progress: opts.Progress})
+	log := opts.Log
+	if log == nil {
+		log = io.Discard
+	}
+	return func(ctx context.Context, rep *model.Report, snap *snapshot.Snapshot) ([]model.Action, error) {
+		actions, err := exec.Repair(ctx, rep, snap, nil)
+		if len(actions) == 0 && err == nil {
+			fmt.Fprintln(log, "nothing stsdiag can repair safely")
+		}
+		return actions, err
+	}
+}
+
+// RunFleet waits in every context at once, wait doing one context's wait: a decisive verdict
+// (Decisive) in one ends the others' (fail fast), and MergeFleet combines the verdicts. A
+// context whose wait fails gets the verdict of its error (VerdictOf), naming the context; one
+// that fails once its wait was ended is Interrupted (or TimedOut), never worse than the verdict
+// that ended it.
+func RunFleet(ctx context.Context, contexts []string, wait func(ctx context.Context, context string) (*model.WaitResult, error)) *model.WaitResult {
+	results := fleet.Run(ctx, contexts, func(ctx context.Context, name string) *model.WaitResult {
+		res, err := wait(ctx, name)
+		if err == nil {
+			return res
+		}
+		verdict := VerdictOf(err)
+		if ctx.Err() != nil {
+			verdict = VerdictOf(ctx.Err())
+		}
+		return model.NewWaitResult(verdict, fmt.Sprintf("context %s: %v", name, err))
+	}, func(res *model.WaitResult) bool { return Decisive(res.Result) })
+	return MergeFleet(contexts, results)
 }
 
 // MergeFleet combines the verdicts of one wait per kubeconfig context into one: the worst verdict
@@ -43,7 +144,10 @@ func MergeFleet(contexts []string, results []*model.WaitResult) *model.WaitResul
 			f.Context = name
 			merged.Findings = append(merged.Findings, f)
 		}
-		merged.Actions = append(merged.Actions, res.Actions...)
+		for _, a := range res.Actions {
+			a.Context = name
+			merged.Actions = append(merged.Actions, a)
+		}
 		merged.RolledBack = append(merged.RolledBack, res.RolledBack...)
 	}
 	merged.Result = precedence[worst]

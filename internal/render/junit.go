@@ -51,9 +51,10 @@ func WriteJUnit(w io.Writer, res *model.WaitResult, elapsed time.Duration) error
 	sort.Slice(sets, func(i, j int) bool {
 		return key(sets[i].Context, sets[i].Namespace, sets[i].Name) < key(sets[j].Context, sets[j].Namespace, sets[j].Name)
 	})
-	if len(sets) == 0 && res.Result == apiv1.WaitNotFound {
+	if len(sets) == 0 && (res.Result == apiv1.WaitNotFound || res.Result == apiv1.WaitUnevaluable) {
 		suite.Cases = append(suite.Cases, junitCase{Name: "statefulsets", Classname: "stsdiag.wait", Time: seconds,
-			Failure: &junitFailure{Message: res.Message, Type: string(apiv1.WaitNotFound), Text: res.Message}})
+			Failure: &junitFailure{Message: res.Message, Type: string(res.Result), Text: res.Message}})
+		suite.Failures++
 	}
 	for _, s := range sets {
 		tc := junitCase{Name: key(s.Context, s.Namespace, s.Name), Classname: "stsdiag.wait", Time: seconds}

@@ -34,3 +34,21 @@ func TestWaitJUnit(t *testing.T) {
 	}
 	snapshottest.Golden(t, "wait-timeout.junit.xml", buf.Bytes(), *update)
 }
+
+// TestWaitJUnitNoVerdict: a wait that could not read its StatefulSets still fails the report,
+// with its verdict as the failure type.
+func TestWaitJUnitNoVerdict(t *testing.T) {
+	for _, result := range []apiv1.Verdict{apiv1.WaitNotFound, apiv1.WaitUnevaluable} {
+		t.Run(string(result), func(t *testing.T) {
+			var buf bytes.Buffer
+			res := model.NewWaitResult(result, "listing statefulsets in namespace shop: forbidden")
+			if err := render.WriteJUnit(&buf, res, time.Second); err != nil {
+				t.Fatal(err)
+			}
+			want := `<failure message="listing statefulsets in namespace shop: forbidden" type="` + result + `">`
+			if !bytes.Contains(buf.Bytes(), []byte(want)) || !bytes.Contains(buf.Bytes(), []byte(`failures="1"`)) {
+				t.Errorf("junit lacks %s and failures=\"1\":\n%s", want, buf.String())
+			}
+		})
+	}
+}

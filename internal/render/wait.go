@@ -17,7 +17,7 @@ func WaitResult(w io.Writer, res *model.WaitResult, flags *PrintFlags, elapsed t
 	case !flags.Human():
 		return flags.PrintDocument(res.Public(), w)
 	}
-	if res.Result == apiv1.WaitNotFound {
+	if res.Result == apiv1.WaitNotFound || res.Result == apiv1.WaitUnevaluable {
 		return nil // the error line says it
 	}
 	if res.Result != apiv1.WaitComplete && len(res.Findings) > 0 {

@@ -1,0 +1,158 @@
+package cmd
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+
+	"github.com/stsdiag/stsdiag/internal/gather"
+	"github.com/stsdiag/stsdiag/internal/openshift"
+	"github.com/stsdiag/stsdiag/internal/stuck"
+)
+
+// scopeFlags select the StatefulSets a command works on: NAME arguments, -n (a kubeconfig
+// flag), -A, -l, --openshift, and on the commands that take a fleet --contexts/--all-contexts.
+// Every command registers them with the same help and validates them in ToScope, so the same
+// mistake gets the same message everywhere.
+type scopeFlags struct {
+	config        *genericclioptions.ConfigFlags
+	AllNamespaces bool
+	Selector      string
+	OpenShift     string
+	Contexts      []string
+	AllContexts   bool
+}
+
+func newScopeFlags(config *genericclioptions.ConfigFlags) *scopeFlags {
+	return &scopeFlags{config: config, OpenShift: string(openshift.ModeAuto)}
+}
+
+// AddFlags registers -A, -l and --openshift.
+func (s *scopeFlags) AddFlags(c *cobra.Command) {
+	f := c.Flags()
+	f.BoolVarP(&s.AllNamespaces, "all-namespaces", "A", false, "StatefulSets in all namespaces (not with NAME arguments)")
+	f.StringVarP(&s.Selector, "selector", "l", "", "Label selector for the StatefulSets, e.g. app=web")
+	f.StringVar(&s.OpenShift, "openshift", s.OpenShift, "Use the OpenShift image API: auto (if served), always or never")
+}
+
+// AddFleetFlags registers --contexts and --all-contexts.
+func (s *scopeFlags) AddFleetFlags(c *cobra.Command) {
+	f := c.Flags()
+	f.StringSliceVar(&s.Contexts, "contexts", nil, "Work in these kubeconfig contexts concurrently, with one result (each StatefulSet and finding names its context)")
+	f.BoolVar(&s.AllContexts, "all-contexts", false, "Work in every context of the kubeconfig, as --contexts")
+}
+
+// scope is what a command works on once its scope flags are parsed.
+type scope struct {
+	// Scope holds the names, selector and OpenShift mode, and the namespace when there is one
+	// cluster (a fleet resolves each context's namespace: -n, else the context's own).
+	gather.Scope
+	allNamespaces bool
+	// contexts is the fleet; empty for the current context alone.
+	contexts []string
+}
+
+// fleet reports whether the scope spans several contexts.
+func (s scope) fleet() bool { return len(s.contexts) > 0 }
+
+// ToScope checks the scope flags with the NAME arguments, parses them and resolves the
+// namespace or the fleet's contexts from the kubeconfig.
+func (s *scopeFlags) ToScope(names []string) (scope, error) {
+	if err := s.check(names); err != nil {
+		return scope{}, err
+	}
+	out := scope{Scope: gather.Scope{Names: names}, allNamespaces: s.AllNamespaces, contexts: s.Contexts}
+	var err error
+	if out.OpenShift, err = openshift.ParseMode(s.OpenShift); err != nil {
+		return scope{}, err
+	}
+	if out.Selector, err = labels.Parse(s.Selector); err != nil {
+		return scope{}, fmt.Errorf("invalid --selector %q: %w", s.Selector, err)
+	}
+	if s.AllContexts {
+		if out.contexts, err = allContexts(s.config); err != nil {
+			return scope{}, err
+		}
+	}
+	if !out.fleet() {
+		out.Namespace, err = namespace(s.config, s.AllNamespaces)
+	}
+	return out, err
+}
+
+// check rejects combinations of scope flags that make no sense on any command.
+func (s *scopeFlags) check(names []string) error {
+	switch {
+	case s.AllNamespaces && len(names) > 0:
+		return errors.New("StatefulSet names cannot be combined with --all-namespaces: names are looked up in one namespace")
+	case len(s.Contexts) > 0 && s.AllContexts:
+		return errors.New("--contexts cannot be combined with --all-contexts")
+	case (len(s.Contexts) > 0 || s.AllContexts) && s.config.Context != nil && *s.config.Context != "":
+		return errors.New("--context cannot be combined with --contexts or --all-contexts")
+	}
+	return nil
+}
+
+// holdFlags is how long a finding must hold before it counts (wait: stuck; watch: repaired and
+// Stalled). One name, --hold, on every command; each command keeps its former name as a
+// deprecated alias bound to the same value.
+type holdFlags struct {
+	Hold time.Duration
+}
+
+// AddFlags registers --hold with the command's default and its deprecated alias.
+func (h *holdFlags) AddFlags(c *cobra.Command, def time.Duration, alias, usage string) {
+	f := c.Flags()
+	f.DurationVar(&h.Hold, "hold", def, usage)
+	f.DurationVar(&h.Hold, alias, def, usage)
+	_ = f.MarkDeprecated(alias, "use --hold instead")
+}
+
+// ToDuration checks the hold time.
+func (h *holdFlags) ToDuration() (time.Duration, error) {
+	if h.Hold < 0 {
+		return 0, errors.New("--hold must not be negative")
+	}
+	return h.Hold, nil
+}
+
+// diagnosisFlags are the thresholds and controller assumptions of the diagnosis, the same on
+// every command that diagnoses.
+type diagnosisFlags struct {
+	TerminatingAfter time.Duration
+	NotReadyAfter    time.Duration
+	FeatureGates     string
+}
+
+func newDiagnosisFlags() *diagnosisFlags {
+	def := stuck.DefaultOptions()
+	return &diagnosisFlags{TerminatingAfter: def.TerminatingAfter, NotReadyAfter: def.NotReadyAfter}
+}
+
+func (d *diagnosisFlags) AddFlags(c *cobra.Command) {
+	f := c.Flags()
+	f.DurationVar(&d.TerminatingAfter, "terminating-threshold", d.TerminatingAfter,
+		"Report a StatefulSet, or a pod past its grace period, still terminating after this long (an owner recreated meanwhile: at once)")
+	f.DurationVar(&d.NotReadyAfter, "not-ready-threshold", d.NotReadyAfter,
+		"Report a pod Running but not Ready (failing readiness probe) for longer than this as stuck at startup (0: never)")
+	f.StringVar(&d.FeatureGates, "feature-gates", "",
+		"Feature gates of the cluster's kube-controller-manager when they differ from its release's defaults, e.g. MaxUnavailableStatefulSet=false")
+}
+
+// ToOptions checks and parses the flags into the diagnosis's options.
+func (d *diagnosisFlags) ToOptions() (stuck.Options, error) {
+	if d.TerminatingAfter < 0 || d.NotReadyAfter < 0 {
+		return stuck.Options{}, errors.New("--terminating-threshold and --not-ready-threshold must not be negative")
+	}
+	gates, err := stuck.ParseFeatureGates(d.FeatureGates)
+	if err != nil {
+		return stuck.Options{}, err
+	}
+	opts := stuck.DefaultOptions()
+	opts.TerminatingAfter, opts.NotReadyAfter, opts.FeatureGates = d.TerminatingAfter, d.NotReadyAfter, gates
+	return opts, nil
+}
