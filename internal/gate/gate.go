@@ -38,7 +38,7 @@ type Options struct {
 // Source is what the gate follows: snapshots of the scope and a signal when something in it
 // changed (gather.Live).
 type Source interface {
-	Snapshot() (*snapshot.Snapshot, error)
+	gather.Source
 	Changes() <-chan struct{}
 }
 
@@ -68,7 +68,7 @@ func Run(ctx context.Context, live Source, opts Options) (*apiv1.WaitResult, err
 		return res
 	}
 	for {
-		snap, err := live.Snapshot()
+		snap, _, err := live.Snapshot(ctx)
 		if err != nil {
 			var nf *gather.NotFoundError
 			if errors.As(err, &nf) && rep != nil {
