@@ -129,7 +129,7 @@ func listResources(ctx context.Context, c Clients, scope Scope, s *snapshot.Snap
 	for i := range resources {
 		r := &resources[i]
 		g.Go(func() error {
-			if r.read != nil {
+			if r.when != nil {
 				if e, err := environment(); err != nil || !r.wanted(e) {
 					return err
 				}

@@ -134,7 +134,7 @@ func (l *Live) Snapshot(ctx context.Context) (*snapshot.Snapshot, []string, erro
 // controller owners of the terminating StatefulSets cached in namespace ("" for all), for the
 // snapshots that follow. The warnings name owners it could not look up.
 func (l *Live) RefreshOwners(ctx context.Context, namespace string) []string {
-	sets := items[appsv1.StatefulSet](l.objects(l.listers["statefulsets"], false, namespace))
+	sets := items[appsv1.StatefulSet](cached(l.listers["statefulsets"], false, namespace))
 	return l.owners.refresh(ctx, l.clients, snapshot.TerminatingOwners(sets))
 }
 
@@ -166,7 +166,7 @@ func (l *Live) read(namespace string) *snapshot.Snapshot {
 	for i := range resources {
 		r := &resources[i]
 		if lister, ok := l.listers[r.name]; ok {
-			r.put(s, l.objects(lister, r.clusterScoped, namespace))
+			r.put(s, cached(lister, r.clusterScoped, namespace))
 		}
 	}
 	if namespace != "" {
@@ -182,8 +182,8 @@ func (l *Live) read(namespace string) *snapshot.Snapshot {
 	return s
 }
 
-// objects lists a cache: all of it, or one namespace of a namespaced kind.
-func (l *Live) objects(lister cache.GenericLister, clusterScoped bool, namespace string) []runtime.Object {
+// cached lists a cache: all of it, or one namespace of a namespaced kind.
+func cached(lister cache.GenericLister, clusterScoped bool, namespace string) []runtime.Object {
 	var objs []runtime.Object
 	var err error
 	if namespace == "" || clusterScoped {
@@ -200,7 +200,7 @@ func (l *Live) objects(lister cache.GenericLister, clusterScoped bool, namespace
 // StatefulSetKeys lists every cached StatefulSet as namespace/name.
 func (l *Live) StatefulSetKeys() []string {
 	var out []string
-	for _, set := range items[appsv1.StatefulSet](l.objects(l.listers["statefulsets"], false, "")) {
+	for _, set := range items[appsv1.StatefulSet](cached(l.listers["statefulsets"], false, "")) {
 		out = append(out, snapshot.Key(set.Namespace, set.Name))
 	}
 	return out
@@ -209,7 +209,7 @@ func (l *Live) StatefulSetKeys() []string {
 // StatefulSetNames lists the StatefulSets of a namespace in the cache.
 func (l *Live) StatefulSetNames(namespace string) []string {
 	var out []string
-	for _, set := range items[appsv1.StatefulSet](l.objects(l.listers["statefulsets"], false, namespace)) {
+	for _, set := range items[appsv1.StatefulSet](cached(l.listers["statefulsets"], false, namespace)) {
 		out = append(out, set.Name)
 	}
 	return out

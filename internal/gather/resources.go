@@ -31,8 +31,8 @@ type resource struct {
 	required bool
 	// fieldSelector filters the LIST and the WATCH.
 	fieldSelector string
-	// read says whether the kind is read at all in this environment; nil: always.
-	read func(env) bool
+	// when says whether the kind is read at all in this environment; nil: always.
+	when func(env) bool
 	// warning, for an optional kind, is what its absence costs: a format of the namespaces read
 	// and the error's first line; "" for none. warnIf, if set, limits it to snapshots it concerns.
 	warning string
@@ -141,7 +141,7 @@ var resources = []resource{
 	// Run levels of namespaces matter for image lookup; without permission they stay unknown.
 	// (With a namespace named, Gather and Live GET it instead.)
 	{name: "namespaces", clusterScoped: true,
-		read: func(e env) bool { return e.openShift && e.allNamespaces },
+		when: func(e env) bool { return e.openShift && e.allNamespaces },
 		list: func(ctx context.Context, c Clients, _ string, o metav1.ListOptions) (runtime.Object, error) {
 			return c.Kube.CoreV1().Namespaces().List(ctx, o)
 		},
@@ -150,7 +150,7 @@ var resources = []resource{
 		},
 		put: func(s *snapshot.Snapshot, objs []runtime.Object) { s.Namespaces = items[corev1.Namespace](objs) }},
 	{name: "imagestreams", warning: "ImageStream checks skipped: cannot list imagestreams.image.openshift.io: %[2]v",
-		read: func(e env) bool { return e.openShift && e.imageClient },
+		when: func(e env) bool { return e.openShift && e.imageClient },
 		list: func(ctx context.Context, c Clients, ns string, _ metav1.ListOptions) (runtime.Object, error) {
 			streams, err := openshift.ListImageStreams(ctx, c.Image, ns)
 			return &imagev1.ImageStreamList{Items: streams}, err
@@ -166,7 +166,7 @@ var resources = []resource{
 }
 
 // wanted reports whether the kind is read in this environment.
-func (r *resource) wanted(e env) bool { return r.read == nil || r.read(e) }
+func (r *resource) wanted(e env) bool { return r.when == nil || r.when(e) }
 
 // namespace is where the kind is read: nowhere in particular when it is cluster-scoped.
 func (r *resource) namespace(scope string) string {
