@@ -46,7 +46,7 @@ func TestWatchSeesWhatCheckSees(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		snap, err := live.Snapshot()
+		snap, _, err := live.Snapshot(ctx)
 		cancel()
 		if err != nil {
 			t.Fatal(err)

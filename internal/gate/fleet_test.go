@@ -99,13 +99,13 @@ func TestVerdictOf(t *testing.T) {
 // stillSource is a cluster where a rollout progresses and nothing ever changes.
 type stillSource struct{}
 
-func (stillSource) Snapshot() (*snapshot.Snapshot, error) {
+func (stillSource) Snapshot(context.Context) (*snapshot.Snapshot, []string, error) {
 	set := appsv1.StatefulSet{
 		ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "shop", UID: "db-uid", Generation: 2},
 		Spec:       appsv1.StatefulSetSpec{Replicas: ptr.To[int32](1)},
 		Status:     appsv1.StatefulSetStatus{ObservedGeneration: 1, CurrentRevision: "db-a", UpdateRevision: "db-a"},
 	}
-	return &snapshot.Snapshot{Now: time.Now(), StatefulSets: []appsv1.StatefulSet{set}}, nil
+	return &snapshot.Snapshot{Now: time.Now(), StatefulSets: []appsv1.StatefulSet{set}}, nil, nil
 }
 
 func (stillSource) Changes() <-chan struct{} { return nil }

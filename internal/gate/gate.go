@@ -39,7 +39,7 @@ type Options struct {
 // Source is what the gate follows: snapshots of the scope and a signal when something in it
 // changed (gather.Live).
 type Source interface {
-	Snapshot() (*snapshot.Snapshot, error)
+	gather.Source
 	Changes() <-chan struct{}
 }
 
@@ -69,7 +69,7 @@ func Run(ctx context.Context, live Source, opts Options) (*model.WaitResult, err
 		return res
 	}
 	for {
-		snap, err := live.Snapshot()
+		snap, _, err := live.Snapshot(ctx)
 		if err != nil {
 			var nf *gather.NotFoundError
 			if errors.As(err, &nf) && rep != nil {

@@ -24,10 +24,10 @@ type fixedSource struct {
 	snap  snapshot.Snapshot
 }
 
-func (s *fixedSource) Snapshot() (*snapshot.Snapshot, error) {
+func (s *fixedSource) Snapshot(context.Context) (*snapshot.Snapshot, []string, error) {
 	c := s.snap
 	c.Now = s.clock.Now()
-	return &c, nil
+	return &c, nil, nil
 }
 
 func (s *fixedSource) Changes() <-chan struct{} { return nil }

@@ -52,7 +52,7 @@ func lookUpOwners(ctx context.Context, c Clients, mapper meta.RESTMapper, wanted
 }
 
 // ownerCache remembers owner lookups for a while, so informer-driven diagnoses (wait, watch) do
-// not GET the same owner on every change.
+// not GET the same owner on every change, and their snapshots read owners without API calls.
 type ownerCache struct {
 	mu sync.Mutex
 	// mapper finds a kind's resource through discovery, cached for the Live's lifetime.
@@ -66,30 +66,51 @@ type ownerEntry struct {
 	at    time.Time
 }
 
-func (oc *ownerCache) lookUp(ctx context.Context, c Clients, wanted []snapshot.Owner) []snapshot.Owner {
+// refresh looks up the wanted owners not looked up in the last ttl, and forgets those it cannot
+// look up now. The warnings name them.
+func (oc *ownerCache) refresh(ctx context.Context, c Clients, wanted []snapshot.Owner) []string {
 	oc.mu.Lock()
 	defer oc.mu.Unlock()
 	if oc.entries == nil {
 		oc.entries = map[string]ownerEntry{}
 	}
 	now := time.Now()
-	var out, missing []snapshot.Owner
+	var stale []snapshot.Owner
 	for _, o := range wanted {
-		key := snapshot.OwnerKey(o.Namespace, o.APIVersion, o.Kind, o.Name)
-		if e, ok := oc.entries[key]; ok && now.Sub(e.at) < oc.ttl {
-			out = append(out, e.owner)
-		} else {
-			missing = append(missing, o)
+		key := ownerKey(o)
+		if e, ok := oc.entries[key]; !ok || now.Sub(e.at) >= oc.ttl {
+			stale = append(stale, o)
+			delete(oc.entries, key)
 		}
+	}
+	if len(stale) == 0 {
+		return nil
 	}
 	if oc.mapper == nil {
 		oc.mapper = newMapper(c)
 	}
-	found, _ := lookUpOwners(ctx, c, oc.mapper, missing)
+	found, warnings := lookUpOwners(ctx, c, oc.mapper, stale)
 	for _, o := range found {
-		oc.entries[snapshot.OwnerKey(o.Namespace, o.APIVersion, o.Kind, o.Name)] = ownerEntry{owner: o, at: now}
+		oc.entries[ownerKey(o)] = ownerEntry{owner: o, at: now}
 	}
-	return append(out, found...)
+	return warnings
+}
+
+// known returns what the last lookups said of the wanted owners; an owner not looked up is absent.
+func (oc *ownerCache) known(wanted []snapshot.Owner) []snapshot.Owner {
+	oc.mu.Lock()
+	defer oc.mu.Unlock()
+	var out []snapshot.Owner
+	for _, o := range wanted {
+		if e, ok := oc.entries[ownerKey(o)]; ok {
+			out = append(out, e.owner)
+		}
+	}
+	return out
+}
+
+func ownerKey(o snapshot.Owner) string {
+	return snapshot.OwnerKey(o.Namespace, o.APIVersion, o.Kind, o.Name)
 }
 
 // newMapper maps kinds to resources with cached discovery: the owners' kinds are discovered once.

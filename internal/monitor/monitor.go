@@ -238,7 +238,9 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		return nil // not a key this monitor queued
 	}
 	start := time.Now()
-	snap := c.live.Load().SnapshotOf(ns, name)
+	live := c.live.Load()
+	live.RefreshOwners(ctx, ns)
+	snap := live.CachedOf(ns, name)
 	rep := diagnose.Report(snap, c.opts.Diagnosis)
 	c.metrics.Latency.Observe(time.Since(start).Seconds())
 

@@ -1,0 +1,277 @@
+package gather
+
+import (
+	"context"
+	"fmt"
+
+	imagev1 "github.com/openshift/api/image/v1"
+	imageinformers "github.com/openshift/client-go/image/informers/externalversions/image/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	appsinformers "k8s.io/client-go/informers/apps/v1"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	storageinformers "k8s.io/client-go/informers/storage/v1"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/stsdiag/stsdiag/internal/openshift"
+	"github.com/stsdiag/stsdiag/internal/snapshot"
+)
+
+// resource is one kind a snapshot holds: how Gather LISTs it, how Live watches it, and what its
+// absence means. Both read every object through snapshot.Slim.
+type resource struct {
+	// name is the plural resource, as in RBAC and in errors.
+	name          string
+	clusterScoped bool
+	// required kinds fail gathering when they cannot be read; the others are left out.
+	required bool
+	// fieldSelector filters the LIST and the WATCH.
+	fieldSelector string
+	// when says whether the kind is read at all in this environment; nil: always.
+	when func(env) bool
+	// warning, for an optional kind, is what its absence costs: a format of the namespaces read
+	// and the error's first line; "" for none. warnIf, if set, limits it to snapshots it concerns.
+	warning string
+	warnIf  func(*snapshot.Snapshot) bool
+	// list reads every object with one LIST; probe (nil: list with a limit of one) tells
+	// whether the kind may be read at all.
+	list  func(ctx context.Context, c Clients, ns string, o metav1.ListOptions) (runtime.Object, error)
+	probe func(ctx context.Context, c Clients, ns string) error
+	// informer watches the kind; matters, if set, tells an update that diagnosis reads from one
+	// it does not (a node's heartbeat).
+	informer func(c Clients, ns string, tweak func(*metav1.ListOptions)) cache.SharedIndexInformer
+	matters  func(old, obj any) bool
+	// put stores the objects in the snapshot (and marks the kind read).
+	put func(s *snapshot.Snapshot, objs []runtime.Object)
+}
+
+// env decides which optional kinds are read.
+type env struct {
+	allNamespaces bool // -A
+	openShift     bool // the image API is in use
+	imageClient   bool
+}
+
+// byNamespace is the index informer factories give every informer.
+var byNamespace = cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}
+
+// resources is what a diagnosis reads, for Gather and Live alike.
+var resources = []resource{
+	{name: "statefulsets", required: true,
+		list: func(ctx context.Context, c Clients, ns string, o metav1.ListOptions) (runtime.Object, error) {
+			return c.Kube.AppsV1().StatefulSets(ns).List(ctx, o)
+		},
+		informer: func(c Clients, ns string, tweak func(*metav1.ListOptions)) cache.SharedIndexInformer {
+			return appsinformers.NewFilteredStatefulSetInformer(c.Kube, ns, 0, byNamespace, tweak)
+		},
+		put: func(s *snapshot.Snapshot, objs []runtime.Object) { s.StatefulSets = items[appsv1.StatefulSet](objs) }},
+	{name: "pods", required: true,
+		list: func(ctx context.Context, c Clients, ns string, o metav1.ListOptions) (runtime.Object, error) {
+			return c.Kube.CoreV1().Pods(ns).List(ctx, o)
+		},
+		informer: func(c Clients, ns string, tweak func(*metav1.ListOptions)) cache.SharedIndexInformer {
+			return coreinformers.NewFilteredPodInformer(c.Kube, ns, 0, byNamespace, tweak)
+		},
+		put: func(s *snapshot.Snapshot, objs []runtime.Object) { s.Pods = items[corev1.Pod](objs) }},
+	{name: "controllerrevisions", required: true,
+		list: func(ctx context.Context, c Clients, ns string, o metav1.ListOptions) (runtime.Object, error) {
+			return c.Kube.AppsV1().ControllerRevisions(ns).List(ctx, o)
+		},
+		informer: func(c Clients, ns string, tweak func(*metav1.ListOptions)) cache.SharedIndexInformer {
+			return appsinformers.NewFilteredControllerRevisionInformer(c.Kube, ns, 0, byNamespace, tweak)
+		},
+		put: func(s *snapshot.Snapshot, objs []runtime.Object) {
+			s.Revisions = items[appsv1.ControllerRevision](objs)
+		}},
+	{name: "persistentvolumeclaims", required: true,
+		list: func(ctx context.Context, c Clients, ns string, o metav1.ListOptions) (runtime.Object, error) {
+			return c.Kube.CoreV1().PersistentVolumeClaims(ns).List(ctx, o)
+		},
+		informer: func(c Clients, ns string, tweak func(*metav1.ListOptions)) cache.SharedIndexInformer {
+			return coreinformers.NewFilteredPersistentVolumeClaimInformer(c.Kube, ns, 0, byNamespace, tweak)
+		},
+		put: func(s *snapshot.Snapshot, objs []runtime.Object) { s.PVCs = items[corev1.PersistentVolumeClaim](objs) }},
+	{name: "events", fieldSelector: "type=" + corev1.EventTypeWarning,
+		warning: "findings carry no pod events: listing events in %s: %v",
+		list: func(ctx context.Context, c Clients, ns string, o metav1.ListOptions) (runtime.Object, error) {
+			return c.Kube.CoreV1().Events(ns).List(ctx, o)
+		},
+		informer: func(c Clients, ns string, tweak func(*metav1.ListOptions)) cache.SharedIndexInformer {
+			return coreinformers.NewFilteredEventInformer(c.Kube, ns, 0, byNamespace, tweak)
+		},
+		put: func(s *snapshot.Snapshot, objs []runtime.Object) { s.Events = items[corev1.Event](objs) }},
+	// StorageClasses explain claims; without them a claim's class is not judged.
+	{name: "storageclasses", clusterScoped: true,
+		list: func(ctx context.Context, c Clients, _ string, o metav1.ListOptions) (runtime.Object, error) {
+			return c.Kube.StorageV1().StorageClasses().List(ctx, o)
+		},
+		informer: func(c Clients, _ string, tweak func(*metav1.ListOptions)) cache.SharedIndexInformer {
+			return storageinformers.NewFilteredStorageClassInformer(c.Kube, 0, byNamespace, tweak)
+		},
+		put: func(s *snapshot.Snapshot, objs []runtime.Object) {
+			s.StorageClasses, s.StorageClassesListed = items[storagev1.StorageClass](objs), true
+		}},
+	// The governing Services (spec.serviceName): worth a warning only when a StatefulSet names one.
+	{name: "services", warning: "governing Service checks skipped: listing services in %s: %v", warnIf: namesService,
+		list: func(ctx context.Context, c Clients, ns string, o metav1.ListOptions) (runtime.Object, error) {
+			return c.Kube.CoreV1().Services(ns).List(ctx, o)
+		},
+		informer: func(c Clients, ns string, tweak func(*metav1.ListOptions)) cache.SharedIndexInformer {
+			return coreinformers.NewFilteredServiceInformer(c.Kube, ns, 0, byNamespace, tweak)
+		},
+		put: func(s *snapshot.Snapshot, objs []runtime.Object) {
+			s.Services, s.ServicesListed = items[corev1.Service](objs), true
+		}},
+	// Nodes (most namespace-scoped users cannot list them) need no warning: only a pod stuck
+	// terminating needs them, and its finding says its node's state is unknown.
+	{name: "nodes", clusterScoped: true, matters: readyChanged,
+		list: func(ctx context.Context, c Clients, _ string, o metav1.ListOptions) (runtime.Object, error) {
+			return c.Kube.CoreV1().Nodes().List(ctx, o)
+		},
+		informer: func(c Clients, _ string, tweak func(*metav1.ListOptions)) cache.SharedIndexInformer {
+			return coreinformers.NewFilteredNodeInformer(c.Kube, 0, byNamespace, tweak)
+		},
+		put: func(s *snapshot.Snapshot, objs []runtime.Object) {
+			s.Nodes, s.NodesListed = items[corev1.Node](objs), true
+		}},
+	// Run levels of namespaces matter for image lookup; without permission they stay unknown.
+	// (With a namespace named, Gather and Live GET it instead.)
+	{name: "namespaces", clusterScoped: true,
+		when: func(e env) bool { return e.openShift && e.allNamespaces },
+		list: func(ctx context.Context, c Clients, _ string, o metav1.ListOptions) (runtime.Object, error) {
+			return c.Kube.CoreV1().Namespaces().List(ctx, o)
+		},
+		informer: func(c Clients, _ string, tweak func(*metav1.ListOptions)) cache.SharedIndexInformer {
+			return coreinformers.NewFilteredNamespaceInformer(c.Kube, 0, byNamespace, tweak)
+		},
+		put: func(s *snapshot.Snapshot, objs []runtime.Object) { s.Namespaces = items[corev1.Namespace](objs) }},
+	{name: "imagestreams", warning: "ImageStream checks skipped: cannot list imagestreams.image.openshift.io: %[2]v",
+		when: func(e env) bool { return e.openShift && e.imageClient },
+		list: func(ctx context.Context, c Clients, ns string, _ metav1.ListOptions) (runtime.Object, error) {
+			streams, err := openshift.ListImageStreams(ctx, c.Image, ns)
+			return &imagev1.ImageStreamList{Items: streams}, err
+		},
+		probe: func(ctx context.Context, c Clients, ns string) error {
+			_, err := c.Image.ImageV1().ImageStreams(ns).List(ctx, metav1.ListOptions{Limit: 1})
+			return err
+		},
+		informer: func(c Clients, ns string, tweak func(*metav1.ListOptions)) cache.SharedIndexInformer {
+			return imageinformers.NewFilteredImageStreamInformer(c.Image, ns, 0, byNamespace, tweak)
+		},
+		put: func(s *snapshot.Snapshot, objs []runtime.Object) { s.ImageStreams = items[imagev1.ImageStream](objs) }},
+}
+
+// wanted reports whether the kind is read in this environment.
+func (r *resource) wanted(e env) bool { return r.when == nil || r.when(e) }
+
+// namespace is where the kind is read: nowhere in particular when it is cluster-scoped.
+func (r *resource) namespace(scope string) string {
+	if r.clusterScoped {
+		return ""
+	}
+	return scope
+}
+
+// listAll reads every object of the kind, slimmed, with a single unpaged LIST: one request
+// whatever the cluster's size, served from the apiserver's watch cache. client-go's pager is not
+// used on purpose (but for ImageStreams, see openshift.ListImageStreams): on most releases a
+// LIST with a limit is read from etcd instead of the watch cache, which at 10k pods is slower and
+// costs the server more than one response.
+func (r *resource) listAll(ctx context.Context, c Clients, ns string) ([]runtime.Object, error) {
+	l, err := r.list(ctx, c, r.namespace(ns), metav1.ListOptions{FieldSelector: r.fieldSelector})
+	if err != nil {
+		return nil, err
+	}
+	objs, err := meta.ExtractList(l)
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range objs {
+		_, _ = snapshot.Slim(o)
+	}
+	return objs, nil
+}
+
+// check reads one object of the kind: an informer that may not LIST retries forever and never syncs.
+func (r *resource) check(ctx context.Context, c Clients, ns string) error {
+	if r.probe != nil {
+		return r.probe(ctx, c, r.namespace(ns))
+	}
+	_, err := r.list(ctx, c, r.namespace(ns), metav1.ListOptions{Limit: 1, FieldSelector: r.fieldSelector})
+	return err
+}
+
+// listError is why a required kind could not be read.
+func (r *resource) listError(ns string, err error) error {
+	return fmt.Errorf("listing %s in %s: %w", r.name, where(r.namespace(ns)), err)
+}
+
+// newInformer watches the kind in ns, slimming every object before it is cached.
+func (r *resource) newInformer(c Clients, ns string) (cache.SharedIndexInformer, error) {
+	var tweak func(*metav1.ListOptions)
+	if r.fieldSelector != "" {
+		tweak = func(o *metav1.ListOptions) { o.FieldSelector = r.fieldSelector }
+	}
+	informer := r.informer(c, r.namespace(ns), tweak)
+	return informer, informer.SetTransform(snapshot.Slim)
+}
+
+// unread is an optional kind that could not be read, and why.
+type unread struct {
+	resource *resource
+	err      error
+}
+
+// warnings says what the unread kinds cost a diagnosis of s (whose namespace is ns).
+func warnings(s *snapshot.Snapshot, ns string, missing []unread) []string {
+	var out []string
+	for _, m := range missing {
+		r := m.resource
+		if r.warning == "" || (r.warnIf != nil && !r.warnIf(s)) {
+			continue
+		}
+		out = append(out, fmt.Sprintf(r.warning, where(r.namespace(ns)), firstLine(m.err)))
+	}
+	return out
+}
+
+func items[T any](objs []runtime.Object) []T {
+	out := make([]T, 0, len(objs))
+	for _, o := range objs {
+		if item, ok := any(o).(*T); ok {
+			out = append(out, *item)
+		}
+	}
+	return out
+}
+
+// namesService reports whether a StatefulSet names a governing Service (whose check needs the
+// Services).
+func namesService(s *snapshot.Snapshot) bool {
+	for i := range s.StatefulSets {
+		if s.StatefulSets[i].Spec.ServiceName != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// readyChanged reports whether an update of a Node changed its Ready status (a heartbeat does not).
+func readyChanged(old, obj any) bool {
+	a, okA := old.(*corev1.Node)
+	b, okB := obj.(*corev1.Node)
+	return !okA || !okB || readyStatus(a) != readyStatus(b)
+}
+
+func readyStatus(n *corev1.Node) corev1.ConditionStatus {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status
+		}
+	}
+	return ""
+}
