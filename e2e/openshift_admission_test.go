@@ -247,7 +247,11 @@ func admTriggerProblems() features.Feature {
 	const ns = "adm-triggers"
 	const current = "image-registry.openshift-image-registry.svc:5000/adm-triggers/app@sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
 	const web = `spec.template.spec.containers[?(@.name==\"web\")].image`
-	sets := []struct{ name, image, triggers, code, reason string }{
+	sets := []struct {
+		name, image, triggers string
+		code                  apiv1.Code
+		reason                string
+	}{
 		{"badjson", current, `[{"from":`, apiv1.ImageTriggerInvalid, "InvalidJSON"},
 		{"pausedstring", current, `[{"from":{"kind":"ImageStreamTag","name":"app:1"},"fieldPath":"` + web + `","paused":"false"}]`, apiv1.ImageTriggerInvalid, "PausedNotBoolean"},
 		{"nocontainer", current, `[{"from":{"kind":"ImageStreamTag","name":"app:1"},"fieldPath":"spec.template.spec.containers[?(@.name==\"db\")].image"}]`, apiv1.ImageTriggerInvalid, "NoSuchContainer"},
@@ -290,7 +294,7 @@ func admTriggerProblems() features.Feature {
 						}
 						return
 					}
-					if len(fs) != 1 || string(fs[0].Code) != s.code || fs[0].Severity != apiv1.SeverityWarning || detail(fs[0], "reason") != s.reason {
+					if len(fs) != 1 || fs[0].Code != s.code || fs[0].Severity != apiv1.SeverityWarning || detail(fs[0], "reason") != s.reason {
 						t.Fatalf("findings %+v, want one %s (reason %q)", fs, s.code, s.reason)
 					}
 				})

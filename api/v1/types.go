@@ -40,20 +40,27 @@ type Code string
 // Finding codes.
 const (
 	StaleRevisionStuck       Code = "StaleRevisionStuck"
-	CurrentRevisionFailing        = "CurrentRevisionFailing"
-	OnDeleteStale                 = "OnDeleteStale"
-	VolumeClaimPending            = "VolumeClaimPending"
-	PodUnschedulable              = "PodUnschedulable"
-	OrphanedRevision              = "OrphanedRevision"
-	StatefulSetTerminating        = "StatefulSetTerminating"
-	PodStuckTerminating           = "PodStuckTerminating"
-	UnresolvedImageReference      = "UnresolvedImageReference"
-	ImageStreamTagNotFound        = "ImageStreamTagNotFound"
-	ImageLookupDisabled           = "ImageLookupDisabled"
-	ImageResolutionSkipped        = "ImageResolutionSkipped"
-	ImageTriggerInvalid           = "ImageTriggerInvalid"
-	ImageTriggerStale             = "ImageTriggerStale"
-	ServiceMissing                = "ServiceMissing"
+	CurrentRevisionFailing   Code = "CurrentRevisionFailing"
+	OnDeleteStale            Code = "OnDeleteStale"
+	VolumeClaimPending       Code = "VolumeClaimPending"
+	PodUnschedulable         Code = "PodUnschedulable"
+	OrphanedRevision         Code = "OrphanedRevision"
+	StatefulSetTerminating   Code = "StatefulSetTerminating"
+	PodStuckTerminating      Code = "PodStuckTerminating"
+	UnresolvedImageReference Code = "UnresolvedImageReference"
+	ImageStreamTagNotFound   Code = "ImageStreamTagNotFound"
+	ImageLookupDisabled      Code = "ImageLookupDisabled"
+	ImageResolutionSkipped   Code = "ImageResolutionSkipped"
+	ImageTriggerInvalid      Code = "ImageTriggerInvalid"
+	ImageTriggerStale        Code = "ImageTriggerStale"
+	ServiceMissing           Code = "ServiceMissing"
+	// PodCreateFailed: a pod (or its PersistentVolumeClaim) the controller must create is
+	// refused by the API server (quota, PodSecurity, SCC, ServiceAccount, LimitRange, a webhook or
+	// policy), or has been missing too long with no Event left to say why.
+	PodCreateFailed Code = "PodCreateFailed"
+	// RolloutBlocked: the controller waits on an ordinal for longer than any known cause
+	// explains; details.waitingFor says on what.
+	RolloutBlocked Code = "RolloutBlocked"
 )
 
 // Finding is one reason a StatefulSet rollout will not finish, or a risk to it.

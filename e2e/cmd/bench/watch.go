@@ -67,7 +67,7 @@ func (l *eventLog) add(e *corev1.Event, now time.Time) {
 	defer l.mu.Unlock()
 	l.total++
 	l.last = now
-	if e.Reason == apiv1.CurrentRevisionFailing && e.InvolvedObject.Kind == "StatefulSet" {
+	if e.Reason == string(apiv1.CurrentRevisionFailing) && e.InvolvedObject.Kind == "StatefulSet" {
 		key := e.InvolvedObject.Namespace + "/" + e.InvolvedObject.Name
 		if _, ok := l.arrived[key]; !ok {
 			l.arrived[key], l.message[key] = now, e.Message

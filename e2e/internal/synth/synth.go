@@ -132,8 +132,8 @@ func Generate(sets, replicas, namespaces int) *Cluster {
 		case "stuck":
 			c.Expected[string(apiv1.StaleRevisionStuck)]++
 		case "unresolved":
-			c.Expected[apiv1.UnresolvedImageReference]++
-			c.Expected[apiv1.CurrentRevisionFailing]++
+			c.Expected[string(apiv1.UnresolvedImageReference)]++
+			c.Expected[string(apiv1.CurrentRevisionFailing)]++
 			c.ImageStreams = append(c.ImageStreams, imagev1.ImageStream{
 				ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 				Spec: imagev1.ImageStreamSpec{LookupPolicy: imagev1.ImageLookupPolicy{Local: true},
