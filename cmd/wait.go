@@ -191,10 +191,10 @@ func (o *WaitOptions) waitOne(ctx context.Context, c gather.Clients, scope gathe
 	}
 	opts := gate.Options{StuckGrace: o.StuckGrace, Log: log, Diagnosis: o.diagnosis.opts}
 	if o.Fix {
-		exec := repair.New(repair.Options{Clients: c, Scope: scope, Diagnosis: opts.Diagnosis, DryRun: apiv1.DryRunNone, Rollback: o.Rollback,
+		exec := repair.New(repair.Options{Clients: c, Scope: scope, Diagnosis: opts.Diagnosis, DryRun: apiv1.DryRunNone, Policy: repair.Policy{Rollback: o.Rollback},
 			Progress: func(a model.Action) { fmt.Fprintln(log, render.ActionLine(a)) }})
 		opts.Repair = func(ctx context.Context, rep *model.Report, snap *snapshot.Snapshot) ([]model.Action, error) {
-			actions, err := exec.Repair(ctx, rep, snap, nil)
+			actions, err := exec.Repair(ctx, rep, snap)
 			if len(actions) == 0 && err == nil {
 				fmt.Fprintln(log, "nothing stsdiag can repair safely")
 			}
