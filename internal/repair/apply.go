@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
@@ -394,7 +395,19 @@ func (e *Executor) provenAfterPatch(ctx context.Context, later []model.Action, p
 		a.UID = proof.UID
 		proven = append(proven, a)
 	}
-	return proven, decided, nil
+	return proven, inPlanOrder(decided, later), nil
+}
+
+// inPlanOrder sorts actions (deletes, one per pod) as they are in plan.
+func inPlanOrder(actions, plan []model.Action) []model.Action {
+	index := map[string]int{}
+	for i, a := range plan {
+		index[proofKey(a.Kind(), a.Namespace, a.Pod)] = i
+	}
+	sort.SliceStable(actions, func(i, j int) bool {
+		return index[proofKey(actions[i].Kind(), actions[i].Namespace, actions[i].Pod)] < index[proofKey(actions[j].Kind(), actions[j].Namespace, actions[j].Pod)]
+	})
+	return actions
 }
 
 // waitObserved follows each patched StatefulSet until its controller has observed the patch's
