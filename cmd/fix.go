@@ -152,8 +152,8 @@ func (f *FixFlags) ToOptions(args []string) (*FixOptions, error) {
 			return nil, fmt.Errorf("invalid --wait %q: want a duration such as 5m", f.Wait)
 		}
 	}
-	o.fix = repair.FixOptions{Options: repair.Options{Scope: scope.Scope, DryRun: apiv1.DryRunMode(f.DryRun), Diagnosis: diagnosis, Rollback: f.Rollback},
-		ForceLostNode: f.ForceLostNode, Wait: wait}
+	o.fix = repair.FixOptions{Options: repair.Options{Scope: scope.Scope, DryRun: apiv1.DryRunMode(f.DryRun), Diagnosis: diagnosis,
+		Policy: repair.Policy{Rollback: f.Rollback, ForceLostNode: f.ForceLostNode}}, Wait: wait}
 	return o, nil
 }
 

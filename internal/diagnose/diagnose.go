@@ -32,7 +32,12 @@ func Report(snap *snapshot.Snapshot, opts stuck.Options) *model.Report {
 
 // Run gathers the scope (gather.Gather) and diagnoses it; gathering warnings go in the report.
 func Run(ctx context.Context, c gather.Clients, scope gather.Scope, opts stuck.Options) (*model.Report, *snapshot.Snapshot, error) {
-	snap, warnings, err := gather.Gather(ctx, c, scope)
+	return FromSource(ctx, gather.Lister{Clients: c, Scope: scope}, opts)
+}
+
+// FromSource takes a snapshot from the source and diagnoses it; its warnings go in the report.
+func FromSource(ctx context.Context, src gather.Source, opts stuck.Options) (*model.Report, *snapshot.Snapshot, error) {
+	snap, warnings, err := src.Snapshot(ctx)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -85,13 +85,13 @@ func Wait(ctx context.Context, c gather.Clients, scope gather.Scope, opts WaitOp
 
 // repairOnce is wait --fix's repair: fix's safe actions, each reported to Progress.
 func repairOnce(c gather.Clients, scope gather.Scope, opts WaitOptions) func(context.Context, *model.Report, *snapshot.Snapshot) ([]model.Action, error) {
-	exec := repair.New(repair.Options{Clients: c, Scope: scope, Diagnosis: opts.Diagnosis, DryRun: apiv1.DryRunNone, Rollback: opts.Rollback, Progress: opts.Progress})
+	exec := repair.New(repair.Options{Clients: c, Scope: scope, Diagnosis: opts.Diagnosis, DryRun: apiv1.DryRunNone, Policy: repair.Policy{Rollback: opts.Rollback}, Progress: opts.Progress})
 	log := opts.Log
 	if log == nil {
 		log = io.Discard
 	}
 	return func(ctx context.Context, rep *model.Report, snap *snapshot.Snapshot) ([]model.Action, error) {
-		actions, err := exec.Repair(ctx, rep, snap, nil)
+		actions, err := exec.Repair(ctx, rep, snap)
 		if len(actions) == 0 && err == nil {
 			fmt.Fprintln(log, "nothing stsdiag can repair safely")
 		}

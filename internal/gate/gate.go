@@ -18,6 +18,7 @@ import (
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/diagnose"
+	"github.com/stsdiag/stsdiag/internal/hold"
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/snapshot"
 )
@@ -55,7 +56,7 @@ func Run(ctx context.Context, live Source, opts Options) (*model.WaitResult, err
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
-	firstSeen := map[string]time.Time{}
+	var held hold.Tracker // blocking findings by key
 	lastLine := map[string]string{}
 	var actions []model.Action
 	repaired := false
@@ -83,32 +84,7 @@ func Run(ctx context.Context, live Source, opts Options) (*model.WaitResult, err
 		rep = diagnose.Report(snap, opts.Diagnosis)
 		now := opts.Clock.Now()
 		complete := progress(snap, lastLine, opts.Log)
-		current := map[string]bool{}
-		var expired []model.Finding
-		nextExpiry := time.Duration(-1)
-		for _, f := range rep.Findings {
-			if !f.Blocking() {
-				continue
-			}
-			key := f.Key()
-			current[key] = true
-			seen, ok := firstSeen[key]
-			if !ok {
-				seen = now
-				firstSeen[key] = now
-				fmt.Fprintf(opts.Log, "%s/%s: %s %s%s — stuck if it holds for %s\n", f.Namespace, f.StatefulSet, f.Code, f.Pod, reasonSuffix(f), opts.StuckGrace)
-			}
-			if left := opts.StuckGrace - now.Sub(seen); left <= 0 {
-				expired = append(expired, f)
-			} else if nextExpiry < 0 || left < nextExpiry {
-				nextExpiry = left
-			}
-		}
-		for key := range firstSeen {
-			if !current[key] {
-				delete(firstSeen, key)
-			}
-		}
+		expired, blocking, next := holdBlocking(&held, rep.Findings, now, opts)
 		switch {
 		case len(expired) > 0 && opts.Repair != nil && !repaired:
 			repaired = true
@@ -118,21 +94,19 @@ func Run(ctx context.Context, live Source, opts Options) (*model.WaitResult, err
 			if err != nil {
 				return result(apiv1.WaitStuck, err.Error()), err
 			}
-			clear(firstSeen)
+			held.Reset()
 			continue
 		case len(expired) > 0:
 			return result(apiv1.WaitStuck, fmt.Sprintf("%d finding(s) held for %s: the rollout will not finish on its own", len(expired), opts.StuckGrace)), nil
-		case complete && len(current) == 0:
+		case complete && blocking == 0:
 			return result(apiv1.WaitComplete, "rollout complete"), nil
 		}
-		if !rep.RecheckAt.IsZero() {
-			if left := rep.RecheckAt.Sub(now); nextExpiry < 0 || left < nextExpiry {
-				nextExpiry = max(left, 0)
-			}
+		if !rep.RecheckAt.IsZero() && (next.IsZero() || rep.RecheckAt.Before(next)) {
+			next = rep.RecheckAt
 		}
 		var timer <-chan time.Time
-		if nextExpiry >= 0 {
-			timer = opts.Clock.After(nextExpiry + 10*time.Millisecond)
+		if !next.IsZero() {
+			timer = opts.Clock.After(max(next.Sub(now), 0) + 10*time.Millisecond)
 		}
 		select {
 		case <-live.Changes():
@@ -144,6 +118,34 @@ func Run(ctx context.Context, live Source, opts Options) (*model.WaitResult, err
 			return result(apiv1.WaitInterrupted, "interrupted while the rollout was still progressing"), nil
 		}
 	}
+}
+
+// holdBlocking records the blocking findings now (logging each new one) and returns those that
+// held for the grace, how many block, and when the next one will have held (zero: none).
+func holdBlocking(held *hold.Tracker, findings []model.Finding, now time.Time, opts Options) (expired []model.Finding, blocking int, next time.Time) {
+	byKey := map[string]model.Finding{}
+	var keys []string
+	for _, f := range findings {
+		if f.Blocking() {
+			byKey[f.Key()] = f
+			keys = append(keys, f.Key())
+		}
+	}
+	for _, key := range held.Observe(now, keys) {
+		f := byKey[key]
+		fmt.Fprintf(opts.Log, "%s/%s: %s %s%s — stuck if it holds for %s\n", f.Namespace, f.StatefulSet, f.Code, f.Pod, reasonSuffix(f), opts.StuckGrace)
+	}
+	due, next := held.Due(now, opts.StuckGrace, keys)
+	isDue := map[string]bool{}
+	for _, key := range due {
+		isDue[key] = true
+	}
+	for _, f := range findings {
+		if f.Blocking() && isDue[f.Key()] {
+			expired = append(expired, f)
+		}
+	}
+	return expired, len(keys), next
 }
 
 // progress logs a line per StatefulSet whose rollout state changed and reports whether all

@@ -151,6 +151,9 @@ type Action struct {
 	AfterPatch bool
 	// Guard is what a Rollback writes and tests (nil for other actions).
 	Guard *RollbackPlan
+	// DryRun marks an action applied as a dry run (client or server): its result says what
+	// would have happened; nothing changed.
+	DryRun bool
 }
 
 // Kind is the kind of change.

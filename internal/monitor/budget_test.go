@@ -63,10 +63,10 @@ func testScope() gather.Scope { return gather.Scope{Namespace: "shop", OpenShift
 func TestFindingsGaugeAtScrape(t *testing.T) {
 	metrics := NewMetrics()
 	c := New(testClients(), testScope(), Options{}, metrics)
-	c.seen["shop/web"] = map[string]*tracked{
-		"a": {finding: model.Finding{Finding: apiv1.Finding{Code: apiv1.StaleRevisionStuck, Namespace: "shop"}}},
-		"b": {finding: model.Finding{Finding: apiv1.Finding{Code: apiv1.StaleRevisionStuck, Namespace: "shop"}}},
-	}
+	c.seen["shop/web"] = &setState{findings: map[string]model.Finding{
+		"a": {Finding: apiv1.Finding{Code: apiv1.StaleRevisionStuck, Namespace: "shop"}},
+		"b": {Finding: apiv1.Finding{Code: apiv1.StaleRevisionStuck, Namespace: "shop"}},
+	}}
 	want := `
 # HELP stsdiag_findings Findings present now, by code and namespace.
 # TYPE stsdiag_findings gauge

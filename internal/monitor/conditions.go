@@ -46,26 +46,27 @@ type conditions struct {
 // finding that held for minStuck (findings sorted as in a report); False when there is no error
 // finding at all; nil when it should be left as it is (an error finding that has not held yet).
 // recheck > 0 is when an error finding will have held for minStuck. pod is the finding's pod.
-func stalledWanted(findings map[string]*tracked, now time.Time, minStuck time.Duration) (want *appsv1.StatefulSetCondition, pod string, recheck time.Duration) {
-	var held []model.Finding
-	errors := 0
-	for _, t := range findings {
-		if t.finding.Severity != apiv1.SeverityError {
-			continue
-		}
-		errors++
-		if h := now.Sub(t.firstSeen); h >= minStuck {
-			held = append(held, t.finding)
-		} else if left := minStuck - h; recheck == 0 || left < recheck {
-			recheck = left
+func stalledWanted(state *setState, now time.Time, minStuck time.Duration) (want *appsv1.StatefulSetCondition, pod string, recheck time.Duration) {
+	var errorKeys []string
+	for k, f := range state.findings {
+		if f.Severity == apiv1.SeverityError {
+			errorKeys = append(errorKeys, k)
 		}
 	}
-	if errors == 0 {
+	due, next := state.held.Due(now, minStuck, errorKeys)
+	if !next.IsZero() {
+		recheck = next.Sub(now)
+	}
+	if len(errorKeys) == 0 {
 		return &appsv1.StatefulSetCondition{Type: ConditionStalled, Status: corev1.ConditionFalse, Reason: ReasonRecovered,
 			Message: "stsdiag finds no error"}, "", 0
 	}
-	if len(held) == 0 {
+	if len(due) == 0 {
 		return nil, "", recheck
+	}
+	held := make([]model.Finding, 0, len(due))
+	for _, k := range due {
+		held = append(held, state.findings[k])
 	}
 	model.SortFindings(held)
 	f := held[0]
@@ -119,14 +120,14 @@ func stalledPatch(c appsv1.StatefulSetCondition) ([]byte, error) {
 // syncCondition brings the Stalled condition of one StatefulSet to what its findings say. It is
 // called on every sync, so it also sees the controller's status updates that dropped the
 // condition (≤ v1.36) and writes it again.
-func (c *Controller) syncCondition(ctx context.Context, key string, set *appsv1.StatefulSet, findings map[string]*tracked, now time.Time, serverVersion string) {
+func (c *Controller) syncCondition(ctx context.Context, key string, set *appsv1.StatefulSet, state *setState, now time.Time, serverVersion string) {
 	c.conds.mu.Lock()
 	disabled := c.conds.disabled
 	c.conds.mu.Unlock()
 	if disabled || set == nil || set.DeletionTimestamp != nil {
 		return
 	}
-	want, pod, recheck := stalledWanted(findings, now, c.opts.MinStuck)
+	want, pod, recheck := stalledWanted(state, now, c.opts.MinStuck)
 	if recheck > 0 {
 		c.queue.AddAfter(key, recheck+50*time.Millisecond)
 	}

@@ -30,6 +30,7 @@ import (
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/diagnose"
+	"github.com/stsdiag/stsdiag/internal/hold"
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/repair"
 	"github.com/stsdiag/stsdiag/internal/snapshot"
@@ -40,7 +41,7 @@ type Options struct {
 	// Fix enables repairs of findings that held for MinStuck.
 	Fix bool
 	// Rollback (with Fix) also rolls a failing update revision back to the earlier revision whose
-	// pods are Ready (repair.PlanRollbacks).
+	// pods are Ready (repair.Policy).
 	Rollback bool
 	MinStuck time.Duration
 	// MaxRepairsPerHour bounds repair actions per namespace (0: no bound).
@@ -70,15 +71,18 @@ type Controller struct {
 
 	clock   clock.WithTicker
 	mu      sync.Mutex
-	seen    map[string]map[string]*tracked // StatefulSet key → finding key → state
-	repairs map[string][]time.Time         // namespace → times of repair actions
+	seen    map[string]*setState   // StatefulSet key → its findings now
+	repairs map[string][]time.Time // namespace → times of repair actions
 
 	conds conditions // the Stalled conditions written (conditions.go)
 }
 
-type tracked struct {
-	finding   model.Finding
-	firstSeen time.Time
+// setState is what the monitor knows of one StatefulSet's findings. findings is replaced, never
+// changed, under Controller.mu (the metrics read it); held is used only by the worker syncing
+// the StatefulSet (the queue never hands one key to two workers at once).
+type setState struct {
+	findings map[string]model.Finding // finding key → the finding as last diagnosed
+	held     hold.Tracker             // finding key → when it was first seen
 }
 
 // New returns a monitor for the scope.
@@ -95,7 +99,7 @@ func New(c gather.Clients, scope gather.Scope, opts Options, metrics *Metrics) *
 	ctrl := &Controller{clients: c, scope: scope, opts: opts, metrics: metrics, clock: opts.Clock,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "stsdiag", Clock: opts.Clock}),
-		seen: map[string]map[string]*tracked{}, repairs: map[string][]time.Time{}}
+		seen: map[string]*setState{}, repairs: map[string][]time.Time{}}
 	metrics.findings.setSource(ctrl.findingCounts)
 	return ctrl
 }
@@ -216,17 +220,6 @@ func (c *Controller) processNext(ctx context.Context) bool {
 	return true
 }
 
-// repairable findings are those fix has a safe action for.
-func repairable(f model.Finding) bool {
-	switch f.Code {
-	case apiv1.StaleRevisionStuck:
-		return true
-	case apiv1.UnresolvedImageReference, apiv1.ImageTriggerStale:
-		return f.Pod == "" && f.Patch != nil
-	}
-	return false
-}
-
 func findingKey(f model.Finding) string {
 	return strings.Join([]string{string(f.Code), f.Pod, f.Container, f.Image}, "/")
 }
@@ -251,31 +244,56 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		}
 	}
 	now := c.clock.Now()
-	c.mu.Lock()
-	previous := c.seen[key]
-	current := map[string]*tracked{}
-	var fresh []model.Finding
-	for _, f := range rep.Findings {
-		k := findingKey(f)
-		if t, ok := previous[k]; ok {
-			t.finding = f
-			current[k] = t
-			continue
-		}
-		current[k] = &tracked{finding: f, firstSeen: now}
-		fresh = append(fresh, f)
-	}
-	if len(current) == 0 {
-		delete(c.seen, key)
-	} else {
-		c.seen[key] = current
-	}
-	c.mu.Unlock()
+	state, fresh := c.observe(key, rep.Findings, now)
 	if !rep.RecheckAt.IsZero() {
 		// A settle time or threshold matures then: look again even if nothing changes.
 		c.queue.AddAfter(key, rep.RecheckAt.Sub(now)+50*time.Millisecond)
 	}
+	c.report(key, set, fresh)
+	if !c.opts.NoConditions {
+		c.syncCondition(ctx, key, set, state, now, snap.ServerVersion)
+	}
+	if !c.opts.Fix || set == nil {
+		return nil
+	}
+	actions := repair.Planner{Policy: repair.Policy{Rollback: c.opts.Rollback}}.Plan(rep, snap).For(ns, name)
+	if !c.heldForRepair(key, state, actions, now) {
+		return nil
+	}
+	return c.repair(ctx, key, set, actions)
+}
 
+// observe records the findings of one StatefulSet now and returns its state and the findings
+// seen for the first time.
+func (c *Controller) observe(key string, findings []model.Finding, now time.Time) (*setState, []model.Finding) {
+	current := make(map[string]model.Finding, len(findings))
+	keys := make([]string, 0, len(findings))
+	for _, f := range findings {
+		k := findingKey(f)
+		current[k] = f
+		keys = append(keys, k)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	state := c.seen[key]
+	if state == nil {
+		state = &setState{}
+	}
+	var fresh []model.Finding
+	for _, k := range state.held.Observe(now, keys) {
+		fresh = append(fresh, current[k])
+	}
+	state.findings = current
+	if len(current) == 0 {
+		delete(c.seen, key)
+	} else {
+		c.seen[key] = state
+	}
+	return state, fresh
+}
+
+// report counts, logs and records an Event for each new finding.
+func (c *Controller) report(key string, set *appsv1.StatefulSet, fresh []model.Finding) {
 	for _, f := range fresh {
 		c.metrics.FindingsTotal.WithLabelValues(string(f.Code), f.Namespace).Inc()
 		c.logf("%s: new finding %s %s %s: %s", key, f.Severity, f.Code, f.Pod, f.Message)
@@ -287,48 +305,33 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 			c.recorder.Event(set, eventType, string(f.Code), truncate(fmt.Sprintf("%s: %s Remedy: %s", f.Pod, f.Message, f.Remedy)))
 		}
 	}
-	if !c.opts.NoConditions {
-		c.syncCondition(ctx, key, set, current, now, snap.ServerVersion)
-	}
-	if !c.opts.Fix || set == nil {
-		return nil
-	}
-	var due []model.Finding
-	var wait time.Duration = -1
-	for _, t := range current {
-		if !repairable(t.finding) && !(c.opts.Rollback && t.finding.Code == apiv1.CurrentRevisionFailing) {
-			continue
-		}
-		if held := now.Sub(t.firstSeen); held >= c.opts.MinStuck {
-			due = append(due, t.finding)
-		} else if left := c.opts.MinStuck - held; wait < 0 || left < wait {
-			wait = left
-		}
-	}
-	if wait >= 0 {
-		c.queue.AddAfter(key, wait+50*time.Millisecond)
-	}
-	if len(due) == 0 {
-		return nil
-	}
-	return c.repair(ctx, key, set, rep, snap)
 }
 
-// repair plans and applies fix's actions for one StatefulSet, within the namespace's budget.
-func (c *Controller) repair(ctx context.Context, key string, set *appsv1.StatefulSet, rep *model.Report, snap *snapshot.Snapshot) error {
-	planned, unrepaired := repair.Plan(rep, snap)
-	if c.opts.Rollback {
-		planned, _ = repair.PlanRollbacks(rep, snap, planned, unrepaired)
+// heldForRepair reports whether a finding behind one of the planned actions (one of their
+// causes) has held for MinStuck; if one has not yet, it looks again when it will have.
+func (c *Controller) heldForRepair(key string, state *setState, actions []model.Action, now time.Time) bool {
+	if len(actions) == 0 {
+		return false
 	}
-	var actions []model.Action
-	for _, a := range planned {
-		if a.Namespace == set.Namespace && a.StatefulSet == set.Name {
-			actions = append(actions, a)
+	causes := map[apiv1.Code]bool{}
+	for _, a := range actions {
+		causes[a.Cause] = true
+	}
+	var keys []string
+	for k, f := range state.findings {
+		if causes[f.Code] {
+			keys = append(keys, k)
 		}
 	}
-	if len(actions) == 0 {
-		return nil
+	due, next := state.held.Due(now, c.opts.MinStuck, keys)
+	if !next.IsZero() {
+		c.queue.AddAfter(key, next.Sub(now)+50*time.Millisecond)
 	}
+	return len(due) > 0
+}
+
+// repair applies fix's planned actions for one StatefulSet, within the namespace's budget.
+func (c *Controller) repair(ctx context.Context, key string, set *appsv1.StatefulSet, actions []model.Action) error {
 	if !c.reserveRepairs(set.Namespace, len(actions)) {
 		for _, a := range actions {
 			c.metrics.Repairs.WithLabelValues(string(a.Kind()), "ratelimited", a.Namespace).Inc()
@@ -339,7 +342,8 @@ func (c *Controller) repair(ctx context.Context, key string, set *appsv1.Statefu
 		return nil
 	}
 	scope := gather.Scope{Namespace: set.Namespace, Names: []string{set.Name}, OpenShift: c.scope.OpenShift}
-	exec := repair.New(repair.Options{Clients: c.clients, Scope: scope, Diagnosis: c.opts.Diagnosis, DryRun: apiv1.DryRunNone})
+	exec := repair.New(repair.Options{Clients: c.clients, Scope: scope, Diagnosis: c.opts.Diagnosis, DryRun: apiv1.DryRunNone,
+		Policy: repair.Policy{Rollback: c.opts.Rollback}})
 	done, err := exec.Apply(ctx, actions)
 	changed := 0
 	for _, a := range done {
@@ -407,9 +411,9 @@ func (c *Controller) findingCounts() map[findingLabels]int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	out := map[findingLabels]int{}
-	for _, findings := range c.seen {
-		for _, t := range findings {
-			out[findingLabels{code: string(t.finding.Code), namespace: t.finding.Namespace}]++
+	for _, state := range c.seen {
+		for _, f := range state.findings {
+			out[findingLabels{code: string(f.Code), namespace: f.Namespace}]++
 		}
 	}
 	return out

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
@@ -12,13 +13,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/model"
+	"github.com/stsdiag/stsdiag/internal/rollout"
 	"github.com/stsdiag/stsdiag/internal/snapshot"
 )
 
@@ -29,15 +30,22 @@ type Diagnoser func(ctx context.Context) (*model.Report, *snapshot.Snapshot, err
 type Executor struct {
 	Kube   kubernetes.Interface
 	DryRun apiv1.DryRunMode
-	// Rediagnose proves, after a patch or a conflict, what is stuck now.
+	// Planner plans Repair.
+	Planner Planner
+	// Rediagnose diagnoses afresh: right before a delete and after a patch or a conflict, a
+	// fresh plan proves what is still called for. Without it the plan's own diagnosis is the
+	// proof.
 	Rediagnose Diagnoser
-	// ObserveTimeout bounds the wait for the controller to observe a patch.
-	ObserveTimeout time.Duration
+	// Follow follows a patched StatefulSet until its controller observed the patch (a watch on
+	// Kube if nil).
+	Follow Follower
 	// Progress, if set, is told about each action as it completes.
 	Progress func(model.Action)
-	// Rollback lets Repair plan rollbacks of failing update revisions (--rollback).
-	Rollback bool
 }
+
+// observeTimeout bounds the wait for the controller to observe a patch; past it the fresh
+// diagnosis decides with what it sees.
+const observeTimeout = 30 * time.Second
 
 // UnavailableError means the API could not be reached or answered unexpectedly: nothing more
 // can be evaluated.
@@ -57,6 +65,7 @@ func (e *Executor) Apply(ctx context.Context, actions []model.Action) ([]model.A
 	patched := map[string]int64{}
 	var deletes, later []model.Action
 	for _, a := range actions {
+		a.DryRun = e.DryRun == apiv1.DryRunClient || e.DryRun == apiv1.DryRunServer
 		switch {
 		case a.Kind() == apiv1.PatchImage || a.Kind() == apiv1.Rollback:
 			patch := e.patch
@@ -88,18 +97,13 @@ func (e *Executor) Apply(ctx context.Context, actions []model.Action) ([]model.A
 	if len(later) == 0 {
 		return out, nil
 	}
-	proven, err := e.provenAfterPatch(ctx, later, patched)
-	if err != nil {
-		return out, err
-	}
-	var pending []model.Action
-	for _, a := range proven {
-		if a.Result == "" {
-			pending = append(pending, a)
-			continue
-		}
+	pending, decided, err := e.provenAfterPatch(ctx, later, patched)
+	for _, a := range decided {
 		e.report(a)
 		out = append(out, a)
+	}
+	if err != nil {
+		return out, err
 	}
 	if len(pending) > 0 {
 		done, err := e.deleteProven(ctx, pending)
@@ -111,36 +115,42 @@ func (e *Executor) Apply(ctx context.Context, actions []model.Action) ([]model.A
 	return out, nil
 }
 
-// proofs maps namespace/pod to the finding of a fresh diagnosis that proves the pod may be
-// deleted: StaleRevisionStuck for DeletePod, PodStuckTerminating on a lost node for
-// ForceDeletePod.
-type proofs map[string]model.Finding
+// proofs maps kind/namespace/pod to the delete a fresh plan calls for now: a DeletePod of a
+// StaleRevisionStuck pod, a ForceDeletePod of a pod stuck terminating on a lost node, each with
+// the UID of the pod proven.
+type proofs map[string]model.Action
 
 func proofKey(kind apiv1.ActionKind, namespace, pod string) string {
 	return string(kind) + "/" + snapshot.Key(namespace, pod)
 }
 
-// prove diagnoses again and collects the proofs. Without a Rediagnose it returns nil (the plan's
+// prove plans afresh and collects the proofs. Without a Rediagnose it returns nil (the plan's
 // own diagnosis is then the proof).
 func (e *Executor) prove(ctx context.Context) (proofs, error) {
 	if e.Rediagnose == nil {
 		return nil, nil
 	}
-	rep, _, err := e.Rediagnose(ctx)
+	plan, err := e.replan(ctx)
 	if err != nil {
-		return nil, &UnavailableError{Err: err}
+		return nil, err
 	}
 	p := proofs{}
-	for _, f := range rep.Findings {
-		switch {
-		case f.Target == nil:
-		case f.Code == apiv1.StaleRevisionStuck:
-			p[proofKey(apiv1.DeletePod, f.Namespace, f.Target.Name)] = f
-		case f.Code == apiv1.PodStuckTerminating && f.LostNode != "":
-			p[proofKey(apiv1.ForceDeletePod, f.Namespace, f.Target.Name)] = f
+	for _, a := range plan.Actions {
+		if isDelete(a.Kind()) && !a.AfterPatch && a.UID != "" {
+			p[proofKey(a.Kind(), a.Namespace, a.Pod)] = a
 		}
 	}
 	return p, nil
+}
+
+// replan diagnoses afresh and plans with every repair allowed: an action still called for is in
+// that plan, checked by the same invariants as the first.
+func (e *Executor) replan(ctx context.Context) (Plan, error) {
+	rep, snap, err := e.Rediagnose(ctx)
+	if err != nil {
+		return Plan{}, &UnavailableError{Err: err}
+	}
+	return Planner{Policy: everything}.Plan(rep, snap), nil
 }
 
 // deleteProven deletes each pod only if a diagnosis made right now still proves it stuck, with a
@@ -164,12 +174,12 @@ func (e *Executor) deleteProven(ctx context.Context, actions []model.Action) ([]
 	for _, a := range actions {
 		for attempt := 0; ; attempt++ {
 			if fresh != nil {
-				f, ok := fresh[proofKey(a.Kind(), a.Namespace, a.Pod)]
+				proof, ok := fresh[proofKey(a.Kind(), a.Namespace, a.Pod)]
 				if !ok {
 					a.Result, a.Message = apiv1.ResultSkipped, "a fresh diagnosis no longer proves it stuck (it recovered, was replaced or its StatefulSet changed); nothing deleted"
 					break
 				}
-				a.UID = string(f.Target.UID)
+				a.UID = proof.UID
 			}
 			conflict, err := e.deletePod(ctx, &a)
 			if err != nil {
@@ -296,12 +306,11 @@ func (e *Executor) sendPatch(ctx context.Context, a *model.Action) (*appsv1.Stat
 
 // freshPatch diagnoses again and returns the same container's patch, if it is still needed.
 func (e *Executor) freshPatch(ctx context.Context, a model.Action) (model.Action, bool, error) {
-	rep, snap, err := e.Rediagnose(ctx)
+	plan, err := e.replan(ctx)
 	if err != nil {
-		return a, false, &UnavailableError{Err: err}
+		return a, false, err
 	}
-	actions, _ := Plan(rep, snap)
-	for _, fresh := range actions {
+	for _, fresh := range plan.Actions {
 		if fresh.Kind() == apiv1.PatchImage && fresh.Namespace == a.Namespace && fresh.StatefulSet == a.StatefulSet && fresh.Container == a.Container {
 			return fresh, true, nil
 		}
@@ -345,70 +354,90 @@ func (e *Executor) deletePod(ctx context.Context, a *model.Action) (conflict boo
 	return false, nil
 }
 
-// provenAfterPatch waits for the controller to observe each patch, diagnoses again and keeps the
-// deletes of pods now proven StaleRevisionStuck (deleteProven proves them once more right before
-// deleting).
-func (e *Executor) provenAfterPatch(ctx context.Context, later []model.Action, patched map[string]int64) ([]model.Action, error) {
+// provenAfterPatch waits for the controller to observe each patch, plans afresh and splits the
+// deletes that wait for a patch: pending are those of pods the fresh plan proves stuck on an old
+// revision now, with their UID (deleteProven proves them once more right before deleting);
+// decided are the others, with their result.
+func (e *Executor) provenAfterPatch(ctx context.Context, later []model.Action, patched map[string]int64) (pending, decided []model.Action, err error) {
 	if e.DryRun != apiv1.DryRunNone {
-		for i := range later {
-			later[i].Result, later[i].Message = apiv1.ResultDone, "dry run: deleted only if still stuck on the old revision after the patch"
+		for _, a := range later {
+			a.Result, a.Message = apiv1.ResultDone, "dry run: deleted only if still stuck on the old revision after the patch"
+			decided = append(decided, a)
 		}
-		return later, nil
+		return nil, decided, nil
 	}
-	for i, a := range later {
-		if _, ok := patched[snapshot.Key(a.Namespace, a.StatefulSet)]; !ok {
-			later[i].Result, later[i].Message = apiv1.ResultSkipped, "its StatefulSet was not patched; nothing deleted"
+	for _, a := range later {
+		if _, ok := patched[snapshot.Key(a.Namespace, a.StatefulSet)]; ok {
+			pending = append(pending, a)
+			continue
 		}
+		a.Result, a.Message = apiv1.ResultSkipped, "its StatefulSet was not patched; nothing deleted"
+		decided = append(decided, a)
 	}
-	if len(patched) == 0 || e.Rediagnose == nil {
-		return later, nil
+	if len(pending) == 0 || e.Rediagnose == nil {
+		return pending, decided, nil
 	}
 	if err := e.waitObserved(ctx, patched); err != nil {
-		return later, err
+		return nil, nil, err
 	}
-	rep, _, err := e.Rediagnose(ctx)
+	fresh, err := e.prove(ctx)
 	if err != nil {
-		return later, &UnavailableError{Err: err}
+		return nil, nil, err
 	}
-	stuck := map[string]model.Finding{}
-	for _, f := range rep.Findings {
-		if f.Code == apiv1.StaleRevisionStuck && f.Target != nil {
-			stuck[snapshot.Key(f.Namespace, f.Pod)] = f
-		}
-	}
-	for i, a := range later {
-		if a.Result != "" {
-			continue
-		}
-		f, ok := stuck[snapshot.Key(a.Namespace, a.Pod)]
+	var proven []model.Action
+	for _, a := range pending {
+		proof, ok := fresh[proofKey(apiv1.DeletePod, a.Namespace, a.Pod)]
 		if !ok {
-			later[i].Result, later[i].Message = apiv1.ResultSkipped, "not stuck on an old revision after the patch (the controller replaced it or it recovered); nothing deleted"
+			a.Result, a.Message = apiv1.ResultSkipped, "not stuck on an old revision after the patch (the controller replaced it or it recovered); nothing deleted"
+			decided = append(decided, a)
 			continue
 		}
-		later[i].UID = string(f.Target.UID)
+		a.UID = proof.UID
+		proven = append(proven, a)
 	}
-	return later, nil
+	return proven, inPlanOrder(decided, later), nil
 }
 
-func (e *Executor) waitObserved(ctx context.Context, patched map[string]int64) error {
-	timeout := e.ObserveTimeout
-	if timeout == 0 {
-		timeout = 30 * time.Second
+// inPlanOrder sorts actions (deletes, one per pod) as they are in plan.
+func inPlanOrder(actions, plan []model.Action) []model.Action {
+	index := map[string]int{}
+	for i, a := range plan {
+		index[proofKey(a.Kind(), a.Namespace, a.Pod)] = i
 	}
+	sort.SliceStable(actions, func(i, j int) bool {
+		return index[proofKey(actions[i].Kind(), actions[i].Namespace, actions[i].Pod)] < index[proofKey(actions[j].Kind(), actions[j].Namespace, actions[j].Pod)]
+	})
+	return actions
+}
+
+// waitObserved follows each patched StatefulSet until its controller has observed the patch's
+// generation, for up to observeTimeout each (then the fresh diagnosis decides with what it
+// sees). It fails only when ctx is cancelled or the API fails.
+func (e *Executor) waitObserved(ctx context.Context, patched map[string]int64) error {
+	follow := e.follower()
 	for key, generation := range patched {
 		ns, name, _ := cache.SplitMetaNamespaceKey(key)
-		err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-			set, err := e.Kube.AppsV1().StatefulSets(ns).Get(ctx, name, metav1.GetOptions{})
-			if err != nil {
-				return false, err
-			}
-			return set.Status.ObservedGeneration >= generation, nil
+		observeCtx, cancel := context.WithTimeout(ctx, observeTimeout)
+		err := follow(observeCtx, ns, name, func(set *appsv1.StatefulSet) bool {
+			return set.Status.ObservedGeneration >= generation
 		})
-		if err != nil && !wait.Interrupted(err) {
+		cancel()
+		switch {
+		case err == nil, errors.Is(err, rollout.ErrTimeout) && ctx.Err() == nil:
+		case ctx.Err() != nil:
+			return err
+		default:
 			return &UnavailableError{Err: err}
 		}
 	}
 	return nil
+}
+
+func (e *Executor) follower() Follower {
+	if e.Follow != nil {
+		return e.Follow
+	}
+	return WatchFollower(e.Kube)
 }
 
 // isAPIAnswer reports whether err is a status the API server returned (as opposed to a

@@ -126,17 +126,20 @@ func TestForceDeleteOnlyOnALostNode(t *testing.T) {
 		return model.NewReport(false, nil, []model.Finding{{Finding: apiv1.Finding{Code: apiv1.PodStuckTerminating, Severity: apiv1.SeverityError, Namespace: "shop",
 			StatefulSet: "web", Pod: "web-1"}, LostNode: lost, Target: &model.PodRef{Name: "web-1", UID: "uid-web-1"}}})
 	}
-	plan := repair.PlanForceDeletes(stuck("node-1"))
-	if len(plan) != 1 || plan[0].Kind() != apiv1.ForceDeletePod || plan[0].UID != "uid-web-1" {
-		t.Fatalf("plan %+v", plan)
+	forced, _ := plan(repair.Policy{ForceLostNode: true}, stuck("node-1"), snap())
+	if len(forced) != 1 || forced[0].Kind() != apiv1.ForceDeletePod || forced[0].UID != "uid-web-1" {
+		t.Fatalf("plan %+v", forced)
 	}
-	if p := repair.PlanForceDeletes(stuck("")); len(p) != 0 {
+	if p, _ := plan(repair.Policy{ForceLostNode: true}, stuck(""), snap()); len(p) != 0 {
 		t.Errorf("a node that is not lost: no force delete, got %+v", p)
+	}
+	if p, _ := plan(repair.Policy{}, stuck("node-1"), snap()); len(p) != 0 {
+		t.Errorf("without --force-lost-node: no force delete, got %+v", p)
 	}
 
 	kube := fake.NewClientset(objects()...)
 	exec, _ := freshDiagnoses(kube, stuck("node-1"))
-	done, err := exec.Apply(context.Background(), plan)
+	done, err := exec.Apply(context.Background(), forced)
 	if err != nil || done[0].Result != apiv1.ResultDone {
 		t.Fatalf("%+v %v", done, err)
 	}
@@ -147,7 +150,7 @@ func TestForceDeleteOnlyOnALostNode(t *testing.T) {
 
 	kube = fake.NewClientset(objects()...)
 	exec, _ = freshDiagnoses(kube, stuck("")) // the node came back meanwhile
-	done, _ = exec.Apply(context.Background(), plan)
+	done, _ = exec.Apply(context.Background(), forced)
 	if done[0].Result != apiv1.ResultSkipped || len(deleted(kube)) != 0 {
 		t.Errorf("the node is no longer lost: nothing force-deleted, got %+v", done)
 	}

@@ -3,8 +3,11 @@ package repair
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/diagnose"
@@ -22,41 +25,44 @@ type Options struct {
 	Scope gather.Scope
 	// Diagnosis tunes the fresh diagnoses.
 	Diagnosis stuck.Options
+	// Source, if set, is where fresh diagnoses read the cluster instead of a fresh LIST of the
+	// scope (gather.Lister): every delete is proven on what it returns.
+	Source gather.Source
 	// DryRun is none, client or server.
 	DryRun apiv1.DryRunMode
 	// Progress, if set, is told about each action as it completes.
 	Progress func(model.Action)
-	// Rollback also plans rollbacks of failing update revisions to an earlier revision whose
-	// pods are Ready (fix/wait/watch --rollback; see PlanRollbacks).
-	Rollback bool
+	// Policy says which optional repairs to plan (--rollback, --force-lost-node).
+	Policy
 }
 
-// New returns the executor for the options: its fresh diagnoses gather the same scope again.
+// diagnoser diagnoses what the source returns; by default a fresh LIST of the scope.
+func (o Options) diagnoser() Diagnoser {
+	src := o.Source
+	if src == nil {
+		src = gather.Lister{Clients: o.Clients, Scope: o.Scope}
+	}
+	return func(ctx context.Context) (*model.Report, *snapshot.Snapshot, error) {
+		return diagnose.FromSource(ctx, src, o.Diagnosis)
+	}
+}
+
+// New returns the executor for the options: it plans with their policy and proves each action
+// again with their fresh diagnoses.
 func New(o Options) *Executor {
 	return &Executor{
-		Kube:     o.Clients.Kube,
-		DryRun:   o.DryRun,
-		Progress: o.Progress,
-		Rollback: o.Rollback,
-		Rediagnose: func(ctx context.Context) (*model.Report, *snapshot.Snapshot, error) {
-			return diagnose.Run(ctx, o.Clients, o.Scope, o.Diagnosis)
-		},
+		Kube:       o.Clients.Kube,
+		DryRun:     o.DryRun,
+		Progress:   o.Progress,
+		Planner:    Planner{Policy: o.Policy},
+		Rediagnose: o.diagnoser(),
 	}
 }
 
-// Repair plans the safe repairs of a diagnosis and applies those keep accepts (all when keep is
-// nil). It is what wait --fix and watch --fix do when a finding has held.
-func (e *Executor) Repair(ctx context.Context, rep *model.Report, snap *snapshot.Snapshot, keep func(model.Action) bool) ([]model.Action, error) {
-	planned, unrepaired := Plan(rep, snap)
-	if e.Rollback {
-		planned, _ = PlanRollbacks(rep, snap, planned, unrepaired)
-	}
-	var actions []model.Action
-	for _, a := range planned {
-		if keep == nil || keep(a) {
-			actions = append(actions, a)
-		}
-	}
+// Repair plans the safe repairs of a diagnosis and applies them. It is what wait --fix does
+// when a finding has held.
+func (e *Executor) Repair(ctx context.Context, rep *model.Report, snap *snapshot.Snapshot) ([]model.Action, error) {
+	actions := e.Planner.Plan(rep, snap).Actions
 	if len(actions) == 0 {
 		return nil, nil
 	}
@@ -74,8 +80,6 @@ type FixOptions struct {
 	Confirm func(plan *model.FixResult) (bool, error)
 	// OnPlan, if set, is shown the plan and the diagnosis warnings first.
 	OnPlan func(plan *model.FixResult, warnings []string)
-	// ForceLostNode also plans ForceDeletePod for pods stuck terminating on a lost node.
-	ForceLostNode bool
 	// Wait, if positive, follows the rollouts of the repaired StatefulSets for up to this long,
 	// writing their progress to RolloutLog.
 	Wait       time.Duration
@@ -83,23 +87,16 @@ type FixOptions struct {
 }
 
 // Fix diagnoses the scope, plans the safe repairs, asks, applies them and optionally follows the
-// rollouts. The error is ErrNotConfirmed, a rollout.ErrTimeout, or a failure to evaluate
-// (gathering, an UnavailableError): the result is valid in every case but the last.
+// rollouts. The error is ErrNotConfirmed, a rollout.ErrTimeout (the --wait deadline passed), the
+// context's error when it was cancelled (an interruption), or a failure to evaluate (gathering,
+// an UnavailableError). The result is nil only when the first diagnosis failed.
 func Fix(ctx context.Context, o FixOptions) (*model.FixResult, error) {
-	rep, snap, err := diagnose.Run(ctx, o.Clients, o.Scope, o.Diagnosis)
+	rep, snap, err := o.diagnoser()(ctx)
 	if err != nil {
 		return nil, err
 	}
-	result := &model.FixResult{DryRun: o.DryRun}
-	result.Actions, result.Unrepaired = Plan(rep, snap)
-	if o.Rollback {
-		result.Actions, result.Unrepaired = PlanRollbacks(rep, snap, result.Actions, result.Unrepaired)
-	}
-	if o.ForceLostNode {
-		forced := PlanForceDeletes(rep)
-		result.Actions = append(result.Actions, forced...)
-		result.Unrepaired = withoutPods(result.Unrepaired, apiv1.PodStuckTerminating, forced)
-	}
+	plan := Planner{Policy: o.Policy}.Plan(rep, snap)
+	result := &model.FixResult{DryRun: o.DryRun, Actions: plan.Actions, Unrepaired: plan.Unrepaired}
 	if result.Actions == nil {
 		result.Actions = []model.Action{}
 	}
@@ -121,12 +118,13 @@ func Fix(ctx context.Context, o FixOptions) (*model.FixResult, error) {
 			return result, ErrNotConfirmed
 		}
 	}
-	result.Actions, err = New(o.Options).Apply(ctx, result.Actions)
+	exec := New(o.Options)
+	result.Actions, err = exec.Apply(ctx, result.Actions)
 	if err != nil {
 		return result, err
 	}
 	if o.Wait > 0 && o.DryRun == apiv1.DryRunNone {
-		if err := followRollouts(ctx, o, result); err != nil {
+		if err := followRollouts(ctx, exec.follower(), o, result); err != nil {
 			return result, err
 		}
 	}
@@ -135,8 +133,9 @@ func Fix(ctx context.Context, o FixOptions) (*model.FixResult, error) {
 
 // followRollouts follows every StatefulSet a repair was done for. "complete" is said only when
 // every StatefulSet with a planned action was repaired and has completed: never of a set whose
-// action was skipped or failed, which is likely still stuck.
-func followRollouts(ctx context.Context, o FixOptions, result *model.FixResult) error {
+// action was skipped or failed, which is likely still stuck. "timed out" is said only when the
+// --wait deadline passed, never when ctx was cancelled (an interruption).
+func followRollouts(ctx context.Context, follow Follower, o FixOptions, result *model.FixResult) error {
 	log := o.RolloutLog
 	if log == nil {
 		log = io.Discard
@@ -157,10 +156,19 @@ func followRollouts(ctx context.Context, o FixOptions, result *model.FixResult) 
 		}
 	}
 	for _, a := range order {
-		if err := rollout.Wait(ctx, o.Clients.Kube, a.Namespace, a.StatefulSet, log); err != nil {
-			if errors.Is(err, rollout.ErrTimeout) {
-				result.Rollout = apiv1.RolloutTimedOut
+		last := ""
+		err := follow(ctx, a.Namespace, a.StatefulSet, func(set *appsv1.StatefulSet) bool {
+			if line := rollout.Progress(set); line != last {
+				fmt.Fprintln(log, line)
+				last = line
 			}
+			return rollout.Complete(set)
+		})
+		if errors.Is(err, rollout.ErrTimeout) {
+			result.Rollout = apiv1.RolloutTimedOut
+			return fmt.Errorf("%w (%s)", err, last)
+		}
+		if err != nil {
 			return err
 		}
 	}
@@ -168,19 +176,4 @@ func followRollouts(ctx context.Context, o FixOptions, result *model.FixResult) 
 		result.Rollout = apiv1.RolloutComplete
 	}
 	return nil
-}
-
-// withoutPods drops the findings of a code about pods the actions repair.
-func withoutPods(findings []model.Finding, code apiv1.Code, actions []model.Action) []model.Finding {
-	repaired := map[string]bool{}
-	for _, a := range actions {
-		repaired[snapshot.Key(a.Namespace, a.Pod)] = true
-	}
-	var out []model.Finding
-	for _, f := range findings {
-		if f.Code != code || !repaired[snapshot.Key(f.Namespace, f.Pod)] {
-			out = append(out, f)
-		}
-	}
-	return out
 }

@@ -38,7 +38,7 @@ func TestPlanFromDiagnosis(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			actions, _ := repair.Plan(diagnose.Report(snap, stuck.DefaultOptions()), snap)
+			actions, _ := plan(repair.Policy{}, diagnose.Report(snap, stuck.DefaultOptions()), snap)
 			if len(actions) != len(c.want) {
 				t.Fatalf("planned %+v, want %+v", actions, c.want)
 			}

@@ -5,17 +5,13 @@
 package repair
 
 import (
-	"sort"
-
-	"k8s.io/apimachinery/pkg/types"
-
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/resolver"
 	"github.com/stsdiag/stsdiag/internal/snapshot"
 )
 
-// Plan lists the safe repairs for a report: image patches for UnresolvedImageReference and
+// planImagesAndStale plans the default repairs: image patches for UnresolvedImageReference and
 // ImageTriggerStale, then deletes of StaleRevisionStuck pods, and of the pods the patches leave
 // on an old revision. Error findings without a safe repair are returned as unrepaired. It reads
 // only the findings' typed hand-offs (Target, Patch, FailingPods), never their details.
@@ -24,28 +20,24 @@ import (
 // once per image field. The resolver sets Patch.To to exactly what OpenShift writes there: a
 // digest, except where admission or the trigger controller writes a tag (a legacy image ID, or a
 // trigger on a referencePolicy Source tag), which the finding's message says.
-func Plan(rep *model.Report, snap *snapshot.Snapshot) (actions []model.Action, unrepaired []model.Finding) {
-	setUIDs := map[string]types.UID{}
-	for i := range snap.StatefulSets {
-		setUIDs[snapshot.Key(snap.StatefulSets[i].Namespace, snap.StatefulSets[i].Name)] = snap.StatefulSets[i].UID
-	}
+func planImagesAndStale(rep *model.Report, o objects) (actions []model.Action, unrepaired []model.Finding) {
 	var patches, deletes []model.Action
 	planned := map[string]bool{}
 	afterPatch := map[string]bool{}
 	patchedFields, governed := map[string]bool{}, map[string]bool{}
 	for _, f := range rep.Findings {
-		if !patchable(f) {
+		set := o.set(f.Namespace, f.StatefulSet)
+		if !patchable(f) || set == nil || set.UID == "" {
 			continue
 		}
-		uid, ok := setUIDs[snapshot.Key(f.Namespace, f.StatefulSet)]
 		field := snapshot.Key(f.Namespace, f.StatefulSet) + f.Patch.Path
-		if !ok || patchedFields[field] {
+		if patchedFields[field] {
 			continue
 		}
 		patchedFields[field] = true
 		governed[snapshot.Key(f.Namespace, f.StatefulSet)+"/"+f.Container] = true
 		patches = append(patches, model.Action{Action: apiv1.Action{Action: apiv1.PatchImage, Namespace: f.Namespace, StatefulSet: f.StatefulSet, Container: f.Container,
-			From: f.Patch.From, To: f.Patch.To, UID: string(uid)}, Cause: f.Code, Path: f.Patch.Path})
+			From: f.Patch.From, To: f.Patch.To, UID: string(set.UID)}, Cause: f.Code, Path: f.Patch.Path})
 		for _, pod := range f.FailingPods {
 			key := snapshot.Key(f.Namespace, pod)
 			if !afterPatch[key] {
@@ -55,11 +47,11 @@ func Plan(rep *model.Report, snap *snapshot.Snapshot) (actions []model.Action, u
 		}
 	}
 	for _, f := range rep.Findings {
-		if f.Code != apiv1.StaleRevisionStuck || f.Target == nil || f.Target.UID == "" {
+		if f.Code != apiv1.StaleRevisionStuck || f.Target == nil || f.Target.UID == "" || o.set(f.Namespace, f.StatefulSet) == nil {
 			continue
 		}
 		key := snapshot.Key(f.Namespace, f.Target.Name)
-		if planned[key] || afterPatch[key] {
+		if planned[key] || afterPatch[key] || o.templateFails(f.Namespace, f.StatefulSet, f.Target.Name) {
 			continue
 		}
 		planned[key] = true
@@ -71,7 +63,7 @@ func Plan(rep *model.Report, snap *snapshot.Snapshot) (actions []model.Action, u
 			continue
 		}
 		switch {
-		case f.Code == apiv1.StaleRevisionStuck:
+		case f.Code == apiv1.StaleRevisionStuck && f.Target != nil && (planned[snapshot.Key(f.Namespace, f.Target.Name)] || afterPatch[snapshot.Key(f.Namespace, f.Target.Name)]):
 		case f.Code == apiv1.UnresolvedImageReference && f.Pod != "":
 			// pods of an older template: stuck's findings carry their repair
 		case (f.Code == apiv1.UnresolvedImageReference || f.Code == apiv1.ImageTriggerStale) && f.Patch != nil &&
@@ -83,18 +75,12 @@ func Plan(rep *model.Report, snap *snapshot.Snapshot) (actions []model.Action, u
 			unrepaired = append(unrepaired, f)
 		}
 	}
-	sort.SliceStable(deletes, func(i, j int) bool {
-		if deletes[i].Namespace != deletes[j].Namespace {
-			return deletes[i].Namespace < deletes[j].Namespace
-		}
-		return deletes[i].Pod < deletes[j].Pod
-	})
-	return append(patches, deletes...), unrepaired
+	return inOrder(patches, deletes), unrepaired
 }
 
 // patchable reports whether a finding hands over a template image patch fix may send: from an
 // image finding on the template (not a pod), to a valid reference with a name — never empty, and
-// never a dangling "@" — that differs from the image diagnosed.
+// never a dangling "@" — that differs from the image diagnosed, at a known field.
 func patchable(f model.Finding) bool {
 	if (f.Code != apiv1.UnresolvedImageReference && f.Code != apiv1.ImageTriggerStale) || f.Pod != "" || f.Patch == nil {
 		return false

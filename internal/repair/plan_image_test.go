@@ -50,7 +50,7 @@ func TestPlanImageFindings(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			actions, _ := repair.Plan(diagnose.Report(snap, stuck.DefaultOptions()), snap)
+			actions, _ := plan(repair.Policy{}, diagnose.Report(snap, stuck.DefaultOptions()), snap)
 			if len(actions) != len(c.want) {
 				t.Fatalf("planned %+v, want %+v", actions, c.want)
 			}
@@ -90,7 +90,7 @@ func TestPlanPatchGuards(t *testing.T) {
 		noPatch,
 		onPod,
 	}}
-	actions, unrepaired := repair.Plan(rep, snap)
+	actions, unrepaired := plan(repair.Policy{}, rep, snap)
 	if len(actions) != 2 || actions[0].StatefulSet != "e" || actions[0].To != "quay.io/upstream/app:1" || actions[1].StatefulSet != "f" || actions[1].To != appImage {
 		t.Fatalf("planned %+v, want the patches of e and f only", actions)
 	}

@@ -54,11 +54,20 @@ func unresolvedReport(from string) *model.Report {
 func snap() *snapshot.Snapshot {
 	s := &snapshot.Snapshot{}
 	for _, o := range objects() {
-		if set, ok := o.(*appsv1.StatefulSet); ok {
-			s.StatefulSets = append(s.StatefulSets, *set)
+		switch o := o.(type) {
+		case *appsv1.StatefulSet:
+			s.StatefulSets = append(s.StatefulSets, *o)
+		case *corev1.Pod:
+			s.Pods = append(s.Pods, *o)
 		}
 	}
 	return s
+}
+
+// plan plans with the policy and returns the plan's two lists.
+func plan(policy repair.Policy, rep *model.Report, s *snapshot.Snapshot) ([]model.Action, []model.Finding) {
+	p := repair.Planner{Policy: policy}.Plan(rep, s)
+	return p.Actions, p.Unrepaired
 }
 
 // onlySafeWrites fails if the client was asked to write anything but a StatefulSet patch or a
@@ -78,7 +87,7 @@ func onlySafeWrites(t *testing.T, kube *fake.Clientset) {
 }
 
 func TestPlan(t *testing.T) {
-	actions, unrepaired := repair.Plan(unresolvedReport("myapp:1"), snap())
+	actions, unrepaired := plan(repair.Policy{}, unresolvedReport("myapp:1"), snap())
 	if len(actions) != 2 || actions[0].Kind() != apiv1.PatchImage || actions[1].Kind() != apiv1.DeletePod || !actions[1].AfterPatch {
 		t.Fatalf("actions %+v", actions)
 	}
@@ -93,7 +102,7 @@ func TestPlan(t *testing.T) {
 		{Finding: apiv1.Finding{Code: apiv1.VolumeClaimPending, Severity: apiv1.SeverityError, Pod: "web-1"}},
 		{Finding: apiv1.Finding{Code: apiv1.OnDeleteStale, Severity: apiv1.SeverityInfo}},
 	})
-	actions, unrepaired = repair.Plan(rep, snap())
+	actions, unrepaired = plan(repair.Policy{}, rep, snap())
 	if len(actions) != 0 || len(unrepaired) != 2 {
 		t.Errorf("CurrentRevisionFailing and VolumeClaimPending have no safe repair: actions %v unrepaired %v", actions, unrepaired)
 	}
@@ -101,7 +110,7 @@ func TestPlan(t *testing.T) {
 
 func TestDeleteWithPreconditions(t *testing.T) {
 	kube := fake.NewClientset(objects()...)
-	actions, _ := repair.Plan(stuckReport("web-0"), snap())
+	actions, _ := plan(repair.Policy{}, stuckReport("web-0"), snap())
 	done, err := (&repair.Executor{Kube: kube, DryRun: apiv1.DryRunNone}).Apply(context.Background(), actions)
 	if err != nil || len(done) != 1 || done[0].Result != apiv1.ResultDone {
 		t.Fatalf("%+v %v", done, err)
@@ -159,7 +168,7 @@ func TestPatchTestsTheDiagnosedImage(t *testing.T) {
 	exec := &repair.Executor{Kube: kube, DryRun: apiv1.DryRunNone, Rediagnose: func(context.Context) (*model.Report, *snapshot.Snapshot, error) {
 		return model.NewReport(true, nil, nil), snap(), nil
 	}}
-	actions, _ := repair.Plan(unresolvedReport("myapp:1"), snap())
+	actions, _ := plan(repair.Policy{}, unresolvedReport("myapp:1"), snap())
 	done, err := exec.Apply(context.Background(), actions[:1])
 	if err != nil || done[0].Result != apiv1.ResultDone {
 		t.Fatalf("%+v %v", done, err)
@@ -199,7 +208,7 @@ func TestStatefulSetChangedBeforePatch(t *testing.T) {
 				diagnosed++
 				return tc.fresh, snap(), nil
 			}}
-			actions, _ := repair.Plan(unresolvedReport("myapp:1"), snap())
+			actions, _ := plan(repair.Policy{}, unresolvedReport("myapp:1"), snap())
 			done, err := exec.Apply(context.Background(), actions)
 			if err != nil || done[0].Result != tc.wantResult || len(sent) != tc.patches || diagnosed != 1 {
 				t.Fatalf("result %+v patches %d diagnoses %d err %v", done[0], len(sent), diagnosed, err)
@@ -227,6 +236,6 @@ func TestDryRunServer(t *testing.T) {
 }
 
 func mustPlan(rep *model.Report) []model.Action {
-	actions, _ := repair.Plan(rep, snap())
+	actions, _ := plan(repair.Policy{}, rep, snap())
 	return actions
 }

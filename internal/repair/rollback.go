@@ -48,7 +48,7 @@ import (
 // stateful_set_control.go:292-305@v1.37.2): status.updateRevision becomes the good revision,
 // the failing pods are then off-revision, and a fresh diagnosis proves them StaleRevisionStuck.
 
-// PlanRollbacks extends a plan made by Plan (its actions and the findings it left unrepaired)
+// planRollbacks extends the default plan (its actions and the findings it left unrepaired)
 // with fix --rollback: for each StatefulSet whose update revision fails at startup
 // (CurrentRevisionFailing on pods of status.updateRevision) and whose status.currentRevision is
 // an earlier revision with Ready pods, a Rollback to that revision, then a delete of each failing
@@ -58,7 +58,7 @@ import (
 // stay unrepaired, with the reason in their remedy and in details.rollback. StatefulSets the plan
 // already patches are left to the patch. It reads the findings' typed fields and the snapshot,
 // never details.
-func PlanRollbacks(rep *model.Report, snap *snapshot.Snapshot, actions []model.Action, unrepaired []model.Finding) ([]model.Action, []model.Finding) {
+func planRollbacks(o objects, actions []model.Action, unrepaired []model.Finding) (rollbacks, deletes []model.Action, left []model.Finding) {
 	patched := map[string]bool{}
 	for _, a := range actions {
 		if a.Kind() == apiv1.PatchImage || a.Kind() == apiv1.Rollback {
@@ -78,13 +78,12 @@ func PlanRollbacks(rep *model.Report, snap *snapshot.Snapshot, actions []model.A
 		failing[key] = append(failing[key], f)
 	}
 	if len(order) == 0 {
-		return actions, unrepaired
+		return nil, nil, unrepaired
 	}
 	reasons := map[string]string{}
 	repaired := map[string]bool{}
-	var rollbacks, deletes []model.Action
 	for _, key := range order {
-		rollback, pods, reason := planRollback(snap, key, failing[key])
+		rollback, pods, reason := planRollback(o, key, failing[key])
 		if reason != "" {
 			reasons[key] = reason
 			continue
@@ -95,7 +94,6 @@ func PlanRollbacks(rep *model.Report, snap *snapshot.Snapshot, actions []model.A
 			deletes = append(deletes, model.Action{Action: apiv1.Action{Action: apiv1.DeletePod, Namespace: rollback.Namespace, StatefulSet: rollback.StatefulSet, Pod: pod}, Cause: apiv1.CurrentRevisionFailing, AfterPatch: true})
 		}
 	}
-	var left []model.Finding
 	for _, f := range unrepaired {
 		key := snapshot.Key(f.Namespace, f.StatefulSet)
 		switch {
@@ -108,23 +106,7 @@ func PlanRollbacks(rep *model.Report, snap *snapshot.Snapshot, actions []model.A
 			left = append(left, f)
 		}
 	}
-	var head, tail []model.Action
-	for _, a := range actions {
-		if a.Kind() == apiv1.DeletePod || a.Kind() == apiv1.ForceDeletePod {
-			tail = append(tail, a)
-		} else {
-			head = append(head, a)
-		}
-	}
-	tail = append(tail, deletes...)
-	sort.SliceStable(tail, func(i, j int) bool {
-		if tail[i].Namespace != tail[j].Namespace {
-			return tail[i].Namespace < tail[j].Namespace
-		}
-		return tail[i].Pod < tail[j].Pod
-	})
-	out := append(append(head, rollbacks...), tail...)
-	return out, left
+	return rollbacks, deletes, left
 }
 
 // notRolledBack returns a copy of the finding that says why it was not rolled back.
@@ -139,13 +121,8 @@ func notRolledBack(f model.Finding, reason string) model.Finding {
 }
 
 // planRollback decides one StatefulSet: the Rollback and the pods to delete after it, or why not.
-func planRollback(snap *snapshot.Snapshot, key string, failing []model.Finding) (model.Action, []string, string) {
-	var set *appsv1.StatefulSet
-	for i := range snap.StatefulSets {
-		if snapshot.Key(snap.StatefulSets[i].Namespace, snap.StatefulSets[i].Name) == key {
-			set = &snap.StatefulSets[i]
-		}
-	}
+func planRollback(o objects, key string, failing []model.Finding) (model.Action, []string, string) {
+	set, snap := o.sets[key], o.snap
 	switch {
 	case set == nil:
 		return model.Action{Action: apiv1.Action{}}, nil, "the StatefulSet is not in the snapshot"
@@ -331,13 +308,11 @@ func (e *Executor) sendRollback(ctx context.Context, a *model.Action) (*appsv1.S
 
 // freshRollback diagnoses again and returns the StatefulSet's rollback, if one is still called for.
 func (e *Executor) freshRollback(ctx context.Context, a model.Action) (model.Action, bool, error) {
-	rep, snap, err := e.Rediagnose(ctx)
+	plan, err := e.replan(ctx)
 	if err != nil {
-		return a, false, &UnavailableError{Err: err}
+		return a, false, err
 	}
-	actions, unrepaired := Plan(rep, snap)
-	actions, _ = PlanRollbacks(rep, snap, actions, unrepaired)
-	for _, fresh := range actions {
+	for _, fresh := range plan.Actions {
 		if fresh.Kind() == apiv1.Rollback && fresh.Namespace == a.Namespace && fresh.StatefulSet == a.StatefulSet {
 			return fresh, true, nil
 		}
@@ -349,7 +324,7 @@ func (e *Executor) freshRollback(ctx context.Context, a model.Action) (model.Act
 func RolledBack(actions []model.Action) []apiv1.RolledBack {
 	var out []apiv1.RolledBack
 	for _, a := range actions {
-		if a.Kind() == apiv1.Rollback && a.Rollback != nil && a.Result == apiv1.ResultDone && !strings.HasPrefix(a.Message, "dry run") && !strings.HasPrefix(a.Message, "server dry run") {
+		if a.Kind() == apiv1.Rollback && a.Rollback != nil && a.Result == apiv1.ResultDone && !a.DryRun {
 			out = append(out, apiv1.RolledBack{Namespace: a.Namespace, StatefulSet: a.StatefulSet, Revision: a.Rollback.Revision, FromRevision: a.Rollback.FromRevision, Images: a.Rollback.Images})
 		}
 	}

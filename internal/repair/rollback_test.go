@@ -80,8 +80,7 @@ func failingReport(pods ...string) *model.Report {
 }
 
 func planWithRollbacks(rep *model.Report, s *snapshot.Snapshot) ([]model.Action, []model.Finding) {
-	actions, unrepaired := repair.Plan(rep, s)
-	return repair.PlanRollbacks(rep, s, actions, unrepaired)
+	return plan(repair.Policy{Rollback: true}, rep, s)
 }
 
 func TestPlanRollback(t *testing.T) {
@@ -151,7 +150,7 @@ func TestNoRollbackWithoutAReadyEarlierRevision(t *testing.T) {
 		})
 	}
 	// Without --rollback nothing changes.
-	actions, unrepaired := repair.Plan(failingReport("db-2"), rolloutSnap("db-good"))
+	actions, unrepaired := plan(repair.Policy{}, failingReport("db-2"), rolloutSnap("db-good"))
 	if len(actions) != 0 || len(unrepaired) != 1 || unrepaired[0].Details["rollback"] != nil {
 		t.Errorf("Plan alone: %+v %+v", actions, unrepaired)
 	}
@@ -169,6 +168,14 @@ func rolloutObjects(current string) []runtime.Object {
 	return append(objs, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data-db-2", Namespace: "shop"}})
 }
 
+// rolledBackSnap is the cluster once the controller has observed the rollback: the good
+// revision is the update revision again, db-2 still runs the bad one.
+func rolledBackSnap() *snapshot.Snapshot {
+	s := rolloutSnap("db-good")
+	s.StatefulSets[0].Status.UpdateRevision = "db-good"
+	return s
+}
+
 // afterRollback is the fresh diagnosis once the controller has observed the rollback: db-2 now
 // runs an old revision and is StaleRevisionStuck.
 func afterRollback() *model.Report {
@@ -180,7 +187,7 @@ func TestApplyRollbackThenDeleteProven(t *testing.T) {
 	diagnoses := 0
 	exec := &repair.Executor{Kube: kube, DryRun: apiv1.DryRunNone, Rediagnose: func(context.Context) (*model.Report, *snapshot.Snapshot, error) {
 		diagnoses++
-		return afterRollback(), rolloutSnap("db-good"), nil
+		return afterRollback(), rolledBackSnap(), nil
 	}}
 	actions, _ := planWithRollbacks(failingReport("db-2"), rolloutSnap("db-good"))
 	done, err := exec.Apply(context.Background(), actions)
