@@ -43,7 +43,17 @@ func provenStuck(ctx context.Context, t *testing.T, cs kubernetes.Interface, ns,
 		}
 		return s
 	}
+	// The controller may still be writing the status of what it just did (updatedReplicas of a
+	// pod it created a moment ago): the premise starts once two reads 2 s apart agree.
 	first := read()
+	for settle := time.Now().Add(20 * time.Second); time.Now().Before(settle); {
+		time.Sleep(2 * time.Second)
+		next := read()
+		if next == first {
+			break
+		}
+		first = next
+	}
 	for deadline := time.Now().Add(d); ; time.Sleep(2 * time.Second) {
 		now := read()
 		if now.complete || now.podReady || now != first {
