@@ -10,11 +10,11 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/snapshot"
+	"github.com/stsdiag/stsdiag/internal/statefulset"
 )
 
 // RunLevelLabel marks OpenShift's run-level namespaces; levels 0 and 1 are skipped by admission.
@@ -55,18 +55,7 @@ func Diagnose(s *snapshot.Snapshot, cli string) []model.Finding {
 	for i := range s.Namespaces {
 		namespaces[s.Namespaces[i].Name] = &s.Namespaces[i]
 	}
-	pods := map[types.UID][]*corev1.Pod{}
-	for i := range s.Pods {
-		if ref := metav1.GetControllerOfNoCopy(&s.Pods[i]); ref != nil {
-			pods[ref.UID] = append(pods[ref.UID], &s.Pods[i])
-		}
-	}
-	revs := map[types.UID][]*appsv1.ControllerRevision{}
-	for i := range s.Revisions {
-		if ref := metav1.GetControllerOfNoCopy(&s.Revisions[i]); ref != nil {
-			revs[ref.UID] = append(revs[ref.UID], &s.Revisions[i])
-		}
-	}
+	owned := statefulset.ByController(s)
 	adm := &Admission{Stream: func(ns, name string) *imagev1.ImageStream { return streams[snapshot.Key(ns, name)] }}
 	var out []model.Finding
 	for i := range s.StatefulSets {
@@ -74,7 +63,7 @@ func Diagnose(s *snapshot.Snapshot, cli string) []model.Finding {
 		if !s.InScope(set.Namespace, set.Name) || set.DeletionTimestamp != nil {
 			continue
 		}
-		c := &checker{set: set, adm: adm, ns: namespaces[set.Namespace], pods: pods[set.UID], revs: revs[set.UID],
+		c := &checker{set: set, adm: adm, ns: namespaces[set.Namespace], pods: owned.Pods[set.UID], revs: owned.Revisions[set.UID],
 			streamNamespaces: streamNamespaces, cli: cli}
 		out = append(out, c.check()...)
 	}
@@ -129,7 +118,7 @@ func (c *checker) check() []model.Finding {
 	}
 	sort.Slice(c.pods, func(i, j int) bool { return c.pods[i].Name < c.pods[j].Name })
 	for _, pod := range c.pods {
-		failing := waitingContainers(pod, pullFailure)
+		failing := waitingContainers(pod, statefulset.ImagePullReasons)
 		for i, ctr := range pod.Spec.InitContainers {
 			u := add(ctr.Name, true, i, ctr.Image)
 			u.pods = append(u.pods, pod.Name)
@@ -153,13 +142,6 @@ func (c *checker) check() []model.Finding {
 	}
 	return out
 }
-
-var (
-	pullFailure = map[string]bool{"ErrImagePull": true, "ImagePullBackOff": true, "InvalidImageName": true, "ErrImageNeverPull": true}
-	// startFailure is "stuck at startup" (README): the container never starts.
-	startFailure = map[string]bool{"ErrImagePull": true, "ImagePullBackOff": true, "InvalidImageName": true, "ErrImageNeverPull": true,
-		"CreateContainerConfigError": true, "CreateContainerError": true, "CrashLoopBackOff": true, "RunContainerError": true}
-)
 
 // waitingContainers names the pod's containers waiting with one of reasons.
 func waitingContainers(pod *corev1.Pod, reasons map[string]bool) map[string]bool {

@@ -12,6 +12,7 @@ import (
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/model"
+	"github.com/stsdiag/stsdiag/internal/statefulset"
 )
 
 // TriggerAnnotation asks openshift-controller-manager to keep container images on an
@@ -285,7 +286,7 @@ func (c *checker) stale(f model.Finding, target targetContainer, want, suffix, f
 	}
 	var failing []string
 	for _, pod := range c.pods {
-		if got, ok := containerImage(&pod.Spec, target.c.Name); ok && got == image && waitingContainers(pod, startFailure)[target.c.Name] {
+		if got, ok := containerImage(&pod.Spec, target.c.Name); ok && got == image && waitingContainers(pod, statefulset.StartupReasons)[target.c.Name] {
 			failing = append(failing, pod.Name)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/snapshot"
+	"github.com/stsdiag/stsdiag/internal/statefulset"
 )
 
 // ownerState says what happened to the StatefulSet that controls an object.
@@ -54,7 +55,7 @@ func (d *diagnosis) orphans(s *snapshot.Snapshot) {
 			continue
 		}
 		f := model.Finding{Finding: apiv1.Finding{Code: apiv1.OrphanedRevision, Severity: apiv1.SeverityWarning, Namespace: pod.Namespace, StatefulSet: ref.Name, Pod: pod.Name,
-			Details: map[string]any{"kind": "Pod", "ownerUID": string(ref.UID), "podRevision": podRevision(pod), "podUID": string(pod.UID)}}}
+			Details: map[string]any{"kind": "Pod", "ownerUID": string(ref.UID), "podRevision": statefulset.PodRevision(pod), "podUID": string(pod.UID)}}}
 		f.Message = fmt.Sprintf("pod %s belongs to StatefulSet %s with UID %s, %s", pod.Name, ref.Name, ref.UID, d.ownerFate(state, set, pod.DeletionTimestamp))
 		f.Short = "pod of a StatefulSet that " + ownerShort[state]
 		if state == ownerReplaced {

@@ -7,26 +7,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+
+	"github.com/stsdiag/stsdiag/internal/statefulset"
 )
-
-// startupReasons are the container waiting reasons that mean a pod will not start by itself.
-var startupReasons = map[string]bool{
-	"ImagePullBackOff":           true,
-	"ErrImagePull":               true,
-	"InvalidImageName":           true,
-	"ErrImageNeverPull":          true,
-	"CreateContainerConfigError": true,
-	"CreateContainerError":       true,
-	"CrashLoopBackOff":           true,
-	"RunContainerError":          true,
-}
-
-var imageReasons = map[string]bool{
-	"ImagePullBackOff":  true,
-	"ErrImagePull":      true,
-	"InvalidImageName":  true,
-	"ErrImageNeverPull": true,
-}
 
 type problemKind int
 
@@ -80,7 +63,7 @@ func (ix *index) startupProblem(pod *corev1.Pod) *problem {
 	check := func(statuses []corev1.ContainerStatus, init bool) *problem {
 		for _, st := range statuses {
 			w := st.State.Waiting
-			if w == nil || !startupReasons[w.Reason] {
+			if w == nil || !statefulset.StartupReasons[w.Reason] {
 				continue
 			}
 			image := containers[st.Name]

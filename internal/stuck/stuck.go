@@ -20,6 +20,7 @@ import (
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/snapshot"
+	"github.com/stsdiag/stsdiag/internal/statefulset"
 )
 
 // Options tune the diagnosis.
@@ -175,7 +176,7 @@ func (r *controllerView) unavailable() int {
 	n := 0
 	for _, pod := range r.byIndex {
 		switch {
-		case pod == nil || pod.DeletionTimestamp != nil || !isRunningAndReady(pod):
+		case pod == nil || pod.DeletionTimestamp != nil || !statefulset.RunningAndReady(pod):
 			n++
 		case r.rules.AvailabilityHonoursMinReady && !podutils.IsPodAvailable(pod, r.set.Spec.MinReadySeconds, r.now):
 			n++
@@ -202,7 +203,7 @@ func (d *diagnosis) statefulSet(set *appsv1.StatefulSet) {
 		r.partition = int(*ru.Partition)
 	}
 	r.byIndex = make([]*corev1.Pod, r.replicas)
-	for _, pod := range d.ix.podsByOwner[set.UID] {
+	for _, pod := range d.ix.owned.Pods[set.UID] {
 		if n, ok := ordinal(set.Name, pod.Name); ok && n >= r.start && n-r.start < r.replicas {
 			r.byIndex[n-r.start] = pod
 		}
@@ -222,7 +223,7 @@ func (d *diagnosis) statefulSet(set *appsv1.StatefulSet) {
 			p = &problem{kind: containerProblem, reason: "PodSucceeded",
 				message: fmt.Sprintf("its containers exited and the controller of Kubernetes %s never recreates a Succeeded pod", d.rules.Version)}
 		}
-		stale := podRevision(pod) != r.target(i)
+		stale := statefulset.PodRevision(pod) != r.target(i)
 		switch {
 		case p == nil:
 			if stale && set.Spec.UpdateStrategy.Type == appsv1.OnDeleteStatefulSetStrategyType && pod.DeletionTimestamp == nil {
@@ -253,7 +254,7 @@ func (d *diagnosis) base(r *controllerView, code apiv1.Code, sev apiv1.Severity,
 	if pod != nil {
 		f.Pod = pod.Name
 		f.Target = &model.PodRef{Name: pod.Name, UID: pod.UID}
-		f.Details["podRevision"] = podRevision(pod)
+		f.Details["podRevision"] = statefulset.PodRevision(pod)
 		f.Details["podUID"] = string(pod.UID)
 		f.Details["podResourceVersion"] = pod.ResourceVersion
 		if events := d.ix.recentEvents("Pod", pod.Namespace, pod.Name, 3); len(events) > 0 {
@@ -301,9 +302,9 @@ func (r *controllerView) blocked(k int) []string {
 		switch {
 		case pod == nil && i > k:
 			out = append(out, name+" (not created)")
-		case pod != nil && r.set.Spec.UpdateStrategy.Type != appsv1.OnDeleteStatefulSetStrategyType && podRevision(pod) != r.target(i):
+		case pod != nil && r.set.Spec.UpdateStrategy.Type != appsv1.OnDeleteStatefulSetStrategyType && statefulset.PodRevision(pod) != r.target(i):
 			out = append(out, name+" (not updated)")
-		case pod != nil && i > k && !isRunningAndReady(pod):
+		case pod != nil && i > k && !statefulset.RunningAndReady(pod):
 			out = append(out, name+" (not ready)")
 		}
 	}
@@ -333,7 +334,7 @@ func (d *diagnosis) staleStuck(r *controllerView, i int, pod *corev1.Pod, p *pro
 	default:
 		why = fmt.Sprintf("the controller (%s) waits for it to become Running and Ready and will never replace it (kubernetes#67250)", d.strategy(r))
 	}
-	f.Message = fmt.Sprintf("%s runs old revision %s and is stuck at startup (%s%s): %s", pod.Name, podRevision(pod), p.reason, containerSuffix(p), why)
+	f.Message = fmt.Sprintf("%s runs old revision %s and is stuck at startup (%s%s): %s", pod.Name, statefulset.PodRevision(pod), p.reason, containerSuffix(p), why)
 	if p.message != "" {
 		f.Message += "; " + p.message
 	}
@@ -344,7 +345,7 @@ func (d *diagnosis) staleStuck(r *controllerView, i int, pod *corev1.Pod, p *pro
 	f.Details["targetRevision"] = target
 	f.Details["ordinal"] = r.start + i
 	f.Message += fmt.Sprintf("; deleting it makes the controller recreate it from %s, keeping its PersistentVolumeClaims", targetDesc)
-	f.Short = fmt.Sprintf("%s on old revision %s; never replaced", p.reason, podRevision(pod))
+	f.Short = fmt.Sprintf("%s on old revision %s; never replaced", p.reason, statefulset.PodRevision(pod))
 	if blocked := r.blocked(i); len(blocked) > 0 {
 		f.Short += "; blocks " + strings.Join(podNames(blocked), ", ")
 	}
@@ -365,7 +366,7 @@ func containerSuffix(p *problem) string {
 
 func (d *diagnosis) revisionFailing(r *controllerView, i int, pod *corev1.Pod, p *problem) {
 	f := d.base(r, apiv1.CurrentRevisionFailing, apiv1.SeverityError, pod, p)
-	rev := podRevision(pod)
+	rev := statefulset.PodRevision(pod)
 	f.Message = fmt.Sprintf("%s runs revision %s, the one the controller would recreate it from, and is stuck at startup (%s%s)", pod.Name, rev, p.reason, containerSuffix(p))
 	if rev != r.update && i < r.partition {
 		f.Message += fmt.Sprintf("; its ordinal is below the partition (%d), so deleting it recreates the same current revision", r.partition)
@@ -391,10 +392,10 @@ func (d *diagnosis) templateRemedy(r *controllerView, pod *corev1.Pod, p *proble
 	}
 	msg := strings.ToLower(p.message)
 	switch {
-	case imageReasons[p.reason] && (strings.Contains(msg, "unauthorized") || strings.Contains(msg, "authentication required") ||
+	case statefulset.ImagePullReasons[p.reason] && (strings.Contains(msg, "unauthorized") || strings.Contains(msg, "authentication required") ||
 		strings.Contains(msg, "access denied") || strings.Contains(msg, "denied")):
 		return fmt.Sprintf("the registry refuses image %q: add or fix an imagePullSecret (spec.template.spec.imagePullSecrets or the ServiceAccount's) for %s%s", p.image, set, after)
-	case imageReasons[p.reason]:
+	case statefulset.ImagePullReasons[p.reason]:
 		return fmt.Sprintf("image %q of container %q cannot be pulled: fix the template, e.g. %s set image %s %s=IMAGE with a pullable IMAGE, or push the image%s", p.image, p.container, d.opts.CLI, set, p.container, after)
 	case p.reason == "CreateContainerConfigError":
 		return fmt.Sprintf("container %q refers to configuration that is missing or invalid (a Secret, ConfigMap or key; see the message): create it or fix the reference in %s%s", p.container, set, after)
@@ -477,7 +478,7 @@ func (d *diagnosis) terminating(set *appsv1.StatefulSet) {
 		f.Message += "; finalizers: " + strings.Join(set.Finalizers, ", ")
 		f.Details["finalizers"] = set.Finalizers
 	}
-	if n := len(d.ix.podsByOwner[set.UID]); n > 0 {
+	if n := len(d.ix.owned.Pods[set.UID]); n > 0 {
 		f.Message += fmt.Sprintf("; %d pod(s) still owned by it", n)
 	}
 	if len(reused) > 0 {
@@ -497,7 +498,7 @@ func (d *diagnosis) reusedByOthers(set *appsv1.StatefulSet) []string {
 		return nil
 	}
 	var out []string
-	for uid, pods := range d.ix.podsByOwner {
+	for uid, pods := range d.ix.owned.Pods {
 		if uid == set.UID {
 			continue
 		}

@@ -129,7 +129,7 @@ func (d *diagnosis) replacedOwner(set *appsv1.StatefulSet) (*metav1.OwnerReferen
 // deletion began (the LeaderWorkerSet bug: the LWS controller creates a revision during it).
 func (d *diagnosis) newOwnerRevisions(set *appsv1.StatefulSet, owner snapshot.Owner) []string {
 	var out []string
-	for _, rev := range d.ix.revsByOwner[owner.UID] {
+	for _, rev := range d.ix.owned.Revisions[owner.UID] {
 		// Timestamps have one-second resolution: the same second counts as after.
 		if rev.Namespace == set.Namespace && !rev.CreationTimestamp.Before(set.DeletionTimestamp) {
 			out = append(out, rev.Name)
