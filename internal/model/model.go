@@ -244,3 +244,6 @@ func (r *WaitResult) Public() *apiv1.WaitResult {
 	}
 	return out
 }
+
+// Ptr returns a pointer to v (for the pointer fields of apiv1.FindingDetails).
+func Ptr[T any](v T) *T { return &v }

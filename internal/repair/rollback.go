@@ -130,10 +130,7 @@ func PlanRollbacks(rep *model.Report, snap *snapshot.Snapshot, actions []model.A
 // notRolledBack returns a copy of the finding that says why it was not rolled back.
 func notRolledBack(f model.Finding, reason string) model.Finding {
 	c := f.DeepCopy()
-	if c.Details == nil {
-		c.Details = map[string]any{}
-	}
-	c.Details["rollback"] = reason
+	c.Details.Rollback = reason
 	c.Remedy = "not rolled back: " + reason + "; " + c.Remedy
 	return c
 }

@@ -171,21 +171,21 @@ func (u *use) path() string {
 // reports it when that is not what the template says.
 func (c *checker) checkUse(u *use, forced bool) *model.Finding {
 	res := c.adm.Resolve(u.image, c.set.Namespace, forced)
-	f := &model.Finding{Finding: apiv1.Finding{Namespace: c.set.Namespace, StatefulSet: c.set.Name, Container: u.container, Image: u.image, Details: map[string]any{}}}
+	f := &model.Finding{Finding: apiv1.Finding{Namespace: c.set.Namespace, StatefulSet: c.set.Name, Container: u.container, Image: u.image}}
 	if len(u.pods) > 0 {
-		f.Details["pods"] = u.pods
+		f.Details.Pods = u.pods
 	}
 	if len(u.pulling) > 0 {
-		f.Details["failingPods"] = u.pulling
+		f.Details.FailingPods = u.pulling
 		f.FailingPods = u.pulling
 		f.Reason = "ImagePullFailing"
 	}
 	if u.init {
-		f.Details["initContainer"] = true
+		f.Details.InitContainer = true
 	}
 	if !u.inTemplate {
 		f.Pod = u.pods[0]
-		f.Details["templateImage"] = "changed since these pods were created"
+		f.Details.TemplateImage = "changed since these pods were created"
 	}
 	severity := apiv1.SeverityWarning
 	if len(u.pulling) > 0 {
@@ -196,7 +196,7 @@ func (c *checker) checkUse(u *use, forced bool) *model.Finding {
 	case RegistryOnly:
 		return c.registryOnly(u, f, forced)
 	case LookupDisabled:
-		f.Details["imageStream"], f.Details["tag"] = res.Stream.Name, res.Tag
+		f.Details.ImageStream, f.Details.Tag = res.Stream.Name, res.Tag
 		f.Code, f.Severity = apiv1.ImageLookupDisabled, apiv1.SeverityWarning
 		f.Message = fmt.Sprintf("%s %q uses %q; ImageStream %s exists in %s but its local lookup is off, so the name is pulled from docker.io as %q",
 			u.kind(), u.container, u.image, res.Stream.Name, c.set.Namespace, dockerHub(res.Ref))
@@ -210,7 +210,7 @@ func (c *checker) checkUse(u *use, forced bool) *model.Finding {
 	if !res.LocalRewrite && res.Outcome == Resolved {
 		return nil // not a local name (a full internal-registry reference): admission leaves it
 	}
-	f.Details["imageStream"], f.Details["tag"] = res.Stream.Name, res.Tag
+	f.Details.ImageStream, f.Details.Tag = res.Stream.Name, res.Tag
 	f.ResolvedImage = res.Image
 	if code, why := c.skipReason(); code != "" {
 		return c.skipped(u, f, res, code, why)
@@ -238,9 +238,9 @@ func (c *checker) checkUse(u *use, forced bool) *model.Finding {
 	}
 	cause, rev, why := c.cause(u, res)
 	f.Code, f.Severity = apiv1.UnresolvedImageReference, severity
-	f.Details["cause"] = cause
+	f.Details.Cause = cause
 	if rev != nil {
-		f.Details["revision"] = rev.Name
+		f.Details.Revision = rev.Name
 	}
 	f.Message = fmt.Sprintf("%s %q uses the local name %q, which ImageStream %s resolves to %s, but it was not rewritten: pods pull %q. %s",
 		u.kind(), u.container, u.image, res.Stream.Name, res.Image, pulledAs(res.Ref), why)
@@ -260,7 +260,7 @@ func (c *checker) checkUse(u *use, forced bool) *model.Finding {
 // setPatch fills the typed hand-off, details.patch and the remedy for an image patch.
 func (c *checker) setPatch(f *model.Finding, path, from, to string, failing []string) {
 	f.Patch = &model.ImagePatch{Path: path, From: from, To: to}
-	f.Details["patch"] = map[string]any{"path": path, "from": from, "to": to}
+	f.Details.Patch = &apiv1.ImagePatchDetails{Path: path, From: from, To: to}
 	patch := fmt.Sprintf(`[{"op":"test","path":"%s","value":"%s"},{"op":"replace","path":"%s","value":"%s"}]`, path, from, path, to)
 	f.Remedy = fmt.Sprintf("%s patch statefulset %s -n %s --type=json -p '%s'", c.cli, c.set.Name, c.set.Namespace, patch)
 	if len(failing) > 0 {
@@ -307,10 +307,10 @@ func (c *checker) registryOnly(u *use, f *model.Finding, forced bool) *model.Fin
 		tag = "latest"
 	}
 	f.Code, f.Severity = apiv1.ImageResolutionSkipped, apiv1.SeverityWarning
-	f.Details["imageStream"], f.Details["tag"] = stream.Name, tag
-	f.Details["reason"] = SkipNameParsedAsRegistry
+	f.Details.ImageStream, f.Details.Tag = stream.Name, tag
+	f.Details.Reason = SkipNameParsedAsRegistry
 	why := fmt.Sprintf("OpenShift parses the single segment %q as a registry host (it contains '.' or starts with localhost), so admission never looks up ImageStream %s", name, stream.Name)
-	f.Details["skipped"] = why
+	f.Details.Skipped = why
 	f.Message = fmt.Sprintf("%s %q uses %q: %s; pods pull from host %s", u.kind(), u.container, u.image, why, name)
 	f.Short = "never resolved: " + name + " parses as a registry"
 	target := "the ImageStream's pull spec"
@@ -324,7 +324,7 @@ func (c *checker) registryOnly(u *use, f *model.Finding, forced bool) *model.Fin
 // skipped reports a name admission would resolve, were the StatefulSet not skipped.
 func (c *checker) skipped(u *use, f *model.Finding, res Result, code, why string) *model.Finding {
 	f.Code, f.Severity = apiv1.ImageResolutionSkipped, apiv1.SeverityWarning
-	f.Details["reason"], f.Details["skipped"] = code, why
+	f.Details.Reason, f.Details.Skipped = code, why
 	f.Message = fmt.Sprintf("%s %q uses the local name %q, which ImageStream %s resolves, but admission never resolves this StatefulSet: %s",
 		u.kind(), u.container, u.image, res.Stream.Name, why)
 	f.Short = "image lookup never runs here: " + why

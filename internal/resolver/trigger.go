@@ -184,11 +184,11 @@ func (c *checker) checkTriggers() []model.Finding {
 		return nil
 	}
 	base := func() model.Finding {
-		return model.Finding{Finding: apiv1.Finding{Namespace: c.set.Namespace, StatefulSet: c.set.Name, Details: map[string]any{}}}
+		return model.Finding{Finding: apiv1.Finding{Namespace: c.set.Namespace, StatefulSet: c.set.Name}}
 	}
 	invalid := func(f model.Finding, reason string, err error) model.Finding {
 		f.Code, f.Severity = apiv1.ImageTriggerInvalid, apiv1.SeverityWarning
-		f.Details["reason"] = reason
+		f.Details.Reason = reason
 		f.Message = fmt.Sprintf("the %s annotation is not followed by the image trigger controller: %v", TriggerAnnotation, err)
 		f.Short = "image trigger invalid: " + reason
 		f.Remedy = fmt.Sprintf(`fix the annotation, e.g. %s set triggers statefulset/%s -n %s --from-image=<stream>:<tag> --containers=<container>`, c.cli, c.set.Name, c.set.Namespace)
@@ -205,9 +205,9 @@ func (c *checker) checkTriggers() []model.Finding {
 			continue
 		}
 		f := base()
-		f.Details["trigger"] = i
-		f.Details["fieldPath"] = t.FieldPath
-		f.Details["from"] = t.From.Name
+		f.Details.Trigger = model.Ptr(i)
+		f.Details.FieldPath = model.Ptr(t.FieldPath)
+		f.Details.From = model.Ptr(t.From.Name)
 		target, reason, err := containerForFieldPath(spec, t.FieldPath)
 		if err == nil {
 			f.Container, f.Image = target.c.Name, target.c.Image
@@ -293,7 +293,7 @@ func (c *checker) stale(f model.Finding, target targetContainer, want, suffix, f
 	f.Code, f.Severity = apiv1.ImageTriggerStale, apiv1.SeverityWarning
 	if len(failing) > 0 {
 		f.Severity, f.Reason, f.FailingPods = apiv1.SeverityError, "ContainerNotStarting", failing
-		f.Details["failingPods"] = failing
+		f.Details.FailingPods = failing
 	}
 	f.ResolvedImage = want
 	f.Message = fmt.Sprintf("the image trigger on container %q follows ImageStreamTag %s, whose current image is %s, but the template still says %q: "+

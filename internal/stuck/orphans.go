@@ -55,11 +55,11 @@ func (d *diagnosis) orphans(s *snapshot.Snapshot) {
 			continue
 		}
 		f := model.Finding{Finding: apiv1.Finding{Code: apiv1.OrphanedRevision, Severity: apiv1.SeverityWarning, Namespace: pod.Namespace, StatefulSet: ref.Name, Pod: pod.Name,
-			Details: map[string]any{"kind": "Pod", "ownerUID": string(ref.UID), "podRevision": statefulset.PodRevision(pod), "podUID": string(pod.UID)}}}
+			Details: apiv1.FindingDetails{Kind: "Pod", OwnerUID: string(ref.UID), PodRevision: model.Ptr(statefulset.PodRevision(pod)), PodUID: model.Ptr(string(pod.UID))}}}
 		f.Message = fmt.Sprintf("pod %s belongs to StatefulSet %s with UID %s, %s", pod.Name, ref.Name, ref.UID, d.ownerFate(state, set, pod.DeletionTimestamp))
 		f.Short = "pod of a StatefulSet that " + ownerShort[state]
 		if state == ownerReplaced {
-			f.Details["currentUID"] = string(set.UID)
+			f.Details.CurrentUID = string(set.UID)
 			if _, ok := ordinal(set.Name, pod.Name); ok {
 				f.Message += fmt.Sprintf("; the new StatefulSet cannot adopt it nor create its own %s while it exists", pod.Name)
 			}
@@ -97,11 +97,11 @@ func (d *diagnosis) orphans(s *snapshot.Snapshot) {
 	for _, g := range groups {
 		sort.Strings(g.revisions)
 		f := model.Finding{Finding: apiv1.Finding{Code: apiv1.OrphanedRevision, Severity: apiv1.SeverityWarning, Namespace: g.namespace, StatefulSet: g.name,
-			Details: map[string]any{"kind": "ControllerRevision", "ownerUID": string(g.uid), "revisions": g.revisions}}}
+			Details: apiv1.FindingDetails{Kind: "ControllerRevision", OwnerUID: string(g.uid), Revisions: g.revisions}}}
 		f.Message = fmt.Sprintf("%d ControllerRevision(s) (%s) belong to StatefulSet %s with UID %s, %s",
 			len(g.revisions), strings.Join(g.revisions, ", "), g.name, g.uid, d.ownerFate(g.state, g.set, nil))
 		if g.set != nil {
-			f.Details["currentUID"] = string(g.set.UID)
+			f.Details.CurrentUID = string(g.set.UID)
 		}
 		f.Short = fmt.Sprintf("%d revision(s) of a StatefulSet that %s", len(g.revisions), ownerShort[g.state])
 		f.Remedy = fmt.Sprintf("%s delete controllerrevision -n %s %s", d.opts.CLI, g.namespace, strings.Join(g.revisions, " "))

@@ -48,7 +48,7 @@ func (d *diagnosis) governingService(set *appsv1.StatefulSet) {
 	}
 	podLabels := set.Spec.Template.Labels
 	f := model.Finding{Finding: apiv1.Finding{Code: apiv1.ServiceMissing, Severity: apiv1.SeverityWarning, Namespace: set.Namespace, StatefulSet: set.Name,
-		Details: map[string]any{"service": name}}}
+		Details: apiv1.FindingDetails{Service: name}}}
 	wanted := selectorFor(set)
 	create := fmt.Sprintf("apiVersion: v1, kind: Service, metadata: {name: %s, namespace: %s}, spec: {clusterIP: None, selector: %s}", name, set.Namespace, flowMap(wanted))
 	switch {
@@ -68,7 +68,7 @@ func (d *diagnosis) governingService(set *appsv1.StatefulSet) {
 		if svc.Spec.Type == corev1.ServiceTypeExternalName {
 			kind = "type ExternalName"
 		}
-		f.Details["clusterIP"] = svc.Spec.ClusterIP
+		f.Details.ClusterIP = model.Ptr(svc.Spec.ClusterIP)
 		f.Message = fmt.Sprintf("Service %s, the governing Service of StatefulSet %s, is not headless (%s): cluster DNS publishes no per-pod names (%s-0.%s.%s.svc) for it",
 			name, set.Name, kind, set.Name, name, set.Namespace)
 		f.Short = fmt.Sprintf("Service %s is not headless (%s)", name, kind)
@@ -76,8 +76,8 @@ func (d *diagnosis) governingService(set *appsv1.StatefulSet) {
 			name, d.opts.CLI, name, set.Namespace, create)
 	case len(svc.Spec.Selector) == 0 || !labels.SelectorFromSet(svc.Spec.Selector).Matches(labels.Set(podLabels)):
 		f.Reason = ServiceSelectorMismatch
-		f.Details["selector"] = svc.Spec.Selector
-		f.Details["podLabels"] = podLabels
+		f.Details.Selector = model.Ptr(svc.Spec.Selector)
+		f.Details.PodLabels = podLabels
 		why := fmt.Sprintf("its selector %s does not select the pods (labels %s)", flowMap(svc.Spec.Selector), flowMap(podLabels))
 		if len(svc.Spec.Selector) == 0 {
 			why = "it has no selector, so no endpoints are created for the pods"
@@ -90,7 +90,7 @@ func (d *diagnosis) governingService(set *appsv1.StatefulSet) {
 	default:
 		return
 	}
-	f.Details["reason"] = f.Reason
+	f.Details.Reason = f.Reason
 	d.add(f)
 }
 

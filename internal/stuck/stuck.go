@@ -247,18 +247,18 @@ func (d *diagnosis) statefulSet(set *appsv1.StatefulSet) {
 }
 
 func (d *diagnosis) base(r *controllerView, code apiv1.Code, sev apiv1.Severity, pod *corev1.Pod, p *problem) model.Finding {
-	f := model.Finding{Finding: apiv1.Finding{Code: code, Severity: sev, Namespace: r.set.Namespace, StatefulSet: r.set.Name, Details: map[string]any{}}}
+	f := model.Finding{Finding: apiv1.Finding{Code: code, Severity: sev, Namespace: r.set.Namespace, StatefulSet: r.set.Name}}
 	if r.update != "" {
-		f.Details["updateRevision"] = r.update
+		f.Details.UpdateRevision = r.update
 	}
 	if pod != nil {
 		f.Pod = pod.Name
 		f.Target = &model.PodRef{Name: pod.Name, UID: pod.UID}
-		f.Details["podRevision"] = statefulset.PodRevision(pod)
-		f.Details["podUID"] = string(pod.UID)
-		f.Details["podResourceVersion"] = pod.ResourceVersion
+		f.Details.PodRevision = model.Ptr(statefulset.PodRevision(pod))
+		f.Details.PodUID = model.Ptr(string(pod.UID))
+		f.Details.PodResourceVersion = model.Ptr(pod.ResourceVersion)
 		if events := d.ix.recentEvents("Pod", pod.Namespace, pod.Name, 3); len(events) > 0 {
-			f.Details["events"] = events
+			f.Details.Events = events
 		}
 	}
 	if p != nil {
@@ -266,10 +266,10 @@ func (d *diagnosis) base(r *controllerView, code apiv1.Code, sev apiv1.Severity,
 		f.Container = p.container
 		f.Image = p.image
 		if p.init {
-			f.Details["initContainer"] = true
+			f.Details.InitContainer = true
 		}
 		if p.exitCode != nil {
-			f.Details["lastExitCode"] = *p.exitCode
+			f.Details.LastExitCode = model.Ptr(*p.exitCode)
 		}
 	}
 	return f
@@ -329,8 +329,8 @@ func (d *diagnosis) staleStuck(r *controllerView, i int, pod *corev1.Pod, p *pro
 	case !r.ordered():
 		why = fmt.Sprintf("the controller (Parallel, RollingUpdate, Kubernetes %s with %s on) counts %d unavailable pod(s) against maxUnavailable %d and deletes nothing, so the rollout never finishes (kubernetes#137409; Kubernetes v1.35.4 and v1.36 turn the gate off, v1.37 replaces such pods)",
 			d.rules.Version, GateMaxUnavailable, r.unavailable(), r.maxUnavailable())
-		f.Details["maxUnavailable"] = r.maxUnavailable()
-		f.Details["unavailablePods"] = r.unavailable()
+		f.Details.MaxUnavailable = model.Ptr(r.maxUnavailable())
+		f.Details.UnavailablePods = model.Ptr(r.unavailable())
 	default:
 		why = fmt.Sprintf("the controller (%s) waits for it to become Running and Ready and will never replace it (kubernetes#67250)", d.strategy(r))
 	}
@@ -339,11 +339,11 @@ func (d *diagnosis) staleStuck(r *controllerView, i int, pod *corev1.Pod, p *pro
 		f.Message += "; " + p.message
 	}
 	if blocked := r.blocked(i); len(blocked) > 0 {
-		f.Details["blocks"] = blocked
+		f.Details.Blocks = blocked
 		f.Message += "; it blocks " + strings.Join(blocked, ", ")
 	}
-	f.Details["targetRevision"] = target
-	f.Details["ordinal"] = r.start + i
+	f.Details.TargetRevision = model.Ptr(target)
+	f.Details.Ordinal = model.Ptr(r.start + i)
 	f.Message += fmt.Sprintf("; deleting it makes the controller recreate it from %s, keeping its PersistentVolumeClaims", targetDesc)
 	f.Short = fmt.Sprintf("%s on old revision %s; never replaced", p.reason, statefulset.PodRevision(pod))
 	if blocked := r.blocked(i); len(blocked) > 0 {
@@ -375,10 +375,10 @@ func (d *diagnosis) revisionFailing(r *controllerView, i int, pod *corev1.Pod, p
 		f.Message += ": " + p.message
 	}
 	if blocked := r.blocked(i); len(blocked) > 0 {
-		f.Details["blocks"] = blocked
+		f.Details.Blocks = blocked
 		f.Message += "; it blocks " + strings.Join(blocked, ", ")
 	}
-	f.Details["ordinal"] = r.start + i
+	f.Details.Ordinal = model.Ptr(r.start + i)
 	f.Short = fmt.Sprintf("%s on revision %s%s", p.reason, rev, containerSuffix(p))
 	f.Remedy = d.templateRemedy(r, pod, p)
 	d.add(f)
@@ -416,10 +416,10 @@ func (d *diagnosis) unschedulable(r *controllerView, i int, pod *corev1.Pod, p *
 	f.Message = fmt.Sprintf("%s cannot be scheduled: %s", pod.Name, p.message)
 	f.Short = "unschedulable: " + p.message
 	if blocked := r.blocked(i); len(blocked) > 0 {
-		f.Details["blocks"] = blocked
+		f.Details.Blocks = blocked
 		f.Message += "; it blocks " + strings.Join(blocked, ", ")
 	}
-	f.Details["ordinal"] = r.start + i
+	f.Details.Ordinal = model.Ptr(r.start + i)
 	f.Remedy = d.templateRemedy(r, pod, p)
 	d.add(f)
 }
@@ -427,10 +427,10 @@ func (d *diagnosis) unschedulable(r *controllerView, i int, pod *corev1.Pod, p *
 func (d *diagnosis) claimPending(r *controllerView, pod *corev1.Pod, p *problem) {
 	f := d.base(r, apiv1.VolumeClaimPending, apiv1.SeverityError, pod, p)
 	f.Message = fmt.Sprintf("%s waits for PersistentVolumeClaim %s, which is Pending: %s", pod.Name, p.claim, p.claimWhy)
-	f.Details["claim"] = p.claim
+	f.Details.Claim = p.claim
 	f.Short = fmt.Sprintf("PVC %s Pending: %s", p.claim, p.claimWhy)
 	if events := d.ix.recentEvents("PersistentVolumeClaim", pod.Namespace, p.claim, 3); len(events) > 0 {
-		f.Details["claimEvents"] = events
+		f.Details.ClaimEvents = events
 	}
 	f.Remedy = fmt.Sprintf("make the claim bindable: create the StorageClass it names, mark a default StorageClass, or create a matching PersistentVolume (%s describe pvc %s -n %s); stsdiag never deletes claims",
 		d.opts.CLI, p.claim, pod.Namespace)
@@ -441,7 +441,7 @@ func (d *diagnosis) onDeleteStale(r *controllerView, pods []string) {
 	f := d.base(r, apiv1.OnDeleteStale, apiv1.SeverityInfo, nil, nil)
 	byOrdinal(r.set.Name, pods)
 	f.Message = fmt.Sprintf("OnDelete strategy: %d pod(s) run an older revision than %s (%s); they change only when deleted; delete them one at a time, highest ordinal first, waiting for each to be Ready", len(pods), r.update, strings.Join(pods, ", "))
-	f.Details["pods"] = pods
+	f.Details.Pods = pods
 	f.Short = fmt.Sprintf("%d pod(s) on older revisions: %s", len(pods), strings.Join(pods, ", "))
 	f.Remedy = fmt.Sprintf("%s delete pod -n %s %s", d.opts.CLI, r.set.Namespace, pods[len(pods)-1])
 	d.add(f)
@@ -456,17 +456,17 @@ func (d *diagnosis) terminating(set *appsv1.StatefulSet) {
 		return
 	}
 	f := model.Finding{Finding: apiv1.Finding{Code: apiv1.StatefulSetTerminating, Severity: apiv1.SeverityWarning, Namespace: set.Namespace, StatefulSet: set.Name,
-		Details: map[string]any{"uid": string(set.UID), "terminatingFor": age.Round(time.Second).String()}}}
+		Details: apiv1.FindingDetails{UID: string(set.UID), TerminatingFor: age.Round(time.Second).String()}}}
 	f.Message = fmt.Sprintf("StatefulSet %s has been terminating for %s", set.Name, age.Round(time.Second))
 	if replaced {
 		f.Reason = "OwnerRecreated"
-		f.Details["ownerKind"], f.Details["ownerName"], f.Details["ownerUID"] = ownerRef.Kind, ownerRef.Name, string(ownerRef.UID)
+		f.Details.OwnerKind, f.Details.OwnerName, f.Details.OwnerUID = ownerRef.Kind, ownerRef.Name, string(ownerRef.UID)
 		if owner.Exists {
-			f.Details["currentOwnerUID"] = string(owner.UID)
+			f.Details.CurrentOwnerUID = string(owner.UID)
 			f.Message += fmt.Sprintf("; its owner %s %s (UID %s) was deleted and recreated (UID %s): the new %s cannot create its own StatefulSet %s until this one is gone",
 				ownerRef.Kind, ownerRef.Name, ownerRef.UID, owner.UID, ownerRef.Kind, set.Name)
 			if revs := d.newOwnerRevisions(set, owner); len(revs) > 0 {
-				f.Details["newOwnerRevisions"] = revs
+				f.Details.NewOwnerRevisions = revs
 				f.Message += fmt.Sprintf("; the new owner already created ControllerRevision(s) %s after this deletion began", strings.Join(revs, ", "))
 			}
 		} else {
@@ -476,13 +476,13 @@ func (d *diagnosis) terminating(set *appsv1.StatefulSet) {
 	}
 	if len(set.Finalizers) > 0 {
 		f.Message += "; finalizers: " + strings.Join(set.Finalizers, ", ")
-		f.Details["finalizers"] = set.Finalizers
+		f.Details.Finalizers = set.Finalizers
 	}
 	if n := len(d.ix.owned.Pods[set.UID]); n > 0 {
 		f.Message += fmt.Sprintf("; %d pod(s) still owned by it", n)
 	}
 	if len(reused) > 0 {
-		f.Details["reusedBy"] = reused
+		f.Details.ReusedBy = reused
 		f.Message += "; objects of its name are owned by another controller: " + strings.Join(reused, ", ")
 	}
 	f.Remedy = fmt.Sprintf("find what holds the deletion (%s get statefulset %s -n %s -o jsonpath='{.metadata.finalizers}' and the owners of its pods); a new owner of the same name cannot take over until it is gone",

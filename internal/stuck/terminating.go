@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/snapshot"
 )
 
@@ -32,17 +33,16 @@ func (d *diagnosis) podTerminating(r *controllerView, i int, pod *corev1.Pod) {
 	}
 	f := d.base(r, apiv1.PodStuckTerminating, apiv1.SeverityError, pod, nil)
 	f.Reason = "Terminating"
-	f.Details["ordinal"] = r.start + i
-	f.Details["overdue"] = overdue.Round(time.Second).String()
+	f.Details.Ordinal = model.Ptr(r.start + i)
+	f.Details.Overdue = overdue.Round(time.Second).String()
 	node := pod.Spec.NodeName
-	f.Details["node"] = node
+	f.Details.Node = model.Ptr(node)
 	if len(pod.Finalizers) > 0 {
-		f.Details["finalizers"] = pod.Finalizers
+		f.Details.Finalizers = pod.Finalizers
 	}
 	nodeState, lost := d.nodeState(node)
-	for k, v := range nodeState {
-		f.Details[k] = v
-	}
+	f.Details.NodeReady, f.Details.NodeReadySince, f.Details.NodeReason, f.Details.NodeCondition =
+		nodeState["nodeReady"], nodeState["nodeReadySince"], nodeState["nodeReason"], nodeState["nodeCondition"]
 	f.Message = fmt.Sprintf("%s was deleted but is still terminating %s after its grace period ended", pod.Name, overdue.Round(time.Second))
 	var cause string
 	switch {
@@ -60,7 +60,7 @@ func (d *diagnosis) podTerminating(r *controllerView, i int, pod *corev1.Pod) {
 	f.Message += ": " + cause
 	f.Message += fmt.Sprintf("; the controller never creates a second %s while it exists", pod.Name)
 	if blocked := r.blocked(i); len(blocked) > 0 {
-		f.Details["blocks"] = blocked
+		f.Details.Blocks = blocked
 		f.Message += "; it blocks " + strings.Join(blocked, ", ")
 	}
 	f.Short = fmt.Sprintf("terminating for %s: %s", overdue.Round(time.Second), cause)
@@ -83,20 +83,20 @@ func (d *diagnosis) podTerminating(r *controllerView, i int, pod *corev1.Pod) {
 // nodeState describes a pod's node for the details, and whether it counts as lost: gone, or not
 // Ready (False or Unknown) for longer than the terminating threshold. With nodes unreadable it
 // knows nothing.
-func (d *diagnosis) nodeState(name string) (map[string]any, bool) {
+func (d *diagnosis) nodeState(name string) (map[string]string, bool) {
 	if d.ix.nodes == nil || name == "" {
-		return map[string]any{}, false
+		return map[string]string{}, false
 	}
 	node, ok := d.ix.nodes[name]
 	if !ok {
-		return map[string]any{"nodeReady": "NodeGone", "nodeCondition": "no longer exists"}, true
+		return map[string]string{"nodeReady": "NodeGone", "nodeCondition": "no longer exists"}, true
 	}
 	for _, c := range node.Status.Conditions {
 		if c.Type != corev1.NodeReady {
 			continue
 		}
 		since := d.ix.now.Sub(c.LastTransitionTime.Time).Round(time.Second)
-		state := map[string]any{"nodeReady": string(c.Status), "nodeReadySince": since.String(),
+		state := map[string]string{"nodeReady": string(c.Status), "nodeReadySince": since.String(),
 			"nodeCondition": fmt.Sprintf("has been Ready=%s for %s", c.Status, since)}
 		if c.Reason != "" {
 			state["nodeReason"] = c.Reason
@@ -106,7 +106,7 @@ func (d *diagnosis) nodeState(name string) (map[string]any, bool) {
 		}
 		return state, c.Status != corev1.ConditionTrue && since >= d.opts.TerminatingAfter
 	}
-	return map[string]any{"nodeReady": "Unknown", "nodeCondition": "has no Ready condition"}, false
+	return map[string]string{"nodeReady": "Unknown", "nodeCondition": "has no Ready condition"}, false
 }
 
 // replacedOwner reports whether a terminating StatefulSet's controller owner is gone or was
