@@ -229,11 +229,11 @@ func (c *checker) notRewritten(u *use, f *model.Finding, res Result, triggered b
 	rev := introducedBy(c.decoded, u.container, u.image)
 	cause, later := causeOf(rev, res.Stream, res.Tag)
 	facts := NotRewritten{Init: u.init, Stream: res.Stream.Name, Tag: res.Tag, PulledAs: pulledAs(res.Ref), Cause: cause,
-		Later: later.Time, Digest: strings.Contains(res.Image, "@"), Triggered: triggered}
+		Later: later.UTC(), Digest: strings.Contains(res.Image, "@"), Triggered: triggered}
 	f.Code, f.Severity = apiv1.UnresolvedImageReference, useSeverity(u)
 	f.Details.Cause = cause
 	if rev != nil {
-		facts.Revision, facts.RevisionCreated = rev.Name, rev.CreationTimestamp.Time
+		facts.Revision, facts.RevisionCreated = rev.Name, rev.CreationTimestamp.UTC()
 		f.Details.Revision = rev.Name
 	}
 	f.Facts = facts

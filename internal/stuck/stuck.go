@@ -1,5 +1,6 @@
 // Package stuck decides, from the StatefulSet controller's own rules, whether a rollout will finish
-// by itself. It is pure: it reads a snapshot and returns findings.
+// by itself. It is pure: it reads a snapshot and returns findings with their typed facts (facts.go);
+// package explain words them.
 package stuck
 
 import (
@@ -56,7 +57,8 @@ type Result struct {
 	RecheckAt time.Time
 }
 
-// Diagnose examines every StatefulSet in the snapshot's scope.
+// Diagnose examines every StatefulSet in the snapshot's scope. The findings carry facts, not
+// words: explain.Findings writes their messages and remedies.
 func Diagnose(s *snapshot.Snapshot, opts Options) Result {
 	ix := newIndex(s, opts.Settle)
 	ix.notReadyAfter = opts.NotReadyAfter
