@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -125,9 +126,19 @@ func byCode(rep apiv1.Report, code apiv1.Code) []apiv1.Finding {
 	return out
 }
 
+// details returns a finding's details as the JSON document has them, by key.
+func details(f apiv1.Finding) map[string]any {
+	var out map[string]any
+	data, err := json.Marshal(f.Details)
+	if err != nil || json.Unmarshal(data, &out) != nil {
+		return nil
+	}
+	return out
+}
+
 // detail reads a string at a path of a finding's details (as decoded from JSON).
 func detail(f apiv1.Finding, keys ...string) string {
-	var v any = map[string]any(f.Details)
+	var v any = details(f)
 	for _, k := range keys {
 		m, ok := v.(map[string]any)
 		if !ok {

@@ -83,7 +83,7 @@ func TestStuckRollout(t *testing.T) {
 				if !strings.Contains(got.Message, "not found") {
 					t.Errorf("%s: message lacks the runtime's message: %q", ns, got.Message)
 				}
-				blocks, _ := got.Details["blocks"].([]any)
+				blocks, _ := details(got)["blocks"].([]any)
 				if len(blocks) != int(replicas)-1 {
 					t.Errorf("%s: blocks %v, want %d later ordinals", ns, blocks, replicas-1)
 				}

@@ -137,8 +137,8 @@ func notReadyFeature() features.Feature {
 				!strings.Contains(f.Message, "last probe failure: Readiness probe failed: HTTP probe failed with statuscode: 503") {
 				t.Errorf("finding %+v", f)
 			}
-			if blocks, _ := f.Details["blocks"].([]any); len(blocks) != 1 || blocks[0] != "probe-1 (not created)" {
-				t.Errorf("blocks %v", f.Details["blocks"])
+			if blocks, _ := details(*f)["blocks"].([]any); len(blocks) != 1 || blocks[0] != "probe-1 (not created)" {
+				t.Errorf("blocks %v", details(*f)["blocks"])
 			}
 			return ctx
 		}).
@@ -218,8 +218,8 @@ func finalizerFeature() features.Feature {
 			if r.code != 1 || f == nil || len(errorsOf(rep)) != 1 {
 				t.Fatalf("exit %d findings %v", r.code, codes(rep))
 			}
-			finalizers, _ := f.Details["finalizers"].([]any)
-			if f.Reason != "Terminating" || len(finalizers) != 1 || finalizers[0] != hold || f.Details["node"] != cluster.NodeName || f.Details["nodeReady"] != "True" ||
+			finalizers, _ := details(*f)["finalizers"].([]any)
+			if f.Reason != "Terminating" || len(finalizers) != 1 || finalizers[0] != hold || details(*f)["node"] != cluster.NodeName || details(*f)["nodeReady"] != "True" ||
 				!strings.Contains(f.Remedy, `kubectl patch pod held-1 -n held-pod --type=json -p '[{"op":"remove","path":"/metadata/finalizers"}]'`) {
 				t.Errorf("finding %+v", f)
 			}
@@ -321,7 +321,7 @@ func lostNodeFeature() features.Feature {
 			if r.code != 1 || f == nil {
 				t.Fatalf("exit %d findings %v", r.code, codes(rep))
 			}
-			if f.Details["node"] != node || f.Details["nodeReady"] != "Unknown" ||
+			if details(*f)["node"] != node || details(*f)["nodeReady"] != "Unknown" ||
 				!strings.Contains(f.Remedy, "confirm node lost-node is really down") || !strings.Contains(f.Remedy, "kubectl delete pod db-0 -n lost-node --grace-period=0 --force") {
 				t.Errorf("finding %+v", f)
 			}
@@ -455,8 +455,8 @@ func ownerRecreatedFeature() features.Feature {
 			if r.code != 1 || f == nil {
 				t.Fatalf("exit %d findings %v", r.code, codes(rep))
 			}
-			revs, _ := f.Details["newOwnerRevisions"].([]any)
-			if f.Reason != "OwnerRecreated" || f.Details["ownerUID"] != string(oldUID) || f.Details["currentOwnerUID"] != string(newUID) ||
+			revs, _ := details(*f)["newOwnerRevisions"].([]any)
+			if f.Reason != "OwnerRecreated" || details(*f)["ownerUID"] != string(oldUID) || details(*f)["currentOwnerUID"] != string(newUID) ||
 				len(revs) != 1 || revs[0] != "lws-new-1" || !strings.Contains(f.Message, string(oldUID)) || !strings.Contains(f.Message, string(newUID)) {
 				t.Errorf("finding %+v", f)
 			}

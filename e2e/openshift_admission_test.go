@@ -201,7 +201,7 @@ func admEventWithoutImage() features.Feature {
 			admOnly(t, rep, "ImageStreamTagNotFound/", "CurrentRevisionFailing/web-0")
 			f := byCode(rep, apiv1.ImageStreamTagNotFound)[0]
 			if f.Severity != apiv1.SeverityError || f.Image != "app:1" ||
-				f.ResolvedImage != "image-registry.openshift-image-registry.svc:5000/adm-noimage/app:1" || f.Details["patch"] != nil {
+				f.ResolvedImage != "image-registry.openshift-image-registry.svc:5000/adm-noimage/app:1" || details(f)["patch"] != nil {
 				t.Errorf("finding %+v", f)
 			}
 			if patches := admPlannedPatches(t, cfg, ns); len(patches) != 0 {

@@ -279,7 +279,7 @@ func brokenSinceCreationFeature() features.Feature {
 				t.Fatalf("exit %d %+v", r.code, doc)
 			}
 			f := doc.Unrepaired[0]
-			if reason, _ := f.Details["rollback"].(string); f.Code != apiv1.CurrentRevisionFailing || f.Pod != "web-0" ||
+			if reason, _ := details(f)["rollback"].(string); f.Code != apiv1.CurrentRevisionFailing || f.Pod != "web-0" ||
 				!strings.Contains(reason, "no earlier revision was Ready") || !strings.HasPrefix(f.Remedy, "not rolled back: no earlier revision was Ready") {
 				t.Errorf("finding %+v", f)
 			}

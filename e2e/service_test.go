@@ -82,7 +82,7 @@ func TestServiceMissing(t *testing.T) {
 			want := map[string]string{"nf": "NotFound", "ip": "NotHeadless", "sel": "SelectorMismatch"}
 			for _, f := range rep.Findings {
 				if f.Code != apiv1.ServiceMissing || f.Severity != apiv1.SeverityWarning || f.Reason != want[f.StatefulSet] ||
-					f.Details["reason"] != want[f.StatefulSet] || f.Details["service"] != f.StatefulSet || f.Remedy == "" {
+					details(f)["reason"] != want[f.StatefulSet] || details(f)["service"] != f.StatefulSet || f.Remedy == "" {
 					t.Errorf("finding %+v", f)
 				}
 				delete(want, f.StatefulSet)

@@ -144,7 +144,7 @@ func TestWait(t *testing.T) {
 			}
 			found := false
 			for _, f := range res.Findings {
-				if f.Code == apiv1.StaleRevisionStuck && f.Pod == "web-0" && f.Remedy != "" && f.Details["events"] != nil {
+				if f.Code == apiv1.StaleRevisionStuck && f.Pod == "web-0" && f.Remedy != "" && details(f)["events"] != nil {
 					found = true
 				}
 			}

@@ -98,12 +98,10 @@ func (f Finding) Key() string {
 	return strings.Join([]string{f.Context, string(f.Code), f.Namespace, f.StatefulSet, f.Pod, f.Container, f.Image}, "/")
 }
 
-// DeepCopy copies a finding and its details map (one level).
+// DeepCopy copies a finding and its details.
 func (f Finding) DeepCopy() Finding {
 	c := f
-	if f.Details != nil {
-		c.Details = maps.Clone(f.Details)
-	}
+	c.Details = f.Details.DeepCopy()
 	return c
 }
 

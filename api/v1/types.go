@@ -90,9 +90,9 @@ type Finding struct {
 	Message string `json:"message"`
 	// Remedy is the command or change that repairs it.
 	Remedy string `json:"remedy,omitempty"`
-	// Details are extra facts for people and scripts (podUID, blocks, events, patch, ...).
-	// Programs inside stsdiag never read them: they read the typed facts of the diagnosis.
-	Details map[string]any `json:"details,omitempty"`
+	// Details are extra facts for people and scripts (podUID, blocks, events, patch, ...); each
+	// key is declared and documented in FindingDetails.
+	Details FindingDetails `json:"details,omitzero"`
 }
 
 // RolloutStatus is the state of one StatefulSet's rollout.

@@ -4,9 +4,11 @@ package diagnose
 
 import (
 	"context"
-	"fmt"
+
+	"k8s.io/apimachinery/pkg/types"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/internal/explain"
 	"github.com/stsdiag/stsdiag/internal/gather"
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/resolver"
@@ -14,17 +16,15 @@ import (
 	"github.com/stsdiag/stsdiag/internal/stuck"
 )
 
-// Report diagnoses a snapshot. On OpenShift the remedies name oc instead of kubectl.
+// Report diagnoses a snapshot: every analyzer establishes its facts, facts of one analyzer are
+// linked to another's, explain words them (naming oc on OpenShift, else kubectl), and each
+// StatefulSet's status is decided once, from every finding.
 func Report(snap *snapshot.Snapshot, opts stuck.Options) *model.Report {
-	if snap.OpenShift {
-		opts.CLI = "oc"
-	}
-	if opts.CLI == "" {
-		opts.CLI = "kubectl"
-	}
 	res := stuck.Diagnose(snap, opts)
-	findings := linkImageRemedies(append(res.Findings, resolver.Diagnose(snap, opts.CLI)...), opts.CLI)
-	rep := model.NewReport(snap.OpenShift, markStuck(res.StatefulSets, findings), findings)
+	findings := append(res.Findings, resolver.Diagnose(snap)...)
+	linkUnresolvedImages(findings)
+	explain.Findings(findings, explain.ForCluster(snap.OpenShift))
+	rep := model.NewReport(snap.OpenShift, model.Summaries(res.StatefulSets, findings), findings)
 	rep.RecheckAt = res.RecheckAt
 	rep.Server = &apiv1.ServerInfo{Version: snap.ServerVersion, Rules: res.Rules.Version, AssumedFeatureGates: res.Rules.Gates}
 	return rep
@@ -46,38 +46,31 @@ func FromSource(ctx context.Context, src gather.Source, opts stuck.Options) (*mo
 	return rep, snap, nil
 }
 
-// markStuck marks StatefulSets with an error finding from any diagnosis as Stuck.
-func markStuck(sets []apiv1.StatefulSetSummary, findings []model.Finding) []apiv1.StatefulSetSummary {
-	stuckSets := map[string]bool{}
-	for _, f := range findings {
-		if f.Severity == apiv1.SeverityError {
-			stuckSets[snapshot.Key(f.Namespace, f.StatefulSet)] = true
-		}
-	}
-	for i := range sets {
-		if stuckSets[snapshot.Key(sets[i].Namespace, sets[i].Name)] && sets[i].Status != apiv1.StatusTerminating {
-			sets[i].Status = apiv1.StatusStuck
-		}
-	}
-	return sets
+// imageUse is one container image of a StatefulSet.
+type imageUse struct {
+	set       types.NamespacedName
+	container string
+	image     string
 }
 
-// linkImageRemedies points a pod failing on an unresolved ImageStream name to the exact image the
-// resolver computed, instead of a generic "fix the image".
-func linkImageRemedies(findings []model.Finding, cli string) []model.Finding {
-	resolved := map[string]string{}
+// linkUnresolvedImages tells a pod failing on an unresolved ImageStream name the exact image the
+// resolver computed, so its remedy sets that image instead of a generic "fix the image".
+func linkUnresolvedImages(findings []model.Finding) {
+	resolved := map[imageUse]string{}
 	for _, f := range findings {
 		if f.Code == apiv1.UnresolvedImageReference {
-			resolved[snapshot.Key(f.Namespace, f.StatefulSet)+"/"+f.Container+"/"+f.Image] = f.ResolvedImage
+			resolved[useOf(f)] = f.ResolvedImage
 		}
 	}
 	for i, f := range findings {
-		to, ok := resolved[snapshot.Key(f.Namespace, f.StatefulSet)+"/"+f.Container+"/"+f.Image]
-		if !ok || f.Code != apiv1.CurrentRevisionFailing {
-			continue
+		failing, ok := f.Facts.(stuck.Failing)
+		if to, found := resolved[useOf(f)]; ok && found {
+			failing.UnresolvedTo = to
+			findings[i].Facts = failing
 		}
-		findings[i].Remedy = fmt.Sprintf("the image is an unresolved ImageStream name: set container %q to %s (see UnresolvedImageReference for the exact patch), then delete the stuck pod: %s delete pod %s -n %s",
-			f.Container, to, cli, f.Pod, f.Namespace)
 	}
-	return findings
+}
+
+func useOf(f model.Finding) imageUse {
+	return imageUse{set: types.NamespacedName{Namespace: f.Namespace, Name: f.StatefulSet}, container: f.Container, image: f.Image}
 }

@@ -18,6 +18,9 @@ import (
 type Finding struct {
 	apiv1.Finding
 
+	// Facts are what the analyzer established, typed per code; package explain words them into
+	// Message, Short, Remedy and the details that are sentences.
+	Facts Facts
 	// Short is the message as the table shows it.
 	Short string
 	// Target is the exact pod diagnosed, for repair preconditions.
@@ -29,6 +32,12 @@ type Finding struct {
 	// LostNode names the node of a pod stuck terminating when that node is gone or has not been
 	// Ready for longer than the terminating threshold: the only case fix may force-delete.
 	LostNode string
+}
+
+// Facts are the typed facts of one finding (a type of the analyzer that found it).
+type Facts interface {
+	// Code is the finding code the facts explain.
+	Code() apiv1.Code
 }
 
 // PodRef identifies one pod object as it was when diagnosed.
@@ -47,7 +56,24 @@ type ImagePatch struct {
 	To string
 }
 
-// DeepCopy copies a finding, its details map (one level) and its hand-offs.
+// JSONPatch is the JSON patch that tests the image, and the object's UID unless uid is "", then
+// replaces the image: what fix sends and what the remedy shows.
+func (p ImagePatch) JSONPatch(uid types.UID) string {
+	type op struct {
+		Op    string `json:"op"`
+		Path  string `json:"path"`
+		Value string `json:"value"`
+	}
+	ops := []op{{"test", p.Path, p.From}, {"replace", p.Path, p.To}}
+	if uid != "" {
+		ops = append([]op{{"test", "/metadata/uid", string(uid)}}, ops...)
+	}
+	body, _ := json.Marshal(ops) // strings only: it cannot fail
+	return string(body)
+}
+
+// DeepCopy copies a finding, its details and its hand-offs (facts are shared: nothing changes
+// them once explained).
 func (f Finding) DeepCopy() Finding {
 	c := f
 	c.Finding = f.Finding.DeepCopy()
@@ -85,6 +111,44 @@ func CopyFindings(in []Finding) []Finding {
 	out := make([]Finding, len(in))
 	for i, f := range in {
 		out[i] = f.DeepCopy()
+	}
+	return out
+}
+
+// Rollout is one StatefulSet's rollout as its object says, before the findings are counted.
+type Rollout struct {
+	// Summary is the StatefulSet's summary; Summaries sets its status.
+	Summary     apiv1.StatefulSetSummary
+	Terminating bool
+	// Complete is true when the controller reports the rollout done (rollout.Complete).
+	Complete bool
+}
+
+// Summaries gives each StatefulSet its status once every analyzer has run: Terminating while
+// it is deleted, else Stuck with an error finding of any analyzer, else Complete or Progressing.
+func Summaries(sets []Rollout, findings []Finding) []apiv1.StatefulSetSummary {
+	stuck := map[types.NamespacedName]bool{}
+	for _, f := range findings {
+		if f.Severity == apiv1.SeverityError {
+			stuck[types.NamespacedName{Namespace: f.Namespace, Name: f.StatefulSet}] = true
+		}
+	}
+	if len(sets) == 0 {
+		return nil
+	}
+	out := make([]apiv1.StatefulSetSummary, len(sets))
+	for i, s := range sets {
+		out[i] = s.Summary
+		switch {
+		case s.Terminating:
+			out[i].Status = apiv1.StatusTerminating
+		case stuck[types.NamespacedName{Namespace: s.Summary.Namespace, Name: s.Summary.Name}]:
+			out[i].Status = apiv1.StatusStuck
+		case s.Complete:
+			out[i].Status = apiv1.StatusComplete
+		default:
+			out[i].Status = apiv1.StatusProgressing
+		}
 	}
 	return out
 }
@@ -247,3 +311,6 @@ func (r *WaitResult) Public() *apiv1.WaitResult {
 	}
 	return out
 }
+
+// Ptr returns a pointer to v (for the pointer fields of apiv1.FindingDetails).
+func Ptr[T any](v T) *T { return &v }

@@ -59,7 +59,10 @@ func PrintTable(w io.Writer, r *model.Report, opts TableOptions) error {
 		if opts.WithNamespace {
 			cells = append(cells, f.Namespace)
 		}
-		revision, _ := f.Details["podRevision"].(string) // display only
+		revision := ""
+		if f.Details.PodRevision != nil {
+			revision = *f.Details.PodRevision
+		}
 		message := f.Short
 		if message == "" {
 			message = f.Message

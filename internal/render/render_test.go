@@ -9,6 +9,7 @@ import (
 	"time"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/internal/explain"
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/render"
 	"github.com/stsdiag/stsdiag/internal/snapshot"
@@ -27,7 +28,8 @@ func TestGolden(t *testing.T) {
 			t.Fatal(err)
 		}
 		res := stuck.Diagnose(snap, stuck.DefaultOptions())
-		rep := model.NewReport(false, res.StatefulSets, res.Findings)
+		explain.Findings(res.Findings, explain.Options{CLI: "kubectl"})
+		rep := model.NewReport(false, model.Summaries(res.StatefulSets, res.Findings), res.Findings)
 		for _, format := range []string{"table", "wide", "json", "yaml"} {
 			t.Run(scenario+"."+format, func(t *testing.T) {
 				var buf bytes.Buffer

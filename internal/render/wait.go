@@ -27,9 +27,9 @@ func WaitResult(w io.Writer, res *model.WaitResult, flags *PrintFlags, elapsed t
 			return err
 		}
 		for _, f := range res.Findings {
-			if events, ok := f.Details["events"].([]string); ok && len(events) > 0 {
+			if len(f.Details.Events) > 0 {
 				fmt.Fprintf(w, "Last events of pod %s:\n", f.Pod)
-				for _, e := range events {
+				for _, e := range f.Details.Events {
 					fmt.Fprintf(w, "  %s\n", e)
 				}
 			}

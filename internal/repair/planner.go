@@ -9,6 +9,7 @@ import (
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/snapshot"
+	"github.com/stsdiag/stsdiag/internal/statefulset"
 )
 
 // Policy says which repairs beyond the default ones a plan may hold.
@@ -145,7 +146,7 @@ func (o objects) templateFails(namespace, statefulSet, pod string) bool {
 		return true
 	}
 	p, set := o.pods[snapshot.Key(namespace, pod)], o.set(namespace, statefulSet)
-	return p != nil && set != nil && set.Status.UpdateRevision != "" && revisionOf(p) == set.Status.UpdateRevision
+	return p != nil && set != nil && set.Status.UpdateRevision != "" && statefulset.PodRevision(p) == set.Status.UpdateRevision
 }
 
 // forceDeletable reports whether the pod is in the snapshot as diagnosed (same UID) and no

@@ -11,11 +11,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/kubectl/pkg/util/podutils"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/snapshot"
+	"github.com/stsdiag/stsdiag/internal/statefulset"
 )
 
 // fix --rollback: the StatefulSet documentation's forced rollback. When the update revision
@@ -112,10 +112,7 @@ func planRollbacks(o objects, actions []model.Action, unrepaired []model.Finding
 // notRolledBack returns a copy of the finding that says why it was not rolled back.
 func notRolledBack(f model.Finding, reason string) model.Finding {
 	c := f.DeepCopy()
-	if c.Details == nil {
-		c.Details = map[string]any{}
-	}
-	c.Details["rollback"] = reason
+	c.Details.Rollback = reason
 	c.Remedy = "not rolled back: " + reason + "; " + c.Remedy
 	return c
 }
@@ -141,7 +138,7 @@ func planRollback(o objects, key string, failing []model.Finding) (model.Action,
 	}
 	var bad []string
 	for _, f := range failing {
-		if pod := pods[f.Target.Name]; pod != nil && pod.UID == f.Target.UID && revisionOf(pod) == update {
+		if pod := pods[f.Target.Name]; pod != nil && pod.UID == f.Target.UID && statefulset.PodRevision(pod) == update {
 			bad = append(bad, pod.Name)
 		}
 	}
@@ -167,7 +164,7 @@ func planRollback(o objects, key string, failing []model.Finding) (model.Action,
 	}
 	ready := 0
 	for _, pod := range pods {
-		if revisionOf(pod) == current && pod.DeletionTimestamp == nil && pod.Status.Phase == corev1.PodRunning && podutils.IsPodReady(pod) {
+		if statefulset.PodRevision(pod) == current && pod.DeletionTimestamp == nil && statefulset.RunningAndReady(pod) {
 			ready++
 		}
 	}
@@ -186,39 +183,14 @@ func planRollback(o objects, key string, failing []model.Finding) (model.Action,
 	return a, bad, ""
 }
 
-func revisionOf(pod *corev1.Pod) string { return pod.Labels[appsv1.ControllerRevisionHashLabelKey] }
-
-// revisionTemplate returns the pod template a StatefulSet ControllerRevision records: its own
-// JSON without the strategic-merge "$patch" directive (stateful_set_utils.go:567@v1.37.2), and
-// decoded, for the images.
+// revisionTemplate is the revision's template (statefulset.RevisionTemplate), which a rollback
+// writes only if it has containers.
 func revisionTemplate(rev *appsv1.ControllerRevision) (json.RawMessage, *corev1.PodTemplateSpec, error) {
-	var data struct {
-		Spec struct {
-			Template map[string]json.RawMessage `json:"template"`
-		} `json:"spec"`
+	raw, tmpl, err := statefulset.RevisionTemplate(rev)
+	if err == nil && len(tmpl.Spec.Containers) == 0 {
+		err = fmt.Errorf("its template has no containers")
 	}
-	if len(rev.Data.Raw) == 0 {
-		return nil, nil, fmt.Errorf("no data")
-	}
-	if err := json.Unmarshal(rev.Data.Raw, &data); err != nil {
-		return nil, nil, err
-	}
-	if len(data.Spec.Template) == 0 {
-		return nil, nil, fmt.Errorf("no spec.template")
-	}
-	delete(data.Spec.Template, "$patch")
-	raw, err := json.Marshal(data.Spec.Template)
-	if err != nil {
-		return nil, nil, err
-	}
-	var tmpl corev1.PodTemplateSpec
-	if err := json.Unmarshal(raw, &tmpl); err != nil {
-		return nil, nil, err
-	}
-	if len(tmpl.Spec.Containers) == 0 {
-		return nil, nil, fmt.Errorf("its template has no containers")
-	}
-	return raw, &tmpl, nil
+	return raw, tmpl, err
 }
 
 // imageFields lists the image field of every container of a template, init containers first.

@@ -143,7 +143,7 @@ func TestNoRollbackWithoutAReadyEarlierRevision(t *testing.T) {
 				t.Fatalf("actions %+v unrepaired %+v", actions, unrepaired)
 			}
 			f := unrepaired[0]
-			if reason, _ := f.Details["rollback"].(string); !strings.Contains(reason, tc.want) || !strings.HasPrefix(f.Remedy, "not rolled back: ") ||
+			if reason := f.Details.Rollback; !strings.Contains(reason, tc.want) || !strings.HasPrefix(f.Remedy, "not rolled back: ") ||
 				!strings.HasSuffix(f.Remedy, "; fix the template") {
 				t.Errorf("reason %q remedy %q", reason, f.Remedy)
 			}
@@ -151,7 +151,7 @@ func TestNoRollbackWithoutAReadyEarlierRevision(t *testing.T) {
 	}
 	// Without --rollback nothing changes.
 	actions, unrepaired := plan(repair.Policy{}, failingReport("db-2"), rolloutSnap("db-good"))
-	if len(actions) != 0 || len(unrepaired) != 1 || unrepaired[0].Details["rollback"] != nil {
+	if len(actions) != 0 || len(unrepaired) != 1 || unrepaired[0].Details.Rollback != "" {
 		t.Errorf("Plan alone: %+v %+v", actions, unrepaired)
 	}
 }

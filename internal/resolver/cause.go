@@ -1,13 +1,14 @@
 package resolver
 
 import (
-	"encoding/json"
 	"sort"
 
 	imagev1 "github.com/openshift/api/image/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/stsdiag/stsdiag/internal/statefulset"
 )
 
 // Causes of an UnresolvedImageReference (details.cause). Admission resolves an image only when
@@ -33,15 +34,9 @@ type revision struct {
 func decodeRevisions(revs []*appsv1.ControllerRevision) []revision {
 	out := make([]revision, 0, len(revs))
 	for _, rev := range revs {
-		var data struct {
-			Spec struct {
-				Template corev1.PodTemplateSpec `json:"template"`
-			} `json:"spec"`
+		if _, tmpl, err := statefulset.RevisionTemplate(rev); err == nil {
+			out = append(out, revision{rev: rev, tmpl: tmpl})
 		}
-		if rev.Data.Raw == nil || json.Unmarshal(rev.Data.Raw, &data) != nil {
-			continue
-		}
-		out = append(out, revision{rev: rev, tmpl: &data.Spec.Template})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].rev.Revision > out[j].rev.Revision })
 	return out

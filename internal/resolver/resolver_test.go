@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/internal/explain"
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/resolver"
 	"github.com/stsdiag/stsdiag/internal/snapshot"
@@ -17,7 +18,9 @@ import (
 // TestScenarios runs every folder of testdata/resolver: one per rule of OpenShift's image lookup.
 func TestScenarios(t *testing.T) {
 	snapshottest.Run(t, "../../testdata/resolver", func(s *snapshot.Snapshot, _ map[string]bool) ([]apiv1.Finding, []apiv1.StatefulSetSummary) {
-		return model.PublicFindings(resolver.Diagnose(s, "oc")), nil
+		findings := resolver.Diagnose(s)
+		explain.Findings(findings, explain.Options{CLI: "oc"})
+		return model.PublicFindings(findings), nil
 	})
 }
 

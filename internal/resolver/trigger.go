@@ -12,6 +12,7 @@ import (
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/model"
+	"github.com/stsdiag/stsdiag/internal/statefulset"
 )
 
 // TriggerAnnotation asks openshift-controller-manager to keep container images on an
@@ -45,8 +46,9 @@ const (
 	TriggerTagNotFound        = "TagNotFound"
 )
 
-// podSpecPath is where a StatefulSet's pod spec is (referencemutator/pods.go:92-93@LG).
-const podSpecPath = "spec.template.spec."
+// PodSpecPath is where a StatefulSet's pod spec is (referencemutator/pods.go:92-93@LG): a
+// trigger's fieldPath starts with it.
+const PodSpecPath = "spec.template.spec."
 
 // parseTriggers is CalculateAnnotationTriggers (trigger/annotations.go:18-37@LG): invalid JSON
 // or a duplicate fieldPath makes the controller ignore every trigger of the object.
@@ -65,12 +67,17 @@ func parseTriggers(value string) ([]objectFieldTrigger, string, error) {
 	for i := range triggers { // hasDuplicateTriggers, L39-48
 		for j := i + 1; j < len(triggers); j++ {
 			if triggers[i].FieldPath == triggers[j].FieldPath {
-				return nil, TriggerDuplicateFieldPath, fmt.Errorf("duplicate triggers are not allowed (fieldPath %s)", triggers[i].FieldPath)
+				return nil, TriggerDuplicateFieldPath, duplicatePathError{path: triggers[i].FieldPath}
 			}
 		}
 	}
 	return triggers, "", nil
 }
+
+// duplicatePathError is hasDuplicateTriggers' refusal: two triggers with one fieldPath.
+type duplicatePathError struct{ path string }
+
+func (e duplicatePathError) Error() string { return "duplicate fieldPath " + e.path }
 
 // targetContainer is the container a fieldPath names.
 type targetContainer struct {
@@ -89,14 +96,15 @@ func (t targetContainer) path() string {
 
 // containerForFieldPath follows UpdateObjectFromImages (annotations.go:131-156@LG):
 // "spec.template.spec." then containers[SEL] or initContainers[SEL], then exactly "image"; SEL is
-// an index, or ?(@.name=="NAME") looked up in init containers first, then containers.
-func containerForFieldPath(spec *corev1.PodSpec, fieldPath string) (targetContainer, string, error) {
-	if !strings.HasPrefix(fieldPath, podSpecPath) {
-		return targetContainer{}, TriggerFieldPathNotInSpec, fmt.Errorf("fieldPath %q does not start with %q: the trigger controller ignores it", fieldPath, podSpecPath)
+// an index, or ?(@.name=="NAME") looked up in init containers first, then containers. It
+// returns why the controller cannot follow the fieldPath, "" when it can.
+func containerForFieldPath(spec *corev1.PodSpec, fieldPath string) (targetContainer, string) {
+	if !strings.HasPrefix(fieldPath, PodSpecPath) {
+		return targetContainer{}, TriggerFieldPathNotInSpec
 	}
-	init, selector, remainder, ok := parseContainerReference(strings.TrimPrefix(fieldPath, podSpecPath))
+	init, selector, remainder, ok := parseContainerReference(strings.TrimPrefix(fieldPath, PodSpecPath))
 	if !ok || remainder != "image" {
-		return targetContainer{}, TriggerInvalidFieldPath, fmt.Errorf("field path is not valid: %s", fieldPath)
+		return targetContainer{}, TriggerInvalidFieldPath
 	}
 	if i, err := strconv.Atoi(selector); err == nil { // findContainerBySelector, L72-81
 		list := spec.Containers
@@ -104,18 +112,18 @@ func containerForFieldPath(spec *corev1.PodSpec, fieldPath string) (targetContai
 			list = spec.InitContainers
 		}
 		if i >= 0 && i < len(list) {
-			return targetContainer{init: init, index: i, c: &list[i]}, "", nil
+			return targetContainer{init: init, index: i, c: &list[i]}, ""
 		}
 	} else if name := strings.TrimSuffix(strings.TrimPrefix(selector, `?(@.name=="`), `")`); name != selector {
 		for k, list := range [][]corev1.Container{spec.InitContainers, spec.Containers} {
 			for i := range list {
 				if list[i].Name == name {
-					return targetContainer{init: k == 0, index: i, c: &list[i]}, "", nil
+					return targetContainer{init: k == 0, index: i, c: &list[i]}, ""
 				}
 			}
 		}
 	}
-	return targetContainer{}, TriggerNoSuchContainer, fmt.Errorf("no such container: %s", fieldPath)
+	return targetContainer{}, TriggerNoSuchContainer
 }
 
 // parseContainerReference is annotations.go:50-70@LG.
@@ -175,84 +183,98 @@ func triggerValue(stream *imagev1.ImageStream, namespace, tag string) (value, su
 
 // checkTriggers reports an image trigger annotation the controller cannot follow
 // (ImageTriggerInvalid) and triggers whose tag's current image the template does not have
-// (ImageTriggerStale). It records in c.triggered the containers an active trigger governs.
-func (c *checker) checkTriggers() []model.Finding {
-	c.triggered = map[string]bool{}
+// (ImageTriggerStale). It returns, too, the template containers an active trigger with a value
+// governs: they converge to the trigger's value, not admission's.
+func (c *checker) checkTriggers() ([]model.Finding, map[string]bool) {
+	triggered := map[string]bool{}
 	value, ok := c.set.Annotations[TriggerAnnotation]
 	if !ok {
-		return nil
-	}
-	base := func() model.Finding {
-		return model.Finding{Finding: apiv1.Finding{Namespace: c.set.Namespace, StatefulSet: c.set.Name, Details: map[string]any{}}}
-	}
-	invalid := func(f model.Finding, reason string, err error) model.Finding {
-		f.Code, f.Severity = apiv1.ImageTriggerInvalid, apiv1.SeverityWarning
-		f.Details["reason"] = reason
-		f.Message = fmt.Sprintf("the %s annotation is not followed by the image trigger controller: %v", TriggerAnnotation, err)
-		f.Short = "image trigger invalid: " + reason
-		f.Remedy = fmt.Sprintf(`fix the annotation, e.g. %s set triggers statefulset/%s -n %s --from-image=<stream>:<tag> --containers=<container>`, c.cli, c.set.Name, c.set.Namespace)
-		return f
+		return nil, triggered
 	}
 	triggers, reason, err := parseTriggers(value)
 	if err != nil {
-		return []model.Finding{invalid(base(), reason, err)}
+		facts := TriggerBroken{ParseError: err.Error()}
+		var dup duplicatePathError
+		if errors.As(err, &dup) {
+			facts = TriggerBroken{FieldPath: dup.path}
+		}
+		return []model.Finding{c.invalidTrigger(c.triggerFinding(), reason, facts)}, triggered
 	}
 	var out []model.Finding
-	spec := &c.set.Spec.Template.Spec
 	for i, t := range triggers {
 		if t.Paused { // the controller skips paused triggers (annotations.go:128-130@LG)
 			continue
 		}
-		f := base()
-		f.Details["trigger"] = i
-		f.Details["fieldPath"] = t.FieldPath
-		f.Details["from"] = t.From.Name
-		target, reason, err := containerForFieldPath(spec, t.FieldPath)
-		if err == nil {
-			f.Container, f.Image = target.c.Name, target.c.Image
-		}
-		// The controller indexes only ImageStreamTag triggers without apiVersion whose name has
-		// a ':' (trigger/cache.go:32-39@OCM).
-		name, tag, okTag := splitImageStreamTag(t.From.Name)
-		switch {
-		case t.From.Kind != "ImageStreamTag" || t.From.APIVersion != "":
-			out = append(out, invalid(f, TriggerUnsupportedFrom, fmt.Errorf("trigger %d: from must be an ImageStreamTag without apiVersion, not kind %q apiVersion %q", i, t.From.Kind, t.From.APIVersion)))
-			continue
-		case !okTag:
-			out = append(out, invalid(f, TriggerInvalidTagName, fmt.Errorf("trigger %d: from.name %q must be <stream>:<tag>", i, t.From.Name)))
-			continue
-		case err != nil:
-			out = append(out, invalid(f, reason, fmt.Errorf("trigger %d: %v", i, err)))
-			continue
-		}
-		ns := t.From.Namespace
-		if ns == "" {
-			ns = c.set.Namespace
-		}
-		stream := c.adm.Stream(ns, name)
-		switch {
-		case stream == nil && (ns == c.set.Namespace || c.streamNamespaces[ns]):
-			out = append(out, invalid(f, TriggerStreamNotFound, fmt.Errorf("trigger %d: ImageStream %s/%s does not exist", i, ns, name)))
-			continue
-		case stream == nil:
-			continue // ImageStreams of namespace ns were not read: nothing to judge
-		}
-		if _, inSpec := specTag(stream, tag); !inSpec && !statusHasTag(stream, tag) {
-			out = append(out, invalid(f, TriggerTagNotFound, fmt.Errorf("trigger %d: ImageStream %s/%s has no tag %q", i, ns, name, tag)))
-			continue
-		}
-		want, suffix, ok := triggerValue(stream, ns, tag)
-		if !ok {
-			continue // no image yet: the controller waits
-		}
-		if r, err := Parse(want); suffix != "" || (err == nil && r.Name != "") {
-			c.triggered[target.c.Name] = true // the controller has a valid value to write
-		}
-		if f := c.stale(f, target, want, suffix, ns+"/"+name+":"+tag); f != nil {
+		f, governs := c.checkTrigger(i, t)
+		if f != nil {
 			out = append(out, *f)
 		}
+		if governs != "" {
+			triggered[governs] = true
+		}
 	}
-	return out
+	return out, triggered
+}
+
+func (c *checker) triggerFinding() model.Finding {
+	return model.Finding{Finding: apiv1.Finding{Namespace: c.set.Namespace, StatefulSet: c.set.Name}}
+}
+
+func (c *checker) invalidTrigger(f model.Finding, reason string, facts TriggerBroken) model.Finding {
+	f.Code, f.Severity = apiv1.ImageTriggerInvalid, apiv1.SeverityWarning
+	f.Details.Reason = reason
+	f.Facts = facts
+	return f
+}
+
+// checkTrigger checks trigger i. It returns its finding, if any, and the container it governs
+// when the controller has a valid value to write ("" otherwise).
+func (c *checker) checkTrigger(i int, t objectFieldTrigger) (*model.Finding, string) {
+	f := c.triggerFinding()
+	f.Details.Trigger = model.Ptr(i)
+	f.Details.FieldPath = model.Ptr(t.FieldPath)
+	f.Details.From = model.Ptr(t.From.Name)
+	facts := TriggerBroken{Index: model.Ptr(i), FieldPath: t.FieldPath, FromKind: t.From.Kind, FromAPIVersion: t.From.APIVersion, FromName: t.From.Name}
+	target, reason := containerForFieldPath(&c.set.Spec.Template.Spec, t.FieldPath)
+	if reason == "" {
+		f.Container, f.Image = target.c.Name, target.c.Image
+	}
+	// The controller indexes only ImageStreamTag triggers without apiVersion whose name has
+	// a ':' (trigger/cache.go:32-39@OCM).
+	name, tag, okTag := splitImageStreamTag(t.From.Name)
+	switch {
+	case t.From.Kind != "ImageStreamTag" || t.From.APIVersion != "":
+		reason = TriggerUnsupportedFrom
+	case !okTag:
+		reason = TriggerInvalidTagName
+	}
+	if reason != "" {
+		return model.Ptr(c.invalidTrigger(f, reason, facts)), ""
+	}
+	ns := t.From.Namespace
+	if ns == "" {
+		ns = c.set.Namespace
+	}
+	facts.StreamNamespace, facts.Stream, facts.Tag = ns, name, tag
+	stream := c.adm.Stream(ns, name)
+	switch {
+	case stream == nil && (ns == c.set.Namespace || c.streamNamespaces[ns]):
+		return model.Ptr(c.invalidTrigger(f, TriggerStreamNotFound, facts)), ""
+	case stream == nil:
+		return nil, "" // ImageStreams of namespace ns were not read: nothing to judge
+	}
+	if _, inSpec := specTag(stream, tag); !inSpec && !statusHasTag(stream, tag) {
+		return model.Ptr(c.invalidTrigger(f, TriggerTagNotFound, facts)), ""
+	}
+	want, suffix, ok := triggerValue(stream, ns, tag)
+	if !ok {
+		return nil, "" // no image yet: the controller waits
+	}
+	governs := ""
+	if r, err := Parse(want); suffix != "" || (err == nil && r.Name != "") {
+		governs = target.c.Name // the controller has a valid value to write
+	}
+	return c.stale(f, target, want, suffix, ns+"/"+name+":"+tag), governs
 }
 
 func statusHasTag(stream *imagev1.ImageStream, tag string) bool {
@@ -285,33 +307,23 @@ func (c *checker) stale(f model.Finding, target targetContainer, want, suffix, f
 	}
 	var failing []string
 	for _, pod := range c.pods {
-		if got, ok := containerImage(&pod.Spec, target.c.Name); ok && got == image && waitingContainers(pod, startFailure)[target.c.Name] {
+		if got, ok := containerImage(&pod.Spec, target.c.Name); ok && got == image && waitingContainers(pod, statefulset.StartupReasons)[target.c.Name] {
 			failing = append(failing, pod.Name)
 		}
 	}
 	f.Code, f.Severity = apiv1.ImageTriggerStale, apiv1.SeverityWarning
 	if len(failing) > 0 {
 		f.Severity, f.Reason, f.FailingPods = apiv1.SeverityError, "ContainerNotStarting", failing
-		f.Details["failingPods"] = failing
+		f.Details.FailingPods = failing
 	}
 	f.ResolvedImage = want
-	f.Message = fmt.Sprintf("the image trigger on container %q follows ImageStreamTag %s, whose current image is %s, but the template still says %q: "+
-		"openshift-controller-manager has not updated it (it may lack permission on StatefulSets, as before OpenShift 4.12)", target.c.Name, from, want, image)
-	f.Short = fmt.Sprintf("trigger %s not applied: %s", from, image)
-	if suffix != "" {
-		f.Message = fmt.Sprintf("the image trigger on container %q follows ImageStreamTag %s, whose current image is <internal registry>%s, but the template still says %q: "+
-			"openshift-controller-manager has not updated it; the stream has no status.dockerImageRepository, so the internal registry host is unknown here and fix cannot patch it",
-			target.c.Name, from, suffix, image)
-		f.Remedy = fmt.Sprintf("set container %s to <internal registry host>%s", target.c.Name, suffix)
-		return &f
+	facts := TriggerBehind{From: from, Want: want, Suffix: suffix}
+	if r, err := Parse(want); err == nil && r.Name != "" {
+		facts.Valid, facts.Digest = true, isDigest(r.ID)
 	}
-	if r, err := Parse(want); err != nil || r.Name == "" {
-		f.Message += fmt.Sprintf("; %q is not a valid image reference, so nothing can be patched", want)
-		f.Remedy = fmt.Sprintf("fix the tag %s", from)
-		return &f
-	} else if !isDigest(r.ID) {
-		f.Message += fmt.Sprintf("; %s is a tag, not a digest: exactly what the trigger controller writes (referencePolicy Source keeps the tag's pull spec)", want)
+	f.Facts = facts
+	if suffix == "" && facts.Valid {
+		setPatch(&f, target.path(), image, want)
 	}
-	c.setPatch(&f, target.path(), image, want, failing)
 	return &f
 }

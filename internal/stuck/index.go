@@ -1,7 +1,6 @@
 package stuck
 
 import (
-	"encoding/json"
 	"fmt"
 	"sort"
 	"strconv"
@@ -12,11 +11,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/kubectl/pkg/util/podutils"
 
 	"github.com/stsdiag/stsdiag/internal/snapshot"
+	"github.com/stsdiag/stsdiag/internal/statefulset"
 )
 
 // index joins the snapshot's objects once, so diagnosis is linear in their number.
@@ -27,10 +24,10 @@ type index struct {
 	// recheckAt is the earliest moment a time-based rule turns a situation into a finding.
 	recheckAt time.Time
 	// nodes is nil when they could not be listed.
-	nodes          map[string]*corev1.Node
-	sets           map[string]*appsv1.StatefulSet
-	podsByOwner    map[types.UID][]*corev1.Pod
-	revsByOwner    map[types.UID][]*appsv1.ControllerRevision
+	nodes map[string]*corev1.Node
+	sets  map[string]*appsv1.StatefulSet
+	// owned are the pods and revisions by controller UID.
+	owned          statefulset.Owned
 	pvcs           map[string]*corev1.PersistentVolumeClaim
 	events         map[string][]*corev1.Event
 	storageClasses map[string]*storagev1.StorageClass
@@ -41,29 +38,16 @@ const defaultClassAnnotation = "storageclass.kubernetes.io/is-default-class"
 
 func newIndex(s *snapshot.Snapshot, settle time.Duration) *index {
 	ix := &index{
-		now:         s.Now,
-		settle:      settle,
-		sets:        make(map[string]*appsv1.StatefulSet, len(s.StatefulSets)),
-		podsByOwner: make(map[types.UID][]*corev1.Pod, len(s.StatefulSets)),
-		revsByOwner: make(map[types.UID][]*appsv1.ControllerRevision, len(s.StatefulSets)),
-		pvcs:        make(map[string]*corev1.PersistentVolumeClaim, len(s.PVCs)),
-		events:      map[string][]*corev1.Event{},
+		now:    s.Now,
+		settle: settle,
+		sets:   make(map[string]*appsv1.StatefulSet, len(s.StatefulSets)),
+		owned:  statefulset.ByController(s),
+		pvcs:   make(map[string]*corev1.PersistentVolumeClaim, len(s.PVCs)),
+		events: map[string][]*corev1.Event{},
 	}
 	for i := range s.StatefulSets {
 		set := &s.StatefulSets[i]
 		ix.sets[snapshot.Key(set.Namespace, set.Name)] = set
-	}
-	for i := range s.Pods {
-		pod := &s.Pods[i]
-		if ref := metav1.GetControllerOfNoCopy(pod); ref != nil {
-			ix.podsByOwner[ref.UID] = append(ix.podsByOwner[ref.UID], pod)
-		}
-	}
-	for i := range s.Revisions {
-		rev := &s.Revisions[i]
-		if ref := metav1.GetControllerOfNoCopy(rev); ref != nil {
-			ix.revsByOwner[ref.UID] = append(ix.revsByOwner[ref.UID], rev)
-		}
 	}
 	for i := range s.PVCs {
 		pvc := &s.PVCs[i]
@@ -170,25 +154,12 @@ func (ix *index) updateRevision(set *appsv1.StatefulSet) string {
 	if set.Status.ObservedGeneration >= set.Generation {
 		return set.Status.UpdateRevision
 	}
-	for _, rev := range ix.revsByOwner[set.UID] {
-		if tmpl := templateOf(rev); tmpl != nil && equality.Semantic.DeepEqual(*tmpl, set.Spec.Template) {
+	for _, rev := range ix.owned.Revisions[set.UID] {
+		if _, tmpl, err := statefulset.RevisionTemplate(rev); err == nil && equality.Semantic.DeepEqual(*tmpl, set.Spec.Template) {
 			return rev.Name
 		}
 	}
 	return ""
-}
-
-// templateOf decodes the pod template a StatefulSet ControllerRevision records.
-func templateOf(rev *appsv1.ControllerRevision) *corev1.PodTemplateSpec {
-	var data struct {
-		Spec struct {
-			Template corev1.PodTemplateSpec `json:"template"`
-		} `json:"spec"`
-	}
-	if rev.Data.Raw == nil || json.Unmarshal(rev.Data.Raw, &data) != nil {
-		return nil
-	}
-	return &data.Spec.Template
 }
 
 // byOrdinal sorts pod names of one StatefulSet by ordinal (web-9 before web-10).
@@ -201,12 +172,4 @@ func byOrdinal(setName string, pods []string) {
 		}
 		return pods[i] < pods[j]
 	})
-}
-
-func podRevision(pod *corev1.Pod) string { return pod.Labels[appsv1.ControllerRevisionHashLabelKey] }
-
-// isRunningAndReady is the controller's own test (stateful_set_utils.go isRunningAndReady):
-// phase Running and the Ready condition true (kubectl's podutils.IsPodReady).
-func isRunningAndReady(pod *corev1.Pod) bool {
-	return pod.Status.Phase == corev1.PodRunning && podutils.IsPodReady(pod)
 }

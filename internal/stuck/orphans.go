@@ -1,7 +1,6 @@
 package stuck
 
 import (
-	"fmt"
 	"sort"
 	"strings"
 	"time"
@@ -14,27 +13,21 @@ import (
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/snapshot"
+	"github.com/stsdiag/stsdiag/internal/statefulset"
 )
 
-// ownerState says what happened to the StatefulSet that controls an object.
-type ownerState int
+// ownerLive is the state of an object whose StatefulSet is live: not an orphan.
+const ownerLive OwnerState = 0
 
-const (
-	ownerLive ownerState = iota
-	ownerGone
-	ownerReplaced
-	ownerTerminating
-)
-
-func (ix *index) owner(namespace string, ref *metav1.OwnerReference) (ownerState, *appsv1.StatefulSet) {
+func (ix *index) owner(namespace string, ref *metav1.OwnerReference) (OwnerState, *appsv1.StatefulSet) {
 	set := ix.sets[snapshot.Key(namespace, ref.Name)]
 	switch {
 	case set == nil:
-		return ownerGone, nil
+		return OwnerGone, nil
 	case set.UID != ref.UID:
-		return ownerReplaced, set
+		return OwnerReplaced, set
 	case set.DeletionTimestamp != nil:
-		return ownerTerminating, set
+		return OwnerTerminating, set
 	}
 	return ownerLive, set
 }
@@ -54,27 +47,23 @@ func (d *diagnosis) orphans(s *snapshot.Snapshot) {
 			continue
 		}
 		f := model.Finding{Finding: apiv1.Finding{Code: apiv1.OrphanedRevision, Severity: apiv1.SeverityWarning, Namespace: pod.Namespace, StatefulSet: ref.Name, Pod: pod.Name,
-			Details: map[string]any{"kind": "Pod", "ownerUID": string(ref.UID), "podRevision": podRevision(pod), "podUID": string(pod.UID)}}}
-		f.Message = fmt.Sprintf("pod %s belongs to StatefulSet %s with UID %s, %s", pod.Name, ref.Name, ref.UID, d.ownerFate(state, set, pod.DeletionTimestamp))
-		f.Short = "pod of a StatefulSet that " + ownerShort[state]
-		if state == ownerReplaced {
-			f.Details["currentUID"] = string(set.UID)
-			if _, ok := ordinal(set.Name, pod.Name); ok {
-				f.Message += fmt.Sprintf("; the new StatefulSet cannot adopt it nor create its own %s while it exists", pod.Name)
-			}
+			Details: apiv1.FindingDetails{Kind: "Pod", OwnerUID: string(ref.UID), PodRevision: model.Ptr(statefulset.PodRevision(pod)), PodUID: model.Ptr(string(pod.UID))}}}
+		facts := OrphanPod{Fate: d.ownerFate(state, set, pod.DeletionTimestamp), OwnerUID: ref.UID}
+		if state == OwnerReplaced {
+			f.Details.CurrentUID = string(set.UID)
+			_, facts.HoldsOrdinal = ordinal(set.Name, pod.Name)
 		}
-		f.Message += "; deleting the pod keeps its PersistentVolumeClaims for the StatefulSet of that name"
-		f.Remedy = fmt.Sprintf("%s delete pod %s -n %s", d.opts.CLI, pod.Name, pod.Namespace)
 		if pod.DeletionTimestamp != nil && len(pod.Finalizers) > 0 {
-			f.Remedy = fmt.Sprintf("the pod is held by finalizers %s: find the controller that owns them", strings.Join(pod.Finalizers, ", "))
+			facts.HeldBy = pod.Finalizers
 		}
+		f.Facts = facts
 		d.add(f)
 	}
 
 	type group struct {
 		namespace, name string
 		uid             types.UID
-		state           ownerState
+		state           OwnerState
 		set             *appsv1.StatefulSet
 		revisions       []string
 	}
@@ -96,31 +85,28 @@ func (d *diagnosis) orphans(s *snapshot.Snapshot) {
 	for _, g := range groups {
 		sort.Strings(g.revisions)
 		f := model.Finding{Finding: apiv1.Finding{Code: apiv1.OrphanedRevision, Severity: apiv1.SeverityWarning, Namespace: g.namespace, StatefulSet: g.name,
-			Details: map[string]any{"kind": "ControllerRevision", "ownerUID": string(g.uid), "revisions": g.revisions}}}
-		f.Message = fmt.Sprintf("%d ControllerRevision(s) (%s) belong to StatefulSet %s with UID %s, %s",
-			len(g.revisions), strings.Join(g.revisions, ", "), g.name, g.uid, d.ownerFate(g.state, g.set, nil))
+			Details: apiv1.FindingDetails{Kind: "ControllerRevision", OwnerUID: string(g.uid), Revisions: g.revisions}}}
 		if g.set != nil {
-			f.Details["currentUID"] = string(g.set.UID)
+			f.Details.CurrentUID = string(g.set.UID)
 		}
-		f.Short = fmt.Sprintf("%d revision(s) of a StatefulSet that %s", len(g.revisions), ownerShort[g.state])
-		f.Remedy = fmt.Sprintf("%s delete controllerrevision -n %s %s", d.opts.CLI, g.namespace, strings.Join(g.revisions, " "))
+		f.Facts = OrphanRevisions{Fate: d.ownerFate(g.state, g.set, nil), OwnerUID: g.uid, Revisions: g.revisions}
 		d.add(f)
 	}
 }
 
 // orphaned reports whether obj's controlling StatefulSet is gone or replaced (and in scope, and
 // obj not within its deletion grace).
-func (d *diagnosis) orphaned(s *snapshot.Snapshot, obj metav1.Object) (*metav1.OwnerReference, ownerState, *appsv1.StatefulSet, bool) {
+func (d *diagnosis) orphaned(s *snapshot.Snapshot, obj metav1.Object) (*metav1.OwnerReference, OwnerState, *appsv1.StatefulSet, bool) {
 	ref := metav1.GetControllerOfNoCopy(obj)
 	if !isStatefulSetRef(ref) || !s.InScope(obj.GetNamespace(), ref.Name) {
 		return nil, ownerLive, nil, false
 	}
 	state, set := d.ix.owner(obj.GetNamespace(), ref)
 	switch state {
-	case ownerGone:
+	case OwnerGone:
 		// The garbage collector removes it in seconds unless something holds it.
 		return ref, state, set, !d.recentlyDeleted(obj.GetDeletionTimestamp())
-	case ownerReplaced:
+	case OwnerReplaced:
 		// A pod with an ordinal's name keeps the new StatefulSet from creating that pod, even
 		// while it terminates.
 		if _, isPod := obj.(*corev1.Pod); isPod {
@@ -129,36 +115,32 @@ func (d *diagnosis) orphaned(s *snapshot.Snapshot, obj metav1.Object) (*metav1.O
 			}
 		}
 		return ref, state, set, !d.recentlyDeleted(obj.GetDeletionTimestamp())
-	case ownerTerminating:
+	case OwnerTerminating:
 		// Deleting an owner deletes or releases its dependents in seconds; one that still
 		// depends on an owner terminating for longer is held by something.
-		_, _, ownerReplaced := d.replacedOwner(set)
-		return ref, state, set, ownerReplaced || !d.recentlyDeleted(set.DeletionTimestamp)
+		_, _, recreated := d.replacedOwner(set)
+		return ref, state, set, recreated || !d.recentlyDeleted(set.DeletionTimestamp)
 	}
 	return ref, state, set, false
 }
 
-var ownerShort = map[ownerState]string{ownerGone: "no longer exists", ownerReplaced: "was deleted and recreated", ownerTerminating: "is stuck terminating"}
-
-func (d *diagnosis) ownerFate(state ownerState, set *appsv1.StatefulSet, deleting *metav1.Time) string {
-	var s string
+// ownerFate says what happened to an orphan's StatefulSet (set: today's of that name, if any)
+// and since when the orphan is being deleted.
+func (d *diagnosis) ownerFate(state OwnerState, set *appsv1.StatefulSet, deleting *metav1.Time) OwnerFate {
+	fate := OwnerFate{State: state}
 	switch state {
-	case ownerReplaced:
-		s = fmt.Sprintf("but today's StatefulSet %s has UID %s (deleted and recreated)", set.Name, set.UID)
-	case ownerTerminating:
-		s = fmt.Sprintf("which has been terminating for %s", d.ix.now.Sub(set.DeletionTimestamp.Time).Round(time.Second))
+	case OwnerReplaced:
+		fate.CurrentUID = set.UID
+	case OwnerTerminating:
+		fate.TerminatingFor = d.ix.now.Sub(set.DeletionTimestamp.Time).Round(time.Second)
 		if ref, owner, replaced := d.replacedOwner(set); replaced && owner.Exists {
-			s += fmt.Sprintf(" while its %s %s was recreated (UID %s, was %s)", ref.Kind, ref.Name, owner.UID, ref.UID)
+			fate.Recreated = &OwnerChange{Kind: ref.Kind, Name: ref.Name, UID: ref.UID, Exists: true, CurrentUID: owner.UID}
 		}
-	default:
-		s = "which no longer exists"
 	}
 	if deleting != nil {
-		s += fmt.Sprintf("; it has been terminating for %s", d.ix.now.Sub(deleting.Time).Round(1e9))
-	} else {
-		s += "; the garbage collector has not removed it"
+		fate.Deleting = model.Ptr(d.ix.now.Sub(deleting.Time).Round(time.Second))
 	}
-	return s
+	return fate
 }
 
 func (d *diagnosis) recentlyDeleted(ts *metav1.Time) bool {

@@ -1,56 +1,17 @@
 package stuck
 
 import (
-	"fmt"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+
+	"github.com/stsdiag/stsdiag/internal/statefulset"
 )
-
-// startupReasons are the container waiting reasons that mean a pod will not start by itself.
-var startupReasons = map[string]bool{
-	"ImagePullBackOff":           true,
-	"ErrImagePull":               true,
-	"InvalidImageName":           true,
-	"ErrImageNeverPull":          true,
-	"CreateContainerConfigError": true,
-	"CreateContainerError":       true,
-	"CrashLoopBackOff":           true,
-	"RunContainerError":          true,
-}
-
-var imageReasons = map[string]bool{
-	"ImagePullBackOff":  true,
-	"ErrImagePull":      true,
-	"InvalidImageName":  true,
-	"ErrImageNeverPull": true,
-}
-
-type problemKind int
-
-const (
-	containerProblem problemKind = iota + 1
-	unschedulableProblem
-	claimProblem
-)
-
-// problem is why a pod is stuck at startup.
-type problem struct {
-	kind      problemKind
-	reason    string
-	message   string
-	container string
-	image     string
-	init      bool
-	exitCode  *int32
-	claim     string
-	claimWhy  string
-}
 
 // startupProblem returns why the pod is stuck at startup, or nil if it is not.
-func (ix *index) startupProblem(pod *corev1.Pod) *problem {
+func (ix *index) startupProblem(pod *corev1.Pod) *Startup {
 	if pod.DeletionTimestamp != nil || pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded {
 		return nil
 	}
@@ -64,7 +25,7 @@ func (ix *index) startupProblem(pod *corev1.Pod) *problem {
 				continue
 			}
 			if c.LastTransitionTime.IsZero() || ix.now.Sub(c.LastTransitionTime.Time) >= ix.settle {
-				return &problem{kind: unschedulableProblem, reason: corev1.PodReasonUnschedulable, message: c.Message}
+				return &Startup{Kind: Unschedulable, Reason: corev1.PodReasonUnschedulable, Waiting: c.Message}
 			}
 			ix.wake(c.LastTransitionTime.Add(ix.settle))
 		}
@@ -77,27 +38,19 @@ func (ix *index) startupProblem(pod *corev1.Pod) *problem {
 	for _, c := range pod.Spec.Containers {
 		containers[c.Name] = c.Image
 	}
-	check := func(statuses []corev1.ContainerStatus, init bool) *problem {
+	check := func(statuses []corev1.ContainerStatus, init bool) *Startup {
 		for _, st := range statuses {
 			w := st.State.Waiting
-			if w == nil || !startupReasons[w.Reason] {
+			if w == nil || !statefulset.StartupReasons[w.Reason] {
 				continue
 			}
 			image := containers[st.Name]
 			if image == "" {
 				image = st.Image
 			}
-			p := &problem{kind: containerProblem, reason: w.Reason, message: w.Message, container: st.Name, image: image, init: init}
+			p := &Startup{Kind: ContainerWaiting, Reason: w.Reason, Waiting: w.Message, Container: st.Name, Image: image, Init: init}
 			if t := st.LastTerminationState.Terminated; t != nil {
-				code := t.ExitCode
-				p.exitCode = &code
-				if p.message == "" || w.Reason == "CrashLoopBackOff" {
-					last := fmt.Sprintf("last exit code %d", t.ExitCode)
-					if t.Reason != "" {
-						last += " (" + t.Reason + ")"
-					}
-					p.message = join(p.message, last)
-				}
+				p.LastExit = &Exit{Code: t.ExitCode, Reason: t.Reason}
 			}
 			return p
 		}
@@ -116,7 +69,7 @@ func (ix *index) startupProblem(pod *corev1.Pod) *problem {
 // threshold (a readiness probe that keeps failing). The StatefulSet controller treats it like any
 // pod that is not Running and Ready (isRunningAndReady, stateful_set_utils.go:467@v1.37.2): under
 // OrderedReady it waits on it (stateful_set_control.go:476@v1.37.2, :423@v1.25.16).
-func (ix *index) notReady(pod *corev1.Pod, images map[string]string) *problem {
+func (ix *index) notReady(pod *corev1.Pod, images map[string]string) *Startup {
 	if ix.notReadyAfter <= 0 || pod.Status.Phase != corev1.PodRunning {
 		return nil
 	}
@@ -134,21 +87,18 @@ func (ix *index) notReady(pod *corev1.Pod, images map[string]string) *problem {
 		ix.wake(ready.LastTransitionTime.Add(ix.notReadyAfter))
 		return nil
 	}
-	p := &problem{kind: containerProblem, reason: "NotReady",
-		message: fmt.Sprintf("Running but not Ready for %s", since.Round(time.Second))}
+	p := &Startup{Kind: ContainerNotReady, Reason: "NotReady", NotReadyFor: since.Round(time.Second), ReadyMessage: ready.Message}
 	for _, st := range pod.Status.ContainerStatuses {
 		if !st.Ready {
-			p.container, p.image = st.Name, images[st.Name]
-			if p.image == "" {
-				p.image = st.Image
+			p.Container, p.Image = st.Name, images[st.Name]
+			if p.Image == "" {
+				p.Image = st.Image
 			}
 			break
 		}
 	}
 	if e := ix.lastEvent("Pod", pod.Namespace, pod.Name, "Unhealthy"); e != nil {
-		p.message += "; last probe failure: " + strings.TrimSpace(e.Message)
-	} else if ready.Message != "" {
-		p.message += "; " + ready.Message
+		p.Probe = strings.TrimSpace(e.Message)
 	}
 	return p
 }
@@ -156,7 +106,7 @@ func (ix *index) notReady(pod *corev1.Pod, images map[string]string) *problem {
 // pendingClaim returns the first PVC of an unscheduled pod that will not bind by itself.
 // settling is true when a claim is Pending for a reason that may still resolve (a volume being
 // provisioned or bound) and has been so for less than the settle time: the pod waits for it.
-func (ix *index) pendingClaim(pod *corev1.Pod) (p *problem, settling bool) {
+func (ix *index) pendingClaim(pod *corev1.Pod) (p *Startup, settling bool) {
 	for _, v := range pod.Spec.Volumes {
 		if v.PersistentVolumeClaim == nil {
 			continue
@@ -166,7 +116,7 @@ func (ix *index) pendingClaim(pod *corev1.Pod) (p *problem, settling bool) {
 		if !ok || pvc.Status.Phase != corev1.ClaimPending {
 			continue
 		}
-		why, certain, waitsForPod := ix.claimPendingReason(pvc)
+		claim, certain, waitsForPod := ix.claimPendingReason(pvc)
 		if waitsForPod {
 			continue
 		}
@@ -175,16 +125,16 @@ func (ix *index) pendingClaim(pod *corev1.Pod) (p *problem, settling bool) {
 			settling = true
 			continue
 		}
-		return &problem{kind: claimProblem, reason: "PersistentVolumeClaimPending", claim: name, claimWhy: why,
-			message: fmt.Sprintf("PersistentVolumeClaim %q is Pending: %s", name, why)}, false
+		claim.Name = name
+		return &Startup{Kind: ClaimPending, Reason: "PersistentVolumeClaimPending", Claim: &claim}, false
 	}
 	return nil, settling
 }
 
-// claimPendingReason explains a Pending claim. certain is true when it can never bind as it is
-// (a missing StorageClass); waitsForPod when binding waits for the pod to be scheduled
-// (WaitForFirstConsumer): then the claim is not the cause.
-func (ix *index) claimPendingReason(pvc *corev1.PersistentVolumeClaim) (why string, certain, waitsForPod bool) {
+// claimPendingReason says why a Pending claim does not bind. certain is true when it can never
+// bind as it is (a missing StorageClass); waitsForPod when binding waits for the pod to be
+// scheduled (WaitForFirstConsumer): then the claim is not the cause.
+func (ix *index) claimPendingReason(pvc *corev1.PersistentVolumeClaim) (claim Claim, certain, waitsForPod bool) {
 	className := ""
 	if pvc.Spec.StorageClassName != nil {
 		className = *pvc.Spec.StorageClassName
@@ -193,36 +143,26 @@ func (ix *index) claimPendingReason(pvc *corev1.PersistentVolumeClaim) (why stri
 	if ix.storageClasses != nil {
 		if className == "" && pvc.Spec.StorageClassName == nil {
 			if ix.defaultClass == nil {
-				return join("no storageClassName is set and the cluster has no default StorageClass", event), true, false
+				return Claim{Why: NoDefaultClass, Event: event}, true, false
 			}
 			className = ix.defaultClass.Name
 		}
 		if className != "" {
 			sc, ok := ix.storageClasses[className]
 			if !ok {
-				return join(fmt.Sprintf("StorageClass %q does not exist", className), event), true, false
+				return Claim{Why: ClassMissing, Class: className, Event: event}, true, false
 			}
 			if sc.VolumeBindingMode != nil && *sc.VolumeBindingMode == storagev1.VolumeBindingWaitForFirstConsumer {
-				return "", false, true
+				return Claim{}, false, true
 			}
 		}
 	}
 	if event != "" {
 		// The volume controller has tried and complained (ProvisioningFailed, FailedBinding).
-		return event, true, false
+		return Claim{Why: VolumeControllerEvent, Class: className, Event: event}, true, false
 	}
 	if className == "" {
-		return "not bound: no PersistentVolume matches the claim", false, false
+		return Claim{Why: NoMatchingVolume}, false, false
 	}
-	return fmt.Sprintf("not bound: StorageClass %q has provisioned no volume and no PersistentVolume matches", className), false, false
-}
-
-func join(parts ...string) string {
-	var out []string
-	for _, p := range parts {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
-	}
-	return strings.Join(out, "; ")
+	return Claim{Why: NotProvisioned, Class: className}, false, false
 }

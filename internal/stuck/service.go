@@ -1,11 +1,6 @@
 package stuck
 
 import (
-	"encoding/json"
-	"fmt"
-	"sort"
-	"strings"
-
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -48,49 +43,27 @@ func (d *diagnosis) governingService(set *appsv1.StatefulSet) {
 	}
 	podLabels := set.Spec.Template.Labels
 	f := model.Finding{Finding: apiv1.Finding{Code: apiv1.ServiceMissing, Severity: apiv1.SeverityWarning, Namespace: set.Namespace, StatefulSet: set.Name,
-		Details: map[string]any{"service": name}}}
-	wanted := selectorFor(set)
-	create := fmt.Sprintf("apiVersion: v1, kind: Service, metadata: {name: %s, namespace: %s}, spec: {clusterIP: None, selector: %s}", name, set.Namespace, flowMap(wanted))
+		Details: apiv1.FindingDetails{Service: name}}}
+	facts := ServiceProblem{Service: name, Wanted: selectorFor(set)}
 	switch {
 	case svc == nil:
 		f.Reason = ServiceNotFound
-		f.Message = fmt.Sprintf("StatefulSet %s names Service %q (spec.serviceName), which does not exist in namespace %s: its pods get no stable DNS names (%s-0.%s.%s.svc)",
-			set.Name, name, set.Namespace, set.Name, name, set.Namespace)
-		f.Short = fmt.Sprintf("Service %s does not exist: pods get no DNS names", name)
-		f.Remedy = fmt.Sprintf("create the headless Service: %s apply -f - <<< '{%s}' (spec.serviceName cannot be changed)", d.opts.CLI, create)
 		// kubectl create service selects app=<name> (k8s.io/kubectl@v0.35.4 pkg/cmd/create/create_service.go:175-176).
-		if v, ok := podLabels["app"]; ok && v == name && len(wanted) == 1 && wanted["app"] == name {
-			f.Remedy = fmt.Sprintf("%s create service clusterip %s --clusterip=None -n %s (it selects app=%s)", d.opts.CLI, name, set.Namespace, name)
-		}
+		facts.SelectsApp = podLabels["app"] == name && len(facts.Wanted) == 1 && facts.Wanted["app"] == name
 	case svc.Spec.ClusterIP != corev1.ClusterIPNone:
 		f.Reason = ServiceNotHeadless
-		kind := fmt.Sprintf("clusterIP %s", svc.Spec.ClusterIP)
-		if svc.Spec.Type == corev1.ServiceTypeExternalName {
-			kind = "type ExternalName"
-		}
-		f.Details["clusterIP"] = svc.Spec.ClusterIP
-		f.Message = fmt.Sprintf("Service %s, the governing Service of StatefulSet %s, is not headless (%s): cluster DNS publishes no per-pod names (%s-0.%s.%s.svc) for it",
-			name, set.Name, kind, set.Name, name, set.Namespace)
-		f.Short = fmt.Sprintf("Service %s is not headless (%s)", name, kind)
-		f.Remedy = fmt.Sprintf("the clusterIP of a Service cannot be changed and spec.serviceName is immutable: recreate Service %s with clusterIP: None (%s delete service %s -n %s, then create {%s}); give clients that need a virtual IP a second Service",
-			name, d.opts.CLI, name, set.Namespace, create)
+		facts.ClusterIP, facts.ExternalName = svc.Spec.ClusterIP, svc.Spec.Type == corev1.ServiceTypeExternalName
+		f.Details.ClusterIP = model.Ptr(svc.Spec.ClusterIP)
 	case len(svc.Spec.Selector) == 0 || !labels.SelectorFromSet(svc.Spec.Selector).Matches(labels.Set(podLabels)):
 		f.Reason = ServiceSelectorMismatch
-		f.Details["selector"] = svc.Spec.Selector
-		f.Details["podLabels"] = podLabels
-		why := fmt.Sprintf("its selector %s does not select the pods (labels %s)", flowMap(svc.Spec.Selector), flowMap(podLabels))
-		if len(svc.Spec.Selector) == 0 {
-			why = "it has no selector, so no endpoints are created for the pods"
-		}
-		f.Message = fmt.Sprintf("Service %s, the governing Service of StatefulSet %s, does not cover its pods: %s; they get no stable DNS names (%s-0.%s.%s.svc)",
-			name, set.Name, why, set.Name, name, set.Namespace)
-		f.Short = fmt.Sprintf("Service %s does not select the pods", name)
-		selector, _ := json.Marshal(wanted)
-		f.Remedy = fmt.Sprintf(`%s patch service %s -n %s --type=json -p '[{"op":"replace","path":"/spec/selector","value":%s}]'`, d.opts.CLI, name, set.Namespace, selector)
+		facts.Selector, facts.PodLabels = svc.Spec.Selector, podLabels
+		f.Details.Selector = model.Ptr(svc.Spec.Selector)
+		f.Details.PodLabels = podLabels
 	default:
 		return
 	}
-	f.Details["reason"] = f.Reason
+	f.Details.Reason = f.Reason
+	f.Facts = facts
 	d.add(f)
 }
 
@@ -101,18 +74,4 @@ func selectorFor(set *appsv1.StatefulSet) map[string]string {
 		return set.Spec.Selector.MatchLabels
 	}
 	return set.Spec.Template.Labels
-}
-
-// flowMap prints labels as a YAML flow map, keys sorted: {app: web}.
-func flowMap(m map[string]string) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = k + ": " + m[k]
-	}
-	return "{" + strings.Join(parts, ", ") + "}"
 }

@@ -1,5 +1,6 @@
 // Package stuck decides, from the StatefulSet controller's own rules, whether a rollout will finish
-// by itself. It is pure: it reads a snapshot and returns findings.
+// by itself. It is pure: it reads a snapshot and returns findings with their typed facts (facts.go);
+// package explain words them.
 package stuck
 
 import (
@@ -20,6 +21,7 @@ import (
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/snapshot"
+	"github.com/stsdiag/stsdiag/internal/statefulset"
 )
 
 // Options tune the diagnosis.
@@ -27,8 +29,6 @@ type Options struct {
 	// TerminatingAfter is how long a StatefulSet (or an object of a gone owner) may stay
 	// terminating before it is reported.
 	TerminatingAfter time.Duration
-	// CLI is the command named in remedies: "kubectl" or "oc".
-	CLI string
 	// Settle is how long an Unschedulable pod or a Pending claim with a cause that may still
 	// resolve (a volume being provisioned or bound) waits before it is reported.
 	Settle time.Duration
@@ -41,12 +41,13 @@ type Options struct {
 
 // DefaultOptions are the options of `stsdiag check`.
 func DefaultOptions() Options {
-	return Options{TerminatingAfter: 5 * time.Minute, CLI: "kubectl", Settle: 10 * time.Second, NotReadyAfter: 5 * time.Minute}
+	return Options{TerminatingAfter: 5 * time.Minute, Settle: 10 * time.Second, NotReadyAfter: 5 * time.Minute}
 }
 
-// Result is what the diagnosis found.
+// Result is what the diagnosis found: findings with their facts (explain words them), and each
+// StatefulSet's rollout (model.Summaries gives it its status once every analyzer has run).
 type Result struct {
-	StatefulSets []apiv1.StatefulSetSummary
+	StatefulSets []model.Rollout
 	Findings     []model.Finding
 	// Rules are the controller rules applied (the server's release and the gates assumed).
 	Rules Rules
@@ -56,11 +57,9 @@ type Result struct {
 	RecheckAt time.Time
 }
 
-// Diagnose examines every StatefulSet in the snapshot's scope.
+// Diagnose examines every StatefulSet in the snapshot's scope. The findings carry facts, not
+// words: explain.Findings writes their messages and remedies.
 func Diagnose(s *snapshot.Snapshot, opts Options) Result {
-	if opts.CLI == "" {
-		opts.CLI = "kubectl"
-	}
 	ix := newIndex(s, opts.Settle)
 	ix.notReadyAfter = opts.NotReadyAfter
 	rules, err := RulesFor(s.ServerVersion, opts.FeatureGates)
@@ -75,10 +74,9 @@ func Diagnose(s *snapshot.Snapshot, opts Options) Result {
 		if !s.InScope(set.Namespace, set.Name) {
 			continue
 		}
-		before := len(d.findings)
 		d.statefulSet(set)
 		d.governingService(set)
-		res.StatefulSets = append(res.StatefulSets, summarize(set, d.findings[before:]))
+		res.StatefulSets = append(res.StatefulSets, rolloutOf(set))
 	}
 	d.orphans(s)
 	res.Findings = d.findings
@@ -175,7 +173,7 @@ func (r *controllerView) unavailable() int {
 	n := 0
 	for _, pod := range r.byIndex {
 		switch {
-		case pod == nil || pod.DeletionTimestamp != nil || !isRunningAndReady(pod):
+		case pod == nil || pod.DeletionTimestamp != nil || !statefulset.RunningAndReady(pod):
 			n++
 		case r.rules.AvailabilityHonoursMinReady && !podutils.IsPodAvailable(pod, r.set.Spec.MinReadySeconds, r.now):
 			n++
@@ -202,7 +200,7 @@ func (d *diagnosis) statefulSet(set *appsv1.StatefulSet) {
 		r.partition = int(*ru.Partition)
 	}
 	r.byIndex = make([]*corev1.Pod, r.replicas)
-	for _, pod := range d.ix.podsByOwner[set.UID] {
+	for _, pod := range d.ix.owned.Pods[set.UID] {
 		if n, ok := ordinal(set.Name, pod.Name); ok && n >= r.start && n-r.start < r.replicas {
 			r.byIndex[n-r.start] = pod
 		}
@@ -219,22 +217,21 @@ func (d *diagnosis) statefulSet(set *appsv1.StatefulSet) {
 		p := d.ix.startupProblem(pod)
 		if p == nil && pod.Status.Phase == corev1.PodSucceeded && !d.rules.SucceededRecreated {
 			// Before 1.27 only Failed pods are recreated (stateful_set_control.go:377@v1.25.16).
-			p = &problem{kind: containerProblem, reason: "PodSucceeded",
-				message: fmt.Sprintf("its containers exited and the controller of Kubernetes %s never recreates a Succeeded pod", d.rules.Version)}
+			p = &Startup{Kind: PodExited, Reason: "PodSucceeded", Release: d.rules.Version}
 		}
-		stale := podRevision(pod) != r.target(i)
+		stale := statefulset.PodRevision(pod) != r.target(i)
 		switch {
 		case p == nil:
 			if stale && set.Spec.UpdateStrategy.Type == appsv1.OnDeleteStatefulSetStrategyType && pod.DeletionTimestamp == nil {
 				onDeleteStale = append(onDeleteStale, pod.Name)
 			}
-		case p.kind == claimProblem:
+		case p.Kind == ClaimPending:
 			d.claimPending(r, pod, p)
 		case stale && !r.replaces(i):
 			d.staleStuck(r, i, pod, p)
 		case stale:
 			// The controller replaces it by itself.
-		case p.kind == unschedulableProblem:
+		case p.Kind == Unschedulable:
 			d.unschedulable(r, i, pod, p)
 		default:
 			d.revisionFailing(r, i, pod, p)
@@ -245,53 +242,40 @@ func (d *diagnosis) statefulSet(set *appsv1.StatefulSet) {
 	}
 }
 
-func (d *diagnosis) base(r *controllerView, code apiv1.Code, sev apiv1.Severity, pod *corev1.Pod, p *problem) model.Finding {
-	f := model.Finding{Finding: apiv1.Finding{Code: code, Severity: sev, Namespace: r.set.Namespace, StatefulSet: r.set.Name, Details: map[string]any{}}}
+func (d *diagnosis) base(r *controllerView, code apiv1.Code, sev apiv1.Severity, pod *corev1.Pod, p *Startup) model.Finding {
+	f := model.Finding{Finding: apiv1.Finding{Code: code, Severity: sev, Namespace: r.set.Namespace, StatefulSet: r.set.Name}}
 	if r.update != "" {
-		f.Details["updateRevision"] = r.update
+		f.Details.UpdateRevision = r.update
 	}
 	if pod != nil {
 		f.Pod = pod.Name
 		f.Target = &model.PodRef{Name: pod.Name, UID: pod.UID}
-		f.Details["podRevision"] = podRevision(pod)
-		f.Details["podUID"] = string(pod.UID)
-		f.Details["podResourceVersion"] = pod.ResourceVersion
+		f.Details.PodRevision = model.Ptr(statefulset.PodRevision(pod))
+		f.Details.PodUID = model.Ptr(string(pod.UID))
+		f.Details.PodResourceVersion = model.Ptr(pod.ResourceVersion)
 		if events := d.ix.recentEvents("Pod", pod.Namespace, pod.Name, 3); len(events) > 0 {
-			f.Details["events"] = events
+			f.Details.Events = events
 		}
 	}
 	if p != nil {
-		f.Reason = p.reason
-		f.Container = p.container
-		f.Image = p.image
-		if p.init {
-			f.Details["initContainer"] = true
-		}
-		if p.exitCode != nil {
-			f.Details["lastExitCode"] = *p.exitCode
+		f.Reason = p.Reason
+		f.Container = p.Container
+		f.Image = p.Image
+		f.Details.InitContainer = p.Init
+		if p.LastExit != nil {
+			f.Details.LastExitCode = model.Ptr(p.LastExit.Code)
 		}
 	}
 	return f
 }
 
-func (d *diagnosis) strategy(r *controllerView) string {
-	policy := string(r.set.Spec.PodManagementPolicy)
-	if policy == "" {
-		policy = string(appsv1.OrderedReadyPodManagement)
-	}
-	strategy := string(r.set.Spec.UpdateStrategy.Type)
-	if strategy == "" {
-		strategy = string(appsv1.RollingUpdateStatefulSetStrategyType)
-	}
-	return policy + ", " + strategy
-}
-
-// blocked lists the other pods the stuck pod at index k keeps from being created or updated.
-func (r *controllerView) blocked(k int) []string {
+// blocked lists the other pods the stuck pod at index k keeps from being created, updated or
+// Ready.
+func (r *controllerView) blocked(k int) []Blocked {
 	if !r.ordered() {
 		return nil
 	}
-	var out []string
+	var out []Blocked
 	for i := 0; i < r.replicas; i++ {
 		if i == k {
 			continue
@@ -300,149 +284,123 @@ func (r *controllerView) blocked(k int) []string {
 		name := fmt.Sprintf("%s-%d", r.set.Name, r.start+i)
 		switch {
 		case pod == nil && i > k:
-			out = append(out, name+" (not created)")
-		case pod != nil && r.set.Spec.UpdateStrategy.Type != appsv1.OnDeleteStatefulSetStrategyType && podRevision(pod) != r.target(i):
-			out = append(out, name+" (not updated)")
-		case pod != nil && i > k && !isRunningAndReady(pod):
-			out = append(out, name+" (not ready)")
+			out = append(out, Blocked{Pod: name, Why: NotCreated})
+		case pod != nil && r.set.Spec.UpdateStrategy.Type != appsv1.OnDeleteStatefulSetStrategyType && statefulset.PodRevision(pod) != r.target(i):
+			out = append(out, Blocked{Pod: name, Why: NotUpdated})
+		case pod != nil && i > k && !statefulset.RunningAndReady(pod):
+			out = append(out, Blocked{Pod: name, Why: NotReady})
 		}
 	}
 	return out
 }
 
-func (d *diagnosis) staleStuck(r *controllerView, i int, pod *corev1.Pod, p *problem) {
-	f := d.base(r, apiv1.StaleRevisionStuck, apiv1.SeverityError, pod, p)
-	target := r.target(i)
-	targetDesc := fmt.Sprintf("revision %s", target)
-	if target == "" {
-		targetDesc = "the new template"
-	}
-	var why string
+// neverReplaced says why the controller never replaces the off-revision pod at index i.
+func (d *diagnosis) neverReplaced(r *controllerView, i int) NeverReplaced {
 	switch {
 	case r.set.Spec.UpdateStrategy.Type == appsv1.OnDeleteStatefulSetStrategyType:
-		why = "with the OnDelete strategy the controller never replaces it"
+		return NeverReplaced{Kind: OnDeleteStrategy}
 	case i < r.partition:
-		why = fmt.Sprintf("its ordinal is below the partition (%d), so the controller never replaces it", r.partition)
+		return NeverReplaced{Kind: BelowPartition, Partition: r.partition}
 	case r.set.Spec.UpdateStrategy.Type == recreateStrategy:
-		why = fmt.Sprintf("the controller (Kubernetes %s) ignores the Recreate strategy while %s is off (it records an UnknownStrategy event and changes nothing)", d.rules.Version, GateRecreate)
+		return NeverReplaced{Kind: RecreateIgnored, Release: d.rules.Version}
 	case !r.ordered():
-		why = fmt.Sprintf("the controller (Parallel, RollingUpdate, Kubernetes %s with %s on) counts %d unavailable pod(s) against maxUnavailable %d and deletes nothing, so the rollout never finishes (kubernetes#137409; Kubernetes v1.35.4 and v1.36 turn the gate off, v1.37 replaces such pods)",
-			d.rules.Version, GateMaxUnavailable, r.unavailable(), r.maxUnavailable())
-		f.Details["maxUnavailable"] = r.maxUnavailable()
-		f.Details["unavailablePods"] = r.unavailable()
-	default:
-		why = fmt.Sprintf("the controller (%s) waits for it to become Running and Ready and will never replace it (kubernetes#67250)", d.strategy(r))
+		return NeverReplaced{Kind: BudgetSpent, Release: d.rules.Version, Unavailable: r.unavailable(), MaxUnavailable: r.maxUnavailable()}
 	}
-	f.Message = fmt.Sprintf("%s runs old revision %s and is stuck at startup (%s%s): %s", pod.Name, podRevision(pod), p.reason, containerSuffix(p), why)
-	if p.message != "" {
-		f.Message += "; " + p.message
+	policy := string(r.set.Spec.PodManagementPolicy)
+	if policy == "" {
+		policy = string(appsv1.OrderedReadyPodManagement)
 	}
-	if blocked := r.blocked(i); len(blocked) > 0 {
-		f.Details["blocks"] = blocked
-		f.Message += "; it blocks " + strings.Join(blocked, ", ")
+	strategy := string(r.set.Spec.UpdateStrategy.Type)
+	if strategy == "" {
+		strategy = string(appsv1.RollingUpdateStatefulSetStrategyType)
 	}
-	f.Details["targetRevision"] = target
-	f.Details["ordinal"] = r.start + i
-	f.Message += fmt.Sprintf("; deleting it makes the controller recreate it from %s, keeping its PersistentVolumeClaims", targetDesc)
-	f.Short = fmt.Sprintf("%s on old revision %s; never replaced", p.reason, podRevision(pod))
-	if blocked := r.blocked(i); len(blocked) > 0 {
-		f.Short += "; blocks " + strings.Join(podNames(blocked), ", ")
+	return NeverReplaced{Kind: WaitsForReady, Policy: policy, Strategy: strategy}
+}
+
+func (d *diagnosis) staleStuck(r *controllerView, i int, pod *corev1.Pod, p *Startup) {
+	f := d.base(r, apiv1.StaleRevisionStuck, apiv1.SeverityError, pod, p)
+	facts := StaleStuck{Startup: *p, Revision: statefulset.PodRevision(pod), Target: r.target(i), Why: d.neverReplaced(r, i), Blocked: r.blocked(i)}
+	if facts.Why.Kind == BudgetSpent {
+		f.Details.MaxUnavailable = model.Ptr(facts.Why.MaxUnavailable)
+		f.Details.UnavailablePods = model.Ptr(facts.Why.Unavailable)
 	}
-	f.Remedy = fmt.Sprintf("%s delete pod %s -n %s", d.opts.CLI, pod.Name, pod.Namespace)
+	f.Details.TargetRevision = model.Ptr(facts.Target)
+	f.Details.Ordinal = model.Ptr(r.start + i)
+	f.Facts = facts
 	d.add(f)
 }
 
-func containerSuffix(p *problem) string {
-	if p.container == "" {
-		return ""
-	}
-	kind := "container"
-	if p.init {
-		kind = "init container"
-	}
-	return fmt.Sprintf(", %s %q, image %q", kind, p.container, p.image)
-}
-
-func (d *diagnosis) revisionFailing(r *controllerView, i int, pod *corev1.Pod, p *problem) {
+func (d *diagnosis) revisionFailing(r *controllerView, i int, pod *corev1.Pod, p *Startup) {
 	f := d.base(r, apiv1.CurrentRevisionFailing, apiv1.SeverityError, pod, p)
-	rev := podRevision(pod)
-	f.Message = fmt.Sprintf("%s runs revision %s, the one the controller would recreate it from, and is stuck at startup (%s%s)", pod.Name, rev, p.reason, containerSuffix(p))
-	if rev != r.update && i < r.partition {
-		f.Message += fmt.Sprintf("; its ordinal is below the partition (%d), so deleting it recreates the same current revision", r.partition)
+	facts := Failing{Startup: *p, Revision: statefulset.PodRevision(pod), Blocked: r.blocked(i), Fix: templateFix(p), Ordered: r.ordered()}
+	if facts.Revision != r.update && i < r.partition {
+		facts.BelowPartition = r.partition
 	}
-	if p.message != "" {
-		f.Message += ": " + p.message
-	}
-	if blocked := r.blocked(i); len(blocked) > 0 {
-		f.Details["blocks"] = blocked
-		f.Message += "; it blocks " + strings.Join(blocked, ", ")
-	}
-	f.Details["ordinal"] = r.start + i
-	f.Short = fmt.Sprintf("%s on revision %s%s", p.reason, rev, containerSuffix(p))
-	f.Remedy = d.templateRemedy(r, pod, p)
+	f.Details.Ordinal = model.Ptr(r.start + i)
+	f.Facts = facts
 	d.add(f)
 }
 
-func (d *diagnosis) templateRemedy(r *controllerView, pod *corev1.Pod, p *problem) string {
-	set := fmt.Sprintf("statefulset/%s -n %s", r.set.Name, r.set.Namespace)
-	after := fmt.Sprintf("; once the template is fixed, delete the stuck pod: %s delete pod %s -n %s", d.opts.CLI, pod.Name, pod.Namespace)
-	if !r.ordered() {
-		after = ""
-	}
-	msg := strings.ToLower(p.message)
+// templateFix says what to change in the template of a pod stuck at startup on its current
+// revision.
+func templateFix(p *Startup) TemplateFix {
 	switch {
-	case imageReasons[p.reason] && (strings.Contains(msg, "unauthorized") || strings.Contains(msg, "authentication required") ||
-		strings.Contains(msg, "access denied") || strings.Contains(msg, "denied")):
-		return fmt.Sprintf("the registry refuses image %q: add or fix an imagePullSecret (spec.template.spec.imagePullSecrets or the ServiceAccount's) for %s%s", p.image, set, after)
-	case imageReasons[p.reason]:
-		return fmt.Sprintf("image %q of container %q cannot be pulled: fix the template, e.g. %s set image %s %s=IMAGE with a pullable IMAGE, or push the image%s", p.image, p.container, d.opts.CLI, set, p.container, after)
-	case p.reason == "CreateContainerConfigError":
-		return fmt.Sprintf("container %q refers to configuration that is missing or invalid (a Secret, ConfigMap or key; see the message): create it or fix the reference in %s%s", p.container, set, after)
-	case p.reason == "NotReady":
-		return fmt.Sprintf("container %q runs but never becomes Ready: read the probe failure in the message and `%s describe pod %s -n %s`, then fix the readiness probe, the configuration or the dependency it waits for in %s%s", p.container, d.opts.CLI, pod.Name, pod.Namespace, set, after)
-	case p.reason == "CrashLoopBackOff":
-		return fmt.Sprintf("container %q keeps exiting: read `%s logs %s -n %s -c %s --previous`, then fix the image, command or configuration in %s%s", p.container, d.opts.CLI, pod.Name, pod.Namespace, p.container, set, after)
-	case p.reason == "CreateContainerError" || p.reason == "RunContainerError":
-		return fmt.Sprintf("the container runtime cannot create or start container %q (see the message): fix its command, mounts or securityContext in %s%s", p.container, set, after)
-	case p.kind == unschedulableProblem:
-		return fmt.Sprintf("no node can take the pod: add capacity or relax resources, nodeSelector, affinity or tolerations in %s%s", set, after)
+	case statefulset.ImagePullReasons[p.Reason] && refusesCredentials(p):
+		return FixPullSecret
+	case statefulset.ImagePullReasons[p.Reason]:
+		return FixImage
+	case p.Reason == "CreateContainerConfigError":
+		return FixConfig
+	case p.Reason == "NotReady":
+		return FixReadiness
+	case p.Reason == "CrashLoopBackOff":
+		return FixCrash
+	case p.Reason == "CreateContainerError" || p.Reason == "RunContainerError":
+		return FixRuntime
+	case p.Kind == Unschedulable:
+		return FixScheduling
 	}
-	return "fix the pod template of " + set + after
+	return FixTemplate
 }
 
-func (d *diagnosis) unschedulable(r *controllerView, i int, pod *corev1.Pod, p *problem) {
-	f := d.base(r, apiv1.PodUnschedulable, apiv1.SeverityError, pod, p)
-	f.Message = fmt.Sprintf("%s cannot be scheduled: %s", pod.Name, p.message)
-	f.Short = "unschedulable: " + p.message
-	if blocked := r.blocked(i); len(blocked) > 0 {
-		f.Details["blocks"] = blocked
-		f.Message += "; it blocks " + strings.Join(blocked, ", ")
+// refusesCredentials reports whether the kubelet's message (or, with none, the last
+// termination's reason) says the registry refused the pull's credentials.
+func refusesCredentials(p *Startup) bool {
+	text := p.Waiting
+	if text == "" && p.LastExit != nil {
+		text = p.LastExit.Reason
 	}
-	f.Details["ordinal"] = r.start + i
-	f.Remedy = d.templateRemedy(r, pod, p)
+	text = strings.ToLower(text)
+	for _, word := range []string{"unauthorized", "authentication required", "access denied", "denied"} {
+		if strings.Contains(text, word) {
+			return true
+		}
+	}
+	return false
+}
+
+func (d *diagnosis) unschedulable(r *controllerView, i int, pod *corev1.Pod, p *Startup) {
+	f := d.base(r, apiv1.PodUnschedulable, apiv1.SeverityError, pod, p)
+	f.Details.Ordinal = model.Ptr(r.start + i)
+	f.Facts = PodUnschedulable{Startup: *p, Blocked: r.blocked(i), Ordered: r.ordered()}
 	d.add(f)
 }
 
-func (d *diagnosis) claimPending(r *controllerView, pod *corev1.Pod, p *problem) {
+func (d *diagnosis) claimPending(r *controllerView, pod *corev1.Pod, p *Startup) {
 	f := d.base(r, apiv1.VolumeClaimPending, apiv1.SeverityError, pod, p)
-	f.Message = fmt.Sprintf("%s waits for PersistentVolumeClaim %s, which is Pending: %s", pod.Name, p.claim, p.claimWhy)
-	f.Details["claim"] = p.claim
-	f.Short = fmt.Sprintf("PVC %s Pending: %s", p.claim, p.claimWhy)
-	if events := d.ix.recentEvents("PersistentVolumeClaim", pod.Namespace, p.claim, 3); len(events) > 0 {
-		f.Details["claimEvents"] = events
+	f.Details.Claim = p.Claim.Name
+	if events := d.ix.recentEvents("PersistentVolumeClaim", pod.Namespace, p.Claim.Name, 3); len(events) > 0 {
+		f.Details.ClaimEvents = events
 	}
-	f.Remedy = fmt.Sprintf("make the claim bindable: create the StorageClass it names, mark a default StorageClass, or create a matching PersistentVolume (%s describe pvc %s -n %s); stsdiag never deletes claims",
-		d.opts.CLI, p.claim, pod.Namespace)
+	f.Facts = ClaimStuck{Claim: *p.Claim}
 	d.add(f)
 }
 
 func (d *diagnosis) onDeleteStale(r *controllerView, pods []string) {
 	f := d.base(r, apiv1.OnDeleteStale, apiv1.SeverityInfo, nil, nil)
 	byOrdinal(r.set.Name, pods)
-	f.Message = fmt.Sprintf("OnDelete strategy: %d pod(s) run an older revision than %s (%s); they change only when deleted; delete them one at a time, highest ordinal first, waiting for each to be Ready", len(pods), r.update, strings.Join(pods, ", "))
-	f.Details["pods"] = pods
-	f.Short = fmt.Sprintf("%d pod(s) on older revisions: %s", len(pods), strings.Join(pods, ", "))
-	f.Remedy = fmt.Sprintf("%s delete pod -n %s %s", d.opts.CLI, r.set.Namespace, pods[len(pods)-1])
+	f.Details.Pods = pods
+	f.Facts = OnDeleteOld{Pods: pods, UpdateRevision: r.update}
 	d.add(f)
 }
 
@@ -454,39 +412,36 @@ func (d *diagnosis) terminating(set *appsv1.StatefulSet) {
 		d.ix.wake(set.DeletionTimestamp.Add(d.opts.TerminatingAfter))
 		return
 	}
+	facts := SetTerminating{Age: age.Round(time.Second), Finalizers: set.Finalizers, OwnedPods: len(d.ix.owned.Pods[set.UID]), ReusedBy: reused}
 	f := model.Finding{Finding: apiv1.Finding{Code: apiv1.StatefulSetTerminating, Severity: apiv1.SeverityWarning, Namespace: set.Namespace, StatefulSet: set.Name,
-		Details: map[string]any{"uid": string(set.UID), "terminatingFor": age.Round(time.Second).String()}}}
-	f.Message = fmt.Sprintf("StatefulSet %s has been terminating for %s", set.Name, age.Round(time.Second))
+		Details: apiv1.FindingDetails{UID: string(set.UID), TerminatingFor: facts.Age.String(), ReusedBy: reused}}}
+	if len(set.Finalizers) > 0 {
+		f.Details.Finalizers = set.Finalizers
+	}
 	if replaced {
-		f.Reason = "OwnerRecreated"
-		f.Details["ownerKind"], f.Details["ownerName"], f.Details["ownerUID"] = ownerRef.Kind, ownerRef.Name, string(ownerRef.UID)
+		facts.Owner = d.ownerChange(set, ownerRef, owner)
+		f.Reason = "OwnerGone"
 		if owner.Exists {
-			f.Details["currentOwnerUID"] = string(owner.UID)
-			f.Message += fmt.Sprintf("; its owner %s %s (UID %s) was deleted and recreated (UID %s): the new %s cannot create its own StatefulSet %s until this one is gone",
-				ownerRef.Kind, ownerRef.Name, ownerRef.UID, owner.UID, ownerRef.Kind, set.Name)
-			if revs := d.newOwnerRevisions(set, owner); len(revs) > 0 {
-				f.Details["newOwnerRevisions"] = revs
-				f.Message += fmt.Sprintf("; the new owner already created ControllerRevision(s) %s after this deletion began", strings.Join(revs, ", "))
-			}
-		} else {
-			f.Reason = "OwnerGone"
-			f.Message += fmt.Sprintf("; its owner %s %s (UID %s) no longer exists", ownerRef.Kind, ownerRef.Name, ownerRef.UID)
+			f.Reason = "OwnerRecreated"
+		}
+		f.Details.OwnerKind, f.Details.OwnerName, f.Details.OwnerUID = ownerRef.Kind, ownerRef.Name, string(ownerRef.UID)
+		f.Details.CurrentOwnerUID = string(facts.Owner.CurrentUID)
+		f.Details.NewOwnerRevisions = facts.Owner.NewRevisions
+	}
+	f.Facts = facts
+	d.add(f)
+}
+
+// ownerChange describes a terminating StatefulSet's owner that is gone or was recreated.
+func (d *diagnosis) ownerChange(set *appsv1.StatefulSet, ref *metav1.OwnerReference, owner snapshot.Owner) *OwnerChange {
+	c := &OwnerChange{Kind: ref.Kind, Name: ref.Name, UID: ref.UID, Exists: owner.Exists}
+	if owner.Exists {
+		c.CurrentUID = owner.UID
+		if revs := d.newOwnerRevisions(set, owner); len(revs) > 0 {
+			c.NewRevisions = revs
 		}
 	}
-	if len(set.Finalizers) > 0 {
-		f.Message += "; finalizers: " + strings.Join(set.Finalizers, ", ")
-		f.Details["finalizers"] = set.Finalizers
-	}
-	if n := len(d.ix.podsByOwner[set.UID]); n > 0 {
-		f.Message += fmt.Sprintf("; %d pod(s) still owned by it", n)
-	}
-	if len(reused) > 0 {
-		f.Details["reusedBy"] = reused
-		f.Message += "; objects of its name are owned by another controller: " + strings.Join(reused, ", ")
-	}
-	f.Remedy = fmt.Sprintf("find what holds the deletion (%s get statefulset %s -n %s -o jsonpath='{.metadata.finalizers}' and the owners of its pods); a new owner of the same name cannot take over until it is gone",
-		d.opts.CLI, set.Name, set.Namespace)
-	d.add(f)
+	return c
 }
 
 // reusedByOthers lists pods matching a terminating set's selector and name that another
@@ -497,7 +452,7 @@ func (d *diagnosis) reusedByOthers(set *appsv1.StatefulSet) []string {
 		return nil
 	}
 	var out []string
-	for uid, pods := range d.ix.podsByOwner {
+	for uid, pods := range d.ix.owned.Pods {
 		if uid == set.UID {
 			continue
 		}
@@ -514,40 +469,15 @@ func (d *diagnosis) reusedByOthers(set *appsv1.StatefulSet) []string {
 	return out
 }
 
-// summarize gives the StatefulSet's rollout state.
-func summarize(set *appsv1.StatefulSet, findings []model.Finding) apiv1.StatefulSetSummary {
-	s := apiv1.StatefulSetSummary{Namespace: set.Namespace, Name: set.Name, Replicas: rollout.Replicas(set), ReadyReplicas: set.Status.ReadyReplicas,
-		CurrentRevision: set.Status.CurrentRevision, UpdateRevision: set.Status.UpdateRevision}
-	switch {
-	case set.DeletionTimestamp != nil:
-		s.Status = apiv1.StatusTerminating
-	case hasError(findings):
-		s.Status = apiv1.StatusStuck
-	case rollout.Complete(set):
-		s.Status = apiv1.StatusComplete
-	default:
-		s.Status = apiv1.StatusProgressing
+// rolloutOf reads the StatefulSet's rollout from its object.
+func rolloutOf(set *appsv1.StatefulSet) model.Rollout {
+	return model.Rollout{
+		Summary: apiv1.StatefulSetSummary{Namespace: set.Namespace, Name: set.Name, Replicas: rollout.Replicas(set), ReadyReplicas: set.Status.ReadyReplicas,
+			CurrentRevision: set.Status.CurrentRevision, UpdateRevision: set.Status.UpdateRevision},
+		Terminating: set.DeletionTimestamp != nil,
+		Complete:    rollout.Complete(set),
 	}
-	return s
-}
-
-func hasError(findings []model.Finding) bool {
-	for _, f := range findings {
-		if f.Severity == apiv1.SeverityError {
-			return true
-		}
-	}
-	return false
 }
 
 // recreateStrategy is the 1.37 alpha strategy (gate StatefulSetRecreateStrategy); k8s.io/api 0.35 has no constant.
 const recreateStrategy appsv1.StatefulSetUpdateStrategyType = "Recreate"
-
-// podNames drops the "(not created)" notes of blocked pods.
-func podNames(blocked []string) []string {
-	out := make([]string, len(blocked))
-	for i, b := range blocked {
-		out[i], _, _ = strings.Cut(b, " ")
-	}
-	return out
-}

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/internal/explain"
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/snapshot"
 	"github.com/stsdiag/stsdiag/internal/snapshot/snapshottest"
@@ -16,6 +17,7 @@ func TestScenarios(t *testing.T) {
 		opts := stuck.DefaultOptions()
 		opts.FeatureGates = gates
 		res := stuck.Diagnose(s, opts)
-		return model.PublicFindings(res.Findings), res.StatefulSets
+		explain.Findings(res.Findings, explain.Options{CLI: "kubectl"})
+		return model.PublicFindings(res.Findings), model.Summaries(res.StatefulSets, res.Findings)
 	})
 }

@@ -1,9 +1,7 @@
 package stuck
 
 import (
-	"fmt"
 	"sort"
-	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -11,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/snapshot"
 )
 
@@ -31,82 +30,64 @@ func (d *diagnosis) podTerminating(r *controllerView, i int, pod *corev1.Pod) {
 		return
 	}
 	f := d.base(r, apiv1.PodStuckTerminating, apiv1.SeverityError, pod, nil)
-	f.Reason = "Terminating"
-	f.Details["ordinal"] = r.start + i
-	f.Details["overdue"] = overdue.Round(time.Second).String()
 	node := pod.Spec.NodeName
-	f.Details["node"] = node
+	facts := PodTerminating{Overdue: overdue.Round(time.Second), Node: node, NodeState: d.nodeState(node), Finalizers: pod.Finalizers, Blocked: r.blocked(i)}
+	f.Reason = "Terminating"
+	f.Details.Ordinal = model.Ptr(r.start + i)
+	f.Details.Overdue = facts.Overdue.String()
+	f.Details.Node = model.Ptr(node)
 	if len(pod.Finalizers) > 0 {
-		f.Details["finalizers"] = pod.Finalizers
+		f.Details.Finalizers = pod.Finalizers
 	}
-	nodeState, lost := d.nodeState(node)
-	for k, v := range nodeState {
-		f.Details[k] = v
-	}
-	f.Message = fmt.Sprintf("%s was deleted but is still terminating %s after its grace period ended", pod.Name, overdue.Round(time.Second))
-	var cause string
-	switch {
-	case len(pod.Finalizers) > 0:
-		cause = "finalizers " + strings.Join(pod.Finalizers, ", ") + " hold it"
-	case lost:
-		cause = fmt.Sprintf("its node %s %s", node, nodeState["nodeCondition"])
-	case node == "":
-		cause = "it was never scheduled; the API server should have removed it at once"
-	case d.ix.nodes == nil:
-		cause = fmt.Sprintf("the kubelet on node %s has not confirmed the containers stopped (the node's state is unknown: nodes cannot be listed)", node)
-	default:
-		cause = fmt.Sprintf("the kubelet on node %s has not confirmed the containers stopped", node)
-	}
-	f.Message += ": " + cause
-	f.Message += fmt.Sprintf("; the controller never creates a second %s while it exists", pod.Name)
-	if blocked := r.blocked(i); len(blocked) > 0 {
-		f.Details["blocks"] = blocked
-		f.Message += "; it blocks " + strings.Join(blocked, ", ")
-	}
-	f.Short = fmt.Sprintf("terminating for %s: %s", overdue.Round(time.Second), cause)
-	cli := d.opts.CLI
-	switch {
-	case len(pod.Finalizers) > 0:
-		f.Remedy = fmt.Sprintf("find the controller that owns finalizers %s and why it does not remove them; once it is safe: %s patch pod %s -n %s --type=json -p '[{\"op\":\"remove\",\"path\":\"/metadata/finalizers\"}]'",
-			strings.Join(pod.Finalizers, ", "), cli, pod.Name, pod.Namespace)
-	case lost:
+	nodeDetails(&f.Details, facts.NodeState, node)
+	// Only a pod no finalizer holds may be force-deleted, and only when its node is lost.
+	if facts.NodeState.Lost && len(pod.Finalizers) == 0 {
 		f.LostNode = node
-		f.Remedy = fmt.Sprintf("confirm node %s is really down (powered off, or its kubelet will never come back) — a force delete while the pod still runs lets two pods share one identity — then: %s delete pod %s -n %s --grace-period=0 --force (stsdiag fix --force-lost-node does this with a UID precondition)",
-			node, cli, pod.Name, pod.Namespace)
-	default:
-		f.Remedy = fmt.Sprintf("check the kubelet and container runtime on node %s (%s describe pod %s -n %s); if the node is lost, force-delete the pod as the StatefulSet documentation describes",
-			node, cli, pod.Name, pod.Namespace)
 	}
+	f.Facts = facts
 	d.add(f)
 }
 
-// nodeState describes a pod's node for the details, and whether it counts as lost: gone, or not
-// Ready (False or Unknown) for longer than the terminating threshold. With nodes unreadable it
-// knows nothing.
-func (d *diagnosis) nodeState(name string) (map[string]any, bool) {
-	if d.ix.nodes == nil || name == "" {
-		return map[string]any{}, false
+// nodeDetails writes the node's state in the details (not when nodes could not be listed or
+// the pod was never scheduled).
+func nodeDetails(details *apiv1.FindingDetails, s NodeState, node string) {
+	switch {
+	case !s.Listed || node == "":
+	case s.Gone:
+		details.NodeReady = "NodeGone"
+	case s.Ready == "":
+		details.NodeReady = "Unknown"
+	default:
+		details.NodeReady, details.NodeReadySince, details.NodeReason = string(s.Ready), s.Since.String(), s.Reason
+	}
+}
+
+// nodeState is the state of a pod's node, and whether it counts as lost: gone, or not Ready
+// (False or Unknown) for longer than the terminating threshold. With nodes unreadable it knows
+// nothing.
+func (d *diagnosis) nodeState(name string) NodeState {
+	if d.ix.nodes == nil {
+		return NodeState{}
+	}
+	if name == "" {
+		return NodeState{Listed: true}
 	}
 	node, ok := d.ix.nodes[name]
 	if !ok {
-		return map[string]any{"nodeReady": "NodeGone", "nodeCondition": "no longer exists"}, true
+		return NodeState{Listed: true, Gone: true, Lost: true}
 	}
 	for _, c := range node.Status.Conditions {
 		if c.Type != corev1.NodeReady {
 			continue
 		}
 		since := d.ix.now.Sub(c.LastTransitionTime.Time).Round(time.Second)
-		state := map[string]any{"nodeReady": string(c.Status), "nodeReadySince": since.String(),
-			"nodeCondition": fmt.Sprintf("has been Ready=%s for %s", c.Status, since)}
-		if c.Reason != "" {
-			state["nodeReason"] = c.Reason
-		}
 		if c.Status != corev1.ConditionTrue && since < d.opts.TerminatingAfter {
 			d.ix.wake(c.LastTransitionTime.Add(d.opts.TerminatingAfter))
 		}
-		return state, c.Status != corev1.ConditionTrue && since >= d.opts.TerminatingAfter
+		return NodeState{Listed: true, Ready: c.Status, Since: since, Reason: c.Reason,
+			Lost: c.Status != corev1.ConditionTrue && since >= d.opts.TerminatingAfter}
 	}
-	return map[string]any{"nodeReady": "Unknown", "nodeCondition": "has no Ready condition"}, false
+	return NodeState{Listed: true}
 }
 
 // replacedOwner reports whether a terminating StatefulSet's controller owner is gone or was
@@ -129,7 +110,7 @@ func (d *diagnosis) replacedOwner(set *appsv1.StatefulSet) (*metav1.OwnerReferen
 // deletion began (the LeaderWorkerSet bug: the LWS controller creates a revision during it).
 func (d *diagnosis) newOwnerRevisions(set *appsv1.StatefulSet, owner snapshot.Owner) []string {
 	var out []string
-	for _, rev := range d.ix.revsByOwner[owner.UID] {
+	for _, rev := range d.ix.owned.Revisions[owner.UID] {
 		// Timestamps have one-second resolution: the same second counts as after.
 		if rev.Namespace == set.Namespace && !rev.CreationTimestamp.Before(set.DeletionTimestamp) {
 			out = append(out, rev.Name)

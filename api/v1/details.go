@@ -1,0 +1,181 @@
+package v1
+
+import "maps"
+
+// FindingDetails are the extra facts of a finding, for people and scripts. Each code writes
+// only some of them; the field comments say which. Fields are declared in the byte order of
+// their JSON keys, so a document prints its details sorted by key, as a map would. A pointer
+// field is printed whenever its code sets it, even when the value is zero or empty.
+type FindingDetails struct {
+	// Blocks are the other pods a stuck pod keeps from being created, updated or Ready, each as
+	// "<pod> (not created|not updated|not ready)" (StaleRevisionStuck, CurrentRevisionFailing,
+	// PodUnschedulable, PodStuckTerminating).
+	Blocks []string `json:"blocks,omitempty"`
+	// Cause is why admission did not rewrite the image: StreamCreatedAfterTemplate,
+	// TagCreatedAfterTemplate or Unknown (UnresolvedImageReference).
+	Cause string `json:"cause,omitempty"`
+	// Claim is the Pending PersistentVolumeClaim the pod waits for (VolumeClaimPending).
+	Claim string `json:"claim,omitempty"`
+	// ClaimEvents are the claim's last Warning events, newest first, as "Reason: message"
+	// (VolumeClaimPending).
+	ClaimEvents []string `json:"claimEvents,omitempty"`
+	// ClusterIP is the governing Service's spec.clusterIP (ServiceMissing, reason NotHeadless).
+	ClusterIP *string `json:"clusterIP,omitempty"`
+	// CurrentOwnerUID is the UID of the object that now has the name of the terminating
+	// StatefulSet's owner (StatefulSetTerminating, reason OwnerRecreated).
+	CurrentOwnerUID string `json:"currentOwnerUID,omitempty"`
+	// CurrentUID is the UID of today's StatefulSet of the orphan's owner name, when one exists
+	// (OrphanedRevision).
+	CurrentUID string `json:"currentUID,omitempty"`
+	// Events are the pod's last Warning events, newest first, as "Reason: message" with
+	// " (xN)" when repeated (findings about one pod of a live StatefulSet).
+	Events []string `json:"events,omitempty"`
+	// FailingPods are the pods whose container fails to pull or start the image
+	// (UnresolvedImageReference, ImageStreamTagNotFound, ImageTriggerStale).
+	FailingPods []string `json:"failingPods,omitempty"`
+	// FieldPath is the trigger's fieldPath (ImageTriggerInvalid, ImageTriggerStale).
+	FieldPath *string `json:"fieldPath,omitempty"`
+	// Finalizers hold the terminating object (PodStuckTerminating, StatefulSetTerminating).
+	Finalizers []string `json:"finalizers,omitempty"`
+	// From is the trigger's from.name, <stream>:<tag> (ImageTriggerInvalid, ImageTriggerStale).
+	From *string `json:"from,omitempty"`
+	// ImageStream is the ImageStream the image name refers to (image lookup findings).
+	ImageStream string `json:"imageStream,omitempty"`
+	// InitContainer is true when the container is an init container.
+	InitContainer bool `json:"initContainer,omitempty"`
+	// Kind is the kind of the orphaned objects: Pod or ControllerRevision (OrphanedRevision).
+	Kind string `json:"kind,omitempty"`
+	// LastExitCode is the exit code of the container's last termination, when it has one
+	// (findings of a pod stuck at startup).
+	LastExitCode *int32 `json:"lastExitCode,omitempty"`
+	// MaxUnavailable is the rolling update's budget, scaled (StaleRevisionStuck of a Parallel
+	// rollout that deletes nothing).
+	MaxUnavailable *int `json:"maxUnavailable,omitempty"`
+	// NewOwnerRevisions are the ControllerRevisions the recreated owner created after the
+	// deletion began (StatefulSetTerminating, reason OwnerRecreated).
+	NewOwnerRevisions []string `json:"newOwnerRevisions,omitempty"`
+	// Node is the terminating pod's spec.nodeName, "" when never scheduled (PodStuckTerminating).
+	Node *string `json:"node,omitempty"`
+	// NodeCondition says the node's state in words, e.g. "has been Ready=False for 10m0s"
+	// (PodStuckTerminating, when nodes could be listed).
+	NodeCondition string `json:"nodeCondition,omitempty"`
+	// NodeReady is the node's Ready condition status, Unknown when it has none, or NodeGone
+	// (PodStuckTerminating, when nodes could be listed).
+	NodeReady string `json:"nodeReady,omitempty"`
+	// NodeReadySince is how long the node's Ready condition has had its status
+	// (PodStuckTerminating).
+	NodeReadySince string `json:"nodeReadySince,omitempty"`
+	// NodeReason is the reason of the node's Ready condition (PodStuckTerminating).
+	NodeReason string `json:"nodeReason,omitempty"`
+	// Ordinal is the stuck pod's ordinal (findings about one pod of a live StatefulSet).
+	Ordinal *int `json:"ordinal,omitempty"`
+	// Overdue is how long the pod has been terminating past its grace period
+	// (PodStuckTerminating).
+	Overdue string `json:"overdue,omitempty"`
+	// OwnerKind is the kind of the terminating StatefulSet's controller owner, gone or recreated
+	// (StatefulSetTerminating, reasons OwnerRecreated and OwnerGone).
+	OwnerKind string `json:"ownerKind,omitempty"`
+	// OwnerName is that owner's name (StatefulSetTerminating).
+	OwnerName string `json:"ownerName,omitempty"`
+	// OwnerUID is the UID in the owner reference: of the terminating StatefulSet's owner
+	// (StatefulSetTerminating) or of the orphan's StatefulSet (OrphanedRevision).
+	OwnerUID string `json:"ownerUID,omitempty"`
+	// Patch is the template image change that repairs the finding (UnresolvedImageReference,
+	// ImageTriggerStale).
+	Patch *ImagePatchDetails `json:"patch,omitempty"`
+	// PodLabels are the template's labels (ServiceMissing, reason SelectorMismatch).
+	PodLabels map[string]string `json:"podLabels,omitempty"`
+	// PodResourceVersion is the pod's resourceVersion at diagnosis (findings about one pod of a
+	// live StatefulSet).
+	PodResourceVersion *string `json:"podResourceVersion,omitempty"`
+	// PodRevision is the pod's controller-revision-hash label (findings about one pod).
+	PodRevision *string `json:"podRevision,omitempty"`
+	// PodUID is the pod's UID (findings about one pod).
+	PodUID *string `json:"podUID,omitempty"`
+	// Pods are the pods concerned: on an older revision (OnDeleteStale) or using the image
+	// (image lookup findings).
+	Pods []string `json:"pods,omitempty"`
+	// Reason repeats the finding's reason (ServiceMissing, ImageResolutionSkipped,
+	// ImageTriggerInvalid).
+	Reason string `json:"reason,omitempty"`
+	// ReusedBy are the objects of the terminating StatefulSet's names that another controller
+	// owns, as "pod/<name>" (StatefulSetTerminating).
+	ReusedBy []string `json:"reusedBy,omitempty"`
+	// Revision is the ControllerRevision that set the unresolved image (UnresolvedImageReference).
+	Revision string `json:"revision,omitempty"`
+	// Revisions are the orphaned ControllerRevisions (OrphanedRevision, kind ControllerRevision).
+	Revisions []string `json:"revisions,omitempty"`
+	// Rollback says why fix did not roll the finding back (written by fix and wait --fix).
+	Rollback string `json:"rollback,omitempty"`
+	// Selector is the governing Service's selector, null when it has none (ServiceMissing,
+	// reason SelectorMismatch).
+	Selector *map[string]string `json:"selector,omitempty"`
+	// Service is the governing Service's name, spec.serviceName (ServiceMissing).
+	Service string `json:"service,omitempty"`
+	// Skipped says in words why admission never resolves the name (ImageResolutionSkipped).
+	Skipped string `json:"skipped,omitempty"`
+	// Tag is the ImageStream tag the image name refers to (image lookup findings).
+	Tag string `json:"tag,omitempty"`
+	// TargetRevision is the revision a deleted pod is recreated from, "" when the controller has
+	// not created it yet (StaleRevisionStuck).
+	TargetRevision *string `json:"targetRevision,omitempty"`
+	// TemplateImage says the template no longer uses the image the pods run (image lookup
+	// findings about pods only).
+	TemplateImage string `json:"templateImage,omitempty"`
+	// TerminatingFor is how long the StatefulSet has been terminating (StatefulSetTerminating).
+	TerminatingFor string `json:"terminatingFor,omitempty"`
+	// Trigger is the index of the trigger in the annotation (ImageTriggerInvalid of one trigger,
+	// ImageTriggerStale).
+	Trigger *int `json:"trigger,omitempty"`
+	// UID is the terminating StatefulSet's UID (StatefulSetTerminating).
+	UID string `json:"uid,omitempty"`
+	// UnavailablePods are the replicas counted against maxUnavailable (StaleRevisionStuck of a
+	// Parallel rollout that deletes nothing).
+	UnavailablePods *int `json:"unavailablePods,omitempty"`
+	// UpdateRevision is the revision new pods get, when known (findings of a live StatefulSet's
+	// pods).
+	UpdateRevision string `json:"updateRevision,omitempty"`
+}
+
+// ImagePatchDetails is a JSON-patch replace of one image field of a StatefulSet's template.
+type ImagePatchDetails struct {
+	// From is the image as diagnosed (the patch tests it first).
+	From string `json:"from"`
+	// Path is the JSON pointer of the image field.
+	Path string `json:"path"`
+	// To is the image written.
+	To string `json:"to"`
+}
+
+// DeepCopy copies the details.
+func (d FindingDetails) DeepCopy() FindingDetails {
+	c := d
+	for _, s := range []*[]string{&c.Blocks, &c.ClaimEvents, &c.Events, &c.FailingPods, &c.Finalizers,
+		&c.NewOwnerRevisions, &c.Pods, &c.ReusedBy, &c.Revisions} {
+		if *s != nil {
+			*s = append([]string(nil), (*s)...)
+		}
+	}
+	for _, p := range []**string{&c.ClusterIP, &c.FieldPath, &c.From, &c.Node, &c.PodResourceVersion, &c.PodRevision, &c.PodUID, &c.TargetRevision} {
+		*p = clonePtr(*p)
+	}
+	for _, p := range []**int{&c.MaxUnavailable, &c.Ordinal, &c.Trigger, &c.UnavailablePods} {
+		*p = clonePtr(*p)
+	}
+	c.LastExitCode = clonePtr(d.LastExitCode)
+	c.Patch = clonePtr(d.Patch)
+	c.PodLabels = maps.Clone(d.PodLabels)
+	if d.Selector != nil {
+		s := maps.Clone(*d.Selector)
+		c.Selector = &s
+	}
+	return c
+}
+
+func clonePtr[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
+}

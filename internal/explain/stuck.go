@@ -1,0 +1,199 @@
+package explain
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/stsdiag/stsdiag/internal/stuck"
+)
+
+func (w words) staleStuck(s stuck.StaleStuck) {
+	f, p := w.f, s.Startup
+	target := fmt.Sprintf("revision %s", s.Target)
+	if s.Target == "" {
+		target = "the new template"
+	}
+	f.Message = fmt.Sprintf("%s runs old revision %s and is stuck at startup (%s%s): %s", f.Pod, s.Revision, p.Reason, containerSuffix(p), neverReplaced(s.Why))
+	if detail := startupDetail(p); detail != "" {
+		f.Message += "; " + detail
+	}
+	f.Message += w.blocks(s.Blocked)
+	f.Message += fmt.Sprintf("; deleting it makes the controller recreate it from %s, keeping its PersistentVolumeClaims", target)
+	f.Short = fmt.Sprintf("%s on old revision %s; never replaced", p.Reason, s.Revision)
+	if len(s.Blocked) > 0 {
+		f.Short += "; blocks " + strings.Join(podNames(s.Blocked), ", ")
+	}
+	f.Remedy = fmt.Sprintf("%s delete pod %s -n %s", w.cli, f.Pod, f.Namespace)
+}
+
+func neverReplaced(why stuck.NeverReplaced) string {
+	switch why.Kind {
+	case stuck.OnDeleteStrategy:
+		return "with the OnDelete strategy the controller never replaces it"
+	case stuck.BelowPartition:
+		return fmt.Sprintf("its ordinal is below the partition (%d), so the controller never replaces it", why.Partition)
+	case stuck.RecreateIgnored:
+		return fmt.Sprintf("the controller (Kubernetes %s) ignores the Recreate strategy while %s is off (it records an UnknownStrategy event and changes nothing)", why.Release, stuck.GateRecreate)
+	case stuck.BudgetSpent:
+		return fmt.Sprintf("the controller (Parallel, RollingUpdate, Kubernetes %s with %s on) counts %d unavailable pod(s) against maxUnavailable %d and deletes nothing, so the rollout never finishes (kubernetes#137409; Kubernetes v1.35.4 and v1.36 turn the gate off, v1.37 replaces such pods)",
+			why.Release, stuck.GateMaxUnavailable, why.Unavailable, why.MaxUnavailable)
+	}
+	return fmt.Sprintf("the controller (%s, %s) waits for it to become Running and Ready and will never replace it (kubernetes#67250)", why.Policy, why.Strategy)
+}
+
+func (w words) failing(s stuck.Failing) {
+	f, p := w.f, s.Startup
+	f.Message = fmt.Sprintf("%s runs revision %s, the one the controller would recreate it from, and is stuck at startup (%s%s)", f.Pod, s.Revision, p.Reason, containerSuffix(p))
+	if s.BelowPartition > 0 {
+		f.Message += fmt.Sprintf("; its ordinal is below the partition (%d), so deleting it recreates the same current revision", s.BelowPartition)
+	}
+	if detail := startupDetail(p); detail != "" {
+		f.Message += ": " + detail
+	}
+	f.Message += w.blocks(s.Blocked)
+	f.Short = fmt.Sprintf("%s on revision %s%s", p.Reason, s.Revision, containerSuffix(p))
+	f.Remedy = w.templateRemedy(s.Fix, p, s.Ordered)
+	if s.UnresolvedTo != "" {
+		f.Remedy = fmt.Sprintf("the image is an unresolved ImageStream name: set container %q to %s (see UnresolvedImageReference for the exact patch), then delete the stuck pod: %s delete pod %s -n %s",
+			f.Container, s.UnresolvedTo, w.cli, f.Pod, f.Namespace)
+	}
+}
+
+// templateRemedy says what to change in the template, and under OrderedReady to delete the
+// stuck pod afterwards.
+func (w words) templateRemedy(fix stuck.TemplateFix, p stuck.Startup, ordered bool) string {
+	f := w.f
+	set := fmt.Sprintf("statefulset/%s -n %s", f.StatefulSet, f.Namespace)
+	after := ""
+	if ordered {
+		after = fmt.Sprintf("; once the template is fixed, delete the stuck pod: %s delete pod %s -n %s", w.cli, f.Pod, f.Namespace)
+	}
+	switch fix {
+	case stuck.FixPullSecret:
+		return fmt.Sprintf("the registry refuses image %q: add or fix an imagePullSecret (spec.template.spec.imagePullSecrets or the ServiceAccount's) for %s%s", p.Image, set, after)
+	case stuck.FixImage:
+		return fmt.Sprintf("image %q of container %q cannot be pulled: fix the template, e.g. %s set image %s %s=IMAGE with a pullable IMAGE, or push the image%s", p.Image, p.Container, w.cli, set, p.Container, after)
+	case stuck.FixConfig:
+		return fmt.Sprintf("container %q refers to configuration that is missing or invalid (a Secret, ConfigMap or key; see the message): create it or fix the reference in %s%s", p.Container, set, after)
+	case stuck.FixReadiness:
+		return fmt.Sprintf("container %q runs but never becomes Ready: read the probe failure in the message and `%s describe pod %s -n %s`, then fix the readiness probe, the configuration or the dependency it waits for in %s%s", p.Container, w.cli, f.Pod, f.Namespace, set, after)
+	case stuck.FixCrash:
+		return fmt.Sprintf("container %q keeps exiting: read `%s logs %s -n %s -c %s --previous`, then fix the image, command or configuration in %s%s", p.Container, w.cli, f.Pod, f.Namespace, p.Container, set, after)
+	case stuck.FixRuntime:
+		return fmt.Sprintf("the container runtime cannot create or start container %q (see the message): fix its command, mounts or securityContext in %s%s", p.Container, set, after)
+	case stuck.FixScheduling:
+		return fmt.Sprintf("no node can take the pod: add capacity or relax resources, nodeSelector, affinity or tolerations in %s%s", set, after)
+	}
+	return "fix the pod template of " + set + after
+}
+
+func (w words) unschedulable(s stuck.PodUnschedulable) {
+	f := w.f
+	f.Message = fmt.Sprintf("%s cannot be scheduled: %s", f.Pod, s.Startup.Waiting)
+	f.Short = "unschedulable: " + s.Startup.Waiting
+	f.Message += w.blocks(s.Blocked)
+	f.Remedy = w.templateRemedy(stuck.FixScheduling, s.Startup, s.Ordered)
+}
+
+func (w words) claimPending(s stuck.ClaimStuck) {
+	f, why := w.f, claimWhy(s.Claim)
+	f.Message = fmt.Sprintf("%s waits for PersistentVolumeClaim %s, which is Pending: %s", f.Pod, s.Claim.Name, why)
+	f.Short = fmt.Sprintf("PVC %s Pending: %s", s.Claim.Name, why)
+	f.Remedy = fmt.Sprintf("make the claim bindable: create the StorageClass it names, mark a default StorageClass, or create a matching PersistentVolume (%s describe pvc %s -n %s); stsdiag never deletes claims",
+		w.cli, s.Claim.Name, f.Namespace)
+}
+
+func claimWhy(c stuck.Claim) string {
+	switch c.Why {
+	case stuck.NoDefaultClass:
+		return join("no storageClassName is set and the cluster has no default StorageClass", c.Event)
+	case stuck.ClassMissing:
+		return join(fmt.Sprintf("StorageClass %q does not exist", c.Class), c.Event)
+	case stuck.VolumeControllerEvent:
+		return c.Event
+	case stuck.NoMatchingVolume:
+		return "not bound: no PersistentVolume matches the claim"
+	}
+	return fmt.Sprintf("not bound: StorageClass %q has provisioned no volume and no PersistentVolume matches", c.Class)
+}
+
+func (w words) onDeleteStale(s stuck.OnDeleteOld) {
+	f, pods := w.f, strings.Join(s.Pods, ", ")
+	f.Message = fmt.Sprintf("OnDelete strategy: %d pod(s) run an older revision than %s (%s); they change only when deleted; delete them one at a time, highest ordinal first, waiting for each to be Ready", len(s.Pods), s.UpdateRevision, pods)
+	f.Short = fmt.Sprintf("%d pod(s) on older revisions: %s", len(s.Pods), pods)
+	f.Remedy = fmt.Sprintf("%s delete pod -n %s %s", w.cli, f.Namespace, s.Pods[len(s.Pods)-1])
+}
+
+// containerSuffix names the container and image stuck at startup, if one is.
+func containerSuffix(p stuck.Startup) string {
+	if p.Container == "" {
+		return ""
+	}
+	kind := "container"
+	if p.Init {
+		kind = "init container"
+	}
+	return fmt.Sprintf(", %s %q, image %q", kind, p.Container, p.Image)
+}
+
+// startupDetail is what the kubelet, scheduler or controller says of a startup problem.
+func startupDetail(p stuck.Startup) string {
+	switch p.Kind {
+	case stuck.ContainerNotReady:
+		detail := fmt.Sprintf("Running but not Ready for %s", p.NotReadyFor)
+		if p.Probe != "" {
+			return detail + "; last probe failure: " + p.Probe
+		}
+		if p.ReadyMessage != "" {
+			return detail + "; " + p.ReadyMessage
+		}
+		return detail
+	case stuck.PodExited:
+		return fmt.Sprintf("its containers exited and the controller of Kubernetes %s never recreates a Succeeded pod", p.Release)
+	case stuck.ClaimPending:
+		return fmt.Sprintf("PersistentVolumeClaim %q is Pending: %s", p.Claim.Name, claimWhy(*p.Claim))
+	}
+	if p.LastExit != nil && (p.Waiting == "" || p.Reason == "CrashLoopBackOff") {
+		last := fmt.Sprintf("last exit code %d", p.LastExit.Code)
+		if p.LastExit.Reason != "" {
+			last += " (" + p.LastExit.Reason + ")"
+		}
+		return join(p.Waiting, last)
+	}
+	return p.Waiting
+}
+
+// blocks words the pods a stuck pod blocks ("; it blocks web-1 (not created), ...") and
+// writes them in the details.
+func (w words) blocks(blocked []stuck.Blocked) string {
+	if len(blocked) == 0 {
+		return ""
+	}
+	out := make([]string, len(blocked))
+	for i, b := range blocked {
+		out[i] = b.Pod + " (" + blockedWhy[b.Why] + ")"
+	}
+	w.f.Details.Blocks = out
+	return "; it blocks " + strings.Join(out, ", ")
+}
+
+var blockedWhy = map[stuck.BlockedWhy]string{stuck.NotCreated: "not created", stuck.NotUpdated: "not updated", stuck.NotReady: "not ready"}
+
+func podNames(blocked []stuck.Blocked) []string {
+	out := make([]string, len(blocked))
+	for i, b := range blocked {
+		out[i] = b.Pod
+	}
+	return out
+}
+
+// join joins the non-blank parts with "; ".
+func join(parts ...string) string {
+	var out []string
+	for _, p := range parts {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return strings.Join(out, "; ")
+}

@@ -1,0 +1,54 @@
+package resolver_test
+
+import (
+	"path/filepath"
+	"reflect"
+	"testing"
+	"time"
+
+	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/internal/model"
+	"github.com/stsdiag/stsdiag/internal/resolver"
+	"github.com/stsdiag/stsdiag/internal/snapshot"
+	"github.com/stsdiag/stsdiag/internal/snapshot/snapshottest"
+)
+
+// TestFacts: the rules establish typed facts (explain words them; testdata/golden/findings
+// locks the words).
+func TestFacts(t *testing.T) {
+	at := func(hour, minute int) time.Time { return time.Date(2026, 11, 25, hour, minute, 0, 0, time.UTC) }
+	cases := []struct {
+		name, scenario, set string
+		code                apiv1.Code
+		want                model.Facts
+	}{
+		{name: "stream created after the template", scenario: "causes", set: "late", code: apiv1.UnresolvedImageReference,
+			want: resolver.NotRewritten{Stream: "late", Tag: "1", PulledAs: "docker.io/library/late:1", Cause: resolver.CauseStreamCreatedAfterTemplate,
+				Revision: "late-1", RevisionCreated: at(8, 0), Later: at(9, 0), Digest: true}},
+		{name: "tag created after the template", scenario: "causes", set: "tagged", code: apiv1.UnresolvedImageReference,
+			want: resolver.NotRewritten{Stream: "tagged", Tag: "1", PulledAs: "docker.io/library/tagged:1", Cause: resolver.CauseTagCreatedAfterTemplate,
+				Revision: "tagged-1", RevisionCreated: at(8, 0), Later: at(8, 30), Digest: true}},
+		{name: "no history", scenario: "causes", set: "rolledback", code: apiv1.UnresolvedImageReference,
+			want: resolver.NotRewritten{Stream: "rolledback", Tag: "1", PulledAs: "docker.io/library/rolledback:1", Cause: resolver.CauseUnknown, Digest: true}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			snap, err := snapshot.LoadFile(filepath.Join("..", "..", "testdata", "resolver", c.scenario, "objects.yaml"), snapshottest.Now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range resolver.Diagnose(snap) {
+				if f.Code == c.code && f.StatefulSet == c.set {
+					if !reflect.DeepEqual(f.Facts, c.want) {
+						t.Errorf("facts\n%#v\nwant\n%#v", f.Facts, c.want)
+					}
+					if f.Message != "" || f.Remedy != "" {
+						t.Errorf("the analyzer wrote words: %q, %q", f.Message, f.Remedy)
+					}
+					return
+				}
+			}
+			t.Fatalf("no %s finding for %s", c.code, c.set)
+		})
+	}
+}

@@ -1,0 +1,108 @@
+// Package statefulset holds what the StatefulSet controller and the kubelet define over plain
+// objects, written once for every analyzer: a pod's revision, Running and Ready, the template a
+// ControllerRevision records, the waiting reasons that keep a container from starting, and the
+// pods and revisions of each controller.
+package statefulset
+
+import (
+	"encoding/json"
+	"errors"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/kubectl/pkg/util/podutils"
+
+	"github.com/stsdiag/stsdiag/internal/snapshot"
+)
+
+// PodRevision is the ControllerRevision a pod was created from (its controller-revision-hash
+// label holds the revision's full name).
+func PodRevision(pod *corev1.Pod) string { return pod.Labels[appsv1.ControllerRevisionHashLabelKey] }
+
+// RunningAndReady is the controller's own test (stateful_set_utils.go isRunningAndReady): phase
+// Running and the Ready condition true (kubectl's podutils.IsPodReady).
+func RunningAndReady(pod *corev1.Pod) bool {
+	return pod.Status.Phase == corev1.PodRunning && podutils.IsPodReady(pod)
+}
+
+// RevisionTemplate returns the pod template a StatefulSet ControllerRevision records: its own
+// JSON without the strategic-merge "$patch" directive (stateful_set_utils.go:567@v1.37.2), and
+// that JSON decoded.
+func RevisionTemplate(rev *appsv1.ControllerRevision) (json.RawMessage, *corev1.PodTemplateSpec, error) {
+	var data struct {
+		Spec struct {
+			Template map[string]json.RawMessage `json:"template"`
+		} `json:"spec"`
+	}
+	if len(rev.Data.Raw) == 0 {
+		return nil, nil, errors.New("no data")
+	}
+	if err := json.Unmarshal(rev.Data.Raw, &data); err != nil {
+		return nil, nil, err
+	}
+	if len(data.Spec.Template) == 0 {
+		return nil, nil, errors.New("no spec.template")
+	}
+	delete(data.Spec.Template, "$patch")
+	raw, err := json.Marshal(data.Spec.Template)
+	if err != nil {
+		return nil, nil, err
+	}
+	var tmpl corev1.PodTemplateSpec
+	if err := json.Unmarshal(raw, &tmpl); err != nil {
+		return nil, nil, err
+	}
+	return raw, &tmpl, nil
+}
+
+// ImagePullReasons are the container waiting reasons of an image that cannot be pulled.
+var ImagePullReasons = map[string]bool{
+	"ImagePullBackOff":  true,
+	"ErrImagePull":      true,
+	"InvalidImageName":  true,
+	"ErrImageNeverPull": true,
+}
+
+// StartupReasons are the container waiting reasons that mean a container will not start by
+// itself ("stuck at startup"): the image-pull reasons and these.
+var StartupReasons = withImagePull(map[string]bool{
+	"CreateContainerConfigError": true,
+	"CreateContainerError":       true,
+	"CrashLoopBackOff":           true,
+	"RunContainerError":          true,
+})
+
+func withImagePull(reasons map[string]bool) map[string]bool {
+	for r := range ImagePullReasons {
+		reasons[r] = true
+	}
+	return reasons
+}
+
+// Owned holds the pods and ControllerRevisions of a snapshot by the UID of their controller.
+type Owned struct {
+	Pods      map[types.UID][]*corev1.Pod
+	Revisions map[types.UID][]*appsv1.ControllerRevision
+}
+
+// ByController indexes the snapshot's pods and ControllerRevisions by their controller's UID, in
+// snapshot order. Objects without a controller are left out.
+func ByController(s *snapshot.Snapshot) Owned {
+	o := Owned{
+		Pods:      make(map[types.UID][]*corev1.Pod, len(s.StatefulSets)),
+		Revisions: make(map[types.UID][]*appsv1.ControllerRevision, len(s.StatefulSets)),
+	}
+	for i := range s.Pods {
+		if ref := metav1.GetControllerOfNoCopy(&s.Pods[i]); ref != nil {
+			o.Pods[ref.UID] = append(o.Pods[ref.UID], &s.Pods[i])
+		}
+	}
+	for i := range s.Revisions {
+		if ref := metav1.GetControllerOfNoCopy(&s.Revisions[i]); ref != nil {
+			o.Revisions[ref.UID] = append(o.Revisions[ref.UID], &s.Revisions[i])
+		}
+	}
+	return o
+}

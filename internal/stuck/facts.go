@@ -1,0 +1,331 @@
+package stuck
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+)
+
+// The facts below are what the rules establish about each finding, in types: model.Finding.Facts
+// holds one of them, and package explain words it (message, short, remedy).
+
+// BlockedWhy is why a pod waits on a stuck one.
+type BlockedWhy int
+
+// Ways a stuck pod blocks another under OrderedReady.
+const (
+	NotCreated BlockedWhy = iota + 1
+	NotUpdated
+	NotReady
+)
+
+// Blocked is a pod that a stuck pod keeps from being created, updated or Ready.
+type Blocked struct {
+	Pod string
+	Why BlockedWhy
+}
+
+// StartupKind is how a pod is stuck at startup.
+type StartupKind int
+
+// Kinds of startup problem.
+const (
+	// ContainerWaiting: a container waits with a startup reason (ImagePullBackOff, ...).
+	ContainerWaiting StartupKind = iota + 1
+	// ContainerNotReady: Running, but not Ready for longer than the threshold.
+	ContainerNotReady
+	// PodExited: the pod Succeeded and this release's controller never recreates it.
+	PodExited
+	// Unschedulable: the scheduler finds no node.
+	Unschedulable
+	// ClaimPending: a PersistentVolumeClaim of the pod will not bind by itself.
+	ClaimPending
+)
+
+// Startup is why a pod is stuck at startup.
+type Startup struct {
+	Kind StartupKind
+	// Reason is the low-level cause, e.g. ImagePullBackOff, NotReady, PodSucceeded, Unschedulable.
+	Reason    string
+	Container string
+	Image     string
+	Init      bool
+	// Waiting is the kubelet's waiting message (ContainerWaiting) or the scheduler's
+	// (Unschedulable).
+	Waiting string
+	// LastExit is the container's last termination, if any (ContainerWaiting).
+	LastExit *Exit
+	// NotReadyFor is how long the pod has not been Ready, rounded to seconds (ContainerNotReady).
+	NotReadyFor time.Duration
+	// Probe is the message of the pod's last Unhealthy event, ReadyMessage its Ready
+	// condition's message (ContainerNotReady).
+	Probe, ReadyMessage string
+	// Release is the Kubernetes release whose controller never recreates the pod (PodExited).
+	Release string
+	// Claim is the claim that will not bind (ClaimPending).
+	Claim *Claim
+}
+
+// Exit is a container's last termination.
+type Exit struct {
+	Code   int32
+	Reason string
+}
+
+// ClaimWhy is why a PersistentVolumeClaim stays Pending.
+type ClaimWhy int
+
+// Reasons a claim stays Pending.
+const (
+	// NoDefaultClass: no storageClassName and no default StorageClass.
+	NoDefaultClass ClaimWhy = iota + 1
+	// ClassMissing: the StorageClass named does not exist.
+	ClassMissing
+	// VolumeControllerEvent: the volume controller complained (Event holds what it said).
+	VolumeControllerEvent
+	// NoMatchingVolume: no class, and no PersistentVolume matches.
+	NoMatchingVolume
+	// NotProvisioned: the class has provisioned nothing and no PersistentVolume matches.
+	NotProvisioned
+)
+
+// Claim is a Pending claim and why it does not bind.
+type Claim struct {
+	Name  string
+	Why   ClaimWhy
+	Class string
+	// Event is the claim's last Warning event as "Reason: message", "" when none.
+	Event string
+}
+
+// TemplateFix is what to change in a pod template whose pods are stuck at startup.
+type TemplateFix int
+
+// Template fixes, from the startup problem.
+const (
+	FixTemplate   TemplateFix = iota + 1 // nothing more specific is known
+	FixPullSecret                        // the registry refuses the credentials
+	FixImage                             // the image cannot be pulled
+	FixConfig                            // a Secret, ConfigMap or key is missing
+	FixReadiness                         // the container never becomes Ready
+	FixCrash                             // the container keeps exiting
+	FixRuntime                           // the runtime cannot create or start it
+	FixScheduling                        // no node can take the pod
+)
+
+// NeverReplacedKind is why the controller never replaces a pod on an old revision.
+type NeverReplacedKind int
+
+// Reasons a pod on an old revision is never replaced.
+const (
+	OnDeleteStrategy NeverReplacedKind = iota + 1
+	BelowPartition
+	// RecreateIgnored: the Recreate strategy without its feature gate.
+	RecreateIgnored
+	// BudgetSpent: a Parallel rolling update whose unavailable pods use up maxUnavailable
+	// (kubernetes#137409).
+	BudgetSpent
+	// WaitsForReady: OrderedReady waits for the pod to be Running and Ready (kubernetes#67250).
+	WaitsForReady
+)
+
+// NeverReplaced is why the controller never replaces a pod.
+type NeverReplaced struct {
+	Kind NeverReplacedKind
+	// Partition of the rolling update (BelowPartition).
+	Partition int
+	// Release of the controller (RecreateIgnored, BudgetSpent).
+	Release string
+	// Unavailable and MaxUnavailable are the budget (BudgetSpent).
+	Unavailable, MaxUnavailable int
+	// Policy and Strategy are the pod management policy and the update strategy (WaitsForReady).
+	Policy, Strategy string
+}
+
+// StaleStuck are the facts of StaleRevisionStuck: a pod on an old revision, stuck at startup,
+// that the controller never replaces.
+type StaleStuck struct {
+	Startup Startup
+	// Revision is the pod's revision.
+	Revision string
+	// Target is the revision a recreated pod gets; "" when the controller has not created it.
+	Target  string
+	Why     NeverReplaced
+	Blocked []Blocked
+}
+
+// Failing are the facts of CurrentRevisionFailing: a pod stuck at startup on the revision the
+// controller would recreate it from.
+type Failing struct {
+	Startup  Startup
+	Revision string
+	// BelowPartition is the partition when the pod is below it on an older current revision
+	// (deleting it recreates the same revision); 0 otherwise.
+	BelowPartition int
+	Blocked        []Blocked
+	Fix            TemplateFix
+	// Ordered is true under OrderedReady: the stuck pod must be deleted once the template is fixed.
+	Ordered bool
+	// UnresolvedTo is the image the container's unresolved ImageStream name resolves to, linked
+	// from an UnresolvedImageReference of the same container and image; "" when none.
+	UnresolvedTo string
+}
+
+// PodUnschedulable are the facts of PodUnschedulable.
+type PodUnschedulable struct {
+	Startup Startup
+	Blocked []Blocked
+	Ordered bool
+}
+
+// ClaimStuck are the facts of VolumeClaimPending.
+type ClaimStuck struct {
+	Claim Claim
+}
+
+// OnDeleteOld are the facts of OnDeleteStale.
+type OnDeleteOld struct {
+	// Pods on an older revision, by ordinal.
+	Pods           []string
+	UpdateRevision string
+}
+
+// OwnerChange is what happened to a controller owner: gone, or recreated under its name.
+type OwnerChange struct {
+	Kind, Name string
+	// UID is the owner reference's.
+	UID types.UID
+	// Exists is true when an object of the kind and name exists now, with CurrentUID.
+	Exists     bool
+	CurrentUID types.UID
+	// NewRevisions are the revisions the recreated owner created after the deletion began.
+	NewRevisions []string
+}
+
+// SetTerminating are the facts of StatefulSetTerminating.
+type SetTerminating struct {
+	// Age is how long the StatefulSet has been terminating, rounded to seconds.
+	Age time.Duration
+	// Owner is its controller owner, when gone or recreated.
+	Owner      *OwnerChange
+	Finalizers []string
+	// OwnedPods counts the pods it still owns.
+	OwnedPods int
+	// ReusedBy are objects of its names another controller owns ("pod/<name>").
+	ReusedBy []string
+}
+
+// NodeState is the state of a terminating pod's node.
+type NodeState struct {
+	// Listed is false when nodes could not be listed: nothing is known.
+	Listed bool
+	Gone   bool
+	// Ready is the Ready condition's status, "" when the node has none.
+	Ready corev1.ConditionStatus
+	// Since is how long the Ready condition has had its status, rounded to seconds.
+	Since  time.Duration
+	Reason string
+	// Lost: gone, or not Ready for longer than the terminating threshold.
+	Lost bool
+}
+
+// PodTerminating are the facts of PodStuckTerminating.
+type PodTerminating struct {
+	// Overdue is how long past its grace period, rounded to seconds.
+	Overdue time.Duration
+	// Node is spec.nodeName, "" when never scheduled.
+	Node       string
+	NodeState  NodeState
+	Finalizers []string
+	Blocked    []Blocked
+}
+
+// OwnerState is what happened to the StatefulSet that controls an orphan.
+type OwnerState int
+
+// States of an orphan's StatefulSet.
+const (
+	OwnerGone OwnerState = iota + 1
+	OwnerReplaced
+	OwnerTerminating
+)
+
+// OwnerFate is what happened to an orphan's StatefulSet, and to the orphan.
+type OwnerFate struct {
+	State OwnerState
+	// CurrentUID is today's StatefulSet of that name (OwnerReplaced).
+	CurrentUID types.UID
+	// TerminatingFor is how long the StatefulSet has been terminating (OwnerTerminating), and
+	// Recreated its owner when that was deleted and recreated.
+	TerminatingFor time.Duration
+	Recreated      *OwnerChange
+	// Deleting is how long the orphan itself has been terminating; nil when not deleted.
+	Deleting *time.Duration
+}
+
+// OrphanPod are the facts of an OrphanedRevision about a pod.
+type OrphanPod struct {
+	Fate OwnerFate
+	// OwnerUID is the UID in the pod's owner reference.
+	OwnerUID types.UID
+	// HoldsOrdinal: the pod has an ordinal's name of today's StatefulSet, which can neither
+	// adopt it nor create its own.
+	HoldsOrdinal bool
+	// HeldBy are the finalizers of a pod being deleted.
+	HeldBy []string
+}
+
+// OrphanRevisions are the facts of an OrphanedRevision about ControllerRevisions.
+type OrphanRevisions struct {
+	Fate      OwnerFate
+	OwnerUID  types.UID
+	Revisions []string
+}
+
+// ServiceProblem are the facts of ServiceMissing (the finding's reason says which problem).
+type ServiceProblem struct {
+	// Service is spec.serviceName.
+	Service string
+	// Wanted is the selector a governing Service needs.
+	Wanted map[string]string
+	// SelectsApp: `create service` would select exactly the wanted selector (app=<name>).
+	SelectsApp bool
+	// ClusterIP and ExternalName describe a Service that is not headless.
+	ClusterIP    string
+	ExternalName bool
+	// Selector and PodLabels describe a Service that does not select the pods.
+	Selector, PodLabels map[string]string
+}
+
+// Code is the finding code the facts explain.
+func (StaleStuck) Code() apiv1.Code { return apiv1.StaleRevisionStuck }
+
+// Code is the finding code the facts explain.
+func (Failing) Code() apiv1.Code { return apiv1.CurrentRevisionFailing }
+
+// Code is the finding code the facts explain.
+func (PodUnschedulable) Code() apiv1.Code { return apiv1.PodUnschedulable }
+
+// Code is the finding code the facts explain.
+func (ClaimStuck) Code() apiv1.Code { return apiv1.VolumeClaimPending }
+
+// Code is the finding code the facts explain.
+func (OnDeleteOld) Code() apiv1.Code { return apiv1.OnDeleteStale }
+
+// Code is the finding code the facts explain.
+func (SetTerminating) Code() apiv1.Code { return apiv1.StatefulSetTerminating }
+
+// Code is the finding code the facts explain.
+func (PodTerminating) Code() apiv1.Code { return apiv1.PodStuckTerminating }
+
+// Code is the finding code the facts explain.
+func (OrphanPod) Code() apiv1.Code { return apiv1.OrphanedRevision }
+
+// Code is the finding code the facts explain.
+func (OrphanRevisions) Code() apiv1.Code { return apiv1.OrphanedRevision }
+
+// Code is the finding code the facts explain.
+func (ServiceProblem) Code() apiv1.Code { return apiv1.ServiceMissing }
