@@ -103,18 +103,6 @@ func PublicFindings(in []Finding) []apiv1.Finding {
 	return out
 }
 
-// CopyFindings deep-copies findings.
-func CopyFindings(in []Finding) []Finding {
-	if in == nil {
-		return nil
-	}
-	out := make([]Finding, len(in))
-	for i, f := range in {
-		out[i] = f.DeepCopy()
-	}
-	return out
-}
-
 // Rollout is one StatefulSet's rollout as its object says, before the findings are counted.
 type Rollout struct {
 	// Summary is the StatefulSet's summary; Summaries sets its status.
