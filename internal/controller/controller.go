@@ -13,6 +13,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/kubectl/pkg/util/podutils"
+
+	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/internal/statefulset"
 )
 
 // Behaviour is what differs between releases of the controller (see internal/stuck/rules.go for
@@ -35,35 +38,36 @@ type Behaviour struct {
 	RecreateOff bool
 }
 
-// Step is what the controller does next for one ordinal.
+// Step is what the controller does next for one ordinal; its values are the public vocabulary
+// of an Explanation's ordinals.
 type Step string
 
 // Steps, in the order the controller's sync meets them.
 const (
 	// Nothing: the pod exists, is Running, Ready and Available, and no update is due for it.
-	Nothing Step = "Nothing"
+	Nothing Step = apiv1.StepNothing
 	// Create: the pod (and its PersistentVolumeClaims) does not exist; the controller creates it.
-	Create Step = "Create"
+	Create Step = apiv1.StepCreate
 	// RecreateTerminal: the pod Failed or Succeeded; the controller deletes it and creates it again.
-	RecreateTerminal Step = "RecreateTerminal"
+	RecreateTerminal Step = apiv1.StepRecreateTerminal
 	// WaitRunning: the pod is Pending (scheduling, pulling images, starting containers).
-	WaitRunning Step = "WaitRunning"
+	WaitRunning Step = apiv1.StepWaitRunning
 	// WaitReady: the pod runs but is not Ready.
-	WaitReady Step = "WaitReady"
+	WaitReady Step = apiv1.StepWaitReady
 	// WaitAvailable: the pod is Ready for less than minReadySeconds.
-	WaitAvailable Step = "WaitAvailable"
+	WaitAvailable Step = apiv1.StepWaitAvailable
 	// WaitTerminated: the pod is terminating; the controller waits for it to be gone.
-	WaitTerminated Step = "WaitTerminated"
+	WaitTerminated Step = apiv1.StepWaitTerminated
 	// DeleteToUpdate: the pod runs another revision; the controller deletes it to recreate it
 	// from its target revision.
-	DeleteToUpdate Step = "DeleteToUpdate"
+	DeleteToUpdate Step = apiv1.StepDeleteToUpdate
 	// DeleteToScaleDown: the pod's ordinal is beyond spec.replicas; the controller deletes it.
-	DeleteToScaleDown Step = "DeleteToScaleDown"
+	DeleteToScaleDown Step = apiv1.StepDeleteToScaleDown
 	// WaitManualDelete: the pod runs another revision and the controller never replaces it
 	// (OnDelete, or an ordinal below the partition that must be recreated by hand).
-	WaitManualDelete Step = "WaitManualDelete"
+	WaitManualDelete Step = apiv1.StepWaitManualDelete
 	// NotReached: under OrderedReady the sync stops at an earlier ordinal first.
-	NotReached Step = "NotReached"
+	NotReached Step = apiv1.StepNotReached
 )
 
 // Waiting reports whether the step is a wait on the pod's own state (not an action, not nothing).
@@ -174,17 +178,17 @@ func newView(in Inputs) *View {
 	}
 	v.Ordinals = make([]Ordinal, v.Replicas)
 	for i := range v.Ordinals {
-		v.Ordinals[i] = Ordinal{Ordinal: v.Start + i, Name: PodName(set.Name, v.Start+i)}
+		v.Ordinals[i] = Ordinal{Ordinal: v.Start + i, Name: statefulset.PodName(set.Name, v.Start+i)}
 	}
 	for _, pod := range in.Pods {
-		n, ok := OrdinalOf(set.Name, pod.Name)
+		n, ok := statefulset.Ordinal(set.Name, pod.Name)
 		switch {
 		case !ok:
 		case n >= v.Start && n-v.Start < v.Replicas:
 			o := &v.Ordinals[n-v.Start]
-			o.Pod, o.Revision = pod, Revision(pod)
+			o.Pod, o.Revision = pod, statefulset.PodRevision(pod)
 		default:
-			v.Condemned = append(v.Condemned, Ordinal{Ordinal: n, Name: pod.Name, Pod: pod, Revision: Revision(pod)})
+			v.Condemned = append(v.Condemned, Ordinal{Ordinal: n, Name: pod.Name, Pod: pod, Revision: statefulset.PodRevision(pod)})
 		}
 	}
 	sortDescending(v.Condemned)
@@ -238,7 +242,7 @@ func (v *View) maxUnavailable() int {
 // unavailable is isUnavailable (stateful_set_utils.go:496@v1.37.2); before 1.34 the controller
 // did not count minReadySeconds.
 func (v *View) unavailable(pod *corev1.Pod) bool {
-	if pod.DeletionTimestamp != nil || !RunningAndReady(pod) {
+	if pod.DeletionTimestamp != nil || !statefulset.RunningAndReady(pod) {
 		return true
 	}
 	return v.Behaviour.AvailabilityHonoursMinReady && !v.available(pod)
@@ -280,7 +284,7 @@ func (v *View) replicaStep(o *Ordinal) Step {
 	case pod.Status.Phase != corev1.PodRunning:
 		o.Since = pod.CreationTimestamp.Time
 		return WaitRunning
-	case !RunningAndReady(pod):
+	case !statefulset.RunningAndReady(pod):
 		o.Since = notReadySince(pod)
 		return WaitReady
 	case v.Behaviour.AvailabilityHonoursMinReady && !v.available(pod):
@@ -306,7 +310,7 @@ func (v *View) processCondemned() (stop bool) {
 			if !v.Ordered() {
 				continue
 			}
-		case v.Ordered() && firstUnhealthy != "" && firstUnhealthy != o.Name && !RunningAndReady(o.Pod):
+		case v.Ordered() && firstUnhealthy != "" && firstUnhealthy != o.Name && !statefulset.RunningAndReady(o.Pod):
 			o.Next = WaitReady
 		default:
 			o.Next = DeleteToScaleDown

@@ -7,6 +7,8 @@ package statefulset
 import (
 	"encoding/json"
 	"errors"
+	"strconv"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -20,6 +22,23 @@ import (
 // PodRevision is the ControllerRevision a pod was created from (its controller-revision-hash
 // label holds the revision's full name).
 func PodRevision(pod *corev1.Pod) string { return pod.Labels[appsv1.ControllerRevisionHashLabelKey] }
+
+// PodName is the name of an ordinal's pod (getPodName, stateful_set_utils.go@v1.37.2).
+func PodName(set string, ordinal int) string { return set + "-" + strconv.Itoa(ordinal) }
+
+// Ordinal parses a pod name of the StatefulSet into its ordinal: exactly <set>-<n>, n decimal
+// without leading zeros (getParentNameAndOrdinal accepts no other form).
+func Ordinal(set, pod string) (int, bool) {
+	rest, ok := strings.CutPrefix(pod, set+"-")
+	if !ok || rest == "" || (len(rest) > 1 && rest[0] == '0') {
+		return 0, false
+	}
+	n, err := strconv.Atoi(rest)
+	if err != nil || n < 0 || strconv.Itoa(n) != rest {
+		return 0, false
+	}
+	return n, true
+}
 
 // RunningAndReady is the controller's own test (stateful_set_utils.go isRunningAndReady): phase
 // Running and the Ready condition true (kubectl's podutils.IsPodReady).

@@ -3,7 +3,6 @@ package stuck
 import (
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -134,19 +133,6 @@ func (ix *index) lastEventMessage(kind, namespace, name string) string {
 	return ""
 }
 
-// ordinal returns the ordinal of a pod named <set>-<n>.
-func ordinal(setName, podName string) (int, bool) {
-	rest, ok := strings.CutPrefix(podName, setName+"-")
-	if !ok || rest == "" || (len(rest) > 1 && rest[0] == '0') {
-		return 0, false
-	}
-	n, err := strconv.Atoi(rest)
-	if err != nil || n < 0 || strconv.Itoa(n) != rest {
-		return 0, false
-	}
-	return n, true
-}
-
 // updateRevision returns the revision new pods get. When the controller has not observed the
 // latest spec yet, it is the ControllerRevision holding today's template, or "" if none does yet
 // (the controller will create a new one).
@@ -165,11 +151,22 @@ func (ix *index) updateRevision(set *appsv1.StatefulSet) string {
 // byOrdinal sorts pod names of one StatefulSet by ordinal (web-9 before web-10).
 func byOrdinal(setName string, pods []string) {
 	sort.SliceStable(pods, func(i, j int) bool {
-		a, okA := ordinal(setName, pods[i])
-		b, okB := ordinal(setName, pods[j])
+		a, okA := statefulset.Ordinal(setName, pods[i])
+		b, okB := statefulset.Ordinal(setName, pods[j])
 		if okA && okB {
 			return a < b
 		}
 		return pods[i] < pods[j]
 	})
+}
+
+// revisionCreated is when the StatefulSet's ControllerRevision of that name was created (zero
+// when unknown).
+func (ix *index) revisionCreated(set *appsv1.StatefulSet, name string) time.Time {
+	for _, rev := range ix.owned.Revisions[set.UID] {
+		if rev.Name == name {
+			return rev.CreationTimestamp.Time
+		}
+	}
+	return time.Time{}
 }

@@ -51,7 +51,7 @@ func (d *diagnosis) orphans(s *snapshot.Snapshot) {
 		facts := OrphanPod{Fate: d.ownerFate(state, set, pod.DeletionTimestamp), OwnerUID: ref.UID}
 		if state == OwnerReplaced {
 			f.Details.CurrentUID = string(set.UID)
-			_, facts.HoldsOrdinal = ordinal(set.Name, pod.Name)
+			_, facts.HoldsOrdinal = statefulset.Ordinal(set.Name, pod.Name)
 		}
 		if pod.DeletionTimestamp != nil && len(pod.Finalizers) > 0 {
 			facts.HeldBy = pod.Finalizers
@@ -110,7 +110,7 @@ func (d *diagnosis) orphaned(s *snapshot.Snapshot, obj metav1.Object) (*metav1.O
 		// A pod with an ordinal's name keeps the new StatefulSet from creating that pod, even
 		// while it terminates.
 		if _, isPod := obj.(*corev1.Pod); isPod {
-			if _, ok := ordinal(set.Name, obj.GetName()); ok {
+			if _, ok := statefulset.Ordinal(set.Name, obj.GetName()); ok {
 				return ref, state, set, true
 			}
 		}

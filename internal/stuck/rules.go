@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/version"
+
+	"github.com/stsdiag/stsdiag/internal/controller"
 )
 
 // Feature gates of kube-controller-manager that change the StatefulSet controller's verdicts.
@@ -130,4 +132,11 @@ func (r Rules) String() string {
 		parts = append(parts, fmt.Sprintf("%s=%v", g, r.Gates[g]))
 	}
 	return r.Version + " (" + strings.Join(parts, ", ") + ")"
+}
+
+// Behaviour is what the controller model needs of the rules.
+func (r Rules) Behaviour() controller.Behaviour {
+	on, assumed := r.Gates[GateRecreate]
+	return controller.Behaviour{MaxUnavailable: r.Gates[GateMaxUnavailable], ParallelTwoPhase: r.ParallelTwoPhase,
+		AvailabilityHonoursMinReady: r.AvailabilityHonoursMinReady, SucceededRecreated: r.SucceededRecreated, RecreateOff: assumed && !on}
 }

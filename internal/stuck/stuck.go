@@ -15,10 +15,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/kubectl/pkg/util/podutils"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/internal/controller"
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/snapshot"
 	"github.com/stsdiag/stsdiag/internal/statefulset"
@@ -95,35 +94,24 @@ type diagnosis struct {
 
 func (d *diagnosis) add(f model.Finding) { d.findings = append(d.findings, f) }
 
-// controllerView is the controller's view of one StatefulSet.
+// controllerView is the controller's view of one StatefulSet: the model of its next sync
+// (internal/controller), with the pods by index.
 type controllerView struct {
+	*controller.View
 	rules     Rules
 	set       *appsv1.StatefulSet
 	start     int
 	replicas  int
 	partition int
 	update    string
-	current   string
 	// byIndex holds the live pods by ordinal-start; nil where none exists.
 	byIndex []*corev1.Pod
-	now     metav1.Time
 }
 
-func (r *controllerView) rollingUpdate() bool {
-	return r.set.Spec.UpdateStrategy.Type == appsv1.RollingUpdateStatefulSetStrategyType || r.set.Spec.UpdateStrategy.Type == ""
-}
-
-func (r *controllerView) ordered() bool {
-	return r.set.Spec.PodManagementPolicy != appsv1.ParallelPodManagement
-}
+func (r *controllerView) ordered() bool { return r.Ordered() }
 
 // target is the revision the controller gives the pod at this index when it (re)creates it.
-func (r *controllerView) target(i int) string {
-	if r.rollingUpdate() && i < r.partition && r.current != "" {
-		return r.current
-	}
-	return r.update
-}
+func (r *controllerView) target(i int) string { return r.Ordinals[i].Target }
 
 // replaces reports whether the controller itself deletes an off-revision pod at this index,
 // even when it is not Ready.
@@ -131,18 +119,17 @@ func (r *controllerView) replaces(i int) bool {
 	switch r.set.Spec.UpdateStrategy.Type {
 	case appsv1.OnDeleteStatefulSetStrategyType:
 		return false
-	case recreateStrategy:
+	case controller.RecreateStrategy:
 		// Without the gate the controller emits UnknownStrategy and changes nothing
 		// (stateful_set_control.go:577-581@v1.37.2); the object existing says it is on, unless
 		// --feature-gates says otherwise.
-		on, assumed := r.rules.Gates[GateRecreate]
-		return !assumed || on
+		return !r.Behaviour.RecreateOff
 	}
 	if i < r.partition || r.ordered() {
 		// OrderedReady waits for every pod to be Running and Ready before any update.
 		return false
 	}
-	if !r.rules.Gates[GateMaxUnavailable] || r.rules.ParallelTwoPhase {
+	if !r.Behaviour.MaxUnavailable || r.Behaviour.ParallelTwoPhase {
 		// Classic path: Parallel deletes off-revision pods top-down whatever their state
 		// (stateful_set_control.go:742-768@v1.37.2); 1.37's maxUnavailable path deletes every
 		// unavailable off-revision pod first, whatever the budget (:881-895@v1.37.2).
@@ -150,36 +137,20 @@ func (r *controllerView) replaces(i int) bool {
 	}
 	// 1.35.0-1.35.3 (or the gate turned on before 1.37): unavailable pods of any revision use
 	// up the budget and nothing is deleted (stateful_set_control.go:775@v1.35.3, kubernetes#137409).
-	return r.unavailable() < r.maxUnavailable()
+	return r.Unavailable < r.MaxUnavailable
 }
 
-// maxUnavailable is the rolling update's budget, scaled and rounded down, at least 1
-// (getStatefulSetMaxUnavailable, stateful_set_utils.go:610@v1.25.16).
-func (r *controllerView) maxUnavailable() int {
-	value := intstr.FromInt32(1)
-	if ru := r.set.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.MaxUnavailable != nil {
-		value = *ru.MaxUnavailable
+// view models the controller's next sync of a live StatefulSet.
+func (d *diagnosis) view(set *appsv1.StatefulSet) *controllerView {
+	update := d.ix.updateRevision(set)
+	v := controller.Sync(controller.Inputs{Set: set, Pods: d.ix.owned.Pods[set.UID], Update: update,
+		UpdateCreated: d.ix.revisionCreated(set, update), Now: d.ix.now, Behaviour: d.rules.Behaviour()})
+	r := &controllerView{View: v, rules: d.rules, set: set, start: v.Start, replicas: v.Replicas, partition: v.Partition, update: update}
+	r.byIndex = make([]*corev1.Pod, len(v.Ordinals))
+	for i, o := range v.Ordinals {
+		r.byIndex[i] = o.Pod
 	}
-	n, err := intstr.GetScaledValueFromIntOrPercent(&value, r.replicas, false)
-	if err != nil || n < 1 {
-		return 1
-	}
-	return n
-}
-
-// unavailable counts the replicas the controller counts against the budget: missing,
-// terminating, not Running and Ready, and (from 1.34) not yet available for minReadySeconds.
-func (r *controllerView) unavailable() int {
-	n := 0
-	for _, pod := range r.byIndex {
-		switch {
-		case pod == nil || pod.DeletionTimestamp != nil || !statefulset.RunningAndReady(pod):
-			n++
-		case r.rules.AvailabilityHonoursMinReady && !podutils.IsPodAvailable(pod, r.set.Spec.MinReadySeconds, r.now):
-			n++
-		}
-	}
-	return n
+	return r
 }
 
 func (d *diagnosis) statefulSet(set *appsv1.StatefulSet) {
@@ -187,24 +158,7 @@ func (d *diagnosis) statefulSet(set *appsv1.StatefulSet) {
 		d.terminating(set)
 		return
 	}
-	r := &controllerView{set: set, current: set.Status.CurrentRevision, rules: d.rules, now: metav1.NewTime(d.ix.now)}
-	r.update = d.ix.updateRevision(set)
-	if set.Spec.Ordinals != nil {
-		r.start = int(set.Spec.Ordinals.Start)
-	}
-	r.replicas = 1
-	if set.Spec.Replicas != nil {
-		r.replicas = int(*set.Spec.Replicas)
-	}
-	if ru := set.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.Partition != nil && r.rollingUpdate() {
-		r.partition = int(*ru.Partition)
-	}
-	r.byIndex = make([]*corev1.Pod, r.replicas)
-	for _, pod := range d.ix.owned.Pods[set.UID] {
-		if n, ok := ordinal(set.Name, pod.Name); ok && n >= r.start && n-r.start < r.replicas {
-			r.byIndex[n-r.start] = pod
-		}
-	}
+	r := d.view(set)
 	var onDeleteStale []string
 	for i, pod := range r.byIndex {
 		if pod == nil {
@@ -301,10 +255,10 @@ func (d *diagnosis) neverReplaced(r *controllerView, i int) NeverReplaced {
 		return NeverReplaced{Kind: OnDeleteStrategy}
 	case i < r.partition:
 		return NeverReplaced{Kind: BelowPartition, Partition: r.partition}
-	case r.set.Spec.UpdateStrategy.Type == recreateStrategy:
+	case r.set.Spec.UpdateStrategy.Type == controller.RecreateStrategy:
 		return NeverReplaced{Kind: RecreateIgnored, Release: d.rules.Version}
 	case !r.ordered():
-		return NeverReplaced{Kind: BudgetSpent, Release: d.rules.Version, Unavailable: r.unavailable(), MaxUnavailable: r.maxUnavailable()}
+		return NeverReplaced{Kind: BudgetSpent, Release: d.rules.Version, Unavailable: r.Unavailable, MaxUnavailable: r.MaxUnavailable}
 	}
 	policy := string(r.set.Spec.PodManagementPolicy)
 	if policy == "" {
@@ -460,7 +414,7 @@ func (d *diagnosis) reusedByOthers(set *appsv1.StatefulSet) []string {
 			if pod.Namespace != set.Namespace || !selector.Matches(labels.Set(pod.Labels)) {
 				continue
 			}
-			if _, ok := ordinal(set.Name, pod.Name); ok {
+			if _, ok := statefulset.Ordinal(set.Name, pod.Name); ok {
 				out = append(out, "pod/"+pod.Name)
 			}
 		}
@@ -478,6 +432,3 @@ func rolloutOf(set *appsv1.StatefulSet) model.Rollout {
 		Complete:    rollout.Complete(set),
 	}
 }
-
-// recreateStrategy is the 1.37 alpha strategy (gate StatefulSetRecreateStrategy); k8s.io/api 0.35 has no constant.
-const recreateStrategy appsv1.StatefulSetUpdateStrategyType = "Recreate"
