@@ -7,6 +7,9 @@ import "maps"
 // their JSON keys, so a document prints its details sorted by key, as a map would. A pointer
 // field is printed whenever its code sets it, even when the value is zero or empty.
 type FindingDetails struct {
+	// AdmissionError is the API server's refusal of the object the controller tried to create,
+	// as its FailedCreate Event quotes it (PodCreateFailed).
+	AdmissionError string `json:"admissionError,omitempty"`
 	// Blocks are the other pods a stuck pod keeps from being created, updated or Ready, each as
 	// "<pod> (not created|not updated|not ready)" (StaleRevisionStuck, CurrentRevisionFailing,
 	// PodUnschedulable, PodStuckTerminating).
@@ -14,6 +17,9 @@ type FindingDetails struct {
 	// Cause is why admission did not rewrite the image: StreamCreatedAfterTemplate,
 	// TagCreatedAfterTemplate or Unknown (UnresolvedImageReference).
 	Cause string `json:"cause,omitempty"`
+	// Checks are the PodSecurity checks the pod fails, each with what to set (PodCreateFailed,
+	// reason PodSecurity).
+	Checks []string `json:"checks,omitempty"`
 	// Claim is the Pending PersistentVolumeClaim the pod waits for (VolumeClaimPending).
 	Claim string `json:"claim,omitempty"`
 	// ClaimEvents are the claim's last Warning events, newest first, as "Reason: message"
@@ -48,9 +54,18 @@ type FindingDetails struct {
 	// LastExitCode is the exit code of the container's last termination, when it has one
 	// (findings of a pod stuck at startup).
 	LastExitCode *int32 `json:"lastExitCode,omitempty"`
+	// LastExitMessage is the message of the container's last termination, when it has one
+	// (findings about a container stuck at startup).
+	LastExitMessage string `json:"lastExitMessage,omitempty"`
+	// LastExitReason is the reason of the container's last termination, e.g. Error or
+	// OOMKilled (findings about a container stuck at startup).
+	LastExitReason string `json:"lastExitReason,omitempty"`
 	// MaxUnavailable is the rolling update's budget, scaled (StaleRevisionStuck of a Parallel
 	// rollout that deletes nothing).
 	MaxUnavailable *int `json:"maxUnavailable,omitempty"`
+	// MissingFor is how long the pod the controller must create has been missing, as far as
+	// the objects tell (PodCreateFailed).
+	MissingFor string `json:"missingFor,omitempty"`
 	// NewOwnerRevisions are the ControllerRevisions the recreated owner created after the
 	// deletion began (StatefulSetTerminating, reason OwnerRecreated).
 	NewOwnerRevisions []string `json:"newOwnerRevisions,omitempty"`
@@ -67,6 +82,9 @@ type FindingDetails struct {
 	NodeReadySince string `json:"nodeReadySince,omitempty"`
 	// NodeReason is the reason of the node's Ready condition (PodStuckTerminating).
 	NodeReason string `json:"nodeReason,omitempty"`
+	// Object is what the controller could not create: pod, or claim for the pod's
+	// PersistentVolumeClaim (PodCreateFailed).
+	Object string `json:"object,omitempty"`
 	// Ordinal is the stuck pod's ordinal (findings about one pod of a live StatefulSet).
 	Ordinal *int `json:"ordinal,omitempty"`
 	// Overdue is how long the pod has been terminating past its grace period
@@ -95,6 +113,12 @@ type FindingDetails struct {
 	// Pods are the pods concerned: on an older revision (OnDeleteStale) or using the image
 	// (image lookup findings).
 	Pods []string `json:"pods,omitempty"`
+	// Policy is the webhook or ValidatingAdmissionPolicy that denied the pod (PodCreateFailed,
+	// reason AdmissionDenied).
+	Policy string `json:"policy,omitempty"`
+	// Quota is the ResourceQuota that refused the object (PodCreateFailed, reason
+	// QuotaExceeded).
+	Quota string `json:"quota,omitempty"`
 	// Reason repeats the finding's reason (ServiceMissing, ImageResolutionSkipped,
 	// ImageTriggerInvalid).
 	Reason string `json:"reason,omitempty"`
@@ -112,6 +136,12 @@ type FindingDetails struct {
 	Selector *map[string]string `json:"selector,omitempty"`
 	// Service is the governing Service's name, spec.serviceName (ServiceMissing).
 	Service string `json:"service,omitempty"`
+	// ServiceAccount is the ServiceAccount the pod names and that does not exist
+	// (PodCreateFailed, reason ServiceAccountMissing).
+	ServiceAccount string `json:"serviceAccount,omitempty"`
+	// ShortBy is, per resource over the quota, how much is missing, as "pods: 1"
+	// (PodCreateFailed, reason QuotaExceeded).
+	ShortBy []string `json:"shortBy,omitempty"`
 	// Skipped says in words why admission never resolves the name (ImageResolutionSkipped).
 	Skipped string `json:"skipped,omitempty"`
 	// Tag is the ImageStream tag the image name refers to (image lookup findings).
@@ -135,6 +165,11 @@ type FindingDetails struct {
 	// UpdateRevision is the revision new pods get, when known (findings of a live StatefulSet's
 	// pods).
 	UpdateRevision string `json:"updateRevision,omitempty"`
+	// WaitedFor is how long the controller has waited on the pod (RolloutBlocked).
+	WaitedFor string `json:"waitedFor,omitempty"`
+	// WaitingFor is what the controller waits for the pod to be: Running, Ready or gone
+	// (RolloutBlocked).
+	WaitingFor string `json:"waitingFor,omitempty"`
 }
 
 // ImagePatchDetails is a JSON-patch replace of one image field of a StatefulSet's template.
@@ -150,8 +185,8 @@ type ImagePatchDetails struct {
 // DeepCopy copies the details.
 func (d FindingDetails) DeepCopy() FindingDetails {
 	c := d
-	for _, s := range []*[]string{&c.Blocks, &c.ClaimEvents, &c.Events, &c.FailingPods, &c.Finalizers,
-		&c.NewOwnerRevisions, &c.Pods, &c.ReusedBy, &c.Revisions} {
+	for _, s := range []*[]string{&c.Blocks, &c.Checks, &c.ClaimEvents, &c.Events, &c.FailingPods, &c.Finalizers,
+		&c.NewOwnerRevisions, &c.Pods, &c.ReusedBy, &c.Revisions, &c.ShortBy} {
 		if *s != nil {
 			*s = append([]string(nil), (*s)...)
 		}

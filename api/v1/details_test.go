@@ -13,13 +13,13 @@ import (
 
 // detailKeys are the public keys of details: scripts read them, so they change only additively.
 var detailKeys = []string{
-	"blocks", "cause", "claim", "claimEvents", "clusterIP", "currentOwnerUID", "currentUID", "events",
+	"admissionError", "blocks", "cause", "checks", "claim", "claimEvents", "clusterIP", "currentOwnerUID", "currentUID", "events",
 	"failingPods", "fieldPath", "finalizers", "from", "imageStream", "initContainer", "kind",
-	"lastExitCode", "maxUnavailable", "newOwnerRevisions", "node", "nodeCondition", "nodeReady",
-	"nodeReadySince", "nodeReason", "ordinal", "overdue", "ownerKind", "ownerName", "ownerUID", "patch",
-	"podLabels", "podResourceVersion", "podRevision", "podUID", "pods", "reason", "reusedBy", "revision",
-	"revisions", "rollback", "selector", "service", "skipped", "tag", "targetRevision", "templateImage",
-	"terminatingFor", "trigger", "uid", "unavailablePods", "updateRevision",
+	"lastExitCode", "lastExitMessage", "lastExitReason", "maxUnavailable", "missingFor", "newOwnerRevisions", "node",
+	"nodeCondition", "nodeReady", "nodeReadySince", "nodeReason", "object", "ordinal", "overdue", "ownerKind", "ownerName", "ownerUID", "patch",
+	"podLabels", "podResourceVersion", "podRevision", "podUID", "pods", "policy", "quota", "reason", "reusedBy",
+	"revision", "revisions", "rollback", "selector", "service", "serviceAccount", "shortBy", "skipped", "tag", "targetRevision", "templateImage",
+	"terminatingFor", "trigger", "uid", "unavailablePods", "updateRevision", "waitedFor", "waitingFor",
 }
 
 func jsonKeys(t reflect.Type) []string {

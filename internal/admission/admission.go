@@ -87,12 +87,19 @@ func ParseEvent(message string) (r Refusal, ok bool) {
 		r = Refusal{Kind: KindClaim, Name: m[1], Pod: m[2], StatefulSet: m[3], Error: m[4]}
 	} else if m := podEvent.FindStringSubmatch(message); m != nil {
 		r = Refusal{Kind: KindPod, Name: m[1], Pod: m[1], StatefulSet: m[2], Error: m[3]}
+		// The pod's event of a claim that could not be created wraps the claim's error
+		// (createPersistentVolumeClaims, stateful_pod_control.go:389@v1.37.2).
+		if c := wrappedClaim.FindStringSubmatch(r.Error); c != nil {
+			r.Kind, r.Name, r.Error = KindClaim, c[1], c[2]
+		}
 	} else {
 		return Refusal{}, false
 	}
 	classify(&r)
 	return r, true
 }
+
+var wrappedClaim = regexp.MustCompile(`^failed to create PVC (\S+): (.*)$`)
 
 // The admission errors, each from its plugin:
 var (

@@ -66,6 +66,10 @@ func Finding(f *model.Finding, opts Options) {
 		w.orphanRevisions(facts)
 	case stuck.ServiceProblem:
 		w.service(facts)
+	case stuck.CreateFailed:
+		w.createFailed(facts)
+	case stuck.WaitBlocked:
+		w.waitBlocked(facts)
 	default:
 		w.image(facts)
 	}

@@ -158,6 +158,9 @@ func startupDetail(p stuck.Startup) string {
 		if p.LastExit.Reason != "" {
 			last += " (" + p.LastExit.Reason + ")"
 		}
+		if p.LastExit.Message != "" {
+			last += ": " + oneLine(p.LastExit.Message)
+		}
 		return join(p.Waiting, last)
 	}
 	return p.Waiting
@@ -196,4 +199,10 @@ func join(parts ...string) string {
 		}
 	}
 	return strings.Join(out, "; ")
+}
+
+// oneLine keeps the last line of a termination message, where programs write the error.
+func oneLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
 }

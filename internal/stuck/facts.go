@@ -7,6 +7,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/internal/admission"
+	"github.com/stsdiag/stsdiag/internal/controller"
 )
 
 // The facts below are what the rules establish about each finding, in types: model.Finding.Facts
@@ -71,8 +73,41 @@ type Startup struct {
 
 // Exit is a container's last termination.
 type Exit struct {
-	Code   int32
-	Reason string
+	Code            int32
+	Reason, Message string
+}
+
+// CreateFailed: a pod (or its claim) the controller must create does not exist, and the
+// controller, under OrderedReady, creates nothing after it (processReplica,
+// stateful_set_control.go:439-453@v1.37.2).
+type CreateFailed struct {
+	Pod     string
+	Ordinal int
+	// Refusal is the API server's refusal as the last FailedCreate Event quotes it; nil when
+	// no Event since the pod went missing says why (Events expire).
+	Refusal *admission.Refusal
+	// MissingFor is how long the pod has been missing, as far as the objects tell.
+	MissingFor time.Duration
+	// Replaced: the pod was deleted by the update and never came back (the set is one replica
+	// short).
+	Replaced bool
+	Blocked  []Blocked
+	Ordered  bool
+}
+
+// WaitBlocked: the controller waits on an ordinal for longer than any known cause explains.
+type WaitBlocked struct {
+	Pod     string
+	Ordinal int
+	// Step is what the controller waits for (controller.WaitRunning, WaitReady, ...).
+	Step controller.Step
+	// For is how long it has waited.
+	For time.Duration
+	// Phase and Waiting are the pod's phase and its first container's waiting reason, if any.
+	Phase, Waiting string
+	// Condemned: the pod is beyond spec.replicas (a scale down waits on it).
+	Condemned bool
+	Blocked   []Blocked
 }
 
 // ClaimWhy is why a PersistentVolumeClaim stays Pending.
@@ -329,3 +364,9 @@ func (OrphanRevisions) Code() apiv1.Code { return apiv1.OrphanedRevision }
 
 // Code is the finding code the facts explain.
 func (ServiceProblem) Code() apiv1.Code { return apiv1.ServiceMissing }
+
+// Code of the facts.
+func (CreateFailed) Code() apiv1.Code { return apiv1.PodCreateFailed }
+
+// Code of the facts.
+func (WaitBlocked) Code() apiv1.Code { return apiv1.RolloutBlocked }

@@ -11,6 +11,7 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 
+	"github.com/stsdiag/stsdiag/internal/admission"
 	"github.com/stsdiag/stsdiag/internal/snapshot"
 	"github.com/stsdiag/stsdiag/internal/statefulset"
 )
@@ -169,4 +170,22 @@ func (ix *index) revisionCreated(set *appsv1.StatefulSet, name string) time.Time
 		}
 	}
 	return time.Time{}
+}
+
+// clockSkew is how much earlier than the pod went missing an Event may be stamped and still be
+// about this absence (the controller's clock and the kubelet's may differ).
+const clockSkew = time.Minute
+
+// refusal returns the newest refusal of the pod in the StatefulSet's FailedCreate Events since
+// the pod went missing, or nil.
+func (ix *index) refusal(set *appsv1.StatefulSet, pod string, since time.Time) *admission.Refusal {
+	for _, e := range ix.events[eventKey("StatefulSet", set.Namespace, set.Name)] {
+		if e.Reason != "FailedCreate" || eventTime(e).Before(since.Add(-clockSkew)) {
+			continue
+		}
+		if r, ok := admission.ParseEvent(e.Message); ok && r.Pod == pod {
+			return &r
+		}
+	}
+	return nil
 }

@@ -50,7 +50,7 @@ func (ix *index) startupProblem(pod *corev1.Pod) *Startup {
 			}
 			p := &Startup{Kind: ContainerWaiting, Reason: w.Reason, Waiting: w.Message, Container: st.Name, Image: image, Init: init}
 			if t := st.LastTerminationState.Terminated; t != nil {
-				p.LastExit = &Exit{Code: t.ExitCode, Reason: t.Reason}
+				p.LastExit = &Exit{Code: t.ExitCode, Reason: t.Reason, Message: strings.TrimSpace(t.Message)}
 			}
 			return p
 		}

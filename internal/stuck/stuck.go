@@ -54,6 +54,9 @@ type Result struct {
 	// is seen now into a finding; zero when none is pending. Callers that follow the cluster
 	// diagnose again then, even if nothing changes.
 	RecheckAt time.Time
+	// Views are the controller's next sync of each live StatefulSet in scope, by namespace/name:
+	// the model the findings were derived from (explain shows it).
+	Views map[string]*controller.View
 }
 
 // Diagnose examines every StatefulSet in the snapshot's scope. The findings carry facts, not
@@ -66,8 +69,8 @@ func Diagnose(s *snapshot.Snapshot, opts Options) Result {
 		// A version that does not parse (a fork's naming): the newest rules, gates as asked.
 		rules, _ = RulesFor("", opts.FeatureGates)
 	}
-	d := &diagnosis{ix: ix, opts: opts, snap: s, rules: rules}
-	res := Result{Rules: rules}
+	d := &diagnosis{ix: ix, opts: opts, snap: s, rules: rules, views: map[string]*controller.View{}}
+	res := Result{Rules: rules, Views: d.views}
 	for i := range s.StatefulSets {
 		set := &s.StatefulSets[i]
 		if !s.InScope(set.Namespace, set.Name) {
@@ -90,6 +93,7 @@ type diagnosis struct {
 	ix       *index
 	opts     Options
 	findings []model.Finding
+	views    map[string]*controller.View
 }
 
 func (d *diagnosis) add(f model.Finding) { d.findings = append(d.findings, f) }
@@ -145,6 +149,7 @@ func (d *diagnosis) view(set *appsv1.StatefulSet) *controllerView {
 	update := d.ix.updateRevision(set)
 	v := controller.Sync(controller.Inputs{Set: set, Pods: d.ix.owned.Pods[set.UID], Update: update,
 		UpdateCreated: d.ix.revisionCreated(set, update), Now: d.ix.now, Behaviour: d.rules.Behaviour()})
+	d.views[snapshot.Key(set.Namespace, set.Name)] = v
 	r := &controllerView{View: v, rules: d.rules, set: set, start: v.Start, replicas: v.Replicas, partition: v.Partition, update: update}
 	r.byIndex = make([]*corev1.Pod, len(v.Ordinals))
 	for i, o := range v.Ordinals {
@@ -158,7 +163,9 @@ func (d *diagnosis) statefulSet(set *appsv1.StatefulSet) {
 		d.terminating(set)
 		return
 	}
+	from := len(d.findings)
 	r := d.view(set)
+	defer d.nextSteps(r, from)
 	var onDeleteStale []string
 	for i, pod := range r.byIndex {
 		if pod == nil {
@@ -218,6 +225,7 @@ func (d *diagnosis) base(r *controllerView, code apiv1.Code, sev apiv1.Severity,
 		f.Details.InitContainer = p.Init
 		if p.LastExit != nil {
 			f.Details.LastExitCode = model.Ptr(p.LastExit.Code)
+			f.Details.LastExitReason, f.Details.LastExitMessage = p.LastExit.Reason, p.LastExit.Message
 		}
 	}
 	return f

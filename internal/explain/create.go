@@ -1,0 +1,123 @@
+package explain
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/stsdiag/stsdiag/internal/admission"
+	"github.com/stsdiag/stsdiag/internal/controller"
+	"github.com/stsdiag/stsdiag/internal/stuck"
+)
+
+func (w words) createFailed(s stuck.CreateFailed) {
+	f := w.f
+	object := "pod " + s.Pod
+	if r := s.Refusal; r != nil && r.Kind == admission.KindClaim {
+		object = fmt.Sprintf("PersistentVolumeClaim %s of pod %s", r.Name, s.Pod)
+	}
+	next := "the controller retries it"
+	if s.Ordered {
+		next = "the controller (OrderedReady) retries it and creates or updates no later pod until it exists"
+	}
+	if s.Replaced {
+		next += "; the update deleted it, so the StatefulSet runs one replica short"
+	}
+	if r := s.Refusal; r != nil {
+		f.Message = fmt.Sprintf("the controller cannot create %s: the API server refuses it (%s): %s; %s", object, r.Reason, r.Error, next)
+		f.Short = fmt.Sprintf("cannot create %s: %s", shortObject(s), refusalShort(r))
+		f.Remedy = w.refusalRemedy(r)
+	} else {
+		f.Message = fmt.Sprintf("%s has been missing for %s and the controller has not created it; no FailedCreate Event is left to say why (Events expire after 1h by default); %s", s.Pod, s.MissingFor, next)
+		f.Short = fmt.Sprintf("%s not created for %s", s.Pod, s.MissingFor)
+		f.Remedy = fmt.Sprintf("find why the controller cannot create it: %s get events -n %s --field-selector involvedObject.name=%s, and check that kube-controller-manager runs; it creates the pod by itself once it can",
+			w.cli, f.Namespace, f.StatefulSet)
+	}
+	f.Message += w.blocks(s.Blocked)
+}
+
+func shortObject(s stuck.CreateFailed) string {
+	if r := s.Refusal; r != nil && r.Kind == admission.KindClaim {
+		return "claim " + r.Name
+	}
+	return s.Pod
+}
+
+func refusalShort(r *admission.Refusal) string {
+	switch r.Reason {
+	case admission.QuotaExceeded:
+		if r.Quota.Missing != "" {
+			return fmt.Sprintf("ResourceQuota %s requires %s", r.Quota.Name, r.Quota.Missing)
+		}
+		return fmt.Sprintf("ResourceQuota %s exceeded (short by %s)", r.Quota.Name, strings.Join(r.Quota.Short, ", "))
+	case admission.PodSecurity:
+		return fmt.Sprintf("PodSecurity %s: %d check(s) fail", r.Level, len(r.Checks))
+	case admission.ServiceAccountMissing:
+		return fmt.Sprintf("ServiceAccount %s does not exist", r.ServiceAccount)
+	case admission.AdmissionDenied:
+		return fmt.Sprintf("%s %s denies it: %s", r.PolicyKind, r.Policy, r.Denial)
+	case admission.LimitRange:
+		return "LimitRange: " + r.Denial
+	case admission.SecurityContextConstraints:
+		return "no SecurityContextConstraints admits it"
+	}
+	return string(r.Reason)
+}
+
+// mustSet finds the settings PodSecurity's checks ask for ("must set X=Y").
+var mustSet = regexp.MustCompile(`must set ([^)]+)`)
+
+func (w words) refusalRemedy(r *admission.Refusal) string {
+	f := w.f
+	set := fmt.Sprintf("statefulset/%s -n %s", f.StatefulSet, f.Namespace)
+	after := "; the controller then creates it by itself (nothing to delete)"
+	switch r.Reason {
+	case admission.QuotaExceeded:
+		if r.Quota.Missing != "" {
+			return fmt.Sprintf("ResourceQuota %s requires every pod to set %s: set it in the containers' resources of %s%s", r.Quota.Name, r.Quota.Missing, set, after)
+		}
+		return fmt.Sprintf("ResourceQuota %s is short by %s (used %s of %s): raise it (%s edit resourcequota %s -n %s) or free that much in the namespace%s",
+			r.Quota.Name, strings.Join(r.Quota.Short, ", "), r.Quota.Used, r.Quota.Limited, w.cli, r.Quota.Name, f.Namespace, after)
+	case admission.PodSecurity:
+		var fields []string
+		for _, c := range r.Checks {
+			for _, m := range mustSet.FindAllStringSubmatch(c, -1) {
+				fields = append(fields, m[1])
+			}
+		}
+		return fmt.Sprintf("the namespace enforces PodSecurity %s: in the pod template of %s set %s (or, if the workload needs it, lower the namespace's pod-security.kubernetes.io/enforce level)%s",
+			r.Level, set, strings.Join(fields, "; "), after)
+	case admission.SecurityContextConstraints:
+		return fmt.Sprintf("no SecurityContextConstraints the pod's ServiceAccount may use admits it (%s): fit the pod template's securityContext of %s to restricted-v2 (no fixed runAsUser, fsGroup or privileges), or grant an SCC: oc adm policy add-scc-to-user SCC -z SERVICEACCOUNT -n %s%s",
+			r.Denial, set, f.Namespace, after)
+	case admission.ServiceAccountMissing:
+		return fmt.Sprintf("%s create serviceaccount %s -n %s (or fix spec.template.spec.serviceAccountName of %s)%s", w.cli, r.ServiceAccount, f.Namespace, set, after)
+	case admission.LimitRange:
+		return fmt.Sprintf("a LimitRange of namespace %s refuses the pod's resources (%s): fit the containers' resources of %s to it (%s describe limitrange -n %s) or change the LimitRange%s",
+			f.Namespace, r.Denial, set, w.cli, f.Namespace, after)
+	case admission.AdmissionDenied:
+		return fmt.Sprintf("%s %s denies the pod (%s): change the pod template of %s to satisfy it, or ask the policy's owner%s", r.PolicyKind, r.Policy, r.Denial, set, after)
+	}
+	return fmt.Sprintf("fix what the API server says in %s%s", set, after)
+}
+
+func (w words) waitBlocked(s stuck.WaitBlocked) {
+	f := w.f
+	state := s.Phase
+	if s.Waiting != "" {
+		state += ", " + s.Waiting
+	}
+	scope := "the controller"
+	if s.Condemned {
+		scope = "the controller's scale down"
+	}
+	f.Message = fmt.Sprintf("%s waits for %s to be %s and has for %s (it is %s); no rule stsdiag knows explains why, and it will not change by itself",
+		scope, s.Pod, waitWord[s.Step], s.For, state)
+	f.Message += w.blocks(s.Blocked)
+	f.Short = fmt.Sprintf("waits %s for %s to be %s (%s)", s.For, s.Pod, waitWord[s.Step], state)
+	f.Remedy = fmt.Sprintf("read why in %s describe pod %s -n %s (its events and conditions), fix the cause in statefulset/%s; if the pod runs an old revision, deleting it makes the controller recreate it",
+		w.cli, s.Pod, f.Namespace, f.StatefulSet)
+}
+
+var waitWord = map[controller.Step]string{controller.WaitRunning: "Running", controller.WaitReady: "Ready",
+	controller.WaitTerminated: "gone", controller.WaitAvailable: "Available"}

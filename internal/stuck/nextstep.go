@@ -1,0 +1,154 @@
+package stuck
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/internal/admission"
+	"github.com/stsdiag/stsdiag/internal/controller"
+	"github.com/stsdiag/stsdiag/internal/model"
+)
+
+// missingAfter is how long a pod the controller must create may be missing, with no Event saying
+// why, before it is reported: the controller creates a pod within a second of deciding to.
+const missingAfter = time.Minute
+
+// defaultBlockedAfter is how long the controller may wait on a pod no rule explains when the
+// not-ready threshold is off.
+const defaultBlockedAfter = 5 * time.Minute
+
+// nextSteps reports, for every ordinal the controller's next sync holds at (the model in
+// internal/controller), what keeps it there when no finding of this StatefulSet (those from
+// `from` on) already says so: a pod it cannot create (PodCreateFailed), or a wait no known cause
+// explains (RolloutBlocked). So no rollout that cannot progress goes without an error finding.
+func (d *diagnosis) nextSteps(r *controllerView, from int) {
+	explained := map[string]bool{}
+	for _, f := range d.findings[from:] {
+		if f.Severity == apiv1.SeverityError && f.Pod != "" {
+			explained[f.Pod] = true
+		}
+	}
+	for i, o := range r.Ordinals {
+		switch {
+		case !o.Holds || explained[o.Name]:
+		case o.Next == controller.Create:
+			d.createFailed(r, i, o)
+		case o.Next.Waiting():
+			d.waitBlocked(r, i, o, false)
+		}
+	}
+	for _, o := range r.Condemned {
+		if o.Holds && o.Next.Waiting() && !explained[o.Name] {
+			d.waitBlocked(r, -1, o, true)
+		}
+	}
+}
+
+// createFailed reports a pod the controller must create and that does not exist: at once when a
+// FailedCreate Event since it went missing says why, after missingAfter otherwise.
+func (d *diagnosis) createFailed(r *controllerView, i int, o controller.Ordinal) {
+	missing := d.ix.now.Sub(o.Since)
+	refusal := d.ix.refusal(r.set, o.Name, o.Since)
+	// Without an Event, a pod is missing for long only if the controller has seen the spec and
+	// the objects tell since when.
+	unobserved := r.set.Status.ObservedGeneration < r.set.Generation || o.Since.IsZero()
+	if refusal == nil && (unobserved || missing < missingAfter) {
+		if !unobserved {
+			d.ix.wake(o.Since.Add(missingAfter))
+		}
+		return
+	}
+	if refusal == nil && missing < missingAfter {
+		d.ix.wake(o.Since.Add(missingAfter))
+		return
+	}
+	f := model.Finding{Finding: apiv1.Finding{Code: apiv1.PodCreateFailed, Severity: apiv1.SeverityError,
+		Namespace: r.set.Namespace, StatefulSet: r.set.Name, Pod: o.Name, Reason: string(admission.Unknown)}}
+	facts := CreateFailed{Pod: o.Name, Ordinal: o.Ordinal, Refusal: refusal, MissingFor: missing.Round(time.Second),
+		Replaced: r.set.Status.Replicas < int32(r.replicas) && r.Current != "" && r.Current != r.update, Blocked: r.blocked(i), Ordered: r.ordered()}
+	f.Details.Object = "pod"
+	f.Details.Ordinal = model.Ptr(o.Ordinal)
+	f.Details.TargetRevision = model.Ptr(o.Target)
+	f.Details.UpdateRevision = r.update
+	f.Details.MissingFor = facts.MissingFor.String()
+	if refusal != nil {
+		refusalDetails(&f, refusal)
+	}
+	f.Details.Reason = f.Reason
+	f.Facts = facts
+	d.add(f)
+}
+
+func refusalDetails(f *model.Finding, r *admission.Refusal) {
+	f.Reason = string(r.Reason)
+	f.Details.AdmissionError = r.Error
+	if r.Kind == admission.KindClaim {
+		f.Details.Object, f.Details.Claim = "claim", r.Name
+	}
+	if r.Quota != nil {
+		f.Details.Quota, f.Details.ShortBy = r.Quota.Name, r.Quota.Short
+	}
+	f.Details.Checks = r.Checks
+	f.Details.ServiceAccount = r.ServiceAccount
+	f.Details.Policy = r.Policy
+}
+
+// waitBlocked reports a wait of the controller on a pod that no rule explains, once it has
+// lasted longer than the threshold.
+func (d *diagnosis) waitBlocked(r *controllerView, i int, o controller.Ordinal, condemned bool) {
+	after := d.opts.NotReadyAfter
+	switch {
+	case o.Next == controller.WaitAvailable || o.Next == controller.WaitTerminated:
+		// Available comes with time (minReadySeconds); a termination past its threshold is
+		// PodStuckTerminating.
+		return
+	case o.Next == controller.WaitReady && after <= 0:
+		return // the not-ready rule is off
+	case after <= 0:
+		after = defaultBlockedAfter
+	}
+	if o.Since.IsZero() {
+		return
+	}
+	waited := d.ix.now.Sub(o.Since)
+	if waited < after {
+		d.ix.wake(o.Since.Add(after))
+		return
+	}
+	facts := WaitBlocked{Pod: o.Name, Ordinal: o.Ordinal, Step: o.Next, For: waited.Round(time.Second), Condemned: condemned,
+		Phase: string(o.Pod.Status.Phase), Waiting: firstWaiting(o.Pod)}
+	if i >= 0 {
+		facts.Blocked = r.blocked(i)
+	}
+	f := d.base(r, apiv1.RolloutBlocked, apiv1.SeverityError, o.Pod, nil)
+	f.Reason = string(o.Next)
+	f.Details.Ordinal = model.Ptr(o.Ordinal)
+	f.Details.WaitingFor = waitingFor(o.Next)
+	f.Details.WaitedFor = facts.For.String()
+	f.Facts = facts
+	d.add(f)
+}
+
+// waitingFor names what the controller waits for the pod to be.
+func waitingFor(s controller.Step) string {
+	switch s {
+	case controller.WaitRunning:
+		return "Running"
+	case controller.WaitReady:
+		return "Ready"
+	case controller.WaitTerminated:
+		return "Terminated"
+	}
+	return "Available"
+}
+
+func firstWaiting(pod *corev1.Pod) string {
+	for _, st := range append(append([]corev1.ContainerStatus{}, pod.Status.InitContainerStatuses...), pod.Status.ContainerStatuses...) {
+		if st.State.Waiting != nil && st.State.Waiting.Reason != "" {
+			return st.State.Waiting.Reason
+		}
+	}
+	return ""
+}
