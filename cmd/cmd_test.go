@@ -24,16 +24,20 @@ current-context: c
 		t.Fatal(err)
 	}
 	cases := map[string][]string{
-		"bad output":         {"check", "-o", "nonsense"},
-		"bad fail-on":        {"check", "--fail-on", "maybe"},
-		"bad openshift":      {"check", "--openshift", "perhaps"},
-		"bad selector":       {"check", "-l", "a in (b"},
-		"names with -A":      {"check", "web", "-A"},
-		"unknown flag":       {"check", "--nope"},
-		"unknown command":    {"frobnicate"},
-		"unknown context":    {"check", "--context", "missing"},
-		"unreachable":        {"check", "--request-timeout", "2s"},
-		"missing kubeconfig": {"check", "--kubeconfig", filepath.Join(dir, "absent")},
+		"bad output":          {"check", "-o", "nonsense"},
+		"bad fail-on":         {"check", "--fail-on", "maybe"},
+		"bad openshift":       {"check", "--openshift", "perhaps"},
+		"bad selector":        {"check", "-l", "a in (b"},
+		"names with -A":       {"check", "web", "-A"},
+		"unknown flag":        {"check", "--nope"},
+		"unknown command":     {"frobnicate"},
+		"unknown context":     {"check", "--context", "missing"},
+		"unreachable":         {"check", "--request-timeout", "2s"},
+		"missing kubeconfig":  {"check", "--kubeconfig", filepath.Join(dir, "absent")},
+		"explain no name":     {"explain"},
+		"explain two names":   {"explain", "web", "db"},
+		"explain wide":        {"explain", "web", "-o", "wide"},
+		"explain unreachable": {"explain", "web", "--request-timeout", "2s"},
 	}
 	for name, args := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/internal/controller"
 	"github.com/stsdiag/stsdiag/internal/explain"
 	"github.com/stsdiag/stsdiag/internal/gather"
 	"github.com/stsdiag/stsdiag/internal/model"
@@ -20,6 +21,12 @@ import (
 // linked to another's, explain words them (naming oc on OpenShift, else kubectl), and each
 // StatefulSet's status is decided once, from every finding.
 func Report(snap *snapshot.Snapshot, opts stuck.Options) *model.Report {
+	rep, _ := report(snap, opts)
+	return rep
+}
+
+// report is Report, with the controller model each StatefulSet's findings come from.
+func report(snap *snapshot.Snapshot, opts stuck.Options) (*model.Report, map[string]*controller.View) {
 	res := stuck.Diagnose(snap, opts)
 	findings := append(res.Findings, resolver.Diagnose(snap)...)
 	linkUnresolvedImages(findings)
@@ -27,7 +34,7 @@ func Report(snap *snapshot.Snapshot, opts stuck.Options) *model.Report {
 	rep := model.NewReport(snap.OpenShift, model.Summaries(res.StatefulSets, findings), findings)
 	rep.RecheckAt = res.RecheckAt
 	rep.Server = &apiv1.ServerInfo{Version: snap.ServerVersion, Rules: res.Rules.Version, AssumedFeatureGates: res.Rules.Gates}
-	return rep
+	return rep, res.Views
 }
 
 // Run gathers the scope (gather.Gather) and diagnoses it; gathering warnings go in the report.

@@ -1,0 +1,112 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/internal/diagnose"
+	"github.com/stsdiag/stsdiag/internal/gather"
+	"github.com/stsdiag/stsdiag/internal/openshift"
+	"github.com/stsdiag/stsdiag/internal/render"
+	"github.com/stsdiag/stsdiag/internal/stuck"
+)
+
+// ExplainFlags are the flags of `stsdiag explain`, as typed.
+type ExplainFlags struct {
+	configFlags *genericclioptions.ConfigFlags
+	genericiooptions.IOStreams
+	PrintFlags *render.PrintFlags
+	OpenShift  string
+	Diagnosis  *diagnosisFlags
+}
+
+// ExplainOptions are what `stsdiag explain` runs with.
+type ExplainOptions struct {
+	configFlags *genericclioptions.ConfigFlags
+	genericiooptions.IOStreams
+	print     *render.PrintFlags
+	scope     gather.Scope
+	diagnosis stuck.Options
+}
+
+const explainExample = `  # What the StatefulSet controller does next for each pod of web, and why it cannot
+  kubectl stsdiag explain web -n shop
+
+  # The same as a stsdiag/v1 Explanation document
+  kubectl stsdiag explain web -n shop -o yaml`
+
+// NewExplainCommand builds `stsdiag explain`.
+func NewExplainCommand(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	f := &ExplainFlags{configFlags: configFlags, IOStreams: streams, PrintFlags: render.NewPrintFlags(),
+		OpenShift: string(openshift.ModeAuto), Diagnosis: newDiagnosisFlags()}
+	c := &cobra.Command{
+		Use:   "explain NAME [-n NAMESPACE]",
+		Short: "Show the StatefulSet controller's view of one StatefulSet: per pod, its next step and what keeps it from taking it",
+		Long: "explain models the StatefulSet controller's next sync of one StatefulSet (the rules of the server's release): " +
+			"for each ordinal the pod's revision and state, what the controller does next, and the finding that says why it cannot. " +
+			"It comes from the same diagnosis as check. Exit 1 when the rollout is stuck.",
+		Example: explainExample,
+		Args:    cobra.ExactArgs(1),
+		RunE:    runE(f.ToOptions),
+	}
+	f.PrintFlags.AddFlags(c)
+	c.Flags().StringVar(&f.OpenShift, "openshift", f.OpenShift, "Use the OpenShift image API: auto (if served), always or never")
+	f.Diagnosis.AddFlags(c)
+	return c
+}
+
+// ToOptions checks and parses the flags with the NAME argument.
+func (f *ExplainFlags) ToOptions(args []string) (*ExplainOptions, error) {
+	o := &ExplainOptions{configFlags: f.configFlags, IOStreams: f.IOStreams, print: f.PrintFlags}
+	if len(args) != 1 {
+		return nil, fmt.Errorf("explain takes one StatefulSet name, got %d", len(args))
+	}
+	if err := f.PrintFlags.Validate(); err != nil {
+		return nil, err
+	}
+	if f.PrintFlags.OutputFormat == render.FormatWide {
+		return nil, fmt.Errorf("unknown output format %q for explain: want table, json or yaml", f.PrintFlags.OutputFormat)
+	}
+	mode, err := openshift.ParseMode(f.OpenShift)
+	if err != nil {
+		return nil, err
+	}
+	ns, err := namespace(f.configFlags, false)
+	if err != nil {
+		return nil, err
+	}
+	o.scope = gather.Scope{Namespace: ns, Names: args, OpenShift: mode}
+	if o.diagnosis, err = f.Diagnosis.ToOptions(); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// Run gathers the StatefulSet's namespace, explains it and prints the explanation; exit 1 when
+// its rollout is stuck.
+func (o *ExplainOptions) Run(ctx context.Context) error {
+	c, err := clients(o.configFlags, defaultRequestTimeout)
+	if err != nil {
+		return withCode(ExitError, err)
+	}
+	e, warnings, err := diagnose.Explain(ctx, gather.Lister{Clients: c, Scope: o.scope}, o.scope.Namespace, o.scope.Names[0], o.diagnosis)
+	if err != nil {
+		return withCode(ExitError, err)
+	}
+	for _, w := range warnings {
+		fmt.Fprintf(o.ErrOut, "Warning: %s\n", w)
+	}
+	if err := render.Explanation(o.Out, e, o.print, time.Now()); err != nil {
+		return withCode(ExitError, err)
+	}
+	if e.Status == apiv1.StatusStuck {
+		return withCode(ExitFindings, nil)
+	}
+	return nil
+}

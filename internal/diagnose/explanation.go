@@ -1,0 +1,136 @@
+package diagnose
+
+import (
+	"context"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/internal/controller"
+	"github.com/stsdiag/stsdiag/internal/gather"
+	"github.com/stsdiag/stsdiag/internal/snapshot"
+	"github.com/stsdiag/stsdiag/internal/statefulset"
+	"github.com/stsdiag/stsdiag/internal/stuck"
+)
+
+// Explain gathers one StatefulSet's namespace and explains it (see Explanation).
+func Explain(ctx context.Context, src gather.Source, namespace, name string, opts stuck.Options) (*apiv1.Explanation, []string, error) {
+	snap, warnings, err := src.Snapshot(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	e, err := Explanation(snap, namespace, name, opts)
+	return e, warnings, err
+}
+
+// Explanation is the controller's view of one StatefulSet: the rules, the revisions and what
+// changed between them, and per ordinal its state, the controller's next step and the finding
+// that says why it cannot take it. It comes from the same diagnosis as check's report, whose
+// findings about the set it carries, so the two never disagree.
+func Explanation(snap *snapshot.Snapshot, namespace, name string, opts stuck.Options) (*apiv1.Explanation, error) {
+	rep, views := report(snap, opts)
+	var set *appsv1.StatefulSet
+	for i := range snap.StatefulSets {
+		if s := &snap.StatefulSets[i]; s.Namespace == namespace && s.Name == name {
+			set = s
+		}
+	}
+	if set == nil {
+		return nil, &gather.NotFoundError{What: fmt.Sprintf("statefulset %q in namespace %q", name, namespace)}
+	}
+	e := &apiv1.Explanation{Namespace: namespace, StatefulSet: name, Server: rep.Server,
+		PodManagementPolicy: string(appsv1.OrderedReadyPodManagement), UpdateStrategy: string(appsv1.RollingUpdateStatefulSetStrategyType),
+		MinReadySeconds: set.Spec.MinReadySeconds, CurrentRevision: set.Status.CurrentRevision, UpdateRevision: set.Status.UpdateRevision,
+		Ordinals: []apiv1.OrdinalStep{}, Findings: []apiv1.Finding{}}
+	e.SetGroupVersionKind(apiv1.GroupVersion.WithKind("Explanation"))
+	if p := set.Spec.PodManagementPolicy; p != "" {
+		e.PodManagementPolicy = string(p)
+	}
+	if t := set.Spec.UpdateStrategy.Type; t != "" {
+		e.UpdateStrategy = string(t)
+	}
+	for _, s := range rep.StatefulSets {
+		if s.Namespace == namespace && s.Name == name {
+			e.Status, e.Replicas = s.Status, s.Replicas
+		}
+	}
+	why := map[string]string{}
+	for _, f := range rep.Findings {
+		if f.Namespace != namespace || f.StatefulSet != name {
+			continue
+		}
+		e.Findings = append(e.Findings, f.Finding.DeepCopy())
+		if f.Severity == apiv1.SeverityError && f.Pod != "" && why[f.Pod] == "" {
+			why[f.Pod] = string(f.Code) + ": " + f.Short
+		}
+	}
+	if v := views[snapshot.Key(namespace, name)]; v != nil {
+		e.Partition = int32(v.Partition)
+		if e.UpdateRevision == "" {
+			e.UpdateRevision = v.Update
+		}
+		for _, o := range append(append([]controller.Ordinal{}, v.Ordinals...), v.Condemned...) {
+			e.Ordinals = append(e.Ordinals, step(o, why[o.Name]))
+		}
+	}
+	e.TemplateChanges = templateChanges(snap, set, e.CurrentRevision, e.UpdateRevision)
+	return e, nil
+}
+
+func step(o controller.Ordinal, why string) apiv1.OrdinalStep {
+	s := apiv1.OrdinalStep{Ordinal: int32(o.Ordinal), Pod: o.Name, State: State(o.Pod), Revision: o.Revision,
+		TargetRevision: o.Target, Next: string(o.Next), Holds: o.Holds, Why: why}
+	if !o.Since.IsZero() && o.Holds {
+		since := metav1.NewTime(o.Since)
+		s.Since = &since
+	}
+	return s
+}
+
+// State names a pod's state as the controller distinguishes it.
+func State(pod *corev1.Pod) string {
+	switch {
+	case pod == nil:
+		return "Missing"
+	case pod.DeletionTimestamp != nil:
+		return "Terminating"
+	case pod.Status.Phase == corev1.PodRunning && statefulset.RunningAndReady(pod):
+		return "Ready"
+	case pod.Status.Phase == "":
+		return "Pending"
+	}
+	return string(pod.Status.Phase)
+}
+
+// templateChanges lists what the update revision changes in the template, when both
+// revisions can be read.
+func templateChanges(snap *snapshot.Snapshot, set *appsv1.StatefulSet, current, update string) []string {
+	if current == "" || update == "" || current == update {
+		return nil
+	}
+	var from, to *corev1.PodTemplateSpec
+	for i := range snap.Revisions {
+		rev := &snap.Revisions[i]
+		if rev.Namespace != set.Namespace {
+			continue
+		}
+		if ref := metav1.GetControllerOfNoCopy(rev); ref == nil || ref.UID != set.UID {
+			continue
+		}
+		if _, tmpl, err := statefulset.RevisionTemplate(rev); err == nil {
+			switch rev.Name {
+			case current:
+				from = tmpl
+			case update:
+				to = tmpl
+			}
+		}
+	}
+	if from == nil || to == nil {
+		return nil
+	}
+	return controller.TemplateDiff(from, to)
+}
