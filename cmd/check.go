@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -13,6 +14,7 @@ import (
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/diagnose"
+	"github.com/stsdiag/stsdiag/internal/gather"
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/render"
 	"github.com/stsdiag/stsdiag/internal/stuck"
@@ -26,6 +28,7 @@ type CheckFlags struct {
 	Scope      *scopeFlags
 	Diagnosis  *diagnosisFlags
 	FailOn     string
+	Logs       int64
 }
 
 // CheckOptions are what `stsdiag check` runs with, parsed and checked.
@@ -36,6 +39,7 @@ type CheckOptions struct {
 	scope     scope
 	diagnosis stuck.Options
 	failOn    apiv1.Severity
+	logs      int64
 }
 
 const checkExample = `  # Check every StatefulSet in the current namespace
@@ -71,6 +75,7 @@ func (f *CheckFlags) command() *cobra.Command {
 	f.Scope.AddFleetFlags(c)
 	f.PrintFlags.AddFlags(c)
 	c.Flags().StringVar(&f.FailOn, "fail-on", f.FailOn, "Exit 1 when a finding is at least this severe: error, warning, info or never")
+	c.Flags().Int64Var(&f.Logs, "logs", 0, "Add the last N lines of the previous run of each container a finding says exited (one GET per container)")
 	f.Diagnosis.AddFlags(c)
 	return c
 }
@@ -90,6 +95,9 @@ func (f *CheckFlags) ToOptions(args []string) (*CheckOptions, error) {
 	}
 	if o.failOn, err = parseFailOn(f.FailOn); err != nil {
 		return nil, err
+	}
+	if o.logs = f.Logs; o.logs < 0 || (o.logs > 0 && o.scope.fleet()) {
+		return nil, errors.New("--logs takes a positive number of lines, and one cluster (not --contexts)")
 	}
 	return o, nil
 }
@@ -112,6 +120,9 @@ func (o *CheckOptions) Run(ctx context.Context) error {
 		}
 		if rep, _, err = diagnose.Run(ctx, c, o.scope.Scope, o.diagnosis); err != nil {
 			return withCode(ExitError, err)
+		}
+		if o.logs > 0 {
+			rep.Warnings = append(rep.Warnings, gather.PreviousLogs(ctx, c.Kube, rep.Findings, o.logs)...)
 		}
 	}
 	for _, w := range rep.Warnings {

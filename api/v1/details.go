@@ -60,6 +60,9 @@ type FindingDetails struct {
 	// LastExitReason is the reason of the container's last termination, e.g. Error or
 	// OOMKilled (findings about a container stuck at startup).
 	LastExitReason string `json:"lastExitReason,omitempty"`
+	// Logs are the last lines of the previous run of the failing container, with check
+	// --logs N (findings about a container stuck at startup).
+	Logs []string `json:"logs,omitempty"`
 	// MaxUnavailable is the rolling update's budget, scaled (StaleRevisionStuck of a Parallel
 	// rollout that deletes nothing).
 	MaxUnavailable *int `json:"maxUnavailable,omitempty"`
@@ -185,7 +188,7 @@ type ImagePatchDetails struct {
 // DeepCopy copies the details.
 func (d FindingDetails) DeepCopy() FindingDetails {
 	c := d
-	for _, s := range []*[]string{&c.Blocks, &c.Checks, &c.ClaimEvents, &c.Events, &c.FailingPods, &c.Finalizers,
+	for _, s := range []*[]string{&c.Blocks, &c.Checks, &c.ClaimEvents, &c.Events, &c.FailingPods, &c.Finalizers, &c.Logs,
 		&c.NewOwnerRevisions, &c.Pods, &c.ReusedBy, &c.Revisions, &c.ShortBy} {
 		if *s != nil {
 			*s = append([]string(nil), (*s)...)

@@ -15,7 +15,7 @@ import (
 var detailKeys = []string{
 	"admissionError", "blocks", "cause", "checks", "claim", "claimEvents", "clusterIP", "currentOwnerUID", "currentUID", "events",
 	"failingPods", "fieldPath", "finalizers", "from", "imageStream", "initContainer", "kind",
-	"lastExitCode", "lastExitMessage", "lastExitReason", "maxUnavailable", "missingFor", "newOwnerRevisions", "node",
+	"lastExitCode", "lastExitMessage", "lastExitReason", "logs", "maxUnavailable", "missingFor", "newOwnerRevisions", "node",
 	"nodeCondition", "nodeReady", "nodeReadySince", "nodeReason", "object", "ordinal", "overdue", "ownerKind", "ownerName", "ownerUID", "patch",
 	"podLabels", "podResourceVersion", "podRevision", "podUID", "pods", "policy", "quota", "reason", "reusedBy",
 	"revision", "revisions", "rollback", "selector", "service", "serviceAccount", "shortBy", "skipped", "tag", "targetRevision", "templateImage",

@@ -74,7 +74,7 @@ func init() {
 	for _, c := range []apiv1.Code{apiv1.StaleRevisionStuck, apiv1.CurrentRevisionFailing, apiv1.OnDeleteStale, apiv1.VolumeClaimPending,
 		apiv1.PodUnschedulable, apiv1.OrphanedRevision, apiv1.StatefulSetTerminating, apiv1.PodStuckTerminating,
 		apiv1.UnresolvedImageReference, apiv1.ImageStreamTagNotFound, apiv1.ImageLookupDisabled, apiv1.ImageResolutionSkipped,
-		apiv1.ImageTriggerInvalid, apiv1.ImageTriggerStale, apiv1.ServiceMissing} {
+		apiv1.ImageTriggerInvalid, apiv1.ImageTriggerStale, apiv1.ServiceMissing, apiv1.PodCreateFailed, apiv1.RolloutBlocked} {
 		codes[string(c)] = true
 	}
 }

@@ -84,6 +84,7 @@ func PrintTable(w io.Writer, r *model.Report, opts TableOptions) error {
 	if len(r.Findings) > 0 {
 		fmt.Fprintln(w)
 	}
+	PreviousLogs(w, r.Findings)
 	for _, warning := range r.Warnings {
 		fmt.Fprintf(w, "Warning: %s\n", warning)
 	}
@@ -154,4 +155,20 @@ func colorizeRows(table []byte, enabled bool) []byte {
 		}
 	}
 	return bytes.Join(lines, []byte("\n"))
+}
+
+// PreviousLogs prints the previous logs check --logs read, under the findings they belong to.
+func PreviousLogs(w io.Writer, findings []model.Finding) {
+	printed := map[string]bool{}
+	for _, f := range findings {
+		key := f.Namespace + "/" + f.Pod + "/" + f.Container
+		if len(f.Details.Logs) == 0 || printed[key] {
+			continue
+		}
+		printed[key] = true
+		fmt.Fprintf(w, "Previous log of pod %s container %s (last %d lines):\n", f.Pod, f.Container, len(f.Details.Logs))
+		for _, line := range f.Details.Logs {
+			fmt.Fprintf(w, "  %s\n", line)
+		}
+	}
 }

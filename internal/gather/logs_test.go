@@ -1,0 +1,45 @@
+package gather_test
+
+import (
+	"context"
+	"reflect"
+	"testing"
+
+	"k8s.io/client-go/kubernetes/fake"
+
+	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/internal/gather"
+	"github.com/stsdiag/stsdiag/internal/model"
+)
+
+// TestPreviousLogs: only findings about a container that exited get its previous log, read once
+// per container.
+func TestPreviousLogs(t *testing.T) {
+	kube := fake.NewClientset()
+	crashed := func(pod string) model.Finding {
+		f := model.Finding{Finding: apiv1.Finding{Code: apiv1.CurrentRevisionFailing, Namespace: "shop", Pod: pod, Container: "db"}}
+		f.Details.LastExitCode = model.Ptr(int32(1))
+		return f
+	}
+	findings := []model.Finding{crashed("db-0"), crashed("db-0"),
+		{Finding: apiv1.Finding{Code: apiv1.PodUnschedulable, Namespace: "shop", Pod: "db-1", Container: "db"}}}
+	if w := gather.PreviousLogs(context.Background(), kube, findings, 20); len(w) != 0 {
+		t.Fatalf("warnings %v", w)
+	}
+	// The fake clientset answers every log request with "fake logs".
+	if !reflect.DeepEqual(findings[0].Details.Logs, []string{"fake logs"}) || !reflect.DeepEqual(findings[1].Details.Logs, []string{"fake logs"}) {
+		t.Errorf("logs %q %q", findings[0].Details.Logs, findings[1].Details.Logs)
+	}
+	if findings[2].Details.Logs != nil {
+		t.Errorf("a container that never exited got logs: %q", findings[2].Details.Logs)
+	}
+	gets := 0
+	for _, a := range kube.Actions() {
+		if a.GetSubresource() == "log" {
+			gets++
+		}
+	}
+	if gets != 1 {
+		t.Errorf("%d log requests, want 1 (one per container)", gets)
+	}
+}
