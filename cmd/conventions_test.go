@@ -163,7 +163,6 @@ func TestScopeFlags(t *testing.T) {
 		{[]string{"fix", "--contexts", "east,west"}, "error: " + errFleetFix.Error() + "\n"},
 		{[]string{"fix", "--all-contexts"}, "error: " + errFleetFix.Error() + "\n"},
 		{[]string{"wait", "-A"}, "error: name the StatefulSets to wait for, or select them with -l\n"},
-		{[]string{"watch", "-l", "app=web"}, "error: " + errWatchSelector.Error() + "\n"},
 		{[]string{"watch", "web"}, "error: unknown command \"web\" for \"kubectl stsdiag watch\"\n"},
 		{[]string{"version", "-o", "wide"}, "error: unknown output format \"wide\": want one of table, json, yaml, kyaml\n"},
 		{[]string{"wait", "web", "--openshift", "perhaps"}, ""},

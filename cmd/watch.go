@@ -44,10 +44,6 @@ const watchExample = `  # Report only: Events on StatefulSets and Prometheus met
   # Repair findings that held 2 minutes, at most 5 repairs per namespace and hour, one leader
   kubectl stsdiag watch -A --fix --hold 2m --max-repairs-per-hour 5 --leader-elect`
 
-// errWatchSelector: the monitor diagnoses every StatefulSet its informers see; it does not
-// filter them by label yet.
-var errWatchSelector = errors.New("watch does not take -l/--selector yet: it watches every StatefulSet of the namespace (-n) or of the cluster (-A)")
-
 // NewWatchCommand builds `stsdiag watch`.
 func NewWatchCommand(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	return newWatchFlags(configFlags, streams).command()
@@ -96,9 +92,6 @@ stops cleanly, exit 0, on SIGTERM or SIGINT: a service's normal end.`,
 
 // ToOptions checks and parses the flags (cobra.NoArgs has refused NAME arguments).
 func (f *WatchFlags) ToOptions(args []string) (*WatchOptions, error) {
-	if f.Scope.Selector != "" {
-		return nil, errWatchSelector
-	}
 	if f.MaxRepairsPerHour < 0 {
 		return nil, errors.New("--max-repairs-per-hour must not be negative")
 	}

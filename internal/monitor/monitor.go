@@ -21,6 +21,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/cache"
@@ -242,6 +243,10 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		if snap.StatefulSets[i].Name == name {
 			set = &snap.StatefulSets[i]
 		}
+	}
+	if set != nil && c.scope.Selector != nil && !c.scope.Selector.Matches(labels.Set(set.Labels)) {
+		// Out of -l's scope (now, or since its labels changed): as if it were gone.
+		set, rep = nil, &model.Report{}
 	}
 	now := c.clock.Now()
 	state, fresh := c.observe(key, rep.Findings, now)

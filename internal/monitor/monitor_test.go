@@ -8,6 +8,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/fake"
@@ -122,5 +123,41 @@ func TestRepairBudgetPerNamespace(t *testing.T) {
 	}
 	if n := deletes(kube); n != 1 {
 		t.Errorf("%d deletes with a budget of 1 per hour", n)
+	}
+}
+
+// TestSelectorScopesWatch: watch -l diagnoses only the StatefulSets the selector matches; the
+// stuck set outside it is neither counted nor repaired.
+func TestSelectorScopesWatch(t *testing.T) {
+	for _, c := range []struct {
+		selector string
+		want     float64
+	}{{"app=web", 1}, {"app=db", 0}} {
+		t.Run(c.selector, func(t *testing.T) {
+			sel, err := labels.Parse(c.selector)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// stuckObjects' StatefulSet carries no labels of its own: give it app=web.
+			objs := stuckObjects()
+			objs[1].(*appsv1.StatefulSet).Labels = map[string]string{"app": "web"}
+			kube := fake.NewClientset(objs...)
+			metrics := monitor.NewMetrics()
+			ctrl := monitor.New(gather.Clients{Kube: kube}, gather.Scope{Namespace: "shop", Selector: sel, OpenShift: openshift.ModeNever},
+				monitor.Options{MinStuck: 0, Fix: true, MaxRepairsPerHour: 10}, metrics)
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			go func() { _ = ctrl.Run(ctx); close(done) }()
+			defer func() { cancel(); <-done }()
+			_ = wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 2*time.Second, true, func(context.Context) (bool, error) {
+				return testutil.ToFloat64(metrics.FindingsTotal.WithLabelValues("StaleRevisionStuck", "shop")) == c.want && c.want > 0, nil
+			})
+			if got := testutil.ToFloat64(metrics.FindingsTotal.WithLabelValues("StaleRevisionStuck", "shop")); got != c.want {
+				t.Errorf("findings counted %v, want %v", got, c.want)
+			}
+			if c.want == 0 && deletes(kube) != 0 {
+				t.Error("a StatefulSet outside -l was repaired")
+			}
+		})
 	}
 }
