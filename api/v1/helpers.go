@@ -17,15 +17,7 @@ func NewReport(openshift bool, sets []StatefulSetSummary, findings []Finding) *R
 	if findings == nil {
 		findings = []Finding{}
 	}
-	sort.SliceStable(sets, func(i, j int) bool {
-		if sets[i].Context != sets[j].Context {
-			return sets[i].Context < sets[j].Context
-		}
-		if sets[i].Namespace != sets[j].Namespace {
-			return sets[i].Namespace < sets[j].Namespace
-		}
-		return sets[i].Name < sets[j].Name
-	})
+	SortStatefulSets(sets)
 	SortFindings(findings)
 	r := &Report{OpenShift: openshift, StatefulSets: sets, Findings: findings}
 	r.SetGroupVersionKind(GroupVersion.WithKind("Report"))
@@ -44,6 +36,19 @@ func NewWaitResult(result Verdict, message string) *WaitResult {
 	r := &WaitResult{Result: result, Message: message, StatefulSets: []StatefulSetSummary{}, Findings: []Finding{}}
 	r.SetGroupVersionKind(GroupVersion.WithKind("WaitResult"))
 	return r
+}
+
+// SortStatefulSets orders StatefulSets by context, namespace and name.
+func SortStatefulSets(sets []StatefulSetSummary) {
+	sort.SliceStable(sets, func(i, j int) bool {
+		if sets[i].Context != sets[j].Context {
+			return sets[i].Context < sets[j].Context
+		}
+		if sets[i].Namespace != sets[j].Namespace {
+			return sets[i].Namespace < sets[j].Namespace
+		}
+		return sets[i].Name < sets[j].Name
+	})
 }
 
 // SortFindings orders findings by severity, namespace, StatefulSet, pod, code and container.

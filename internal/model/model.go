@@ -154,15 +154,7 @@ type Report struct {
 
 // NewReport sorts StatefulSets by context, namespace and name, and findings by SortFindings.
 func NewReport(openshift bool, sets []apiv1.StatefulSetSummary, findings []Finding) *Report {
-	sort.SliceStable(sets, func(i, j int) bool {
-		if sets[i].Context != sets[j].Context {
-			return sets[i].Context < sets[j].Context
-		}
-		if sets[i].Namespace != sets[j].Namespace {
-			return sets[i].Namespace < sets[j].Namespace
-		}
-		return sets[i].Name < sets[j].Name
-	})
+	apiv1.SortStatefulSets(sets)
 	SortFindings(findings)
 	return &Report{OpenShift: openshift, StatefulSets: sets, Findings: findings}
 }
