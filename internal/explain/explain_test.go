@@ -131,6 +131,7 @@ func TestFactsMatchCode(t *testing.T) {
 func TestDetailKeysWritten(t *testing.T) {
 	unwritten := map[string]string{
 		"rollback":      "written by fix, not by diagnosis",
+		"logs":          "written by check --logs (gather.PreviousLogs), not by diagnosis",
 		"reusedBy":      "no scenario has a pod of a terminating StatefulSet's name owned by another controller",
 		"templateImage": "no scenario has an image only pods use",
 	}

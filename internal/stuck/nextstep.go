@@ -49,6 +49,11 @@ func (d *diagnosis) nextSteps(r *controllerView, from int) {
 // createFailed reports a pod the controller must create and that does not exist: at once when a
 // FailedCreate Event since it went missing says why, after missingAfter otherwise.
 func (d *diagnosis) createFailed(r *controllerView, i int, o controller.Ordinal) {
+	if r.set.Status.Replicas > int32(r.existing()) {
+		// The controller's last status counted a pod that is gone now: it has not synced since
+		// the pod went (it creates the new one in that sync), so nothing failed yet.
+		return
+	}
 	missing := d.ix.now.Sub(o.Since)
 	refusal := d.ix.refusal(r.set, o.Name, o.Since)
 	// Without an Event, a pod is missing for long only if the controller has seen the spec and
@@ -151,4 +156,15 @@ func firstWaiting(pod *corev1.Pod) string {
 		}
 	}
 	return ""
+}
+
+// existing counts the StatefulSet's pods that exist, in range or condemned.
+func (r *controllerView) existing() int {
+	n := len(r.Condemned)
+	for _, o := range r.Ordinals {
+		if o.Pod != nil {
+			n++
+		}
+	}
+	return n
 }
