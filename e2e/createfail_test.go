@@ -160,6 +160,14 @@ func createFailedFeature(c createCase) features.Feature {
 			}
 			return ctx
 		}).
+		Assess("wait: Stuck, exit 1, with the same finding", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			r := stsdiagRun(t, cfg, "wait", "web", "-n", ns, "--hold", "3s", "--timeout", "2m", "-o", "json")
+			res := decodeWait(t, r)
+			if r.code != 1 || res.Result != apiv1.WaitStuck || len(res.Findings) == 0 || res.Findings[0].Code != apiv1.PodCreateFailed || res.Findings[0].Pod != pod {
+				t.Errorf("wait: exit %d, %s, findings %+v: want Stuck with PodCreateFailed for %s", r.code, res.Result, res.Findings, pod)
+			}
+			return ctx
+		}).
 		Assess("fix repairs nothing and says why", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			r := stsdiagRun(t, cfg, "fix", "-n", ns, "--yes", "-o", "json")
 			if r.code != 1 || !strings.Contains(r.stdout, `"actions": []`) || !strings.Contains(r.stdout, string(apiv1.PodCreateFailed)) {
