@@ -106,7 +106,7 @@ func TestHoldFlag(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return o.gate.StuckGrace
+		return o.gate.Hold
 	}
 	watchHold := func(args ...string) time.Duration {
 		f := newWatchFlags(configFlagsFor(kubeconfig), streams)
@@ -117,7 +117,7 @@ func TestHoldFlag(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return o.serve.Monitor.MinStuck
+		return o.serve.Monitor.Hold
 	}
 	cases := []struct {
 		name string

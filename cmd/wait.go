@@ -126,7 +126,7 @@ func (f *WaitFlags) ToOptions(args []string) (*WaitOptions, error) {
 	if o.gate.Diagnosis, err = f.Diagnosis.ToOptions(); err != nil {
 		return nil, err
 	}
-	if o.gate.StuckGrace, err = f.Hold.ToDuration(); err != nil {
+	if o.gate.Hold, err = f.Hold.ToDuration(); err != nil {
 		return nil, err
 	}
 	return o, nil

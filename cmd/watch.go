@@ -117,7 +117,7 @@ func (f *WatchFlags) ToOptions(args []string) (*WatchOptions, error) {
 	identity, _ := os.Hostname()
 	return &WatchOptions{configFlags: f.configFlags, IOStreams: f.IOStreams, serve: monitor.ServeOptions{
 		Scope: scope.Scope,
-		Monitor: monitor.Options{Fix: f.Fix, Rollback: f.Rollback, MinStuck: hold, MaxRepairsPerHour: f.MaxRepairsPerHour, Log: f.ErrOut,
+		Monitor: monitor.Options{Fix: f.Fix, Rollback: f.Rollback, Hold: hold, MaxRepairsPerHour: f.MaxRepairsPerHour, Log: f.ErrOut,
 			Diagnosis: diagnosis, NoConditions: f.NoConditions},
 		MetricsAddr: f.MetricsAddr,
 		LeaderElect: f.LeaderElect, LeaseNamespace: leaseNamespace, LeaseName: f.LeaseName,

@@ -125,7 +125,7 @@ func TestRunFleetStuckEndsEveryWait(t *testing.T) {
 			time.Sleep(50 * time.Millisecond) // west's gate is running by then
 			return stuckResult, nil
 		case "west":
-			return gate.Run(ctx, stillSource{}, gate.Options{Diagnosis: stuck.DefaultOptions(), StuckGrace: time.Hour})
+			return gate.Run(ctx, stillSource{}, gate.Options{Diagnosis: stuck.DefaultOptions(), Hold: time.Hour})
 		}
 		<-ctx.Done() // north fails once its wait was ended, with an error that does not say so
 		return nil, errors.New("informer sync aborted")

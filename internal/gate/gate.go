@@ -27,8 +27,8 @@ import (
 type Options struct {
 	// Diagnosis tunes each diagnosis.
 	Diagnosis stuck.Options
-	// StuckGrace is how long a blocking finding must hold before the rollout counts as stuck.
-	StuckGrace time.Duration
+	// Hold is how long a blocking finding must hold before the rollout counts as stuck.
+	Hold time.Duration
 	// Repair, if set, is called once when stuck (wait --fix); Gate then keeps waiting.
 	Repair func(ctx context.Context, rep *model.Report, snap *snapshot.Snapshot) ([]model.Action, error)
 	// Log receives one line per change.
@@ -88,7 +88,7 @@ func Run(ctx context.Context, live Source, opts Options) (*model.WaitResult, err
 		switch {
 		case len(expired) > 0 && opts.Repair != nil && !repaired:
 			repaired = true
-			fmt.Fprintf(opts.Log, "stuck for %s: applying fix's safe repairs (--fix)\n", opts.StuckGrace)
+			fmt.Fprintf(opts.Log, "stuck for %s: applying fix's safe repairs (--fix)\n", opts.Hold)
 			applied, err := opts.Repair(ctx, rep, snap)
 			actions = append(actions, applied...)
 			if err != nil {
@@ -97,7 +97,7 @@ func Run(ctx context.Context, live Source, opts Options) (*model.WaitResult, err
 			held.Reset()
 			continue
 		case len(expired) > 0:
-			return result(apiv1.WaitStuck, fmt.Sprintf("%d finding(s) held for %s: the rollout will not finish on its own", len(expired), opts.StuckGrace)), nil
+			return result(apiv1.WaitStuck, fmt.Sprintf("%d finding(s) held for %s: the rollout will not finish on its own", len(expired), opts.Hold)), nil
 		case complete && blocking == 0:
 			return result(apiv1.WaitComplete, "rollout complete"), nil
 		}
@@ -133,9 +133,9 @@ func holdBlocking(held *hold.Tracker, findings []model.Finding, now time.Time, o
 	}
 	for _, key := range held.Observe(now, keys) {
 		f := byKey[key]
-		fmt.Fprintf(opts.Log, "%s/%s: %s %s%s — stuck if it holds for %s\n", f.Namespace, f.StatefulSet, f.Code, f.Pod, reasonSuffix(f), opts.StuckGrace)
+		fmt.Fprintf(opts.Log, "%s/%s: %s %s%s — stuck if it holds for %s\n", f.Namespace, f.StatefulSet, f.Code, f.Pod, reasonSuffix(f), opts.Hold)
 	}
-	due, next := held.Due(now, opts.StuckGrace, keys)
+	due, next := held.Due(now, opts.Hold, keys)
 	isDue := map[string]bool{}
 	for _, key := range due {
 		isDue[key] = true

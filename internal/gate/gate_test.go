@@ -57,7 +57,7 @@ func TestWakesWhenARuleMatures(t *testing.T) {
 	src := &fixedSource{clock: clock, snap: unschedulable(start)}
 	done := make(chan *model.WaitResult, 1)
 	go func() {
-		res, _ := gate.Run(context.Background(), src, gate.Options{StuckGrace: 5 * time.Second, Diagnosis: stuck.DefaultOptions(), Clock: clock})
+		res, _ := gate.Run(context.Background(), src, gate.Options{Hold: 5 * time.Second, Diagnosis: stuck.DefaultOptions(), Clock: clock})
 		done <- res
 	}()
 	// Settle (10 s) + grace (5 s): step the clock whenever the gate waits on it.
@@ -82,12 +82,12 @@ func TestInterruptedIsNotATimeout(t *testing.T) {
 	src := &fixedSource{clock: clocktesting.NewFakeClock(start), snap: unschedulable(start)}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if res, _ := gate.Run(ctx, src, gate.Options{StuckGrace: time.Minute, Diagnosis: stuck.DefaultOptions(), Clock: src.clock}); res.Result != apiv1.WaitInterrupted {
+	if res, _ := gate.Run(ctx, src, gate.Options{Hold: time.Minute, Diagnosis: stuck.DefaultOptions(), Clock: src.clock}); res.Result != apiv1.WaitInterrupted {
 		t.Errorf("cancelled: %s, want Interrupted", res.Result)
 	}
 	ctx, cancel = context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
 	defer cancel()
-	if res, _ := gate.Run(ctx, src, gate.Options{StuckGrace: time.Minute, Diagnosis: stuck.DefaultOptions(), Clock: src.clock}); res.Result != apiv1.WaitTimedOut {
+	if res, _ := gate.Run(ctx, src, gate.Options{Hold: time.Minute, Diagnosis: stuck.DefaultOptions(), Clock: src.clock}); res.Result != apiv1.WaitTimedOut {
 		t.Errorf("deadline: %s, want TimedOut", res.Result)
 	}
 }

@@ -127,7 +127,7 @@ func (c *Controller) syncCondition(ctx context.Context, key string, set *appsv1.
 	if disabled || set == nil || set.DeletionTimestamp != nil {
 		return
 	}
-	want, pod, recheck := stalledWanted(state, now, c.opts.MinStuck)
+	want, pod, recheck := stalledWanted(state, now, c.opts.Hold)
 	if recheck > 0 {
 		c.queue.AddAfter(key, recheck+50*time.Millisecond)
 	}

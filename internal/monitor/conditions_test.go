@@ -80,7 +80,7 @@ func statusPatches(kube *fake.Clientset) []k8stesting.PatchAction {
 func TestStalledCondition(t *testing.T) {
 	kube := fake.NewClientset(stuckObjects()...)
 	start := time.Now()
-	run(t, kube, monitor.Options{MinStuck: 300 * time.Millisecond})
+	run(t, kube, monitor.Options{Hold: 300 * time.Millisecond})
 
 	set := waitStalled(t, kube, "Stalled=True", func(c *appsv1.StatefulSetCondition) bool { return c != nil && c.Status == corev1.ConditionTrue })
 	if elapsed := time.Since(start); elapsed < 300*time.Millisecond {

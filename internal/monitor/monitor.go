@@ -39,12 +39,13 @@ import (
 
 // Options tune the monitor.
 type Options struct {
-	// Fix enables repairs of findings that held for MinStuck.
+	// Fix enables repairs of findings that held for Hold.
 	Fix bool
 	// Rollback (with Fix) also rolls a failing update revision back to the earlier revision whose
 	// pods are Ready (repair.Policy).
 	Rollback bool
-	MinStuck time.Duration
+	// Hold is how long a finding must hold before it is repaired and sets Stalled (--hold).
+	Hold time.Duration
 	// MaxRepairsPerHour bounds repair actions per namespace (0: no bound).
 	MaxRepairsPerHour int
 	Workers           int
@@ -53,7 +54,7 @@ type Options struct {
 	// Diagnosis tunes each diagnosis.
 	Diagnosis stuck.Options
 	// NoConditions turns off the kstatus Stalled condition written on StatefulSets whose error
-	// finding held for MinStuck (conditions.go).
+	// finding held for Hold (conditions.go).
 	NoConditions bool
 	// Clock times findings, the repair budget and requeues (real time if nil).
 	Clock clock.WithTicker
@@ -136,7 +137,7 @@ func (c *Controller) Run(ctx context.Context) error {
 		}()
 	}
 	c.ready.Store(true)
-	c.logf("watching StatefulSets in %s (fix: %v, min-stuck: %s)", scopeName(c.scope.Namespace), c.opts.Fix, c.opts.MinStuck)
+	c.logf("watching StatefulSets in %s (fix: %v, min-stuck: %s)", scopeName(c.scope.Namespace), c.opts.Fix, c.opts.Hold)
 	<-ctx.Done()
 	c.ready.Store(false)
 	c.queue.ShutDownWithDrain()
@@ -313,7 +314,7 @@ func (c *Controller) report(key string, set *appsv1.StatefulSet, fresh []model.F
 }
 
 // heldForRepair reports whether a finding behind one of the planned actions (one of their
-// causes) has held for MinStuck; if one has not yet, it looks again when it will have.
+// causes) has held for Hold; if one has not yet, it looks again when it will have.
 func (c *Controller) heldForRepair(key string, state *setState, actions []model.Action, now time.Time) bool {
 	if len(actions) == 0 {
 		return false
@@ -328,7 +329,7 @@ func (c *Controller) heldForRepair(key string, state *setState, actions []model.
 			keys = append(keys, k)
 		}
 	}
-	due, next := state.held.Due(now, c.opts.MinStuck, keys)
+	due, next := state.held.Due(now, c.opts.Hold, keys)
 	if !next.IsZero() {
 		c.queue.AddAfter(key, next.Sub(now)+50*time.Millisecond)
 	}
@@ -367,7 +368,7 @@ func (c *Controller) repair(ctx context.Context, key string, set *appsv1.Statefu
 	}
 	c.refundRepairs(set.Namespace, len(actions)-changed)
 	// Look again once the repair had time to work; a finding that holds is due again.
-	c.queue.AddAfter(key, c.opts.MinStuck+time.Second)
+	c.queue.AddAfter(key, c.opts.Hold+time.Second)
 	return err
 }
 

@@ -67,7 +67,7 @@ func deletes(kube *fake.Clientset) int {
 
 func TestReportOnlyNeverRepairs(t *testing.T) {
 	kube := fake.NewClientset(stuckObjects()...)
-	metrics, _ := run(t, kube, monitor.Options{MinStuck: 0})
+	metrics, _ := run(t, kube, monitor.Options{Hold: 0})
 	err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
 		return testutil.ToFloat64(metrics.FindingsTotal.WithLabelValues("StaleRevisionStuck", "shop")) == 1, nil
 	})
@@ -83,7 +83,7 @@ func TestReportOnlyNeverRepairs(t *testing.T) {
 func TestFixRepairsOnceAfterMinStuck(t *testing.T) {
 	kube := fake.NewClientset(stuckObjects()...)
 	start := time.Now()
-	metrics, _ := run(t, kube, monitor.Options{Fix: true, MinStuck: 300 * time.Millisecond})
+	metrics, _ := run(t, kube, monitor.Options{Fix: true, Hold: 300 * time.Millisecond})
 	err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
 		return deletes(kube) == 1, nil
 	})
@@ -144,7 +144,7 @@ func TestSelectorScopesWatch(t *testing.T) {
 			kube := fake.NewClientset(objs...)
 			metrics := monitor.NewMetrics()
 			ctrl := monitor.New(gather.Clients{Kube: kube}, gather.Scope{Namespace: "shop", Selector: sel, OpenShift: openshift.ModeNever},
-				monitor.Options{MinStuck: 0, Fix: true, MaxRepairsPerHour: 10}, metrics)
+				monitor.Options{Hold: 0, Fix: true, MaxRepairsPerHour: 10}, metrics)
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan struct{})
 			go func() { _ = ctrl.Run(ctx); close(done) }()
