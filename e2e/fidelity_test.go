@@ -287,7 +287,7 @@ func lostNodeFeature() features.Feature {
 			}
 			podUID = pod.UID
 			// The node's kubelet goes away: kwok stops heartbeating the node and handling its pod
-			// (see the e2e.stsdiag.io/kubelet selectors in e2e/cluster/stages.yaml.tmpl).
+			// (see the e2e.stsdiag.io/kubelet selectors in e2e/internal/cluster/stages.yaml.tmpl).
 			stopped := []byte(`{"metadata":{"annotations":{"e2e.stsdiag.io/kubelet":"stopped"}}}`)
 			if _, err := cs.CoreV1().Nodes().Patch(ctx, node, types.MergePatchType, stopped, metav1.PatchOptions{}); err != nil {
 				t.Fatal(err)

@@ -1,5 +1,5 @@
 // Command bench measures `stsdiag check -A` against the cost of just listing the same objects
-// with kubectl, on a local kube-apiserver filled with a synthetic cluster (e2e/synth), then
+// with kubectl, on a local kube-apiserver filled with a synthetic cluster (e2e/internal/synth), then
 // `stsdiag watch -A` under a stream of pod status updates (watch.go).
 //
 //	go run ./e2e/cmd/bench -sets 200 -replicas 5 -reps 5 -stsdiag bin/kubectl-stsdiag
@@ -357,7 +357,7 @@ var podsPerSecondRE = regexp.MustCompile(`([\d.]+) pods/s`)
 // pureDiagnosis runs the Go benchmark of the diagnosis on one core for the same size.
 func pureDiagnosis(sets, replicas int) (string, error) {
 	name := fmt.Sprintf("BenchmarkDiagnose/%dx%d$", sets, replicas)
-	out, err := exec.Command("go", "test", "./e2e/synth", "-run", "^$", "-bench", name, "-cpu", "1", "-benchtime", "3s").CombinedOutput()
+	out, err := exec.Command("go", "test", "./e2e/internal/synth", "-run", "^$", "-bench", name, "-cpu", "1", "-benchtime", "3s").CombinedOutput()
 	if err != nil {
 		return "", fmt.Errorf("go test -bench: %w\n%s", err, out)
 	}
