@@ -1,3 +1,6 @@
+// Package gather does every API read of a diagnosis: one LIST per kind of its resource table
+// (Gather), or one shared informer per kind (Live), both a Source of snapshots; plus the
+// explicit extras (owners of terminating StatefulSets, previous container logs).
 package gather
 
 import (

@@ -1,3 +1,6 @@
+// Package render prints what the commands produce: the tables people read, and the stsdiag/v1
+// documents through cli-runtime's JSON and YAML printers (one -o vocabulary), JUnit and GitHub
+// annotations.
 package render
 
 import (
