@@ -38,7 +38,7 @@ e2e: cluster-bins
 ## e2e-versions: the scenarios whose verdict depends on the controller's release, on the other
 ## releases' real control planes (each built and cached on first use, ~9 min cold)
 OTHER_VERSIONS ?= v1.35.3 v1.33.13
-VERSION_TESTS ?= TestControllerVersion|TestStuckRollout|TestStalledCondition
+VERSION_TESTS ?= TestControllerVersion|TestStuckRollout|TestStalledCondition|TestPodCreateFailed|TestNoSilentProgress
 e2e-versions:
 	@set -e; for v in $(OTHER_VERSIONS); do \
 		t0=$$SECONDS; K8S_VERSION=$$v ./e2e/cluster-bins.sh >/dev/null; t1=$$SECONDS; \
