@@ -189,8 +189,9 @@ func neverCreated(ctx context.Context, t *testing.T, cs kubernetes.Interface, ns
 		return fmt.Sprintf("replicas %d ready %d updated %d current %s update %s", s.Status.Replicas, s.Status.ReadyReplicas,
 			s.Status.UpdatedReplicas, s.Status.CurrentRevision, s.Status.UpdateRevision)
 	}
-	// The controller writes the status of what it just did a moment later: the 30 s start once
-	// two reads 2 s apart agree.
+	// The 30 s start once the controller has tried and failed (its FailedCreate Event names the
+	// pod) and its status has settled: two reads 2 s apart agree.
+	holdsUntil(ctx, t, time.Minute, func(ctx context.Context) bool { return failedCreate(ctx, t, cs, ns, set, pod) != "" })
 	first := state()
 	for settle := time.Now().Add(20 * time.Second); time.Now().Before(settle); {
 		time.Sleep(2 * time.Second)
@@ -209,17 +210,22 @@ func neverCreated(ctx context.Context, t *testing.T, cs kubernetes.Interface, ns
 		}
 		return nil
 	})
+	t.Logf("FailedCreate: %s", failedCreate(ctx, t, cs, ns, set, pod))
+}
+
+// failedCreate returns the message of the StatefulSet's FailedCreate Event naming the pod, or "".
+func failedCreate(ctx context.Context, t *testing.T, cs kubernetes.Interface, ns, set, pod string) string {
+	t.Helper()
 	events, err := cs.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "reason=FailedCreate,involvedObject.name=" + set})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, e := range events.Items {
 		if strings.Contains(e.Message, pod) {
-			t.Logf("FailedCreate: %s", e.Message)
-			return
+			return e.Message
 		}
 	}
-	t.Fatalf("no FailedCreate Event names %s: %+v", pod, events.Items)
+	return ""
 }
 
 func createSet(ctx context.Context, t *testing.T, cs kubernetes.Interface, set *appsv1.StatefulSet) {
