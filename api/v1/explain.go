@@ -33,8 +33,7 @@ type Explanation struct {
 	TemplateChanges []string `json:"templateChanges,omitempty"`
 	// Status is the rollout's state, as check reports it.
 	Status RolloutStatus `json:"status"`
-	// Ordinals are spec.replicas ordinals, then pods beyond them (scale down), in the order the
-	// controller processes them.
+	// Ordinals are spec.replicas ordinals, then the pods beyond them (scale down), lowest first.
 	Ordinals []OrdinalStep `json:"ordinals"`
 	// Findings are check's findings about this StatefulSet.
 	Findings []Finding `json:"findings"`

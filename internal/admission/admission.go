@@ -75,14 +75,16 @@ type Quota struct {
 // pkg/controller/statefulset/stateful_pod_control.go:333-363@v1.37.2): the verb is title-cased
 // there, lower case in older releases.
 var (
-	podEvent   = regexp.MustCompile(`^(?i:create) Pod (\S+) in StatefulSet (\S+) failed error: (.*)$`)
-	claimEvent = regexp.MustCompile(`^(?i:create) Claim (\S+) for Pod (\S+) in StatefulSet (\S+) failed error: (.*)$`)
+	podEvent   = regexp.MustCompile(`(?s)^(?i:create) Pod (\S+) in StatefulSet (\S+) failed error: (.*)$`)
+	claimEvent = regexp.MustCompile(`(?s)^(?i:create) Claim (\S+) for Pod (\S+) in StatefulSet (\S+) failed error: (.*)$`)
 )
 
 // ParseEvent reads a FailedCreate Event of the StatefulSet controller. ok is false for any other
 // message.
 func ParseEvent(message string) (r Refusal, ok bool) {
-	message = strings.TrimSpace(message)
+	// client-go's EventAggregator prefixes this once many similar Events came within minutes
+	// (tools/record/events_cache.go).
+	message = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(message), "(combined from similar events): "))
 	if m := claimEvent.FindStringSubmatch(message); m != nil {
 		r = Refusal{Kind: KindClaim, Name: m[1], Pod: m[2], StatefulSet: m[3], Error: m[4]}
 	} else if m := podEvent.FindStringSubmatch(message); m != nil {
@@ -99,7 +101,7 @@ func ParseEvent(message string) (r Refusal, ok bool) {
 	return r, true
 }
 
-var wrappedClaim = regexp.MustCompile(`^failed to create PVC (\S+): (.*)$`)
+var wrappedClaim = regexp.MustCompile(`(?s)^failed to create PVC (\S+): (.*)$`)
 
 // The admission errors, each from its plugin:
 var (
@@ -117,9 +119,9 @@ var (
 	// plugin/pkg/admission/limitranger/admission.go:318-354@v1.37.2 (and the ratio check)
 	limitRange = regexp.MustCompile(`((?:minimum|maximum) \S+ usage per (?:Container|Pod|PersistentVolumeClaim) is .*|\S+ max limit to request ratio per (?:Container|Pod) is .*)$`)
 	// staging/src/k8s.io/apiserver/pkg/admission/plugin/webhook/errors/statuserror.go:29@v1.37.2
-	webhook = regexp.MustCompile(`admission webhook "([^"]+)" denied the request:? ?(.*)$`)
-	// staging/src/k8s.io/apiserver/pkg/admission/plugin/policy/validating/dispatcher.go:305@v1.37.2
-	policy = regexp.MustCompile(`ValidatingAdmissionPolicy '([^']+)' with binding '([^']+)' denied request: (.*)$`)
+	webhook = regexp.MustCompile(`(?s)admission webhook "([^"]+)" denied the request:?\s*(.*)$`)
+	// staging/src/k8s.io/apiserver/pkg/admission/plugin/policy/validating/dispatcher.go:305-307@v1.37.2
+	policy = regexp.MustCompile(`(?s)ValidatingAdmissionPolicy '([^']+)'(?: with binding '([^']+)')? denied request: (.*)$`)
 )
 
 func classify(r *Refusal) {
@@ -142,10 +144,10 @@ func classify(r *Refusal) {
 		r.Reason, r.ServiceAccount = ServiceAccountMissing, serviceAccount.FindStringSubmatch(text)[2]
 	case policy.MatchString(text):
 		m := policy.FindStringSubmatch(text)
-		r.Reason, r.PolicyKind, r.Policy, r.Binding, r.Denial = AdmissionDenied, "ValidatingAdmissionPolicy", m[1], m[2], m[3]
+		r.Reason, r.PolicyKind, r.Policy, r.Binding, r.Denial = AdmissionDenied, "ValidatingAdmissionPolicy", m[1], m[2], oneLine(m[3])
 	case webhook.MatchString(text):
 		m := webhook.FindStringSubmatch(text)
-		r.Reason, r.PolicyKind, r.Policy, r.Denial = AdmissionDenied, "webhook", m[1], strings.TrimSpace(m[2])
+		r.Reason, r.PolicyKind, r.Policy, r.Denial = AdmissionDenied, "webhook", m[1], oneLine(m[2])
 	case limitRange.MatchString(text):
 		r.Reason, r.Denial = LimitRange, limitRange.FindStringSubmatch(text)[1]
 	default:
@@ -210,3 +212,6 @@ func splitTopLevel(s string) []string {
 	}
 	return out
 }
+
+// oneLine joins a multi-line denial (Kyverno writes one line per rule) with single spaces.
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

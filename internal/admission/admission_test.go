@@ -47,6 +47,17 @@ func TestParseEvent(t *testing.T) {
 		{"SecurityContextConstraints (OpenShift)",
 			`create Pod dublin-0 in StatefulSet dublin failed error: pods "dublin-0" is forbidden: unable to validate against any security context constraint: [fsGroup: Invalid value: []int64{0}: 0 is not an allowed group]`,
 			`Pod dublin-0 (pod dublin-0): SecurityContextConstraints denial=[fsGroup: Invalid value: []int64{0}: 0 is not an allowed group]`},
+		{"ValidatingAdmissionPolicy without a binding name",
+			`Create Pod web-1 in StatefulSet web failed error: pods "web-1" is forbidden: ValidatingAdmissionPolicy 'deny-unlabelled-pods' denied request: every pod needs a team label`,
+			`Pod web-1 (pod web-1): AdmissionDenied ValidatingAdmissionPolicy deny-unlabelled-pods denial=every pod needs a team label`},
+		// Kyverno's denial spans lines (one per rule); the webhook format is statuserror.go's.
+		{"webhook (Kyverno), several lines",
+			"Create Pod web-0 in StatefulSet web failed error: admission webhook \"validate.kyverno.svc-fail\" denied the request: \n\nresource Pod/shop/web-0 was blocked due to the following policies\n\nrequire-labels:\n  check-team: 'label team is required'",
+			`Pod web-0 (pod web-0): AdmissionDenied webhook validate.kyverno.svc-fail denial=resource Pod/shop/web-0 was blocked due to the following policies require-labels: check-team: 'label team is required'`},
+		// client-go's EventAggregator (tools/record/events_cache.go) once many similar Events came.
+		{"aggregated Event",
+			`(combined from similar events): Create Pod web-12 in StatefulSet web failed error: pods "web-12" is forbidden: exceeded quota: pods, requested: pods=1, used: pods=12, limited: pods=12`,
+			`Pod web-12 (pod web-12): QuotaExceeded quota=pods short=[pods: 1]`},
 		{"anything else",
 			`Create Pod web-0 in StatefulSet web failed error: Pod "web-0" is invalid: spec.containers[0].image: Required value`,
 			`Pod web-0 (pod web-0): Other`},

@@ -151,6 +151,9 @@ func Sync(in Inputs) *View {
 		}
 		return v
 	}
+	if v.Set.Spec.UpdateStrategy.Type == RecreateStrategy && v.recreate() {
+		return v
+	}
 	if v.processReplicas() {
 		return v
 	}
@@ -159,6 +162,37 @@ func Sync(in Inputs) *View {
 	}
 	v.update()
 	return v
+}
+
+// recreate is the Recreate strategy's first step (recreateDeleteAndWait,
+// stateful_set_control.go:779-817@v1.37.2): every pod not on the update revision is deleted, and
+// nothing is created until all of them are gone. It reports whether the sync stops there.
+func (v *View) recreate() (stop bool) {
+	for _, list := range [][]Ordinal{v.Ordinals, v.Condemned} {
+		for i := range list {
+			o := &list[i]
+			if o.Pod == nil || o.Pod.Status.Phase == "" || o.Revision == v.Update {
+				continue
+			}
+			stop = true
+			if o.Pod.DeletionTimestamp != nil {
+				o.Next, o.Since, o.Holds = WaitTerminated, o.Pod.DeletionTimestamp.Time, true
+			} else {
+				o.Next = DeleteToUpdate
+			}
+		}
+	}
+	if !stop {
+		return false
+	}
+	for _, list := range [][]Ordinal{v.Ordinals, v.Condemned} {
+		for i := range list {
+			if list[i].Next == "" {
+				list[i].Next = NotReached
+			}
+		}
+	}
+	return true
 }
 
 // RecreateStrategy is the 1.37 alpha strategy; k8s.io/api 0.35 has no constant.
@@ -277,6 +311,11 @@ func (v *View) replicaStep(o *Ordinal) Step {
 	case pod == nil:
 		return Create
 	case pod.Status.Phase == corev1.PodFailed || (pod.Status.Phase == corev1.PodSucceeded && v.Behaviour.SucceededRecreated):
+		if pod.DeletionTimestamp != nil {
+			// Already being deleted: the controller waits for it to be gone (:429-436@v1.37.2).
+			o.Since = pod.DeletionTimestamp.Time
+			return WaitTerminated
+		}
 		return RecreateTerminal
 	case pod.DeletionTimestamp != nil:
 		o.Since = pod.DeletionTimestamp.Time
@@ -287,7 +326,9 @@ func (v *View) replicaStep(o *Ordinal) Step {
 	case !statefulset.RunningAndReady(pod):
 		o.Since = notReadySince(pod)
 		return WaitReady
-	case v.Behaviour.AvailabilityHonoursMinReady && !v.available(pod):
+	case !v.available(pod):
+		// The monotonic wait for availability is in every modelled release (:485@v1.37.2,
+		// :436@v1.33.13); only the update's budget counts it from 1.34.
 		o.Since = readySince(pod)
 		return WaitAvailable
 	}
@@ -311,7 +352,10 @@ func (v *View) processCondemned() (stop bool) {
 				continue
 			}
 		case v.Ordered() && firstUnhealthy != "" && firstUnhealthy != o.Name && !statefulset.RunningAndReady(o.Pod):
-			o.Next = WaitReady
+			o.Next, o.Since = WaitReady, notReadySince(o.Pod)
+		case v.Ordered() && firstUnhealthy != "" && firstUnhealthy != o.Name && !v.available(o.Pod):
+			// (:526@v1.37.2)
+			o.Next, o.Since = WaitAvailable, readySince(o.Pod)
 		default:
 			o.Next = DeleteToScaleDown
 			if !v.Ordered() {

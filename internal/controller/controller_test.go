@@ -83,8 +83,22 @@ func TestSync(t *testing.T) {
 			want: "web-0:WaitReady* web-1:NotReached"},
 		{name: "minReadySeconds from 1.34", replicas: 2, minReady: 30, behaviour: v1_37, pods: []podAt{{0, "new", justReady}, {1, "new", ready}},
 			want: "web-0:WaitAvailable* web-1:NotReached"},
-		{name: "minReadySeconds not counted before 1.34", replicas: 2, minReady: 30, behaviour: Behaviour{}, pods: []podAt{{0, "new", justReady}, {1, "new", ready}},
-			want: "web-0:Nothing web-1:Nothing"},
+		// The monotonic wait for availability predates 1.34 (stateful_set_control.go:436@v1.33.13).
+		{name: "minReadySeconds waits before 1.34 too", replicas: 2, minReady: 30, behaviour: Behaviour{}, pods: []podAt{{0, "new", justReady}, {1, "new", ready}},
+			want: "web-0:WaitAvailable* web-1:NotReached"},
+		{name: "Recreate deletes every old pod first and creates nothing meanwhile", replicas: 3, strategy: RecreateStrategy, behaviour: v1_37,
+			pods: []podAt{{1, "old", ready}, {2, "old", terminating}},
+			want: "web-0:NotReached web-1:DeleteToUpdate web-2:WaitTerminated*"},
+		{name: "a terminal pod already being deleted is waited for", replicas: 1, behaviour: v1_37,
+			pods: []podAt{{0, "new", func(set *appsv1.StatefulSet, i int, rev string) *corev1.Pod {
+				p := phase(corev1.PodFailed)(set, i, rev)
+				p.DeletionTimestamp = &metav1.Time{Time: now}
+				return p
+			}}},
+			want: "web-0:WaitTerminated*"},
+		{name: "scale down waits for a condemned pod that is not the first unhealthy", replicas: 1,
+			pods: []podAt{{0, "new", ready}, {1, "new", notReady}, {2, "new", notReady}},
+			want: "web-0:Nothing web-2:WaitReady* web-1:NotReached"},
 		{name: "a terminating pod is waited for", replicas: 2, pods: []podAt{{0, "new", terminating}, {1, "new", ready}},
 			want: "web-0:WaitTerminated* web-1:NotReached"},
 		{name: "a Failed pod is recreated", replicas: 2, pods: []podAt{{0, "new", phase(corev1.PodFailed)}, {1, "new", ready}},

@@ -69,11 +69,13 @@ func Explanation(snap *snapshot.Snapshot, namespace, name string, opts stuck.Opt
 	}
 	if v := views[snapshot.Key(namespace, name)]; v != nil {
 		e.Partition = int32(v.Partition)
-		if e.UpdateRevision == "" {
-			e.UpdateRevision = v.Update
-		}
-		for _, o := range append(append([]controller.Ordinal{}, v.Ordinals...), v.Condemned...) {
+		// The revision new pods get, also when the controller has not observed the spec yet.
+		e.UpdateRevision = v.Update
+		for _, o := range v.Ordinals {
 			e.Ordinals = append(e.Ordinals, step(o, why[o.Name]))
+		}
+		for i := len(v.Condemned) - 1; i >= 0; i-- {
+			e.Ordinals = append(e.Ordinals, step(v.Condemned[i], why[v.Condemned[i].Name]))
 		}
 	}
 	e.TemplateChanges = templateChanges(snap, set, e.CurrentRevision, e.UpdateRevision)

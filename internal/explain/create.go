@@ -28,10 +28,10 @@ func (w words) createFailed(s stuck.CreateFailed) {
 		f.Short = fmt.Sprintf("cannot create %s: %s", shortObject(s), refusalShort(r))
 		f.Remedy = w.refusalRemedy(r)
 	} else {
-		f.Message = fmt.Sprintf("%s has been missing for %s and the controller has not created it; no FailedCreate Event is left to say why (Events expire after 1h by default); %s", s.Pod, s.MissingFor, next)
-		f.Short = fmt.Sprintf("%s not created for %s", s.Pod, s.MissingFor)
-		f.Remedy = fmt.Sprintf("find why the controller cannot create it: %s get events -n %s --field-selector involvedObject.name=%s, and check that kube-controller-manager runs; it creates the pod by itself once it can",
-			w.cli, f.Namespace, f.StatefulSet)
+		f.Message = fmt.Sprintf("%s has been missing for up to %s and the controller has not created it; no FailedCreate Event since says why (Events expire after 1h by default; a stale PersistentVolumeClaim or a pod of that name owned by another controller leave none); %s", s.Pod, s.MissingFor, next)
+		f.Short = fmt.Sprintf("%s not created for up to %s", s.Pod, s.MissingFor)
+		f.Remedy = fmt.Sprintf("find why the controller cannot create it: %s get events -n %s --field-selector involvedObject.name=%s, its claims (%s get pvc -n %s) and that kube-controller-manager runs; it creates the pod by itself once it can",
+			w.cli, f.Namespace, f.StatefulSet, w.cli, f.Namespace)
 	}
 	f.Message += w.blocks(s.Blocked)
 }
@@ -85,8 +85,13 @@ func (w words) refusalRemedy(r *admission.Refusal) string {
 				fields = append(fields, m[1])
 			}
 		}
-		return fmt.Sprintf("the namespace enforces PodSecurity %s: in the pod template of %s set %s (or, if the workload needs it, lower the namespace's pod-security.kubernetes.io/enforce level)%s",
-			r.Level, set, strings.Join(fields, "; "), after)
+		change := "set " + strings.Join(fields, "; ")
+		if len(fields) < len(r.Checks) {
+			// Some checks forbid rather than require (host namespaces, hostPath, privileged).
+			change = "change what these checks name: " + strings.Join(r.Checks, "; ")
+		}
+		return fmt.Sprintf("the namespace enforces PodSecurity %s: in the pod template of %s %s (or, if the workload needs it, lower the namespace's pod-security.kubernetes.io/enforce level)%s",
+			r.Level, set, change, after)
 	case admission.SecurityContextConstraints:
 		return fmt.Sprintf("no SecurityContextConstraints the pod's ServiceAccount may use admits it (%s): fit the pod template's securityContext of %s to restricted-v2 (no fixed runAsUser, fsGroup or privileges), or grant an SCC: oc adm policy add-scc-to-user SCC -z SERVICEACCOUNT -n %s%s",
 			r.Denial, set, f.Namespace, after)

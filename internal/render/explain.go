@@ -101,6 +101,8 @@ func ExplanationTable(w io.Writer, e *apiv1.Explanation, now time.Time) error {
 
 func verdict(e *apiv1.Explanation, holding []string) string {
 	switch {
+	case e.Status == apiv1.StatusStuck && len(holding) == 0:
+		return "Stuck: see the findings."
 	case e.Status == apiv1.StatusStuck:
 		return fmt.Sprintf("Stuck: the controller cannot go on past %s by itself.", strings.Join(holding, ", "))
 	case len(holding) > 0:

@@ -65,10 +65,6 @@ func (d *diagnosis) createFailed(r *controllerView, i int, o controller.Ordinal)
 		}
 		return
 	}
-	if refusal == nil && missing < missingAfter {
-		d.ix.wake(o.Since.Add(missingAfter))
-		return
-	}
 	f := model.Finding{Finding: apiv1.Finding{Code: apiv1.PodCreateFailed, Severity: apiv1.SeverityError,
 		Namespace: r.set.Namespace, StatefulSet: r.set.Name, Pod: o.Name, Reason: string(admission.Unknown)}}
 	facts := CreateFailed{Pod: o.Name, Ordinal: o.Ordinal, Refusal: refusal, MissingFor: missing.Round(time.Second),

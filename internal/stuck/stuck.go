@@ -166,6 +166,11 @@ func (d *diagnosis) statefulSet(set *appsv1.StatefulSet) {
 	from := len(d.findings)
 	r := d.view(set)
 	defer d.nextSteps(r, from)
+	for _, o := range r.Condemned {
+		if o.Pod.DeletionTimestamp != nil {
+			d.podTerminatingAt(r, o.Ordinal, nil, o.Pod)
+		}
+	}
 	var onDeleteStale []string
 	for i, pod := range r.byIndex {
 		if pod == nil {

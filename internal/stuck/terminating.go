@@ -24,6 +24,12 @@ import (
 // The API server sets a pod's deletionTimestamp to the request time plus its grace period: the
 // moment the kubelet should have finished. The threshold counts from there.
 func (d *diagnosis) podTerminating(r *controllerView, i int, pod *corev1.Pod) {
+	d.podTerminatingAt(r, r.start+i, r.blocked(i), pod)
+}
+
+// podTerminatingAt reports a terminating pod of the ordinal, in range or condemned (a scale
+// down waits on it the same way, processCondemned :512-518@v1.37.2).
+func (d *diagnosis) podTerminatingAt(r *controllerView, ordinal int, blocked []Blocked, pod *corev1.Pod) {
 	overdue := d.ix.now.Sub(pod.DeletionTimestamp.Time)
 	if overdue < d.opts.TerminatingAfter {
 		d.ix.wake(pod.DeletionTimestamp.Add(d.opts.TerminatingAfter))
@@ -31,9 +37,9 @@ func (d *diagnosis) podTerminating(r *controllerView, i int, pod *corev1.Pod) {
 	}
 	f := d.base(r, apiv1.PodStuckTerminating, apiv1.SeverityError, pod, nil)
 	node := pod.Spec.NodeName
-	facts := PodTerminating{Overdue: overdue.Round(time.Second), Node: node, NodeState: d.nodeState(node), Finalizers: pod.Finalizers, Blocked: r.blocked(i)}
+	facts := PodTerminating{Overdue: overdue.Round(time.Second), Node: node, NodeState: d.nodeState(node), Finalizers: pod.Finalizers, Blocked: blocked}
 	f.Reason = "Terminating"
-	f.Details.Ordinal = model.Ptr(r.start + i)
+	f.Details.Ordinal = model.Ptr(ordinal)
 	f.Details.Overdue = facts.Overdue.String()
 	f.Details.Node = model.Ptr(node)
 	if len(pod.Finalizers) > 0 {
