@@ -12,7 +12,6 @@ import (
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/diagnose"
 	"github.com/stsdiag/stsdiag/internal/gather"
-	"github.com/stsdiag/stsdiag/internal/openshift"
 	"github.com/stsdiag/stsdiag/internal/render"
 	"github.com/stsdiag/stsdiag/internal/stuck"
 )
@@ -22,7 +21,7 @@ type ExplainFlags struct {
 	configFlags *genericclioptions.ConfigFlags
 	genericiooptions.IOStreams
 	PrintFlags *render.PrintFlags
-	OpenShift  string
+	Scope      *scopeFlags
 	Diagnosis  *diagnosisFlags
 }
 
@@ -44,7 +43,7 @@ const explainExample = `  # What the StatefulSet controller does next for each p
 // NewExplainCommand builds `stsdiag explain`.
 func NewExplainCommand(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	f := &ExplainFlags{configFlags: configFlags, IOStreams: streams, PrintFlags: render.NewPrintFlags(),
-		OpenShift: string(openshift.ModeAuto), Diagnosis: newDiagnosisFlags()}
+		Scope: newScopeFlags(configFlags), Diagnosis: newDiagnosisFlags()}
 	c := &cobra.Command{
 		Use:   "explain NAME [-n NAMESPACE]",
 		Short: "Show the StatefulSet controller's view of one StatefulSet: per pod, its next step and what keeps it from taking it",
@@ -56,7 +55,7 @@ func NewExplainCommand(configFlags *genericclioptions.ConfigFlags, streams gener
 		RunE:    runE(f.ToOptions),
 	}
 	f.PrintFlags.AddFlags(c)
-	c.Flags().StringVar(&f.OpenShift, "openshift", f.OpenShift, "Use the OpenShift image API: auto (if served), always or never")
+	f.Scope.AddOpenShiftFlag(c)
 	f.Diagnosis.AddFlags(c)
 	return c
 }
@@ -73,15 +72,11 @@ func (f *ExplainFlags) ToOptions(args []string) (*ExplainOptions, error) {
 	if f.PrintFlags.OutputFormat == render.FormatWide {
 		return nil, fmt.Errorf("unknown output format %q for explain: want table, json or yaml", f.PrintFlags.OutputFormat)
 	}
-	mode, err := openshift.ParseMode(f.OpenShift)
+	scope, err := f.Scope.ToScope(args)
 	if err != nil {
 		return nil, err
 	}
-	ns, err := namespace(f.configFlags, false)
-	if err != nil {
-		return nil, err
-	}
-	o.scope = gather.Scope{Namespace: ns, Names: args, OpenShift: mode}
+	o.scope = scope.Scope
 	if o.diagnosis, err = f.Diagnosis.ToOptions(); err != nil {
 		return nil, err
 	}

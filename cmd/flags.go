@@ -36,7 +36,12 @@ func (s *scopeFlags) AddFlags(c *cobra.Command) {
 	f := c.Flags()
 	f.BoolVarP(&s.AllNamespaces, "all-namespaces", "A", false, "StatefulSets in all namespaces (not with NAME arguments)")
 	f.StringVarP(&s.Selector, "selector", "l", "", "Label selector for the StatefulSets, e.g. app=web")
-	f.StringVar(&s.OpenShift, "openshift", s.OpenShift, "Use the OpenShift image API: auto (if served), always or never")
+	s.AddOpenShiftFlag(c)
+}
+
+// AddOpenShiftFlag registers --openshift alone (explain works on one named StatefulSet).
+func (s *scopeFlags) AddOpenShiftFlag(c *cobra.Command) {
+	c.Flags().StringVar(&s.OpenShift, "openshift", s.OpenShift, "Use the OpenShift image API: auto (if served), always or never")
 }
 
 // AddFleetFlags registers --contexts and --all-contexts.

@@ -45,16 +45,8 @@ func provenStuck(ctx context.Context, t *testing.T, cs kubernetes.Interface, ns,
 		return s
 	}
 	// The controller may still be writing the status of what it just did (updatedReplicas of a
-	// pod it created a moment ago): the premise starts once two reads 2 s apart agree.
-	first := read()
-	for settle := time.Now().Add(20 * time.Second); time.Now().Before(settle); {
-		time.Sleep(2 * time.Second)
-		next := read()
-		if next == first {
-			break
-		}
-		first = next
-	}
+	// pod it created a moment ago).
+	first := settled(read)
 	for deadline := time.Now().Add(d); ; time.Sleep(2 * time.Second) {
 		now := read()
 		if now.complete || now.podReady || now != first {
@@ -148,4 +140,19 @@ func detail(f apiv1.Finding, keys ...string) string {
 	}
 	s, _ := v.(string)
 	return s
+}
+
+// settled reads until two reads 2 s apart agree (at most 20 s) and returns that state: a
+// premise's clock starts once the controller has written the status of what it just did.
+func settled[T comparable](read func() T) T {
+	state := read()
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); {
+		time.Sleep(2 * time.Second)
+		next := read()
+		if next == state {
+			break
+		}
+		state = next
+	}
+	return state
 }

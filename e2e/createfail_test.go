@@ -192,15 +192,7 @@ func neverCreated(ctx context.Context, t *testing.T, cs kubernetes.Interface, ns
 	// The 30 s start once the controller has tried and failed (its FailedCreate Event names the
 	// pod) and its status has settled: two reads 2 s apart agree.
 	holdsUntil(ctx, t, time.Minute, func(ctx context.Context) bool { return failedCreate(ctx, t, cs, ns, set, pod) != "" })
-	first := state()
-	for settle := time.Now().Add(20 * time.Second); time.Now().Before(settle); {
-		time.Sleep(2 * time.Second)
-		next := state()
-		if next == first {
-			break
-		}
-		first = next
-	}
+	first := settled(state)
 	holdsFor(ctx, t, d, func(ctx context.Context) error {
 		if _, err := cs.CoreV1().Pods(ns).Get(ctx, pod, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			return fmt.Errorf("pod %s exists (or cannot be read: %v)", pod, err)

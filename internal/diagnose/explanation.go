@@ -114,14 +114,7 @@ func templateChanges(snap *snapshot.Snapshot, set *appsv1.StatefulSet, current, 
 		return nil
 	}
 	var from, to *corev1.PodTemplateSpec
-	for i := range snap.Revisions {
-		rev := &snap.Revisions[i]
-		if rev.Namespace != set.Namespace {
-			continue
-		}
-		if ref := metav1.GetControllerOfNoCopy(rev); ref == nil || ref.UID != set.UID {
-			continue
-		}
+	for _, rev := range statefulset.ByController(snap).Revisions[set.UID] {
 		if _, tmpl, err := statefulset.RevisionTemplate(rev); err == nil {
 			switch rev.Name {
 			case current:

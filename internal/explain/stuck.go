@@ -159,7 +159,7 @@ func startupDetail(p stuck.Startup) string {
 			last += " (" + p.LastExit.Reason + ")"
 		}
 		if p.LastExit.Message != "" {
-			last += ": " + oneLine(p.LastExit.Message)
+			last += ": " + lastLine(p.LastExit.Message)
 		}
 		return join(p.Waiting, last)
 	}
@@ -201,8 +201,8 @@ func join(parts ...string) string {
 	return strings.Join(out, "; ")
 }
 
-// oneLine keeps the last line of a termination message, where programs write the error.
-func oneLine(s string) string {
+// lastLine keeps the last line of a termination message, where programs write the error.
+func lastLine(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	return strings.TrimSpace(lines[len(lines)-1])
 }

@@ -1,7 +1,6 @@
 package render
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"sort"
@@ -9,7 +8,6 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/cli-runtime/pkg/printers"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 )
@@ -80,22 +78,18 @@ func ExplanationTable(w io.Writer, e *apiv1.Explanation, now time.Time) error {
 		}
 		table.Rows = append(table.Rows, metav1.TableRow{Cells: []any{mark, int64(o.Ordinal), o.Pod, dash(o.Revision), o.State, next, dash(waiting), dash(oneLine(o.Why))}})
 	}
-	var buf bytes.Buffer
-	tw := printers.GetNewTabWriter(&buf)
-	if err := printers.NewTablePrinter(printers.PrintOptions{}).PrintObj(table, tw); err != nil {
+	text, err := formatTable(table, false)
+	if err != nil {
 		return err
 	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	if _, err := w.Write(buf.Bytes()); err != nil {
+	if _, err := w.Write(text); err != nil {
 		return err
 	}
 	fmt.Fprintln(w)
 	for _, f := range e.Findings {
 		fmt.Fprintf(w, "%s %s %s: %s\n  remedy: %s\n", f.Severity, f.Code, dash(f.Pod), oneLine(f.Message), oneLine(f.Remedy))
 	}
-	_, err := fmt.Fprintln(w, verdict(e, holding))
+	_, err = fmt.Fprintln(w, verdict(e, holding))
 	return err
 }
 

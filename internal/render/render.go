@@ -73,15 +73,11 @@ func PrintTable(w io.Writer, r *model.Report, opts TableOptions) error {
 		cells = append(cells, f.StatefulSet, dash(f.Pod), dash(revision), dash(f.Reason), oneLine(message), oneLine(f.Remedy))
 		table.Rows = append(table.Rows, metav1.TableRow{Cells: cells})
 	}
-	var buf bytes.Buffer
-	tw := printers.GetNewTabWriter(&buf)
-	if err := printers.NewTablePrinter(printers.PrintOptions{Wide: opts.Wide}).PrintObj(table, tw); err != nil {
+	text, err := formatTable(table, opts.Wide)
+	if err != nil {
 		return err
 	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	if _, err := w.Write(colorizeRows(buf.Bytes(), opts.Color)); err != nil {
+	if _, err := w.Write(colorizeRows(text, opts.Color)); err != nil {
 		return err
 	}
 	if len(r.Findings) > 0 {
@@ -91,7 +87,7 @@ func PrintTable(w io.Writer, r *model.Report, opts TableOptions) error {
 	for _, warning := range r.Warnings {
 		fmt.Fprintf(w, "Warning: %s\n", warning)
 	}
-	_, err := fmt.Fprintln(w, Summary(r))
+	_, err = fmt.Fprintln(w, Summary(r))
 	return err
 }
 
@@ -174,4 +170,17 @@ func PreviousLogs(w io.Writer, findings []model.Finding) {
 			fmt.Fprintf(w, "  %s\n", line)
 		}
 	}
+}
+
+// formatTable lays a table out with kubectl's table printer.
+func formatTable(table *metav1.Table, wide bool) ([]byte, error) {
+	var buf bytes.Buffer
+	tw := printers.GetNewTabWriter(&buf)
+	if err := printers.NewTablePrinter(printers.PrintOptions{Wide: wide}).PrintObj(table, tw); err != nil {
+		return nil, err
+	}
+	if err := tw.Flush(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
 }

@@ -46,6 +46,17 @@ func RunningAndReady(pod *corev1.Pod) bool {
 	return pod.Status.Phase == corev1.PodRunning && podutils.IsPodReady(pod)
 }
 
+// ReadyCondition is the pod's Ready condition, nil when it has none (podutils keeps its own
+// unexported).
+func ReadyCondition(pod *corev1.Pod) *corev1.PodCondition {
+	for i := range pod.Status.Conditions {
+		if pod.Status.Conditions[i].Type == corev1.PodReady {
+			return &pod.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
 // RevisionTemplate returns the pod template a StatefulSet ControllerRevision records: its own
 // JSON without the strategic-merge "$patch" directive (stateful_set_utils.go:567@v1.37.2), and
 // that JSON decoded.

@@ -73,12 +73,7 @@ func (ix *index) notReady(pod *corev1.Pod, images map[string]string) *Startup {
 	if ix.notReadyAfter <= 0 || pod.Status.Phase != corev1.PodRunning {
 		return nil
 	}
-	var ready *corev1.PodCondition
-	for i := range pod.Status.Conditions {
-		if pod.Status.Conditions[i].Type == corev1.PodReady {
-			ready = &pod.Status.Conditions[i]
-		}
-	}
+	ready := statefulset.ReadyCondition(pod)
 	if ready == nil || ready.Status == corev1.ConditionTrue || ready.LastTransitionTime.IsZero() {
 		return nil
 	}
