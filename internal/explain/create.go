@@ -126,3 +126,10 @@ func (w words) waitBlocked(s stuck.WaitBlocked) {
 
 var waitWord = map[controller.Step]string{controller.WaitRunning: "Running", controller.WaitReady: "Ready",
 	controller.WaitTerminated: "gone", controller.WaitAvailable: "Available"}
+
+func (w words) neverObserved(s stuck.NeverObserved) {
+	f := w.f
+	f.Message = fmt.Sprintf("StatefulSet %s has existed for %s and the StatefulSet controller has never synced it (status.observedGeneration is 0): no pod is created or updated until kube-controller-manager runs with its statefulset controller", f.StatefulSet, s.For)
+	f.Short = fmt.Sprintf("never synced by the StatefulSet controller in %s", s.For)
+	f.Remedy = "check that kube-controller-manager runs (its pod, leader election Lease kube-system/kube-controller-manager) and that --controllers includes statefulset; nothing to delete"
+}

@@ -70,6 +70,8 @@ func Finding(f *model.Finding, opts Options) {
 		w.createFailed(facts)
 	case stuck.WaitBlocked:
 		w.waitBlocked(facts)
+	case stuck.NeverObserved:
+		w.neverObserved(facts)
 	default:
 		w.image(facts)
 	}

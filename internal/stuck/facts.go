@@ -370,3 +370,13 @@ func (CreateFailed) Code() apiv1.Code { return apiv1.PodCreateFailed }
 
 // Code of the facts.
 func (WaitBlocked) Code() apiv1.Code { return apiv1.RolloutBlocked }
+
+// NeverObserved: the StatefulSet controller has never synced the StatefulSet (it writes
+// status.observedGeneration on every sync): no controller runs for it.
+type NeverObserved struct {
+	// For is how long the StatefulSet has existed.
+	For time.Duration
+}
+
+// Code of the facts.
+func (NeverObserved) Code() apiv1.Code { return apiv1.RolloutBlocked }

@@ -3,6 +3,7 @@ package stuck
 import (
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
@@ -163,4 +164,26 @@ func (r *controllerView) existing() int {
 		}
 	}
 	return n
+}
+
+// neverObserved reports a StatefulSet the controller has never synced for longer than
+// missingAfter: every sync writes status.observedGeneration (stateful_set_control.go:585@v1.37.2,
+// :539@v1.33.13), so none ran — kube-controller-manager is down, or runs without its statefulset
+// controller. Nothing the model predicts happens then.
+func (d *diagnosis) neverObserved(set *appsv1.StatefulSet) {
+	if set.Status.ObservedGeneration != 0 || set.Generation == 0 || set.CreationTimestamp.IsZero() {
+		return
+	}
+	age := d.ix.now.Sub(set.CreationTimestamp.Time)
+	if age < missingAfter {
+		d.ix.wake(set.CreationTimestamp.Add(missingAfter))
+		return
+	}
+	f := model.Finding{Finding: apiv1.Finding{Code: apiv1.RolloutBlocked, Severity: apiv1.SeverityError,
+		Namespace: set.Namespace, StatefulSet: set.Name, Reason: "NeverObserved"}}
+	facts := NeverObserved{For: age.Round(time.Second)}
+	f.Details.WaitingFor = "Observed"
+	f.Details.WaitedFor = facts.For.String()
+	f.Facts = facts
+	d.add(f)
 }

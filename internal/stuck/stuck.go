@@ -163,6 +163,7 @@ func (d *diagnosis) statefulSet(set *appsv1.StatefulSet) {
 		d.terminating(set)
 		return
 	}
+	d.neverObserved(set)
 	from := len(d.findings)
 	r := d.view(set)
 	defer d.nextSteps(r, from)
