@@ -51,8 +51,10 @@ func (d *diagnosis) nextSteps(r *controllerView, from int) {
 // FailedCreate Event since it went missing says why, after missingAfter otherwise.
 func (d *diagnosis) createFailed(r *controllerView, i int, o controller.Ordinal) {
 	if r.set.Status.Replicas > int32(r.existing()) {
-		// The controller's last status counted a pod that is gone now: it has not synced since
-		// the pod went (it creates the new one in that sync), so nothing failed yet.
+		// The controller's last status counted a pod that is gone now (status.replicas counts
+		// created pods, computeReplicaStatus/isCreated, stateful_set_control.go@v1.37.2,
+		// stateful_set_utils.go:476): it has not synced since the pod went, and creates the new
+		// one in that sync (processReplica, :439-453), so nothing failed yet.
 		return
 	}
 	missing := d.ix.now.Sub(o.Since)
