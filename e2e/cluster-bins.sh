@@ -5,6 +5,9 @@
 set -euo pipefail
 
 K8S_VERSION="${K8S_VERSION:-v1.37.2}"
+# KUBELET=0 skips the kubelet (only the real-node suite runs one; e2e-versions does not need it).
+KUBE_COMPONENTS=(kube-apiserver kube-controller-manager kube-scheduler)
+[[ "${KUBELET:-1}" == 0 ]] || KUBE_COMPONENTS+=(kubelet)
 ETCD_VERSION="${ETCD_VERSION:-v3.7.0}"
 KWOK_VERSION="${KWOK_VERSION:-v0.8.0}"
 CACHE="${STSDIAG_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/stsdiag}"
@@ -13,11 +16,12 @@ BIN="$CACHE/bin"
 log() { echo "cluster-bins: $*" >&2; }
 
 build_kube() {
-  local dir="$BIN/kubernetes-$K8S_VERSION"
-  if [[ -x "$dir/kube-apiserver" && -x "$dir/kube-controller-manager" && -x "$dir/kube-scheduler" ]]; then
-    return
-  fi
-  log "building kube-apiserver, kube-controller-manager, kube-scheduler $K8S_VERSION (cold: ~10 min)"
+  local dir="$BIN/kubernetes-$K8S_VERSION" c missing=()
+  for c in "${KUBE_COMPONENTS[@]}"; do
+    [[ -x "$dir/$c" ]] || missing+=("$c")
+  done
+  ((${#missing[@]})) || return 0
+  log "building ${missing[*]} $K8S_VERSION (cold: ~10 min)"
   local start=$SECONDS work
   work="$(mktemp -d)"
   trap 'rm -rf "$work"' RETURN
@@ -42,18 +46,19 @@ import (
 	_ "k8s.io/kubernetes/cmd/kube-apiserver"
 	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
 	_ "k8s.io/kubernetes/cmd/kube-scheduler"
+	_ "k8s.io/kubernetes/cmd/kubelet"
 )
 GO
     go mod tidy >/dev/null
     grep -q "k8s.io/kubernetes $K8S_VERSION" go.mod || { log "go.mod lost k8s.io/kubernetes $K8S_VERSION"; exit 1; }
     local pkg=k8s.io/component-base/version
     local ld="-s -w -X $pkg.gitVersion=$K8S_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor -X $pkg.gitTreeState=clean"
-    mkdir -p "$dir.tmp"
-    for c in kube-apiserver kube-controller-manager kube-scheduler; do
-      go build -trimpath -ldflags "$ld" -o "$dir.tmp/$c" "k8s.io/kubernetes/cmd/$c"
+    mkdir -p "$dir"
+    for c in "${missing[@]}"; do
+      go build -trimpath -ldflags "$ld" -o "$dir/$c.tmp" "k8s.io/kubernetes/cmd/$c"
+      mv "$dir/$c.tmp" "$dir/$c"
     done
   )
-  rm -rf "$dir" && mv "$dir.tmp" "$dir"
   log "kubernetes built in $((SECONDS - start))s"
 }
 
@@ -102,7 +107,7 @@ mkdir -p "$BIN"
 build_etcd
 build_kwok
 build_kube
-for f in "$BIN/kubernetes-$K8S_VERSION"/* "$BIN/etcd-$ETCD_VERSION/etcd" "$BIN/kwok-$KWOK_VERSION/kwok"; do
+for f in "${KUBE_COMPONENTS[@]/#/$BIN/kubernetes-$K8S_VERSION/}" "$BIN/etcd-$ETCD_VERSION/etcd" "$BIN/kwok-$KWOK_VERSION/kwok"; do
   [[ -x "$f" ]] || { log "missing $f"; exit 1; }
 done
 printf 'KUBE_BIN=%s\nETCD_BIN=%s\nKWOK_BIN=%s\n' "$BIN/kubernetes-$K8S_VERSION" "$BIN/etcd-$ETCD_VERSION" "$BIN/kwok-$KWOK_VERSION"
