@@ -49,7 +49,7 @@ func runSuite(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	logDir, _ := filepath.Abs(filepath.Join("_artifacts", "logs"))
+	logDir, _ := filepath.Abs(filepath.Join("..", "_artifacts", "node-logs"))
 	_ = os.RemoveAll(logDir)
 	local = cluster.New(logDir)
 	local.RealNode = true
