@@ -116,6 +116,15 @@ func (w words) waitBlocked(s stuck.WaitBlocked) {
 	if s.Condemned {
 		scope = "the controller's scale down"
 	}
+	if in := s.Init; in != nil {
+		f.Message = fmt.Sprintf("%s waits for %s to be %s and has for %s: its init container %q (image %q) has been running for %s and has not completed, so no app container starts",
+			scope, s.Pod, waitWord[s.Step], s.For, in.Container, in.Image, in.For)
+		f.Message += w.blocks(s.Blocked)
+		f.Short = fmt.Sprintf("waits %s for %s: init container %q running for %s", s.For, s.Pod, in.Container, in.For)
+		f.Remedy = fmt.Sprintf("read what init container %q waits for: %s logs %s -n %s -c %s; make what it waits for available, or fix the init container in statefulset/%s; if the pod runs an old revision, deleting it makes the controller recreate it",
+			in.Container, w.cli, s.Pod, f.Namespace, in.Container, f.StatefulSet)
+		return
+	}
 	f.Message = fmt.Sprintf("%s waits for %s to be %s and has for %s (it is %s); no rule stsdiag knows explains why, and it will not change by itself",
 		scope, s.Pod, waitWord[s.Step], s.For, state)
 	f.Message += w.blocks(s.Blocked)

@@ -40,17 +40,13 @@ func (ix *index) startupProblem(pod *corev1.Pod) *Startup {
 	}
 	check := func(statuses []corev1.ContainerStatus, init bool) *Startup {
 		for _, st := range statuses {
-			w := st.State.Waiting
-			if w == nil || !statefulset.StartupReasons[w.Reason] {
+			p := ix.containerProblem(st, init)
+			if p == nil {
 				continue
 			}
-			image := containers[st.Name]
-			if image == "" {
-				image = st.Image
-			}
-			p := &Startup{Kind: ContainerWaiting, Reason: w.Reason, Waiting: w.Message, Container: st.Name, Image: image, Init: init}
-			if t := st.LastTerminationState.Terminated; t != nil {
-				p.LastExit = &Exit{Code: t.ExitCode, Reason: t.Reason, Message: strings.TrimSpace(t.Message)}
+			p.Container, p.Image, p.Init = st.Name, containers[st.Name], init
+			if p.Image == "" {
+				p.Image = st.Image
 			}
 			return p
 		}
@@ -60,6 +56,9 @@ func (ix *index) startupProblem(pod *corev1.Pod) *Startup {
 		return p
 	}
 	if p := check(pod.Status.ContainerStatuses, false); p != nil {
+		return p
+	}
+	if p, settling := ix.mountFailed(pod); p != nil || settling {
 		return p
 	}
 	return ix.notReady(pod, containers)

@@ -232,6 +232,19 @@ func (d *diagnosis) base(r *controllerView, code apiv1.Code, sev apiv1.Severity,
 		if p.LastExit != nil {
 			f.Details.LastExitCode = model.Ptr(p.LastExit.Code)
 			f.Details.LastExitReason, f.Details.LastExitMessage = p.LastExit.Reason, p.LastExit.Message
+			// The log of the run that exited last: the current container's while it is
+			// terminated (the kubelet then has no "previous" one to serve).
+			f.LogCurrent = p.State == StateTerminated
+		}
+		if p.Reason == CrashLoopBackOff && p.Restarts > 0 {
+			f.Details.RestartCount = model.Ptr(p.Restarts)
+		}
+		f.Details.Volume = p.Volume
+		if m := p.Missing; m != nil {
+			if m.Name != "" {
+				f.Details.Missing = m.Kind + "/" + m.Name
+			}
+			f.Details.MissingKey = m.Key
 		}
 	}
 	return f
@@ -321,8 +334,10 @@ func templateFix(p *Startup) TemplateFix {
 		return FixConfig
 	case p.Reason == "NotReady":
 		return FixReadiness
-	case p.Reason == "CrashLoopBackOff":
+	case p.Reason == CrashLoopBackOff:
 		return FixCrash
+	case p.Kind == VolumeMountFailed && p.Missing != nil:
+		return FixConfig
 	case p.Reason == "CreateContainerError" || p.Reason == "RunContainerError":
 		return FixRuntime
 	case p.Kind == Unschedulable:
