@@ -71,6 +71,10 @@ type Startup struct {
 	// State is the container's state when it is seen crash looping: StateTerminated,
 	// StateRunning or StateWaiting (ContainerCrashLoop, and ContainerWaiting on CrashLoopBackOff).
 	State string
+	// ReadyInRuns: the pod of a crash-looping app container was Ready while it last ran (no
+	// readiness probe holds it back), so the StatefulSet controller sees it Running and Ready
+	// for a moment after each restart (reason CrashLoopBackOff).
+	ReadyInRuns bool
 	// Volume is the pod volume the kubelet cannot set up (VolumeMountFailed).
 	Volume string
 	// Missing is the Secret or ConfigMap (or key of one) the kubelet's message says is missing

@@ -139,6 +139,22 @@ func latestExit(st corev1.ContainerStatus) *corev1.ContainerStateTerminated {
 	return st.LastTerminationState.Terminated
 }
 
+// readyDuringLastRun reports whether a crash-looping container's pod was Ready while the
+// container last ran: it is Running and Ready now, or its Ready condition turned False only
+// after that run started. A container without a readiness probe is Ready as soon as it runs,
+// for the second each run lasts; one whose probe never passes keeps the pod not Ready since
+// it first started.
+func readyDuringLastRun(pod *corev1.Pod, st corev1.ContainerStatus) bool {
+	if statefulset.RunningAndReady(pod) {
+		return true
+	}
+	ready, last := statefulset.ReadyCondition(pod), latestExit(st)
+	if ready == nil || ready.LastTransitionTime.IsZero() || last == nil || last.StartedAt.IsZero() {
+		return false
+	}
+	return !ready.LastTransitionTime.Before(&last.StartedAt)
+}
+
 func exitOf(t *corev1.ContainerStateTerminated) *Exit {
 	return &Exit{Code: t.ExitCode, Reason: t.Reason, Message: strings.TrimSpace(t.Message)}
 }

@@ -48,6 +48,9 @@ func (ix *index) startupProblem(pod *corev1.Pod) *Startup {
 			if p.Image == "" {
 				p.Image = st.Image
 			}
+			if p.Reason == CrashLoopBackOff && !init {
+				p.ReadyInRuns = readyDuringLastRun(pod, st)
+			}
 			return p
 		}
 		return nil

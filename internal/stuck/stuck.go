@@ -144,6 +144,26 @@ func (r *controllerView) replaces(i int) bool {
 	return r.Unavailable < r.MaxUnavailable
 }
 
+// replacesWhenReady reports whether the controller deletes the off-revision pod at index i
+// in a sync that finds it Running and Ready: an OrderedReady rolling update goes on once every
+// pod is Running and Ready (stateful_set_control.go:476@v1.37.2) and deletes the highest
+// off-revision pod at or above the partition (:749-759, and :919-931 with maxUnavailable). A
+// crash-looping container without a readiness probe makes its pod Ready for a moment after
+// each restart, and the status update that says so triggers such a sync: the controller
+// replaces the pod by itself, provided every other pod in range is Running and Ready.
+func (r *controllerView) replacesWhenReady(i int) bool {
+	t := r.set.Spec.UpdateStrategy.Type
+	if (t != "" && t != appsv1.RollingUpdateStatefulSetStrategyType) || i < r.partition || !r.ordered() {
+		return false
+	}
+	for k, pod := range r.byIndex {
+		if k != i && k < r.replicas && (pod == nil || !statefulset.RunningAndReady(pod)) {
+			return false
+		}
+	}
+	return true
+}
+
 // view models the controller's next sync of a live StatefulSet.
 func (d *diagnosis) view(set *appsv1.StatefulSet) *controllerView {
 	update := d.ix.updateRevision(set)
@@ -194,7 +214,7 @@ func (d *diagnosis) statefulSet(set *appsv1.StatefulSet) {
 			}
 		case p.Kind == ClaimPending:
 			d.claimPending(r, pod, p)
-		case stale && !r.replaces(i):
+		case stale && !r.replaces(i) && !(p.ReadyInRuns && r.replacesWhenReady(i)):
 			d.staleStuck(r, i, pod, p)
 		case stale:
 			// The controller replaces it by itself.
