@@ -79,18 +79,20 @@ type FindingDetails struct {
 	// NewOwnerRevisions are the ControllerRevisions the recreated owner created after the
 	// deletion began (StatefulSetTerminating, reason OwnerRecreated).
 	NewOwnerRevisions []string `json:"newOwnerRevisions,omitempty"`
-	// Node is the terminating pod's spec.nodeName, "" when never scheduled (PodStuckTerminating).
+	// Node is the terminating pod's spec.nodeName, "" when never scheduled (PodStuckTerminating),
+	// or the lost node of a pod the controller waits on (RolloutBlocked).
 	Node *string `json:"node,omitempty"`
 	// NodeCondition says the node's state in words, e.g. "has been Ready=False for 10m0s"
-	// (PodStuckTerminating, when nodes could be listed).
+	// (PodStuckTerminating, when nodes could be listed; RolloutBlocked on a lost node).
 	NodeCondition string `json:"nodeCondition,omitempty"`
 	// NodeReady is the node's Ready condition status, Unknown when it has none, or NodeGone
-	// (PodStuckTerminating, when nodes could be listed).
+	// (PodStuckTerminating, when nodes could be listed; RolloutBlocked on a lost node).
 	NodeReady string `json:"nodeReady,omitempty"`
 	// NodeReadySince is how long the node's Ready condition has had its status
-	// (PodStuckTerminating).
+	// (PodStuckTerminating; RolloutBlocked on a lost node).
 	NodeReadySince string `json:"nodeReadySince,omitempty"`
-	// NodeReason is the reason of the node's Ready condition (PodStuckTerminating).
+	// NodeReason is the reason of the node's Ready condition (PodStuckTerminating;
+	// RolloutBlocked on a lost node).
 	NodeReason string `json:"nodeReason,omitempty"`
 	// Object is what the controller could not create: pod, or claim for the pod's
 	// PersistentVolumeClaim (PodCreateFailed).

@@ -141,6 +141,10 @@ type WaitBlocked struct {
 	// Init is the init container the Pending pod runs and that has not completed; nil when
 	// none runs.
 	Init *InitRunning
+	// Node is the pod's node when it is gone or not Ready (its kubelet stopped reporting), with
+	// its state; "" otherwise.
+	Node      string
+	NodeState NodeState
 }
 
 // InitRunning is an init container that runs and has not completed.

@@ -80,6 +80,24 @@ func newIndex(s *snapshot.Snapshot, settle time.Duration) *index {
 	return ix
 }
 
+// nodeLost reports whether the named node is gone or its Ready condition is not True (nodes
+// listed; a pod never scheduled has no node).
+func (ix *index) nodeLost(name string) bool {
+	if ix.nodes == nil || name == "" {
+		return false
+	}
+	node, ok := ix.nodes[name]
+	if !ok {
+		return true
+	}
+	for _, c := range node.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status != corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
 // wake records that a rule matures at t: a diagnosis then may give another verdict.
 func (ix *index) wake(t time.Time) {
 	if t.After(ix.now) && (ix.recheckAt.IsZero() || t.Before(ix.recheckAt)) {

@@ -129,11 +129,18 @@ func (d *diagnosis) waitBlocked(r *controllerView, i int, o controller.Ordinal, 
 	if o.Next == controller.WaitRunning {
 		facts.Init = d.ix.initRunning(o.Pod)
 	}
+	if node := o.Pod.Spec.NodeName; d.ix.nodeLost(node) {
+		facts.Node, facts.NodeState = node, d.nodeState(node)
+	}
 	f := d.base(r, apiv1.RolloutBlocked, apiv1.SeverityError, o.Pod, nil)
 	f.Reason = string(o.Next)
 	f.Details.Ordinal = model.Ptr(o.Ordinal)
 	f.Details.WaitingFor = waitingFor(o.Next)
 	f.Details.WaitedFor = facts.For.String()
+	if facts.Node != "" {
+		f.Details.Node = model.Ptr(facts.Node)
+		nodeDetails(&f.Details, facts.NodeState, facts.Node)
+	}
 	if in := facts.Init; in != nil {
 		f.Container, f.Image, f.Details.InitContainer = in.Container, in.Image, true
 		f.Details.RunningFor = in.For.String()

@@ -79,6 +79,12 @@ func (ix *index) notReady(pod *corev1.Pod, images map[string]string) *Startup {
 	if ready == nil || ready.Status == corev1.ConditionTrue || ready.LastTransitionTime.IsZero() {
 		return nil
 	}
+	if ix.nodeLost(pod.Spec.NodeName) {
+		// Not the pod's readiness: the node lifecycle controller marked it not Ready when its
+		// node stopped reporting (MarkPodsNotReady, controller_utils.go:121-156@v1.37.2); the
+		// controller's wait says so (nextSteps).
+		return nil
+	}
 	since := ix.now.Sub(ready.LastTransitionTime.Time)
 	if since < ix.notReadyAfter {
 		ix.wake(ready.LastTransitionTime.Add(ix.notReadyAfter))
