@@ -160,8 +160,8 @@ func exitOf(t *corev1.ContainerStateTerminated) *Exit {
 }
 
 // mountFailed returns a FailedMount problem for a scheduled pod none of whose containers has
-// started and whose newest `MountVolume.SetUp failed` Event (of this pod) says why, once the
-// pod has been scheduled for mountSettle. The kubelet waits for every volume before it creates
+// started and whose newest `MountVolume.SetUp failed` Event (of this pod) says a Secret or
+// ConfigMap (or a key of one) is missing, once the pod has been scheduled for mountSettle. The kubelet waits for every volume before it creates
 // the sandbox (WaitForAttachAndMount, kubelet.go:2230@v1.37.2): the containers wait
 // (ContainerCreating, PodInitializing) and the controller waits for Running. settling is true
 // while the mount has failed for less than mountSettle.
@@ -192,12 +192,18 @@ func (ix *index) mountFailed(pod *corev1.Pod) (p *Startup, settling bool) {
 		return nil, true
 	}
 	msg := strings.TrimSpace(event.Message)
-	p = &Startup{Kind: VolumeMountFailed, Reason: "FailedMount", Waiting: msg}
-	if m := mountErrorRE.FindStringSubmatch(msg); m != nil {
-		p.Volume = m[1]
-		p.Missing = missingConfig(m[2])
+	m := mountErrorRE.FindStringSubmatch(msg)
+	if m == nil {
+		return nil, false
 	}
-	return p, false
+	missing := missingConfig(m[2])
+	if missing == nil {
+		// Another mount failure (a CSI driver, NFS, a transient "not registered"): no rule
+		// knows whether the template or the infrastructure is at fault; the controller's wait
+		// on the pod is reported with its Events (RolloutBlocked).
+		return nil, false
+	}
+	return &Startup{Kind: VolumeMountFailed, Reason: "FailedMount", Waiting: msg, Volume: m[1], Missing: missing}, false
 }
 
 // mountSetUpFailed starts the kubelet's Event of a volume it cannot set up: "MountVolume.SetUp

@@ -356,7 +356,7 @@ func templateFix(p *Startup) TemplateFix {
 		return FixReadiness
 	case p.Reason == CrashLoopBackOff:
 		return FixCrash
-	case p.Kind == VolumeMountFailed && p.Missing != nil:
+	case p.Kind == VolumeMountFailed:
 		return FixConfig
 	case p.Reason == "CreateContainerError" || p.Reason == "RunContainerError":
 		return FixRuntime
