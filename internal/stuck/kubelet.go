@@ -171,14 +171,17 @@ func (ix *index) mountFailed(pod *corev1.Pod) (p *Startup, settling bool) {
 			return nil, false
 		}
 	}
-	var event *corev1.Event
+	msg := ""
 	for _, e := range ix.events[eventKey("Pod", pod.Namespace, pod.Name)] {
-		if e.Reason == "FailedMount" && strings.HasPrefix(e.Message, mountSetUpFailed) && (e.InvolvedObject.UID == "" || e.InvolvedObject.UID == pod.UID) {
-			event = e
+		// The recorder prefixes a message it aggregates with others of the same reason
+		// (events_cache.go:183, k8s.io/client-go@v0.35.4).
+		text := strings.TrimPrefix(strings.TrimSpace(e.Message), combinedEvents)
+		if e.Reason == "FailedMount" && strings.HasPrefix(text, mountSetUpFailed) && (e.InvolvedObject.UID == "" || e.InvolvedObject.UID == pod.UID) {
+			msg = text
 			break
 		}
 	}
-	if event == nil {
+	if msg == "" {
 		return nil, false
 	}
 	since := pod.CreationTimestamp.Time
@@ -191,7 +194,6 @@ func (ix *index) mountFailed(pod *corev1.Pod) (p *Startup, settling bool) {
 		ix.wake(since.Add(mountSettle))
 		return nil, true
 	}
-	msg := strings.TrimSpace(event.Message)
 	m := mountErrorRE.FindStringSubmatch(msg)
 	if m == nil {
 		return nil, false
@@ -210,6 +212,8 @@ func (ix *index) mountFailed(pod *corev1.Pod) (p *Startup, settling bool) {
 // failed for volume \"<name>\" : <error>" (operation_generator.go:611 and
 // operation_executor.go:327-329@v1.37.2).
 const mountSetUpFailed = "MountVolume.SetUp failed for volume "
+
+const combinedEvents = "(combined from similar events): "
 
 var mountErrorRE = regexp.MustCompile(`^MountVolume\.SetUp failed for volume "([^"]*)" : (.*)$`)
 
