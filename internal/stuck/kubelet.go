@@ -12,9 +12,9 @@ import (
 
 // The kubelet's crash loop, as its status shows it (read in k8s.io/kubernetes):
 //   - Every exit of a container the pod restarts (a StatefulSet's pods are restartPolicy Always;
-//     an init container that exited 0 is complete, kubelet_pods.go:2736-2738@v1.37.2) is
+//     an init container that exited 0 is complete, kubelet_pods.go:2733-2738@v1.37.2) is
 //     followed by a restart after a back-off counted from the exit: 0, 10 s, 20 s, 40 s ... up to
-//     5 min (doBackOff, kuberuntime_manager.go:2077-2108; kubelet.go:173 and
+//     5 min (doBackOff, kuberuntime_manager.go:2077-2109; kubelet.go:173 and
 //     apis/config/v1beta1/defaults.go:45@v1.37.2). A run longer than 10 min resets the back-off
 //     (HasExpiredFunc, kubelet.go:1088-1090@v1.37.2): the kubelet itself no longer counts it as
 //     part of a loop.
