@@ -172,11 +172,11 @@ func (ix *index) mountFailed(pod *corev1.Pod) (p *Startup, settling bool) {
 		}
 	}
 	msg := ""
-	for _, e := range ix.events[eventKey("Pod", pod.Namespace, pod.Name)] {
+	for _, e := range ix.eventsOf("Pod", pod.Namespace, pod.Name, pod.UID) {
 		// The recorder prefixes a message it aggregates with others of the same reason
 		// (events_cache.go:183, k8s.io/client-go@v0.35.4).
 		text := strings.TrimPrefix(strings.TrimSpace(e.Message), combinedEvents)
-		if e.Reason == "FailedMount" && strings.HasPrefix(text, mountSetUpFailed) && (e.InvolvedObject.UID == "" || e.InvolvedObject.UID == pod.UID) {
+		if e.Reason == "FailedMount" && strings.HasPrefix(text, mountSetUpFailed) {
 			msg = text
 			break
 		}

@@ -100,7 +100,7 @@ func (ix *index) notReady(pod *corev1.Pod, images map[string]string) *Startup {
 			break
 		}
 	}
-	if e := ix.lastEvent("Pod", pod.Namespace, pod.Name, "Unhealthy"); e != nil {
+	if e := ix.lastEvent("Pod", pod.Namespace, pod.Name, pod.UID, "Unhealthy"); e != nil {
 		p.Probe = strings.TrimSpace(e.Message)
 	}
 	return p

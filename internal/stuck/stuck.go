@@ -240,7 +240,7 @@ func (d *diagnosis) base(r *controllerView, code apiv1.Code, sev apiv1.Severity,
 		f.Details.PodRevision = model.Ptr(statefulset.PodRevision(pod))
 		f.Details.PodUID = model.Ptr(string(pod.UID))
 		f.Details.PodResourceVersion = model.Ptr(pod.ResourceVersion)
-		if events := d.ix.recentEvents("Pod", pod.Namespace, pod.Name, 3); len(events) > 0 {
+		if events := d.ix.recentEvents("Pod", pod.Namespace, pod.Name, pod.UID, 3); len(events) > 0 {
 			f.Details.Events = events
 		}
 	}
@@ -392,7 +392,7 @@ func (d *diagnosis) unschedulable(r *controllerView, i int, pod *corev1.Pod, p *
 func (d *diagnosis) claimPending(r *controllerView, pod *corev1.Pod, p *Startup) {
 	f := d.base(r, apiv1.VolumeClaimPending, apiv1.SeverityError, pod, p)
 	f.Details.Claim = p.Claim.Name
-	if events := d.ix.recentEvents("PersistentVolumeClaim", pod.Namespace, p.Claim.Name, 3); len(events) > 0 {
+	if events := d.ix.recentEvents("PersistentVolumeClaim", pod.Namespace, p.Claim.Name, "", 3); len(events) > 0 {
 		f.Details.ClaimEvents = events
 	}
 	f.Facts = ClaimStuck{Claim: *p.Claim}
