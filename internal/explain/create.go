@@ -116,6 +116,29 @@ func (w words) waitBlocked(s stuck.WaitBlocked) {
 	if s.Condemned {
 		scope = "the controller's scale down"
 	}
+	if s.Node != "" {
+		condition := nodeCondition(s.NodeState)
+		if s.NodeState.Reason != "" {
+			condition += " (" + s.NodeState.Reason + ")"
+		}
+		f.Details.NodeCondition = condition
+		f.Message = fmt.Sprintf("%s waits for %s to be %s and has for %s: its node %s %s, so nothing reports the pod's state; the node lifecycle controller evicts it once its toleration of the node's taint ends (300 s by default), and the pod then stays terminating until the node comes back or it is force-deleted",
+			scope, s.Pod, waitWord[s.Step], s.For, s.Node, condition)
+		f.Message += w.blocks(s.Blocked)
+		f.Short = fmt.Sprintf("waits %s for %s: node %s %s", s.For, s.Pod, s.Node, condition)
+		f.Remedy = fmt.Sprintf("bring node %s back (its kubelet); if it is really down (powered off, or its kubelet will never come back) — a force delete while the pod still runs lets two pods share one identity — then: %s delete pod %s -n %s --grace-period=0 --force",
+			s.Node, w.cli, s.Pod, f.Namespace)
+		return
+	}
+	if in := s.Init; in != nil {
+		f.Message = fmt.Sprintf("%s waits for %s to be %s and has for %s: its init container %q (image %q) has been running for %s and has not completed, so no app container starts",
+			scope, s.Pod, waitWord[s.Step], s.For, in.Container, in.Image, in.For)
+		f.Message += w.blocks(s.Blocked)
+		f.Short = fmt.Sprintf("waits %s for %s: init container %q running for %s", s.For, s.Pod, in.Container, in.For)
+		f.Remedy = fmt.Sprintf("read what init container %q waits for: %s logs %s -n %s -c %s; make what it waits for available, or fix the init container in statefulset/%s; if the pod runs an old revision, deleting it makes the controller recreate it",
+			in.Container, w.cli, s.Pod, f.Namespace, in.Container, f.StatefulSet)
+		return
+	}
 	f.Message = fmt.Sprintf("%s waits for %s to be %s and has for %s (it is %s); no rule stsdiag knows explains why, and it will not change by itself",
 		scope, s.Pod, waitWord[s.Step], s.For, state)
 	f.Message += w.blocks(s.Blocked)

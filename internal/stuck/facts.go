@@ -45,6 +45,11 @@ const (
 	Unschedulable
 	// ClaimPending: a PersistentVolumeClaim of the pod will not bind by itself.
 	ClaimPending
+	// ContainerCrashLoop: a container keeps exiting and being restarted, whatever its state's
+	// reason string says at the moment (kubelet.go).
+	ContainerCrashLoop
+	// VolumeMountFailed: the kubelet cannot set up a volume of the pod (a FailedMount Event).
+	VolumeMountFailed
 )
 
 // Startup is why a pod is stuck at startup.
@@ -58,8 +63,23 @@ type Startup struct {
 	// Waiting is the kubelet's waiting message (ContainerWaiting) or the scheduler's
 	// (Unschedulable).
 	Waiting string
-	// LastExit is the container's last termination, if any (ContainerWaiting).
+	// LastExit is the container's newest termination, if any (ContainerWaiting,
+	// ContainerCrashLoop): its current state while terminated, else its last state.
 	LastExit *Exit
+	// Restarts is the container's restart count (ContainerWaiting, ContainerCrashLoop).
+	Restarts int32
+	// State is the container's state when it is seen crash looping: StateTerminated,
+	// StateRunning or StateWaiting (ContainerCrashLoop, and ContainerWaiting on CrashLoopBackOff).
+	State string
+	// ReadyInRuns: the pod of a crash-looping app container was Ready while it last ran (no
+	// readiness probe holds it back), so the StatefulSet controller sees it Running and Ready
+	// for a moment after each restart (reason CrashLoopBackOff).
+	ReadyInRuns bool
+	// Volume is the pod volume the kubelet cannot set up (VolumeMountFailed).
+	Volume string
+	// Missing is the Secret or ConfigMap (or key of one) the kubelet's message says is missing
+	// (VolumeMountFailed, CreateContainerConfigError); nil when it names none.
+	Missing *Missing
 	// NotReadyFor is how long the pod has not been Ready, rounded to seconds (ContainerNotReady).
 	NotReadyFor time.Duration
 	// Probe is the message of the pod's last Unhealthy event, ReadyMessage its Ready
@@ -69,6 +89,16 @@ type Startup struct {
 	Release string
 	// Claim is the claim that will not bind (ClaimPending).
 	Claim *Claim
+}
+
+// Missing is a Secret or ConfigMap, or a key of one, that the kubelet could not find.
+type Missing struct {
+	// Kind is "secret" or "configmap" (the kubelet's resource names).
+	Kind string
+	// Name is the object's name, "" when the message names only a key.
+	Name string
+	// Key is the missing key, "" when the whole object is missing.
+	Key string
 }
 
 // Exit is a container's last termination.
@@ -108,6 +138,20 @@ type WaitBlocked struct {
 	// Condemned: the pod is beyond spec.replicas (a scale down waits on it).
 	Condemned bool
 	Blocked   []Blocked
+	// Init is the init container the Pending pod runs and that has not completed; nil when
+	// none runs.
+	Init *InitRunning
+	// Node is the pod's node when it is gone or not Ready (its kubelet stopped reporting), with
+	// its state; "" otherwise.
+	Node      string
+	NodeState NodeState
+}
+
+// InitRunning is an init container that runs and has not completed.
+type InitRunning struct {
+	Container, Image string
+	// For is how long it has been running, rounded to seconds (0 when unknown).
+	For time.Duration
 }
 
 // ClaimWhy is why a PersistentVolumeClaim stays Pending.

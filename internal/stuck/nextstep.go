@@ -126,11 +126,25 @@ func (d *diagnosis) waitBlocked(r *controllerView, i int, o controller.Ordinal, 
 	if i >= 0 {
 		facts.Blocked = r.blocked(i)
 	}
+	if o.Next == controller.WaitRunning {
+		facts.Init = d.ix.initRunning(o.Pod)
+	}
+	if node := o.Pod.Spec.NodeName; d.ix.nodeLost(node) {
+		facts.Node, facts.NodeState = node, d.nodeState(node)
+	}
 	f := d.base(r, apiv1.RolloutBlocked, apiv1.SeverityError, o.Pod, nil)
 	f.Reason = string(o.Next)
 	f.Details.Ordinal = model.Ptr(o.Ordinal)
 	f.Details.WaitingFor = waitingFor(o.Next)
 	f.Details.WaitedFor = facts.For.String()
+	if facts.Node != "" {
+		f.Details.Node = model.Ptr(facts.Node)
+		nodeDetails(&f.Details, facts.NodeState, facts.Node)
+	}
+	if in := facts.Init; in != nil {
+		f.Container, f.Image, f.Details.InitContainer = in.Container, in.Image, true
+		f.Details.RunningFor = in.For.String()
+	}
 	f.Facts = facts
 	d.add(f)
 }
@@ -188,4 +202,34 @@ func (d *diagnosis) neverObserved(set *appsv1.StatefulSet) {
 	f.Details.WaitedFor = facts.For.String()
 	f.Facts = facts
 	d.add(f)
+}
+
+// initRunning returns the init container a Pending pod waits on, nil when none runs. Init
+// containers start one at a time, in order, and the app containers start only once every
+// regular one has exited 0 (computeInitContainerActions, kuberuntime_container.go:1063@v1.37.2);
+// sidecars (restartPolicy Always) keep running, so the one waited on is the last that runs.
+func (ix *index) initRunning(pod *corev1.Pod) *InitRunning {
+	if pod.Status.Phase != corev1.PodPending {
+		return nil
+	}
+	images := map[string]string{}
+	for _, c := range pod.Spec.InitContainers {
+		images[c.Name] = c.Image
+	}
+	for k := len(pod.Status.InitContainerStatuses) - 1; k >= 0; k-- {
+		st := pod.Status.InitContainerStatuses[k]
+		run := st.State.Running
+		if run == nil {
+			continue
+		}
+		in := &InitRunning{Container: st.Name, Image: images[st.Name]}
+		if in.Image == "" {
+			in.Image = st.Image
+		}
+		if !run.StartedAt.IsZero() {
+			in.For = ix.now.Sub(run.StartedAt.Time).Round(time.Second)
+		}
+		return in
+	}
+	return nil
 }
