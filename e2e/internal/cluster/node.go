@@ -145,14 +145,13 @@ func (c *Cluster) nodeAPIServerArgs() []string {
 }
 
 // nodeControllerArgs are kube-controller-manager's flags for a real node: the root CA publisher
-// writes kube-root-ca.crt, which every pod's service-account token volume projects; the taint
-// eviction controller deletes the pods of an unreachable node once their toleration ends. A
-// second --controllers adds to the first (a string-slice flag).
+// writes kube-root-ca.crt, which every pod's service-account token volume projects. A second
+// --controllers adds to the first (a string-slice flag).
 func (c *Cluster) nodeControllerArgs() []string {
 	if c.node == nil {
 		return nil
 	}
-	return []string{"--controllers=root-ca-cert-publisher,taint-eviction-controller", "--root-ca-file=" + filepath.Join(c.workDir, "certs", "apiserver.crt")}
+	return []string{"--controllers=root-ca-cert-publisher", "--root-ca-file=" + filepath.Join(c.workDir, "certs", "apiserver.crt")}
 }
 
 // nodeName is the node pods run on.
