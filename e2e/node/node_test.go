@@ -28,7 +28,7 @@ import (
 // one node. TestLostNode (it stops the kubelet) runs after them.
 func TestKubeletStates(t *testing.T) {
 	testenv.TestInParallel(t, missingTagFeature(), readinessFeature(), crashLoopFeature(), configErrorFeature(),
-		failedMountFeature(), initCrashFeature(), initForeverFeature())
+		failedMountFeature(), initCrashFeature(), initForeverFeature(), crashFromStartFeature())
 }
 
 func deleteNamespace(ns string) features.Func {
@@ -305,45 +305,119 @@ func crashLoopFeature() features.Feature {
 			return nil
 		},
 		verdict: func(ctx context.Context, t *testing.T, cfg *envconf.Config, pod string) {
-			cs := clientset(t, cfg)
-			deadline := time.Now().Add(90 * time.Second)
-			for {
-				// The kubelet's status right before check: no CrashLoopBackOff anywhere in it.
-				p, err := cs.CoreV1().Pods("node-crashloop").Get(ctx, pod, metav1.GetOptions{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				if s := statusJSON(p); strings.Contains(s, "CrashLoopBackOff") {
-					t.Fatalf("the kubelet already says CrashLoopBackOff: the verdict was not early (%s)", s)
-				}
-				r := run(t, cfg, "check", "--openshift", "never", "-n", "node-crashloop", "-o", "json", "--logs", "5")
-				f := rawFinding(t, r.Stdout, apiv1.CurrentRevisionFailing, pod)
-				if f == nil {
-					if time.Now().After(deadline) {
-						t.Fatalf("no CurrentRevisionFailing for %s within 90s:\n%s", pod, r.Stdout)
-					}
-					time.Sleep(3 * time.Second)
-					continue
-				}
-				if r.Code != 1 || f["reason"] != "CrashLoopBackOff" || f["container"] != "web" || f["image"] != local.Image(cluster.AppImage) {
-					t.Errorf("exit %d finding %v", r.Code, f)
-				}
-				msg, _ := f["message"].(string)
-				if !strings.Contains(msg, `stuck at startup (CrashLoopBackOff, container "web"`) || !strings.Contains(msg, "last exit code 3") {
-					t.Errorf("message %q", msg)
-				}
-				if num(detailOf(f, "lastExitCode")) != 3 || detailOf(f, "lastExitReason") != "Error" || num(detailOf(f, "restartCount")) < 3 {
-					t.Errorf("details %v", f["details"])
-				}
-				logs, _ := detailOf(f, "logs").([]any)
-				if !slices.Contains(logs, any(logLine)) {
-					t.Errorf("details.logs %v lack the container's log line %q", logs, logLine)
-				}
-				return
-			}
+			crashVerdict(ctx, t, cfg, "node-crashloop", pod, apiv1.CurrentRevisionFailing, 3, logLine)
 		},
 		repaired: true,
 	}.feature()
+}
+
+// crashVerdict polls check --logs until it reports the crash loop of pod's container web from a
+// status without the string CrashLoopBackOff: the kubelet's status read right before and right
+// after check shows none and the same restart count. (A readiness probe's results make the
+// kubelet sync during a back-off, so CrashLoopBackOff may show from the second restart; a check
+// that lands then does not count, the next terminated state does.)
+func crashVerdict(ctx context.Context, t *testing.T, cfg *envconf.Config, ns, pod string, code apiv1.Code, exitCode int, logLine string) {
+	t.Helper()
+	cs := clientset(t, cfg)
+	read := func() (string, int32) {
+		p, err := cs.CoreV1().Pods(ns).Get(ctx, pod, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := containerStatus(p, "web")
+		if st == nil {
+			return statusJSON(p), -1
+		}
+		return statusJSON(p), st.RestartCount
+	}
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		before, restarts := read()
+		r := run(t, cfg, "check", "--openshift", "never", "-n", ns, "-o", "json", "--logs", "5")
+		after, restartsAfter := read()
+		f := rawFinding(t, r.Stdout, code, pod)
+		early := !strings.Contains(before, "CrashLoopBackOff") && !strings.Contains(after, "CrashLoopBackOff") && restarts == restartsAfter
+		if f == nil || !early {
+			if time.Now().After(deadline) {
+				t.Fatalf("no %s for %s from a status without CrashLoopBackOff within 3m; last status %s\nlast report:\n%s", code, pod, after, r.Stdout)
+			}
+			time.Sleep(time.Second)
+			continue
+		}
+		t.Logf("judged at restart %d from the status %s", restarts, before)
+		if r.Code != 1 || f["reason"] != "CrashLoopBackOff" || f["container"] != "web" || f["image"] != local.Image(cluster.AppImage) {
+			t.Errorf("exit %d finding %v", r.Code, f)
+		}
+		msg, _ := f["message"].(string)
+		if !strings.Contains(msg, `stuck at startup (CrashLoopBackOff, container "web"`) || !strings.Contains(msg, fmt.Sprintf("last exit code %d", exitCode)) {
+			t.Errorf("message %q", msg)
+		}
+		if num(detailOf(f, "lastExitCode")) != exitCode || detailOf(f, "lastExitReason") != "Error" || num(detailOf(f, "restartCount")) < 3 {
+			t.Errorf("details %v", f["details"])
+		}
+		logs, _ := detailOf(f, "logs").([]any)
+		if !slices.Contains(logs, any(logLine)) {
+			t.Errorf("details.logs %v lack the container's log line %q", logs, logLine)
+		}
+		return
+	}
+}
+
+// crashFromStartFeature: a one-replica StatefulSet whose container exits 1 from the start, with
+// no readiness probe. A kubelet ≥ 1.34 shows terminated (Error) between restarts and Ready true
+// for a moment after each one, long before any CrashLoopBackOff. Nothing earlier was Ready:
+// fix --rollback has nothing to return to and says so.
+func crashFromStartFeature() features.Feature {
+	const ns, name, logLine = "node-crashstart", "boot", "panic: config file /etc/app.toml: no such file or directory"
+	return features.New("a crash loop from the start, Ready for a moment after each restart").
+		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			cs := clientset(t, cfg)
+			setup(ctx, t, cs, ns, 1)
+			set := scenario.StatefulSet(ns, name, local.Image(cluster.AppImage), 1, true)
+			set.Spec.Template.Spec.Containers[0].Args = []string{"exit", "1", logLine}
+			create(ctx, t, cs, set)
+			return ctx
+		}).
+		Assess("premise: terminated Error, restarts, Ready true for a moment (real kubelet)", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			cs := clientset(t, cfg)
+			var sawReady, sawError bool
+			waitPod(ctx, t, cs, ns, name+"-0", 90*time.Second, "Ready after a restart and terminated Error", func(p *corev1.Pod) bool {
+				st := containerStatus(p, "web")
+				if st == nil || !onUpdateRevision(ctx, cs, p, name) {
+					return false
+				}
+				sawReady = sawReady || (st.Ready && st.RestartCount >= 1)
+				sawError = sawError || (st.State.Terminated != nil && st.State.Terminated.Reason == "Error" && st.State.Terminated.ExitCode == 1)
+				return sawReady && sawError && p.Status.Phase == corev1.PodRunning
+			})
+			// It never recovers: the same pod, restarting, for 30 s.
+			first := waitPod(ctx, t, cs, ns, name+"-0", 10*time.Second, "read", func(*corev1.Pod) bool { return true })
+			harness.HoldsFor(ctx, t, 30*time.Second, func(ctx context.Context) error {
+				p, err := cs.CoreV1().Pods(ns).Get(ctx, name+"-0", metav1.GetOptions{})
+				if err != nil || p.UID != first.UID || p.Status.Phase != corev1.PodRunning {
+					return fmt.Errorf("boot-0 went or changed phase: %v %s", err, statusJSON(p))
+				}
+				return nil
+			})
+			last := waitPod(ctx, t, cs, ns, name+"-0", 10*time.Second, "read", func(*corev1.Pod) bool { return true })
+			if a, b := containerStatus(first, "web").RestartCount, containerStatus(last, "web").RestartCount; b <= a {
+				t.Fatalf("restartCount %d → %d: not restarting", a, b)
+			}
+			return ctx
+		}).
+		Assess("check's verdict, before any CrashLoopBackOff", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			crashVerdict(ctx, t, cfg, ns, name+"-0", apiv1.CurrentRevisionFailing, 1, logLine)
+			return ctx
+		}).
+		Assess("fix --rollback: no Ready revision to return to, nothing changed", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			r := run(t, cfg, "fix", "--openshift", "never", "-n", ns, "--yes", "--rollback", "-o", "json")
+			res := harness.DecodeFix(t, r.Stdout)
+			if r.Code != 1 || len(res.Actions) != 0 || len(res.Unrepaired) == 0 || !strings.Contains(res.Unrepaired[0].Details.Rollback, "no earlier revision was Ready") {
+				t.Errorf("exit %d %+v", r.Code, res)
+			}
+			return ctx
+		}).
+		Teardown(deleteNamespace(ns)).Feature()
 }
 
 // configErrorFeature: the new template reads an env var from a ConfigMap key that does not exist.
