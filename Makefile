@@ -37,6 +37,18 @@ unit:
 e2e: cluster-bins
 	$(GO) test -count=1 -timeout 15m $(E2E_PKGS)
 
+## e2e-node: the kubelet's real states on a real node (containerd, runc, CNI, kubelet; needs root):
+## ImagePullBackOff churn, crash loops, readiness, CreateContainerConfigError, FailedMount, init
+## containers, a lost node. node-bins installs the node's packages with apt when missing.
+e2e-node: node-bins
+	@t0=$$SECONDS; $(GO) test -count=1 -timeout 20m ./e2e/node/; rc=$$?; \
+	echo "e2e-node: suite $$((SECONDS-t0))s"; exit $$rc
+
+## node-bins: containerd, runc, CNI plugins, iptables, conntrack (apt, when missing) and the
+## control plane with the kubelet of its release (cluster-bins)
+node-bins:
+	@t0=$$SECONDS; ./e2e/node-bins.sh >/dev/null; echo "node-bins: $$((SECONDS-t0))s"
+
 ## e2e-versions: the scenarios whose verdict depends on the controller's release, on the other
 ## releases' real control planes (each built and cached on first use, ~9 min cold)
 OTHER_VERSIONS ?= v1.35.3 v1.33.13

@@ -26,10 +26,15 @@ if ((${#need[@]})); then
   start=$SECONDS
   log "installing ${need[*]}"
   export DEBIAN_FRONTEND=noninteractive
+  aptlog="$(mktemp)"
+  trap 'rm -f "$aptlog"' EXIT
   # The package lists may be missing or stale on a fresh machine: update once, then install.
-  if ! apt-get install -y -q --no-install-recommends "${need[@]}" >&2; then
-    apt-get update -q >&2
-    apt-get install -y -q --no-install-recommends "${need[@]}" >&2
+  if ! apt-get install -y -q --no-install-recommends "${need[@]}" >"$aptlog" 2>&1; then
+    if ! { apt-get update -q && apt-get install -y -q --no-install-recommends "${need[@]}"; } >"$aptlog" 2>&1; then
+      cat "$aptlog" >&2
+      log "error: apt-get install ${need[*]} failed"
+      exit 1
+    fi
   fi
   log "installed in $((SECONDS - start))s"
 fi
