@@ -27,15 +27,16 @@ if ((${#need[@]})); then
   log "installing ${need[*]}"
   export DEBIAN_FRONTEND=noninteractive
   aptlog="$(mktemp)"
-  trap 'rm -f "$aptlog"' EXIT
   # The package lists may be missing or stale on a fresh machine: update once, then install.
   if ! apt-get install -y -q --no-install-recommends "${need[@]}" >"$aptlog" 2>&1; then
     if ! { apt-get update -q && apt-get install -y -q --no-install-recommends "${need[@]}"; } >"$aptlog" 2>&1; then
       cat "$aptlog" >&2
+      rm -f "$aptlog"
       log "error: apt-get install ${need[*]} failed"
       exit 1
     fi
   fi
+  rm -f "$aptlog"
   log "installed in $((SECONDS - start))s"
 fi
 # Debian's policy-rc.d keeps the packaged containerd from starting; if a service manager started
