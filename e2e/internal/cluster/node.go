@@ -429,12 +429,8 @@ func (c *Cluster) StartKubelet(ctx context.Context) error {
 	if n == nil {
 		return errors.New("no real node")
 	}
-	if n.kubelet != nil {
-		select {
-		case <-n.kubelet.done:
-		default:
-			return errors.New("the kubelet is running")
-		}
+	if n.kubelet != nil && n.kubelet.running() {
+		return errors.New("the kubelet is running")
 	}
 	var err error
 	if n.kubelet, err = launch(c.logDir, "kubelet", n.kubeletBin, n.kubeletArgs...); err != nil {
@@ -464,6 +460,15 @@ func (c *Cluster) StartKubelet(ctx context.Context) error {
 		return fmt.Errorf("node %s not Ready (%s): %w; kubelet log %s", RealNodeName, last, err, n.kubelet.log)
 	}
 	return nil
+}
+
+func (p *process) running() bool {
+	select {
+	case <-p.done:
+		return false
+	default:
+		return true
+	}
 }
 
 // StopKubelet stops the real node's kubelet as a lost node would: its containers keep running,
@@ -502,7 +507,7 @@ func (c *Cluster) destroyNode() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	var errs []error
-	if n.kubelet != nil {
+	if n.kubelet != nil && n.kubelet.running() {
 		if err := c.drainNode(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("deleting the node's pods: %w", err))
 		}
@@ -613,8 +618,11 @@ func (n *realNode) unmount() []error {
 			continue
 		}
 		p := unescapeMount(fields[4])
-		if strings.HasPrefix(p, n.dir+"/") || (strings.HasPrefix(p, "/run/netns/cni-") && !n.netnsBefore[filepath.Base(p)]) ||
-			strings.HasPrefix(p, "/run/containerd/") || strings.HasPrefix(p, "/var/lib/kubelet/") {
+		ours := strings.HasPrefix(p, n.dir+"/") || (strings.HasPrefix(p, "/run/netns/cni-") && !n.netnsBefore[filepath.Base(p)])
+		for _, dir := range n.newPaths {
+			ours = ours || strings.HasPrefix(p, dir+"/")
+		}
+		if ours {
 			points = append(points, p)
 		}
 	}
