@@ -309,7 +309,25 @@ type NodeState struct {
 	Reason string
 	// Lost: gone, or not Ready for longer than the terminating threshold.
 	Lost bool
+	// Eviction says whether the node lifecycle controller evicts the pods of this node that is
+	// not Ready (set for pods the controller waits on, not for terminating ones).
+	Eviction Eviction
 }
+
+// Eviction is whether the node lifecycle controller taints a not-Ready node for eviction.
+type Eviction int
+
+// Evictions of a not-Ready node's pods.
+const (
+	// Evicted: the node is tainted and its pods are evicted once their toleration ends.
+	Evicted Eviction = iota
+	// NoNodeReady: no node is Ready, and the controller evicts nothing anywhere (it removes
+	// the taints: "master disruption mode").
+	NoNodeReady
+	// ZoneDisrupted: most nodes of the node's zone are not Ready (more than 2, at least 55%,
+	// at most 50 of them): the controller stops evicting there.
+	ZoneDisrupted
+)
 
 // PodTerminating are the facts of PodStuckTerminating.
 type PodTerminating struct {

@@ -131,6 +131,7 @@ func (d *diagnosis) waitBlocked(r *controllerView, i int, o controller.Ordinal, 
 	}
 	if node := o.Pod.Spec.NodeName; d.ix.nodeLost(node) {
 		facts.Node, facts.NodeState = node, d.nodeState(node)
+		facts.NodeState.Eviction = d.eviction(node)
 	}
 	f := d.base(r, apiv1.RolloutBlocked, apiv1.SeverityError, o.Pod, nil)
 	f.Reason = string(o.Next)
