@@ -130,6 +130,15 @@ func (w words) waitBlocked(s stuck.WaitBlocked) {
 			s.Node, w.cli, s.Pod, f.Namespace)
 		return
 	}
+	if in := s.Init; in != nil && !in.Running {
+		f.Message = fmt.Sprintf("%s waits for %s to be %s and has for %s: its init container %q (image %q) exited with %s and the kubelet restarts it (restarted %d times so far), so no app container starts",
+			scope, s.Pod, waitWord[s.Step], s.For, in.Container, in.Image, strings.TrimPrefix(lastExit(in.LastExit), "last "), in.Restarts)
+		f.Message += w.blocks(s.Blocked)
+		f.Short = fmt.Sprintf("waits %s for %s: init container %q exited %d", s.For, s.Pod, in.Container, in.LastExit.Code)
+		f.Remedy = fmt.Sprintf("init container %q fails: read `%s logs %s -n %s -c %s`, then fix it in statefulset/%s; if the pod runs an old revision, deleting it makes the controller recreate it",
+			in.Container, w.cli, s.Pod, f.Namespace, in.Container, f.StatefulSet)
+		return
+	}
 	if in := s.Init; in != nil {
 		f.Message = fmt.Sprintf("%s waits for %s to be %s and has for %s: its init container %q (image %q) has been running for %s and has not completed, so no app container starts",
 			scope, s.Pod, waitWord[s.Step], s.For, in.Container, in.Image, in.For)
