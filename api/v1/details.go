@@ -135,7 +135,8 @@ type FindingDetails struct {
 	// ImageTriggerInvalid).
 	Reason string `json:"reason,omitempty"`
 	// RestartCount is the container's restart count (findings of a pod stuck at startup
-	// because a container exits: reason CrashLoopBackOff).
+	// because a container exits: reason CrashLoopBackOff; RolloutBlocked of a pod whose init
+	// container exited non-zero).
 	RestartCount *int32 `json:"restartCount,omitempty"`
 	// ReusedBy are the objects of the terminating StatefulSet's names that another controller
 	// owns, as "pod/<name>" (StatefulSetTerminating).

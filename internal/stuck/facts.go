@@ -138,20 +138,28 @@ type WaitBlocked struct {
 	// Condemned: the pod is beyond spec.replicas (a scale down waits on it).
 	Condemned bool
 	Blocked   []Blocked
-	// Init is the init container the Pending pod runs and that has not completed; nil when
-	// none runs.
-	Init *InitRunning
+	// Init is the init container the Pending pod waits on: one that runs and has not
+	// completed, or one that exited non-zero and is restarted; nil when none.
+	Init *InitWait
 	// Node is the pod's node when it is gone or not Ready (its kubelet stopped reporting), with
 	// its state; "" otherwise.
 	Node      string
 	NodeState NodeState
 }
 
-// InitRunning is an init container that runs and has not completed.
-type InitRunning struct {
+// InitWait is the init container a Pending pod waits on.
+type InitWait struct {
 	Container, Image string
-	// For is how long it has been running, rounded to seconds (0 when unknown).
-	For time.Duration
+	// Running: it runs and has not completed; For is how long it has been running, rounded to
+	// seconds (0 when unknown).
+	Running bool
+	For     time.Duration
+	// Restarts and LastExit: it exited non-zero (not yet a crash loop) and the kubelet
+	// restarts it (not Running).
+	Restarts int32
+	LastExit *Exit
+	// Exited: it is terminated now (its last run is the current container).
+	Exited bool
 }
 
 // ClaimWhy is why a PersistentVolumeClaim stays Pending.
@@ -309,7 +317,25 @@ type NodeState struct {
 	Reason string
 	// Lost: gone, or not Ready for longer than the terminating threshold.
 	Lost bool
+	// Eviction says whether the node lifecycle controller evicts the pods of this node that is
+	// not Ready (set for pods the controller waits on, not for terminating ones).
+	Eviction Eviction
 }
+
+// Eviction is whether the node lifecycle controller taints a not-Ready node for eviction.
+type Eviction int
+
+// Evictions of a not-Ready node's pods.
+const (
+	// Evicted: the node is tainted and its pods are evicted once their toleration ends.
+	Evicted Eviction = iota
+	// NoNodeReady: no node is Ready, and the controller evicts nothing anywhere (it removes
+	// the taints: "master disruption mode").
+	NoNodeReady
+	// ZoneDisrupted: most nodes of the node's zone are not Ready (more than 2, at least 55%,
+	// at most 50 of them): the controller stops evicting there.
+	ZoneDisrupted
+)
 
 // PodTerminating are the facts of PodStuckTerminating.
 type PodTerminating struct {
