@@ -645,7 +645,8 @@ func TestLostNode(t *testing.T) {
 		Assess("check: RolloutBlocked WaitReady on db-0, its node Unknown", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			r, f := pollCheck(t, cfg, ns, apiv1.RolloutBlocked, name+"-0", 30*time.Second, "--not-ready-threshold", "30s")
 			msg, _ := f["message"].(string)
-			if r.Code != 1 || f["reason"] != "WaitReady" || !strings.Contains(msg, "its node stsdiag-node has been Ready=Unknown") {
+			if r.Code != 1 || f["reason"] != "WaitReady" || !strings.Contains(msg, "its node stsdiag-node has been Ready=Unknown") ||
+				!strings.Contains(msg, "no node of the cluster is Ready, so the node lifecycle controller evicts nothing") {
 				t.Errorf("exit %d finding %v", r.Code, f)
 			}
 			if detailOf(f, "waitingFor") != "Ready" || detailOf(f, "node") != cluster.RealNodeName || detailOf(f, "nodeReady") != "Unknown" ||
