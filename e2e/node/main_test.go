@@ -10,7 +10,10 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/signal"
 	"path/filepath"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -62,12 +65,28 @@ func runSuite(m *testing.M) int {
 			return ctx, nil
 		},
 	)
+	var once sync.Once
+	teardown := func(ctx context.Context) (err error) {
+		once.Do(func() {
+			t0 := time.Now()
+			err = local.Destroy(ctx)
+			fmt.Fprintf(os.Stderr, "e2e-node: teardown in %s\n", time.Since(t0).Round(100*time.Millisecond))
+		})
+		return err
+	}
 	testenv.Finish(func(ctx context.Context, _ *envconf.Config) (context.Context, error) {
-		t0 := time.Now()
-		err := local.Destroy(ctx)
-		fmt.Fprintf(os.Stderr, "e2e-node: teardown in %s\n", time.Since(t0).Round(100*time.Millisecond))
-		return ctx, err
+		return ctx, teardown(ctx)
 	})
+	// Interrupted (Ctrl-C, or CI ending the run), the node is still taken down: its containers,
+	// mounts, bridge and sysctls outlive this process otherwise.
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	go func() {
+		s := <-sig
+		fmt.Fprintf(os.Stderr, "e2e-node: %s: tearing the node down\n", s)
+		_ = teardown(context.Background())
+		os.Exit(130)
+	}()
 	code := testenv.Run(m)
 	if code != 0 {
 		fmt.Fprintf(os.Stderr, "e2e-node: FAILED; component logs (kubelet, containerd, registry) are in %s\n", logDir)
