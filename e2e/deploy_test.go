@@ -303,36 +303,60 @@ func auditedRequests(t *testing.T, start, stop time.Time) (used map[string]bool,
 	return used, forbidden
 }
 
-// grantedRules expands the rules of deploy/watch and deploy/watch-fix's (Cluster)Roles bound to
-// the stsdiag ServiceAccount into "group/resource verb".
-func grantedRules(ctx context.Context, t *testing.T, cs kubernetes.Interface) []string {
+// grantedRules expands the rules of the (Cluster)Roles that the kustomize build of
+// deploy/watch-fix binds to ServiceAccount stsdiag/stsdiag into "group/resource verb", after
+// checking that scenario.WatchManifests (what applyDeployRBAC creates) holds the same roles.
+func grantedRules(_ context.Context, t *testing.T, _ kubernetes.Interface) []string {
 	t.Helper()
-	var rules []rbacv1.PolicyRule
+	objs, err := harness.Kustomize(filepath.Join("..", "deploy/watch-fix"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bound := map[string]bool{} // kind/name of roles bound to the ServiceAccount
+	roles := map[string][]rbacv1.PolicyRule{}
+	for _, o := range objs {
+		switch o.GetKind() {
+		case "ClusterRoleBinding", "RoleBinding":
+			var b rbacv1.RoleBinding // same fields
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &b); err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range b.Subjects {
+				if s.Kind == "ServiceAccount" && s.Namespace == "stsdiag" && s.Name == "stsdiag" {
+					bound[b.RoleRef.Kind+"/"+b.RoleRef.Name] = true
+				}
+			}
+		case "ClusterRole", "Role":
+			var r rbacv1.ClusterRole // same fields
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &r); err != nil {
+				t.Fatal(err)
+			}
+			roles[o.GetKind()+"/"+o.GetName()] = r.Rules
+		}
+	}
+	applied := map[string]bool{}
 	for _, file := range scenario.WatchManifests {
 		objs, err := harness.Decode(filepath.Join("..", file))
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, o := range objs {
-			var role rbacv1.ClusterRole // Role and ClusterRole share rules
-			if k := o.GetKind(); k != "ClusterRole" && k != "Role" {
-				continue
+			if k := o.GetKind(); k == "ClusterRole" || k == "Role" {
+				applied[k+"/"+o.GetName()] = true
 			}
-			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &role); err != nil {
-				t.Fatal(err)
-			}
-			if role.Name == "stsdiag-metrics-reader" { // the scraper's, bound to nobody here
-				continue
-			}
-			rules = append(rules, role.Rules...)
 		}
 	}
 	var out []string
-	for _, r := range rules {
-		for _, g := range r.APIGroups {
-			for _, res := range r.Resources {
-				for _, v := range r.Verbs {
-					out = append(out, g+"/"+res+" "+v)
+	for name := range bound {
+		if !applied[name] {
+			t.Errorf("deploy/watch-fix binds %s, which scenario.WatchManifests does not apply", name)
+		}
+		for _, r := range roles[name] {
+			for _, g := range r.APIGroups {
+				for _, res := range r.Resources {
+					for _, v := range r.Verbs {
+						out = append(out, g+"/"+res+" "+v)
+					}
 				}
 			}
 		}
