@@ -4,7 +4,9 @@
 package deploy_test
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -152,5 +154,93 @@ func TestEveryKustomizationBuilds(t *testing.T) {
 		if rs := render(t, dir); len(rs) == 0 {
 			t.Errorf("%s renders nothing", dir)
 		}
+	}
+}
+
+// TestServiceMonitorReachesMetrics: deploy/monitoring's ServiceMonitor names the Service port
+// that leads to the container port --metrics-addr listens on, over https; the probes use the
+// port of --health-addr; the Service selects the Deployment's pods.
+func TestServiceMonitorReachesMetrics(t *testing.T) {
+	for _, c := range []struct{ watch, monitoring string }{{"watch", "monitoring"}, {"openshift/watch", "openshift/monitoring"}} {
+		t.Run(c.watch, func(t *testing.T) {
+			rs := render(t, c.watch)
+			var d appsv1.Deployment
+			find(t, rs, "Deployment", "stsdiag", &d)
+			var svc corev1.Service
+			find(t, rs, "Service", "stsdiag", &svc)
+			var sm struct {
+				Spec struct {
+					Selector struct {
+						MatchLabels map[string]string `json:"matchLabels"`
+					} `json:"selector"`
+					Endpoints []struct {
+						Port   string `json:"port"`
+						Scheme string `json:"scheme"`
+						Path   string `json:"path"`
+					} `json:"endpoints"`
+				} `json:"spec"`
+			}
+			find(t, render(t, c.monitoring), "ServiceMonitor", "stsdiag", &sm)
+
+			container := d.Spec.Template.Spec.Containers[0]
+			flag := func(name string) string {
+				for _, a := range container.Args {
+					if v, ok := strings.CutPrefix(a, "--"+name+"="); ok {
+						return v
+					}
+				}
+				t.Fatalf("no --%s in %v", name, container.Args)
+				return ""
+			}
+			portOf := func(name string) int32 {
+				for _, p := range container.Ports {
+					if p.Name == name {
+						return p.ContainerPort
+					}
+				}
+				t.Fatalf("no container port %q", name)
+				return 0
+			}
+			if got := fmt.Sprintf(":%d", portOf("metrics")); got != flag("metrics-addr") {
+				t.Errorf("container port metrics %s, --metrics-addr %s", got, flag("metrics-addr"))
+			}
+			if got := fmt.Sprintf(":%d", portOf("health")); got != flag("health-addr") {
+				t.Errorf("container port health %s, --health-addr %s", got, flag("health-addr"))
+			}
+			for _, probe := range []*corev1.Probe{container.LivenessProbe, container.ReadinessProbe} {
+				if probe == nil || probe.HTTPGet == nil || probe.HTTPGet.Port.String() != "health" || probe.HTTPGet.Scheme == corev1.URISchemeHTTPS {
+					t.Errorf("probe %+v: want plain HTTP on port health", probe)
+				}
+			}
+			for k, v := range svc.Spec.Selector {
+				if d.Spec.Template.Labels[k] != v {
+					t.Errorf("Service selects %s=%s, not a pod label", k, v)
+				}
+			}
+			for k, v := range sm.Spec.Selector.MatchLabels {
+				if svc.Labels[k] != v {
+					t.Errorf("ServiceMonitor selects %s=%s, not a Service label", k, v)
+				}
+			}
+			if len(sm.Spec.Endpoints) != 1 {
+				t.Fatalf("endpoints %+v", sm.Spec.Endpoints)
+			}
+			ep := sm.Spec.Endpoints[0]
+			if ep.Scheme != "https" || ep.Path != "/metrics" {
+				t.Errorf("endpoint %+v: want https /metrics", ep)
+			}
+			found := false
+			for _, p := range svc.Spec.Ports {
+				if p.Name == ep.Port {
+					found = true
+					if p.TargetPort.String() != "metrics" {
+						t.Errorf("Service port %s targets %s, want metrics", p.Name, p.TargetPort.String())
+					}
+				}
+			}
+			if !found {
+				t.Errorf("ServiceMonitor port %q is no port of Service stsdiag", ep.Port)
+			}
+		})
 	}
 }
