@@ -218,7 +218,8 @@ func (c *Cluster) Create(ctx context.Context, _ ...string) (kubeconfig string, e
 		"--cert-dir", filepath.Join(w, "certs"), "--token-auth-file", filepath.Join(w, "tokens.csv"),
 		"--authorization-mode", "RBAC", "--service-account-issuer", "https://kubernetes.default.svc",
 		"--service-account-key-file", filepath.Join(w, "sa.pub"), "--service-account-signing-key-file", filepath.Join(w, "sa.key"),
-		"--service-cluster-ip-range", "10.96.0.0/16", "--allow-privileged=true"}, c.nodeAPIServerArgs()...)...); err != nil {
+		"--service-cluster-ip-range", "10.96.0.0/16", "--allow-privileged=true",
+		"--audit-policy-file", filepath.Join(w, "audit-policy.yaml"), "--audit-log-path", c.AuditLog()}, c.nodeAPIServerArgs()...)...); err != nil {
 		return "", err
 	}
 	if err := c.waitHTTP(ctx, "kube-apiserver", c.APIServerURL()+"/readyz", 90*time.Second); err != nil {
@@ -228,7 +229,7 @@ func (c *Cluster) Create(ctx context.Context, _ ...string) (kubeconfig string, e
 		return c.kubeconfig, nil
 	}
 	if err := c.start("kube-controller-manager", bins["kube-controller-manager"], append([]string{"--kubeconfig", c.kubeconfig,
-		"--controllers", "statefulset,serviceaccount,garbagecollector,namespace,nodelifecycle,persistentvolume-binder,resourcequota",
+		"--controllers", "statefulset,serviceaccount,garbagecollector,namespace,nodelifecycle,persistentvolume-binder,resourcequota,deployment,replicaset",
 		"--leader-elect=false", "--bind-address", "127.0.0.1", fmt.Sprintf("--secure-port=%d", ports[3]),
 		"--service-account-private-key-file", filepath.Join(w, "sa.key"), "--concurrent-statefulset-syncs=10",
 		"--node-monitor-grace-period=20s"}, c.nodeControllerArgs()...)...); err != nil {
@@ -360,10 +361,11 @@ func (c *Cluster) writeFiles() error {
 		return err
 	}
 	files := map[string][]byte{
-		"sa.key":      pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}),
-		"sa.pub":      pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub}),
-		"tokens.csv":  []byte(c.token + ",admin,admin-uid,system:masters\n"),
-		"stages.yaml": stages,
+		"sa.key":            pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}),
+		"sa.pub":            pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub}),
+		"tokens.csv":        []byte(c.token + ",admin,admin-uid,system:masters\n"),
+		"stages.yaml":       stages,
+		"audit-policy.yaml": []byte(auditPolicy),
 	}
 	for name, data := range files {
 		if err := os.WriteFile(filepath.Join(w, name), data, 0o600); err != nil {
@@ -373,6 +375,20 @@ func (c *Cluster) writeFiles() error {
 	c.kubeconfig = filepath.Join(w, "kubeconfig")
 	return c.WriteKubeconfig(c.kubeconfig, "admin", c.token)
 }
+
+// auditPolicy records the requests of deploy/watch's ServiceAccount only (no bodies): what
+// e2e/deploy_test.go compares with its RBAC.
+const auditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+- level: Metadata
+  users: ["system:serviceaccount:stsdiag:stsdiag"]
+- level: None
+`
+
+// AuditLog is the kube-apiserver's audit log (JSON lines, see auditPolicy).
+func (c *Cluster) AuditLog() string { return filepath.Join(c.logDir, "audit.log") }
 
 // WriteKubeconfig writes a kubeconfig for a token user of this cluster.
 func (c *Cluster) WriteKubeconfig(path, user, token string) error {
