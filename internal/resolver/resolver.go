@@ -167,6 +167,8 @@ func (c *checker) checkUse(u *use, forced bool, triggered map[string]bool) *mode
 		f.Code, f.Severity = apiv1.ImageLookupDisabled, apiv1.SeverityWarning
 		f.Facts = LookupOff{Init: u.init, Stream: res.Stream.Name, PulledAs: dockerHub(res.Ref)}
 		return f
+	case NotLocal:
+		return c.internalTag(u, f, res.Ref)
 	case TagNotFound, Resolved:
 	default:
 		return nil
@@ -191,6 +193,52 @@ func (c *checker) checkUse(u *use, forced bool, triggered map[string]bool) *mode
 		return nil // the template no longer uses it; pods on it are a stale revision, reported by stuck
 	}
 	return c.notRewritten(u, f, res, u.inTemplate && triggered[u.container])
+}
+
+// internalTag reports a reference to an ImageStream's own repository by tag
+// (<status.dockerImageRepository>:<tag>), the form admission writes for a local name whose tag has
+// no image yet (imagepolicy.go:374-383@ALG). Admission leaves such a reference alone from then on:
+// it is in the integrated registry but not a local name, so it is never rewritten
+// (imagepolicy.go:343-349,388-392 and RewriteImagePullSpec 495-510@ALG). Pulled by tag, it is not
+// pinned: once the tag gets an image, each recreated pod may run another image than its siblings,
+// while the same manifest applied now would get the digest. Reported when the tag has no image
+// (ImageStreamTagNotFound: the registry has nothing to serve) or got its first image after the
+// revision that set the reference (UnresolvedImageReference with cause TagCreatedAfterTemplate or
+// StreamCreatedAfterTemplate); a tag that had its image before was written so on purpose.
+func (c *checker) internalTag(u *use, f *model.Finding, ref Ref) *model.Finding {
+	if ref.Registry == "" || ref.Namespace == "" || ref.ID != "" || strings.Contains(ref.Name, "/") {
+		return nil
+	}
+	stream := c.adm.Stream(ref.Namespace, ref.Name)
+	if stream == nil || stream.Status.DockerImageRepository != ref.Registry+"/"+ref.Namespace+"/"+ref.Name {
+		return nil
+	}
+	tag := ref.TagOrLatest()
+	f.Details.ImageStream, f.Details.Tag = stream.Name, tag
+	res := c.adm.ResolveTag(ref.Namespace, ref.Name, tag, true)
+	if res.Outcome == TagNotFound {
+		f.Code, f.Severity = apiv1.ImageStreamTagNotFound, useSeverity(u)
+		f.Facts = TagMissing{Init: u.init, Stream: stream.Name, Tag: tag, NoImageID: res.Event != nil, Registry: true}
+		return f
+	}
+	if res.Outcome != Resolved || res.Image == u.image || (!u.inTemplate && len(u.pulling) == 0) {
+		return nil
+	}
+	if c.decoded == nil {
+		c.decoded = decodeRevisions(c.revs)
+	}
+	rev := introducedBy(c.decoded, u.container, u.image)
+	cause, later := causeOf(rev, stream, tag)
+	if cause == CauseUnknown {
+		return nil
+	}
+	f.ResolvedImage = res.Image
+	f.Code, f.Severity = apiv1.UnresolvedImageReference, useSeverity(u)
+	f.Details.Cause, f.Details.Revision = cause, rev.Name
+	f.Facts = NotRewritten{Init: u.init, Stream: stream.Name, Tag: tag, PulledAs: u.image, Cause: cause, Later: later.UTC(),
+		Revision: rev.Name, RevisionCreated: rev.CreationTimestamp.UTC(), Digest: strings.Contains(res.Image, "@"), Unpinned: true}
+	setPatch(f, u.path(), u.image, res.Image)
+	return f
 }
 
 // useFinding starts the finding of an image use: what every image finding says of it.
