@@ -21,6 +21,7 @@ import (
 	imageclient "github.com/openshift/client-go/image/clientset/versioned"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/e2e/internal/harness"
 	"github.com/stsdiag/stsdiag/e2e/internal/scenario"
 )
 
@@ -77,7 +78,7 @@ func admTeardown(ns string) features.Func {
 
 func admProvenStuck(ns string) features.Func {
 	return func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-		provenStuck(ctx, t, clientset(t, cfg), ns, "web", 30*time.Second)
+		harness.ProvenStuck(ctx, t, clientset(t, cfg), ns, "web", 30*time.Second)
 		return ctx
 	}
 }
@@ -88,7 +89,7 @@ func admCheck(t *testing.T, cfg *envconf.Config, ns string, code int) apiv1.Repo
 	r := stsdiagRun(t, cfg, "check", "-n", ns, "-o", "json")
 	rep := decodeReport(t, r)
 	if r.code != code || !rep.OpenShift {
-		t.Fatalf("check: exit %d (want %d), openshift %v, findings %v", r.code, code, rep.OpenShift, codes(rep))
+		t.Fatalf("check: exit %d (want %d), openshift %v, findings %v", r.code, code, rep.OpenShift, harness.Codes(rep))
 	}
 	return rep
 }
@@ -96,7 +97,7 @@ func admCheck(t *testing.T, cfg *envconf.Config, ns string, code int) apiv1.Repo
 // admOnly wants exactly these findings (code/pod, in report order).
 func admOnly(t *testing.T, rep apiv1.Report, want ...string) {
 	t.Helper()
-	got := codes(rep)
+	got := harness.Codes(rep)
 	if strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Fatalf("findings %v, want %v", got, want)
 	}
@@ -134,11 +135,11 @@ func admForcedRegistryName() features.Feature {
 		Assess("check: UnresolvedImageReference to the stream's digest, and fix would patch it", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			rep := admCheck(t, cfg, ns, 1)
 			admOnly(t, rep, "UnresolvedImageReference/", "CurrentRevisionFailing/web-0")
-			f := byCode(rep, apiv1.UnresolvedImageReference)[0]
+			f := harness.ByCode(rep, apiv1.UnresolvedImageReference)[0]
 			if f.Severity != apiv1.SeverityError || f.Image != "quay.io/team/app:v1" ||
 				f.ResolvedImage != "image-registry.openshift-image-registry.svc:5000/adm-forced/app@sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08" ||
-				detail(f, "patch", "to") != "image-registry.openshift-image-registry.svc:5000/adm-forced/app@sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08" ||
-				detail(f, "cause") != "Unknown" {
+				harness.Detail(f, "patch", "to") != "image-registry.openshift-image-registry.svc:5000/adm-forced/app@sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08" ||
+				harness.Detail(f, "cause") != "Unknown" {
 				t.Errorf("finding %+v", f)
 			}
 			patches := admPlannedPatches(t, cfg, ns)
@@ -168,8 +169,8 @@ func admDottedName() features.Feature {
 		Assess("check: ImageResolutionSkipped NameParsedAsRegistry, no patch", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			rep := admCheck(t, cfg, ns, 1)
 			admOnly(t, rep, "CurrentRevisionFailing/web-0", "ImageResolutionSkipped/")
-			f := byCode(rep, apiv1.ImageResolutionSkipped)[0]
-			if f.Severity != apiv1.SeverityWarning || f.Image != "python3.9:v1" || f.ResolvedImage != "" || detail(f, "reason") != "NameParsedAsRegistry" ||
+			f := harness.ByCode(rep, apiv1.ImageResolutionSkipped)[0]
+			if f.Severity != apiv1.SeverityWarning || f.Image != "python3.9:v1" || f.ResolvedImage != "" || harness.Detail(f, "reason") != "NameParsedAsRegistry" ||
 				f.Remedy != "reference the image by its full pull spec image-registry.openshift-image-registry.svc:5000/adm-dotted/python3.9@sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08" {
 				t.Errorf("finding %+v", f)
 			}
@@ -199,9 +200,9 @@ func admEventWithoutImage() features.Feature {
 		Assess("check: ImageStreamTagNotFound with repository:tag, and no patch", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			rep := admCheck(t, cfg, ns, 1)
 			admOnly(t, rep, "ImageStreamTagNotFound/", "CurrentRevisionFailing/web-0")
-			f := byCode(rep, apiv1.ImageStreamTagNotFound)[0]
+			f := harness.ByCode(rep, apiv1.ImageStreamTagNotFound)[0]
 			if f.Severity != apiv1.SeverityError || f.Image != "app:1" ||
-				f.ResolvedImage != "image-registry.openshift-image-registry.svc:5000/adm-noimage/app:1" || details(f)["patch"] != nil {
+				f.ResolvedImage != "image-registry.openshift-image-registry.svc:5000/adm-noimage/app:1" || harness.Details(f)["patch"] != nil {
 				t.Errorf("finding %+v", f)
 			}
 			if patches := admPlannedPatches(t, cfg, ns); len(patches) != 0 {
@@ -230,8 +231,8 @@ func admStreamAfterStatefulSet() features.Feature {
 		Assess("check: UnresolvedImageReference, cause StreamCreatedAfterTemplate", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			rep := admCheck(t, cfg, ns, 1)
 			admOnly(t, rep, "UnresolvedImageReference/", "CurrentRevisionFailing/web-0")
-			f := byCode(rep, apiv1.UnresolvedImageReference)[0]
-			if f.Severity != apiv1.SeverityError || f.Image != "app:1" || detail(f, "cause") != "StreamCreatedAfterTemplate" ||
+			f := harness.ByCode(rep, apiv1.UnresolvedImageReference)[0]
+			if f.Severity != apiv1.SeverityError || f.Image != "app:1" || harness.Detail(f, "cause") != "StreamCreatedAfterTemplate" ||
 				f.ResolvedImage != "image-registry.openshift-image-registry.svc:5000/adm-late/app@sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08" ||
 				!strings.Contains(f.Message, "re-applying the same manifest does not help") {
 				t.Errorf("finding %+v", f)
@@ -294,13 +295,13 @@ func admTriggerProblems() features.Feature {
 						}
 						return
 					}
-					if len(fs) != 1 || fs[0].Code != s.code || fs[0].Severity != apiv1.SeverityWarning || detail(fs[0], "reason") != s.reason {
+					if len(fs) != 1 || fs[0].Code != s.code || fs[0].Severity != apiv1.SeverityWarning || harness.Detail(fs[0], "reason") != s.reason {
 						t.Fatalf("findings %+v, want one %s (reason %q)", fs, s.code, s.reason)
 					}
 				})
 			}
 			stale := got["stalewarn"][0]
-			if stale.ResolvedImage != current || detail(stale, "patch", "to") != current || detail(stale, "patch", "from") != "registry.k8s.io/nginx-slim:0.27" {
+			if stale.ResolvedImage != current || harness.Detail(stale, "patch", "to") != current || harness.Detail(stale, "patch", "from") != "registry.k8s.io/nginx-slim:0.27" {
 				t.Errorf("stale trigger %+v", stale)
 			}
 			return ctx
@@ -327,10 +328,10 @@ func admStaleTrigger() features.Feature {
 		Assess("check: ImageTriggerStale error with the patch", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			rep := admCheck(t, cfg, ns, 1)
 			admOnly(t, rep, "ImageTriggerStale/", "CurrentRevisionFailing/web-0")
-			f := byCode(rep, apiv1.ImageTriggerStale)[0]
+			f := harness.ByCode(rep, apiv1.ImageTriggerStale)[0]
 			if f.Severity != apiv1.SeverityError || f.Image != "nginx:1.27-typo" ||
 				f.ResolvedImage != "image-registry.openshift-image-registry.svc:5000/adm-stale/app@sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08" ||
-				detail(f, "patch", "path") != "/spec/template/spec/containers/0/image" || !strings.HasPrefix(f.Remedy, "oc patch statefulset web -n adm-stale --type=json") {
+				harness.Detail(f, "patch", "path") != "/spec/template/spec/containers/0/image" || !strings.HasPrefix(f.Remedy, "oc patch statefulset web -n adm-stale --type=json") {
 				t.Errorf("finding %+v", f)
 			}
 			return ctx
@@ -350,7 +351,7 @@ func admStaleTrigger() features.Feature {
 				t.Errorf("delete %+v", del)
 			}
 			cs := clientset(t, cfg)
-			allReadyOnUpdateRevision(ctx, t, cs, ns, "web")
+			harness.AllReadyOnUpdateRevision(ctx, t, cs, ns, "web")
 			rep := admCheck(t, cfg, ns, 0)
 			admOnly(t, rep)
 			return ctx

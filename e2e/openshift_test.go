@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/e2e/internal/harness"
 	"github.com/stsdiag/stsdiag/e2e/internal/scenario"
 )
 
@@ -55,7 +56,7 @@ func TestOpenShiftUnresolvedImage(t *testing.T) {
 				}
 			}
 			if unresolved != 1 || failing != 1 {
-				t.Fatalf("findings %v, want one UnresolvedImageReference and web-0 CurrentRevisionFailing", codes(rep))
+				t.Fatalf("findings %v, want one UnresolvedImageReference and web-0 CurrentRevisionFailing", harness.Codes(rep))
 			}
 			return ctx
 		}).
@@ -90,7 +91,7 @@ func TestOpenShiftUnresolvedImage(t *testing.T) {
 				t.Fatalf("exit %d warnings %v stderr %q", r.code, rep.Warnings, r.stderr)
 			}
 			if len(rep.Findings) != 1 || rep.Findings[0].Code != apiv1.CurrentRevisionFailing {
-				t.Errorf("findings %v", codes(rep))
+				t.Errorf("findings %v", harness.Codes(rep))
 			}
 			return ctx
 		}).
@@ -148,7 +149,7 @@ func TestOpenShiftFix(t *testing.T) {
 	f := features.New("fix an unresolved ImageStream reference").
 		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			seedScenario(ctx, t, cfg, ns)
-			before = markClaims(ctx, t, clientset(t, cfg), ns)
+			before = harness.MarkClaims(ctx, t, clientset(t, cfg), ns)
 			return ctx
 		}).
 		Assess("fix --yes --wait patches the digest and recreates web-0", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
@@ -171,8 +172,8 @@ func TestOpenShiftFix(t *testing.T) {
 			if err != nil || set.Spec.Template.Spec.Containers[0].Image != scenario.SeedResolved(ns) {
 				t.Fatalf("template image not patched: %v", err)
 			}
-			allReadyOnUpdateRevision(ctx, t, cs, ns, "web")
-			claimsKept(ctx, t, cs, ns, before)
+			harness.AllReadyOnUpdateRevision(ctx, t, cs, ns, "web")
+			harness.ClaimsKept(ctx, t, cs, ns, before)
 			if check := stsdiagRun(t, cfg, "check", "-n", ns); check.code != 0 {
 				t.Errorf("check after fix: exit %d", check.code)
 			}
