@@ -337,15 +337,29 @@ func (c *checker) skipReason() (string, NeverResolved) {
 	if owner := metav1.GetControllerOfNoCopy(c.set); owner != nil {
 		return SkipControllerOwned, NeverResolved{OwnerKind: owner.Kind, OwnerName: owner.Name}
 	}
-	if skippedNamespaces[c.set.Namespace] {
-		return SkipExcludedNamespace, NeverResolved{}
-	}
+	var labels map[string]string
 	if c.ns != nil {
-		if level := c.ns.Labels[RunLevelLabel]; level == "0" || level == "1" {
-			return SkipExcludedNamespace, NeverResolved{RunLevel: level}
-		}
+		labels = c.ns.Labels
+	}
+	if skipped, level := NamespaceSkipped(c.set.Namespace, labels); skipped {
+		return SkipExcludedNamespace, NeverResolved{RunLevel: level}
 	}
 	return "", NeverResolved{}
+}
+
+// NamespaceSkipped reports whether the ImagePolicy plugin skips objects of namespace name with
+// these labels, and the run level that makes it skip ("" when it is the name). OpenShift decorates
+// the plugin (in SkipRunLevelOnePlugins, admissionenablement/admission_config.go) with
+// namespaceconditions: the namespaces of decorator.go:13-18 by name, and those labelled
+// openshift.io/run-level 0 or 1 (labelcondition.go:17-31@893309864a2588830895620a48258e62fafbae8d).
+func NamespaceSkipped(name string, labels map[string]string) (bool, string) {
+	if skippedNamespaces[name] {
+		return true, ""
+	}
+	if level := labels[RunLevelLabel]; level == "0" || level == "1" {
+		return true, level
+	}
+	return false, ""
 }
 
 // pulledAs is what a container runtime pulls for a name without registry (docker.io).
