@@ -7,7 +7,7 @@ UNIT_PKGS = $$($(GO) list ./... | grep -v -e '/e2e$$' -e '/e2e/node$$' -e '/e2e/
 # The kwok suite: e2e/node (a real node) and e2e/openshift (OpenShift's image API) have their own targets.
 E2E_PKGS = $$($(GO) list ./e2e/... | grep -v -e '/e2e/node$$' -e '/e2e/openshift$$')
 
-.PHONY: all build test unit e2e e2e-versions bench cluster-bins demo deploy-demo cluster fuzz vet fmt clean image
+.PHONY: all build test unit e2e e2e-openshift openshift-bins e2e-versions bench cluster-bins demo deploy-demo cluster fuzz vet fmt clean image
 
 all: build
 
@@ -47,6 +47,15 @@ e2e-versions:
 		K8S_VERSION=$$v $(GO) test -count=1 -timeout 15m -run '$(VERSION_TESTS)' ./e2e/; \
 		echo "e2e-versions: $$v: cluster-bins $$((t1-t0))s, tests $$((SECONDS-t1))s"; \
 	done
+
+## e2e-openshift: the OpenShift suite on OpenShift's own image API (openshift-apiserver, aggregated)
+## and the real ImagePolicy admission plugin (as a webhook), with the differential oracle
+e2e-openshift: cluster-bins openshift-bins
+	$(GO) test -count=1 -timeout 15m ./e2e/openshift/
+
+## openshift-bins: build openshift-apiserver and the ImagePolicy webhook (cached; cold ~5-15 min)
+openshift-bins:
+	@./e2e/openshift-bins.sh >/dev/null
 
 ## cluster-bins: build etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok (cached)
 cluster-bins:
