@@ -23,6 +23,7 @@ import (
 	imagev1 "github.com/openshift/api/image/v1"
 	imageclient "github.com/openshift/client-go/image/clientset/versioned"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -56,7 +57,7 @@ type OpenShift struct {
 // (OpenShift 4's image registry service), so status.dockerImageRepository is <it>/<ns>/<name>.
 const InternalRegistry = "image-registry.openshift-image-registry.svc:5000"
 
-// OpenShiftNamespace holds the ExternalName Service of the APIService and the readiness probe stream.
+// OpenShiftNamespace holds the ExternalName Service of the APIService and the readiness probe's stream.
 const OpenShiftNamespace = "openshift-apiserver"
 
 // ImagePolicyWebhook is the name of both webhook configurations.
@@ -308,7 +309,8 @@ func (o *OpenShift) webhookConfigurations(ctx context.Context) error {
 }
 
 // waitRewrite waits until the whole chain works: a lookup-local stream "probe" without tags in
-// OpenShiftNamespace, and a dry-run pod of image probe:ready rewritten to <registry>/<ns>/probe:ready.
+// OpenShiftNamespace, and a dry-run StatefulSet of image probe:ready rewritten to
+// <registry>/<ns>/probe:ready (the tag form: the tag has no image).
 func (o *OpenShift) waitRewrite(ctx context.Context) error {
 	cs, err := o.c.Clientset()
 	if err != nil {
@@ -324,16 +326,20 @@ func (o *OpenShift) waitRewrite(ctx context.Context) error {
 		return fmt.Errorf("creating ImageStream %s/probe: %w", OpenShiftNamespace, err)
 	}
 	want := o.registryHostname + "/" + OpenShiftNamespace + "/probe:ready"
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: OpenShiftNamespace},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "probe:ready"}}}}
+	// A StatefulSet, not a pod: a pod needs the namespace's default ServiceAccount, which the
+	// controller manager may not have created yet.
+	labels := map[string]string{"app": "probe"}
+	set := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: OpenShiftNamespace},
+		Spec: appsv1.StatefulSetSpec{Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: corev1.PodTemplateSpec{
+			ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "probe:ready"}}}}}}
 	var last string
 	err = o.c.waitFor(ctx, "the ImagePolicy webhook to rewrite probe:ready to "+want, 60*time.Second, func() (bool, error) {
-		got, err := cs.CoreV1().Pods(OpenShiftNamespace).Create(ctx, pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		got, err := cs.AppsV1().StatefulSets(OpenShiftNamespace).Create(ctx, set, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		if err != nil {
 			last = err.Error()
 			return false, nil
 		}
-		last = got.Spec.Containers[0].Image
+		last = got.Spec.Template.Spec.Containers[0].Image
 		return last == want, nil
 	})
 	if err != nil {
