@@ -50,8 +50,11 @@ e2e-versions:
 
 ## e2e-openshift: the OpenShift suite on OpenShift's own image API (openshift-apiserver, aggregated)
 ## and the real ImagePolicy admission plugin (as a webhook), with the differential oracle
+## (the whole log in e2e/openshift/_artifacts/go-test.log; the corpus size and outcome classes printed)
 e2e-openshift: cluster-bins openshift-bins
-	$(GO) test -count=1 -timeout 15m ./e2e/openshift/
+	@mkdir -p e2e/openshift/_artifacts
+	@set -o pipefail; $(GO) test -count=1 -timeout 15m -v ./e2e/openshift/ 2>&1 | tee e2e/openshift/_artifacts/go-test.log | \
+		grep -E '^(--- |FAIL|ok |PASS$$)|^e2e-openshift:|differential corpus|^\s+(skipped: |[A-Za-z]+ → )'
 
 ## openshift-bins: build openshift-apiserver and the ImagePolicy webhook (cached; cold ~5-15 min)
 openshift-bins:

@@ -11,7 +11,7 @@ package openshift
 // the object) × namespace (plain, run level 0, run level 2, the run-level-one name "openshift") ×
 // owner (none, controller, not controller) × kind (StatefulSet, Pod). Each probe object carries
 // every shape of every stream as one container each: the plugin resolves each reference on its
-// own (accept.go, decisions per reference), so one request checks 110 cases.
+// own (accept.go, decisions per reference), so one request checks 121 cases.
 
 import (
 	"context"
@@ -87,7 +87,8 @@ var shapes = []struct {
 	{"internal/ns/name:tag", func(ns, n string) string { return registry + "/" + ns + "/" + n + ":v1" }},
 	{"dotted:tag", func(_, n string) string { return n + ".x:v1" }},
 	{"ns/a/name:tag", func(_, n string) string { return "team/sub/" + n + ":v1" }},
-	{"unparsable", func(_, n string) string { return "Team/" + n + ":v1" }},
+	{"Upper-case ns/name:tag", func(_, n string) string { return "Team/" + n + ":v1" }},
+	{"unparsable", func(_, n string) string { return strings.ToUpper(n) + ":v1" }},
 }
 
 // probe is one dry-run object of the corpus.
@@ -143,24 +144,23 @@ func TestAdmissionOracle(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	start := time.Now()
-
-	// The stream states, once per namespace, namespaces in parallel.
-	var wg sync.WaitGroup
 	for _, ns := range corpusNamespaces {
 		namespace(t, ns.name, ns.labels)
-		wg.Add(1)
-		go func(ns string) {
-			defer wg.Done()
-			for _, s := range streamStates {
-				if s.setup == nil {
-					continue
-				}
-				s.setup(t, ns, s.name+"-on", true)
-				s.setup(t, ns, s.name+"-off", false)
-			}
-		}(ns.name)
 	}
-	wg.Wait()
+	// The stream states, once per namespace, namespaces in parallel.
+	t.Run("streams", func(t *testing.T) {
+		for _, ns := range corpusNamespaces {
+			t.Run(ns.name, func(t *testing.T) {
+				t.Parallel()
+				for _, s := range streamStates {
+					if s.setup != nil {
+						s.setup(t, ns.name, s.name+"-on", true)
+						s.setup(t, ns.name, s.name+"-off", false)
+					}
+				}
+			})
+		}
+	})
 	if t.Failed() {
 		t.FailNow()
 	}
@@ -186,6 +186,7 @@ func TestAdmissionOracle(t *testing.T) {
 		duration time.Duration
 	}
 	results := make([]outcome, len(probes))
+	var wg sync.WaitGroup
 	sem := make(chan struct{}, 8)
 	for i, p := range probes {
 		wg.Add(1)

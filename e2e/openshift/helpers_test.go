@@ -57,12 +57,15 @@ func only(t *testing.T, rep apiv1.Report, want ...string) {
 }
 
 // namespace creates a namespace with labels, deleted when the test ends (so that nothing later
-// over all namespaces sees it).
+// over all namespaces sees it). A namespace that exists already ("openshift": openshift-apiserver
+// creates it) is used as it is, and kept.
 func namespace(t *testing.T, name string, labels map[string]string) {
 	t.Helper()
 	ctx := context.Background()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
-	if _, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); apierrors.IsAlreadyExists(err) {
+		return
+	} else if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {

@@ -187,7 +187,7 @@ func TestOperatorOwned(t *testing.T) {
 	stuck(t, ns)
 
 	rep := check(t, ns, 1)
-	only(t, rep, "ImageResolutionSkipped/", "CurrentRevisionFailing/web-0")
+	only(t, rep, "CurrentRevisionFailing/web-0", "ImageResolutionSkipped/") // errors first
 	f := harness.ByCode(rep, apiv1.ImageResolutionSkipped)[0]
 	if harness.Detail(f, "reason") != "ControllerOwned" || f.Image != "myapp:1.0.1" || !strings.Contains(f.Remedy, "Owner operator") {
 		t.Errorf("finding %+v", f)

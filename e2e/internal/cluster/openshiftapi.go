@@ -274,7 +274,7 @@ func (o *OpenShift) webhookConfigurations(ctx context.Context) error {
 		Rule:       admissionregistrationv1.Rule{APIGroups: []string{"batch"}, APIVersions: []string{"v1"}, Resources: []string{"jobs", "cronjobs"}},
 	}}
 	fail, none, equivalent := admissionregistrationv1.Fail, admissionregistrationv1.SideEffectClassNone, admissionregistrationv1.Equivalent
-	timeout := int32(10)
+	timeout := int32(30)
 	selector := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
 		{Key: "openshift.io/run-level", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"0", "1"}},
 		{Key: corev1.LabelMetadataName, Operator: metav1.LabelSelectorOpNotIn, Values: runLevelOneNamespaces},

@@ -62,6 +62,8 @@ func main() {
 	if err != nil {
 		log.Fatalf("error: %v", err)
 	}
+	// kube-apiserver's loopback client is not limited to client-go's default 5 QPS.
+	cfg.QPS, cfg.Burst = 1000, 2000
 	kube := kubernetes.NewForConfigOrDie(cfg)
 	factory := informers.NewSharedInformerFactory(kube, 10*time.Minute)
 	stop := make(chan struct{})
