@@ -102,4 +102,4 @@ fmt:
 	gofmt -w .
 
 clean:
-	rm -rf bin e2e/_artifacts
+	rm -rf bin e2e/_artifacts e2e/*/_artifacts
