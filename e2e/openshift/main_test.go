@@ -75,8 +75,8 @@ func run(m *testing.M) int {
 	cs = kubernetes.NewForConfigOrDie(restConfig)
 	images = imageclient.NewForConfigOrDie(restConfig)
 	fmt.Fprintf(os.Stderr, "e2e-openshift: control plane + openshift-apiserver + ImagePolicy webhook ready in %s "+
-		"(openshift-apiserver start to first admission rewrite: %s; logs: %s)\n",
-		time.Since(up).Round(100*time.Millisecond), osEnv.Ready.Round(100*time.Millisecond), logDir)
+		"(openshift-apiserver start to APIService Available %s, to the first admission rewrite %s; logs: %s)\n",
+		time.Since(up).Round(100*time.Millisecond), osEnv.Available.Round(100*time.Millisecond), osEnv.Ready.Round(100*time.Millisecond), logDir)
 	code := m.Run()
 	if code != 0 {
 		fmt.Fprintf(os.Stderr, "e2e-openshift: FAILED; component logs are in %s\n", logDir)

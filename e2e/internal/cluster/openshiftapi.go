@@ -41,8 +41,9 @@ import (
 type OpenShift struct {
 	// APIServerBin and WebhookBin are the binaries e2e/openshift-bins.sh printed.
 	APIServerBin, WebhookBin string
-	// Ready is how long it took from the start of openshift-apiserver to a rewrite by the webhook.
-	Ready time.Duration
+	// Available is how long it took from the start of openshift-apiserver to APIService
+	// v1.image.openshift.io Available; Ready to the first rewrite by the webhook.
+	Available, Ready time.Duration
 
 	c                    *Cluster
 	dir                  string
@@ -185,6 +186,7 @@ func (o *OpenShift) start(ctx context.Context) error {
 	if err := o.register(ctx); err != nil {
 		return err
 	}
+	o.Available = time.Since(o.startedAt)
 	if err := o.c.start("imagepolicy-webhook", o.WebhookBin, "--kubeconfig="+o.c.kubeconfig,
 		fmt.Sprintf("--bind=127.0.0.1:%d", o.webhookPort), "--tls-cert-file="+filepath.Join(o.dir, "webhook.crt"),
 		"--tls-private-key-file="+filepath.Join(o.dir, "webhook.key"), "--internal-registry-hostname="+o.registryHostname); err != nil {
