@@ -7,6 +7,7 @@ package openshift
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -40,6 +41,14 @@ func TestMain(m *testing.M) {
 
 func run(m *testing.M) int {
 	start := time.Now()
+	// The tests wait on the API and the controller, not the CPU: run them all at once unless
+	// -parallel says otherwise (its default is GOMAXPROCS, 2 here).
+	flag.Parse()
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if !set {
+		_ = flag.Set("test.parallel", "32")
+	}
 	fail := func(err error) int {
 		fmt.Fprintln(os.Stderr, "e2e-openshift:", err)
 		return 1
