@@ -9,7 +9,9 @@ package openshift
 // Dimensions: reference shapes × stream states (none, no tag, tag with image, tag event without
 // image, referencePolicy Source and Local) × lookup policy × resolve-names (none, on the template, on
 // the object) × namespace (plain, run level 0, run level 2, the run-level-one name "openshift") ×
-// owner (none, controller, not controller) × kind (StatefulSet, Pod). Each probe object carries
+// owner (none, controller, not controller) × kind (StatefulSet, Pod), and UPDATEs of StatefulSets
+// (resolve-names added, kept or removed; stored images kept or the manifest re-applied, where the
+// plugin runs). Each probe object carries
 // every shape of every stream as one container each: the plugin resolves each reference on its
 // own (accept.go, decisions per reference), so one request checks 121 cases.
 
@@ -97,17 +99,27 @@ type probe struct {
 	kind       string // "StatefulSet" or "Pod"
 	annotation string // "", "template" or "object"
 	owner      string // "", "controller" or "other"
+	// update, if set, makes the probe a dry-run UPDATE of a StatefulSet created (for real) with
+	// resolve-names oldAnnotation: "keep" sends the stored images back, "reapply" the original
+	// references (as re-applying the manifest does when the stored image differs).
+	update, oldAnnotation string
 }
 
 // corpusCase is one reference in one probe.
 type corpusCase struct {
 	probe
 	stream, shape, image string
+	// old is the stored image an UPDATE replaces.
+	old string
 }
 
 func (c corpusCase) String() string {
-	return fmt.Sprintf("namespace=%s labels=%v kind=%s resolve-names=%q owner=%q stream=%s shape=%s image=%q",
+	s := fmt.Sprintf("namespace=%s labels=%v kind=%s resolve-names=%q owner=%q stream=%s shape=%s image=%q",
 		c.ns.name, c.ns.labels, c.kind, c.annotation, c.owner, c.stream, c.shape, c.image)
+	if c.update != "" {
+		s += fmt.Sprintf(" UPDATE(%s) of stored image %q with resolve-names %q", c.update, c.old, c.oldAnnotation)
+	}
+	return s
 }
 
 func corpusProbes() []probe {
@@ -122,6 +134,14 @@ func corpusProbes() []probe {
 		for _, owner := range []string{"controller", "other"} {
 			out = append(out, probe{ns: ns, kind: "StatefulSet", owner: owner})
 			out = append(out, probe{ns: ns, kind: "Pod", owner: owner})
+		}
+		if ns.name != "oracle-plain" && ns.name != "oracle-rl2" {
+			continue // UPDATEs where the plugin runs
+		}
+		for _, tr := range [][2]string{{"", ""}, {"", "template"}, {"template", "template"}, {"template", ""}} {
+			for _, update := range []string{"keep", "reapply"} {
+				out = append(out, probe{ns: ns, kind: "StatefulSet", oldAnnotation: tr[0], annotation: tr[1], update: update})
+			}
 		}
 	}
 	return out
@@ -258,8 +278,37 @@ func dryRun(ctx context.Context, i int, p probe) ([]corpusCase, []string, error)
 	}
 	dry := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
 	var got []corev1.Container
-	switch p.kind {
-	case "StatefulSet":
+	switch {
+	case p.update != "":
+		set := scenario.StatefulSet(p.ns.name, meta.Name, "unused", 0, false)
+		set.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": "probe"}}
+		set.Spec.Template.Labels = map[string]string{"app": "probe"}
+		set.Spec.Template.Spec.Containers = containers
+		if p.oldAnnotation == "template" {
+			set.Spec.Template.Annotations = map[string]string{resolver.ResolveNamesAnnotation: "*"}
+		}
+		stored, err := cs.AppsV1().StatefulSets(p.ns.name).Create(ctx, set, metav1.CreateOptions{})
+		if err != nil {
+			return nil, nil, fmt.Errorf("%+v: %w", p, err)
+		}
+		next := stored.DeepCopy()
+		next.Spec.Template.Annotations = nil
+		if p.annotation == "template" {
+			next.Spec.Template.Annotations = map[string]string{resolver.ResolveNamesAnnotation: "*"}
+		}
+		for j := range cases {
+			cases[j].old = stored.Spec.Template.Spec.Containers[j].Image
+			if p.update == "keep" {
+				cases[j].image = cases[j].old
+			}
+			next.Spec.Template.Spec.Containers[j].Image = cases[j].image
+		}
+		updated, err := cs.AppsV1().StatefulSets(p.ns.name).Update(ctx, next, metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err != nil {
+			return nil, nil, fmt.Errorf("%+v: %w", p, err)
+		}
+		got = updated.Spec.Template.Spec.Containers
+	case p.kind == "StatefulSet":
 		set := scenario.StatefulSet(p.ns.name, meta.Name, "unused", 1, false)
 		set.ObjectMeta = meta
 		set.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": "probe"}}
@@ -273,7 +322,7 @@ func dryRun(ctx context.Context, i int, p probe) ([]corpusCase, []string, error)
 			return nil, nil, fmt.Errorf("%+v: %w", p, err)
 		}
 		got = created.Spec.Template.Spec.Containers
-	case "Pod":
+	case p.kind == "Pod":
 		pod := &corev1.Pod{ObjectMeta: meta, Spec: corev1.PodSpec{Containers: containers}}
 		created, err := cs.CoreV1().Pods(p.ns.name).Create(ctx, pod, dry)
 		if err != nil {
@@ -304,13 +353,22 @@ func predict(adm *resolver.Admission, c corpusCase) (string, string) {
 		gr = schema.GroupResource{Group: "apps", Resource: "statefulsets"}
 	}
 	forced := c.annotation != ""
-	written := adm.Admit(resolver.Request{Namespace: c.ns.name, Resource: gr, ControllerOwned: c.owner == "controller",
-		Image: c.image, Forced: forced})
+	req := resolver.Request{Namespace: c.ns.name, Resource: gr, ControllerOwned: c.owner == "controller", Image: c.image, Forced: forced}
+	if c.update != "" {
+		req.Update, req.OldImage, req.HasOld, req.OldForced = true, c.old, true, c.oldAnnotation != ""
+	}
+	written := adm.Admit(req)
 	if c.owner == "controller" {
 		return written, "skipped: controller owner"
 	}
+	if c.update != "" && req.Forced == req.OldForced && req.OldImage == req.Image {
+		return written, "UPDATE, same image: not re-resolved"
+	}
 	res := adm.Resolve(c.image, c.ns.name, forced)
 	class := string(res.Outcome)
+	if c.update != "" {
+		class = "UPDATE " + class
+	}
 	switch {
 	case written == c.image:
 		class += " → unchanged"
