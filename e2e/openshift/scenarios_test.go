@@ -192,6 +192,13 @@ func TestOperatorOwned(t *testing.T) {
 	if harness.Detail(f, "reason") != "ControllerOwned" || f.Image != "myapp:1.0.1" || !strings.Contains(f.Remedy, "Owner operator") {
 		t.Errorf("finding %+v", f)
 	}
+	// The owner would revert a patch: fix plans none.
+	r := stsdiagRun(t, "fix", "-n", ns, "--dry-run=client", "-o", "json")
+	for _, a := range harness.DecodeFix(t, r.Stdout).Actions {
+		if a.Action == apiv1.PatchImage {
+			t.Errorf("fix plans a patch of an operator-owned StatefulSet: %+v", a)
+		}
+	}
 }
 
 // TestForcedResolveNames: resolve-names "*" on the template makes the plugin resolve even a
