@@ -34,7 +34,7 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// OpenShift's image API and ImagePolicy admission on this cluster: openshift-apiserver aggregated
+// OpenShift is OpenShift's image API and ImagePolicy admission on this cluster: openshift-apiserver aggregated
 // for image.openshift.io/v1 (real ImageStream, ImageStreamTag, ImageStreamMapping and Image storage
 // in the cluster's etcd) and OpenShift's ImagePolicy plugin run by a webhook
 // (e2e/openshift-src/webhook), both built by e2e/openshift-bins.sh. See docs/e2e-openshift.md.
@@ -165,7 +165,7 @@ func (o *OpenShift) openShiftAPIServerConfig() ([]byte, error) {
 }
 
 // start runs after the control plane: openshift-apiserver, its APIService, the webhook and its
-// configurations; it returns once a dry-run pod create is rewritten by the plugin.
+// configurations; it returns once a dry-run create is rewritten by the plugin.
 func (o *OpenShift) start(ctx context.Context) error {
 	o.startedAt = time.Now()
 	cfg, err := o.openShiftAPIServerConfig()
@@ -429,8 +429,8 @@ func (a *authority) issue(cn string, client bool, sans []string) (certPEM, keyPE
 		pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}), nil
 }
 
-// OpenShiftBins runs e2e/openshift-bins.sh (seconds with a warm cache; a cold build takes minutes)
-// from the e2e directory root and returns the openshift-apiserver and webhook binaries.
+// OpenShiftBins runs script, e2e/openshift-bins.sh (milliseconds with a warm cache; a cold build
+// takes minutes), and returns the openshift-apiserver and webhook binaries it printed.
 func OpenShiftBins(script string) (apiServer, webhook string, err error) {
 	out, err := runScript(script)
 	if err != nil {
