@@ -198,8 +198,9 @@ func (c *checker) checkUse(u *use, forced bool, triggered map[string]bool) *mode
 // internalTag reports a reference to an ImageStream's own repository by tag
 // (<status.dockerImageRepository>:<tag>), the form admission writes for a local name whose tag has
 // no image yet (imagepolicy.go:374-383@ALG). Admission leaves such a reference alone from then on:
-// it is in the integrated registry but not a local name, so it is never rewritten
-// (imagepolicy.go:343-349,388-392 and RewriteImagePullSpec 495-510@ALG). Pulled by tag, it is not
+// naming the integrated registry it is a full reference, not a partial one (imagepolicy.go:340-347@ALG),
+// so no LocalRewrite (387-392) and, under the default rules, no rewrite (RewriteImagePullSpec
+// 489-510@ALG); verified on openshift-apiserver (e2e/openshift). Pulled by tag, it is not
 // pinned: once the tag gets an image, each recreated pod may run another image than its siblings,
 // while the same manifest applied now would get the digest. Reported when the tag has no image
 // (ImageStreamTagNotFound: the registry has nothing to serve) or got its first image after the
