@@ -98,12 +98,17 @@ func push(t *testing.T, ns, stream, tag, digest, pullSpec string) {
 	}
 }
 
-// createSet creates a StatefulSet through admission and returns what the API server stored.
+// createSet creates a StatefulSet through admission and returns what the API server stored,
+// read back.
 func createSet(t *testing.T, set *appsv1.StatefulSet) *appsv1.StatefulSet {
 	t.Helper()
-	got, err := cs.AppsV1().StatefulSets(set.Namespace).Create(context.Background(), set, metav1.CreateOptions{})
-	if err != nil {
+	ctx := context.Background()
+	if _, err := cs.AppsV1().StatefulSets(set.Namespace).Create(ctx, set, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("creating StatefulSet %s/%s: %v", set.Namespace, set.Name, err)
+	}
+	got, err := cs.AppsV1().StatefulSets(set.Namespace).Get(ctx, set.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
 	}
 	return got
 }
