@@ -56,7 +56,7 @@ e2e-openshift: cluster-bins openshift-bins
 	@set -o pipefail; $(GO) test -count=1 -timeout 15m -v ./e2e/openshift/ 2>&1 | tee e2e/openshift/_artifacts/go-test.log | \
 		grep -E '^(--- |FAIL|ok |PASS$$)|^e2e-openshift:|differential corpus|^\s+(skipped: |[A-Za-z]+ → )'
 
-## openshift-bins: build openshift-apiserver and the ImagePolicy webhook (cached; cold ~5-15 min)
+## openshift-bins: build openshift-apiserver and the ImagePolicy webhook (cached; cold 4-10 min)
 openshift-bins:
 	@./e2e/openshift-bins.sh >/dev/null
 

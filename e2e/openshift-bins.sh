@@ -20,7 +20,7 @@ log() { echo "openshift-bins: $*" >&2; }
 build_osapi() {
   local dir="$BIN/openshift-apiserver-$OSAPI_VERSION"
   [[ -x "$dir/openshift-apiserver" ]] && return
-  log "building openshift-apiserver $OSAPI_VERSION (cold: ~2-5 min)"
+  log "building openshift-apiserver $OSAPI_VERSION (cold: 2-8 min)"
   local start=$SECONDS work
   work="$(mktemp -d)"
   trap 'rm -rf "$work"' RETURN
@@ -62,7 +62,7 @@ WEBHOOK_KEY="$ALG_VERSION-$(cat "$SRC/webhook/main.go" "$SRC/webhook/go.mod" "$S
 build_webhook() {
   local dir="$BIN/imagepolicy-webhook-$WEBHOOK_KEY"
   [[ -x "$dir/imagepolicy-webhook" ]] && return
-  log "building the ImagePolicy webhook (apiserver-library-go $ALG_VERSION; cold: ~1-3 min)"
+  log "building the ImagePolicy webhook (apiserver-library-go $ALG_VERSION; cold: 1-3 min)"
   local start=$SECONDS work
   work="$(mktemp -d)"
   trap 'rm -rf "$work"' RETURN
