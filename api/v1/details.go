@@ -66,24 +66,33 @@ type FindingDetails struct {
 	// MaxUnavailable is the rolling update's budget, scaled (StaleRevisionStuck of a Parallel
 	// rollout that deletes nothing).
 	MaxUnavailable *int `json:"maxUnavailable,omitempty"`
+	// Missing is the Secret or ConfigMap the kubelet cannot find, as "secret/<name>" or
+	// "configmap/<name>" (findings of a pod stuck at startup with reason FailedMount or
+	// CreateContainerConfigError, when the kubelet's message names it).
+	Missing string `json:"missing,omitempty"`
 	// MissingFor is how long the pod the controller must create has been missing, as far as
 	// the objects tell (PodCreateFailed).
 	MissingFor string `json:"missingFor,omitempty"`
+	// MissingKey is the key of that Secret or ConfigMap the kubelet cannot find (reasons
+	// FailedMount and CreateContainerConfigError, when the message names a key).
+	MissingKey string `json:"missingKey,omitempty"`
 	// NewOwnerRevisions are the ControllerRevisions the recreated owner created after the
 	// deletion began (StatefulSetTerminating, reason OwnerRecreated).
 	NewOwnerRevisions []string `json:"newOwnerRevisions,omitempty"`
-	// Node is the terminating pod's spec.nodeName, "" when never scheduled (PodStuckTerminating).
+	// Node is the terminating pod's spec.nodeName, "" when never scheduled (PodStuckTerminating),
+	// or the lost node of a pod the controller waits on (RolloutBlocked).
 	Node *string `json:"node,omitempty"`
 	// NodeCondition says the node's state in words, e.g. "has been Ready=False for 10m0s"
-	// (PodStuckTerminating, when nodes could be listed).
+	// (PodStuckTerminating, when nodes could be listed; RolloutBlocked on a lost node).
 	NodeCondition string `json:"nodeCondition,omitempty"`
 	// NodeReady is the node's Ready condition status, Unknown when it has none, or NodeGone
-	// (PodStuckTerminating, when nodes could be listed).
+	// (PodStuckTerminating, when nodes could be listed; RolloutBlocked on a lost node).
 	NodeReady string `json:"nodeReady,omitempty"`
 	// NodeReadySince is how long the node's Ready condition has had its status
-	// (PodStuckTerminating).
+	// (PodStuckTerminating; RolloutBlocked on a lost node).
 	NodeReadySince string `json:"nodeReadySince,omitempty"`
-	// NodeReason is the reason of the node's Ready condition (PodStuckTerminating).
+	// NodeReason is the reason of the node's Ready condition (PodStuckTerminating;
+	// RolloutBlocked on a lost node).
 	NodeReason string `json:"nodeReason,omitempty"`
 	// Object is what the controller could not create: pod, or claim for the pod's
 	// PersistentVolumeClaim (PodCreateFailed).
@@ -125,6 +134,10 @@ type FindingDetails struct {
 	// Reason repeats the finding's reason (ServiceMissing, ImageResolutionSkipped,
 	// ImageTriggerInvalid).
 	Reason string `json:"reason,omitempty"`
+	// RestartCount is the container's restart count (findings of a pod stuck at startup
+	// because a container exits: reason CrashLoopBackOff; RolloutBlocked of a pod whose init
+	// container exited non-zero).
+	RestartCount *int32 `json:"restartCount,omitempty"`
 	// ReusedBy are the objects of the terminating StatefulSet's names that another controller
 	// owns, as "pod/<name>" (StatefulSetTerminating).
 	ReusedBy []string `json:"reusedBy,omitempty"`
@@ -134,6 +147,9 @@ type FindingDetails struct {
 	Revisions []string `json:"revisions,omitempty"`
 	// Rollback says why fix did not roll the finding back (written by fix and wait --fix).
 	Rollback string `json:"rollback,omitempty"`
+	// RunningFor is how long the init container the pod waits on has been running
+	// (RolloutBlocked of a pod whose init container never completes).
+	RunningFor string `json:"runningFor,omitempty"`
 	// Selector is the governing Service's selector, null when it has none (ServiceMissing,
 	// reason SelectorMismatch).
 	Selector *map[string]string `json:"selector,omitempty"`
@@ -168,6 +184,8 @@ type FindingDetails struct {
 	// UpdateRevision is the revision new pods get, when known (findings of a live StatefulSet's
 	// pods).
 	UpdateRevision string `json:"updateRevision,omitempty"`
+	// Volume is the pod volume the kubelet cannot set up (reason FailedMount).
+	Volume string `json:"volume,omitempty"`
 	// WaitedFor is how long the controller has waited on the pod (RolloutBlocked).
 	WaitedFor string `json:"waitedFor,omitempty"`
 	// WaitingFor is what the controller waits for the pod to be: Running, Ready or gone
@@ -201,6 +219,7 @@ func (d FindingDetails) DeepCopy() FindingDetails {
 		*p = clonePtr(*p)
 	}
 	c.LastExitCode = clonePtr(d.LastExitCode)
+	c.RestartCount = clonePtr(d.RestartCount)
 	c.Patch = clonePtr(d.Patch)
 	c.PodLabels = maps.Clone(d.PodLabels)
 	if d.Selector != nil {

@@ -15,11 +15,11 @@ import (
 var detailKeys = []string{
 	"admissionError", "blocks", "cause", "checks", "claim", "claimEvents", "clusterIP", "currentOwnerUID", "currentUID", "events",
 	"failingPods", "fieldPath", "finalizers", "from", "imageStream", "initContainer", "kind",
-	"lastExitCode", "lastExitMessage", "lastExitReason", "logs", "maxUnavailable", "missingFor", "newOwnerRevisions", "node",
+	"lastExitCode", "lastExitMessage", "lastExitReason", "logs", "maxUnavailable", "missing", "missingFor", "missingKey", "newOwnerRevisions", "node",
 	"nodeCondition", "nodeReady", "nodeReadySince", "nodeReason", "object", "ordinal", "overdue", "ownerKind", "ownerName", "ownerUID", "patch",
-	"podLabels", "podResourceVersion", "podRevision", "podUID", "pods", "policy", "quota", "reason", "reusedBy",
-	"revision", "revisions", "rollback", "selector", "service", "serviceAccount", "shortBy", "skipped", "tag", "targetRevision", "templateImage",
-	"terminatingFor", "trigger", "uid", "unavailablePods", "updateRevision", "waitedFor", "waitingFor",
+	"podLabels", "podResourceVersion", "podRevision", "podUID", "pods", "policy", "quota", "reason", "restartCount", "reusedBy",
+	"revision", "revisions", "rollback", "runningFor", "selector", "service", "serviceAccount", "shortBy", "skipped", "tag", "targetRevision", "templateImage",
+	"terminatingFor", "trigger", "uid", "unavailablePods", "updateRevision", "volume", "waitedFor", "waitingFor",
 }
 
 func jsonKeys(t reflect.Type) []string {

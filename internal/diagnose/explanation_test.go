@@ -12,6 +12,7 @@ import (
 	"github.com/stsdiag/stsdiag/internal/diagnose"
 	"github.com/stsdiag/stsdiag/internal/snapshot"
 	"github.com/stsdiag/stsdiag/internal/snapshot/snapshottest"
+	"github.com/stsdiag/stsdiag/internal/statefulset"
 	"github.com/stsdiag/stsdiag/internal/stuck"
 )
 
@@ -34,10 +35,13 @@ func TestCheckAndExplainAgree(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				var errPods []string
+				var errPods, holdPods []string
 				for _, f := range rep.Findings {
 					if f.StatefulSet == set.Name && f.Namespace == set.Namespace && f.Severity == apiv1.SeverityError && f.Pod != "" {
 						errPods = append(errPods, f.Pod)
+						if !readyNow(snap, f.Namespace, f.Pod) {
+							holdPods = append(holdPods, f.Pod)
+						}
 					}
 				}
 				var blocking *apiv1.OrdinalStep
@@ -50,12 +54,15 @@ func TestCheckAndExplainAgree(t *testing.T) {
 						t.Errorf("%s: %s why %q, check's error findings about pods %v", set.Name, o.Pod, o.Why, errPods)
 					}
 				}
+				// A pod Running and Ready right now holds nothing, whatever check says of it: a
+				// crash-looping container is Ready for the second each run lasts (kubelet >= 1.34
+				// without a readiness probe), and the controller goes on in that second.
 				switch {
-				case len(errPods) == 0 || set.DeletionTimestamp != nil:
-				case e.PodManagementPolicy != "Parallel" && (blocking == nil || !slices.Contains(errPods, blocking.Pod)):
-					t.Errorf("%s: check reports %v, explain's blocking ordinal is %+v", set.Name, errPods, blocking)
+				case len(holdPods) == 0 || set.DeletionTimestamp != nil:
+				case e.PodManagementPolicy != "Parallel" && (blocking == nil || !slices.Contains(holdPods, blocking.Pod)):
+					t.Errorf("%s: check reports %v, explain's blocking ordinal is %+v", set.Name, holdPods, blocking)
 				case e.PodManagementPolicy == "Parallel":
-					for _, pod := range errPods {
+					for _, pod := range holdPods {
 						if i := slices.IndexFunc(e.Ordinals, func(o apiv1.OrdinalStep) bool { return o.Pod == pod }); i < 0 || !e.Ordinals[i].Holds {
 							t.Errorf("%s: check reports %s, which explain does not show holding: %+v", set.Name, pod, e.Ordinals)
 						}
@@ -88,4 +95,13 @@ func scenario(t *testing.T, dir string) (*snapshot.Snapshot, stuck.Options) {
 	opts := stuck.DefaultOptions()
 	opts.FeatureGates = want.FeatureGates
 	return snap, opts
+}
+
+func readyNow(snap *snapshot.Snapshot, namespace, name string) bool {
+	for i := range snap.Pods {
+		if p := &snap.Pods[i]; p.Namespace == namespace && p.Name == name {
+			return statefulset.RunningAndReady(p)
+		}
+	}
+	return false
 }

@@ -116,12 +116,50 @@ func (w words) waitBlocked(s stuck.WaitBlocked) {
 	if s.Condemned {
 		scope = "the controller's scale down"
 	}
+	if s.Node != "" {
+		condition := nodeCondition(s.NodeState)
+		if s.NodeState.Reason != "" {
+			condition += " (" + s.NodeState.Reason + ")"
+		}
+		f.Details.NodeCondition = condition
+		f.Message = fmt.Sprintf("%s waits for %s to be %s and has for %s: its node %s %s, so nothing reports the pod's state; %s",
+			scope, s.Pod, waitWord[s.Step], s.For, s.Node, condition, evictionWords[s.NodeState.Eviction])
+		f.Message += w.blocks(s.Blocked)
+		f.Short = fmt.Sprintf("waits %s for %s: node %s %s", s.For, s.Pod, s.Node, condition)
+		f.Remedy = fmt.Sprintf("bring node %s back (its kubelet); if it is really down (powered off, or its kubelet will never come back) — a force delete while the pod still runs lets two pods share one identity — then: %s delete pod %s -n %s --grace-period=0 --force",
+			s.Node, w.cli, s.Pod, f.Namespace)
+		return
+	}
+	if in := s.Init; in != nil && !in.Running {
+		f.Message = fmt.Sprintf("%s waits for %s to be %s and has for %s: its init container %q (image %q) exited with %s and the kubelet restarts it (restarted %d times so far), so no app container starts",
+			scope, s.Pod, waitWord[s.Step], s.For, in.Container, in.Image, strings.TrimPrefix(lastExit(in.LastExit), "last "), in.Restarts)
+		f.Message += w.blocks(s.Blocked)
+		f.Short = fmt.Sprintf("waits %s for %s: init container %q exited %d", s.For, s.Pod, in.Container, in.LastExit.Code)
+		f.Remedy = fmt.Sprintf("init container %q fails: read `%s logs %s -n %s -c %s`, then fix it in statefulset/%s; if the pod runs an old revision, deleting it makes the controller recreate it",
+			in.Container, w.cli, s.Pod, f.Namespace, in.Container, f.StatefulSet)
+		return
+	}
+	if in := s.Init; in != nil {
+		f.Message = fmt.Sprintf("%s waits for %s to be %s and has for %s: its init container %q (image %q) has been running for %s and has not completed, so no app container starts",
+			scope, s.Pod, waitWord[s.Step], s.For, in.Container, in.Image, in.For)
+		f.Message += w.blocks(s.Blocked)
+		f.Short = fmt.Sprintf("waits %s for %s: init container %q running for %s", s.For, s.Pod, in.Container, in.For)
+		f.Remedy = fmt.Sprintf("read what init container %q waits for: %s logs %s -n %s -c %s; make what it waits for available, or fix the init container in statefulset/%s; if the pod runs an old revision, deleting it makes the controller recreate it",
+			in.Container, w.cli, s.Pod, f.Namespace, in.Container, f.StatefulSet)
+		return
+	}
 	f.Message = fmt.Sprintf("%s waits for %s to be %s and has for %s (it is %s); no rule stsdiag knows explains why, and it will not change by itself",
 		scope, s.Pod, waitWord[s.Step], s.For, state)
 	f.Message += w.blocks(s.Blocked)
 	f.Short = fmt.Sprintf("waits %s for %s to be %s (%s)", s.For, s.Pod, waitWord[s.Step], state)
 	f.Remedy = fmt.Sprintf("read why in %s describe pod %s -n %s (its events and conditions), fix the cause in statefulset/%s; if the pod runs an old revision, deleting it makes the controller recreate it",
 		w.cli, s.Pod, f.Namespace, f.StatefulSet)
+}
+
+var evictionWords = map[stuck.Eviction]string{
+	stuck.Evicted:       "the node lifecycle controller evicts it once its toleration of the node's taint ends (300 s by default), and the pod then stays terminating until the node comes back or it is force-deleted",
+	stuck.NoNodeReady:   "no node of the cluster is Ready, so the node lifecycle controller evicts nothing (it removes the taints: \"master disruption mode\"), and the pod stays as it is until the node comes back or it is deleted",
+	stuck.ZoneDisrupted: "most nodes of its zone are not Ready, so the node lifecycle controller stops evicting there (partial zone disruption), and the pod stays as it is until the node comes back or it is deleted",
 }
 
 var waitWord = map[controller.Step]string{controller.WaitRunning: "Running", controller.WaitReady: "Ready",

@@ -74,11 +74,23 @@ func (w words) templateRemedy(fix stuck.TemplateFix, p stuck.Startup, ordered bo
 	case stuck.FixImage:
 		return fmt.Sprintf("image %q of container %q cannot be pulled: fix the template, e.g. %s set image %s %s=IMAGE with a pullable IMAGE, or push the image%s", p.Image, p.Container, w.cli, set, p.Container, after)
 	case stuck.FixConfig:
+		if p.Kind == stuck.VolumeMountFailed {
+			return fmt.Sprintf("volume %q refers to %s: create it or fix the volume (or mark it optional) in %s%s", p.Volume, missingWords(p.Missing), set, after)
+		}
+		if p.Missing != nil {
+			return fmt.Sprintf("container %q refers to %s: create it or fix the reference in %s%s", p.Container, missingWords(p.Missing), set, after)
+		}
 		return fmt.Sprintf("container %q refers to configuration that is missing or invalid (a Secret, ConfigMap or key; see the message): create it or fix the reference in %s%s", p.Container, set, after)
 	case stuck.FixReadiness:
 		return fmt.Sprintf("container %q runs but never becomes Ready: read the probe failure in the message and `%s describe pod %s -n %s`, then fix the readiness probe, the configuration or the dependency it waits for in %s%s", p.Container, w.cli, f.Pod, f.Namespace, set, after)
 	case stuck.FixCrash:
-		return fmt.Sprintf("container %q keeps exiting: read `%s logs %s -n %s -c %s --previous`, then fix the image, command or configuration in %s%s", p.Container, w.cli, f.Pod, f.Namespace, p.Container, set, after)
+		// While the container is terminated its last run is the current container: the
+		// kubelet has no previous one to serve then.
+		previous := " --previous"
+		if p.State == stuck.StateTerminated {
+			previous = ""
+		}
+		return fmt.Sprintf("%s %q keeps exiting: read `%s logs %s -n %s -c %s%s`, then fix the image, command or configuration in %s%s", containerKind(p), p.Container, w.cli, f.Pod, f.Namespace, p.Container, previous, set, after)
 	case stuck.FixRuntime:
 		return fmt.Sprintf("the container runtime cannot create or start container %q (see the message): fix its command, mounts or securityContext in %s%s", p.Container, set, after)
 	case stuck.FixScheduling:
@@ -126,14 +138,35 @@ func (w words) onDeleteStale(s stuck.OnDeleteOld) {
 
 // containerSuffix names the container and image stuck at startup, if one is.
 func containerSuffix(p stuck.Startup) string {
+	if p.Volume != "" {
+		return fmt.Sprintf(", volume %q", p.Volume)
+	}
 	if p.Container == "" {
 		return ""
 	}
-	kind := "container"
+	return fmt.Sprintf(", %s %q, image %q", containerKind(p), p.Container, p.Image)
+}
+
+func containerKind(p stuck.Startup) string {
 	if p.Init {
-		kind = "init container"
+		return "init container"
 	}
-	return fmt.Sprintf(", %s %q, image %q", kind, p.Container, p.Image)
+	return "container"
+}
+
+// missingWords names the Secret or ConfigMap (or key of one) the kubelet cannot find.
+func missingWords(m *stuck.Missing) string {
+	if m == nil {
+		return "configuration that is missing or invalid (see the message)"
+	}
+	kind := map[string]string{"secret": "Secret", "configmap": "ConfigMap"}[m.Kind]
+	switch {
+	case m.Key != "" && m.Name != "":
+		return fmt.Sprintf("key %q of %s %q, which does not exist", m.Key, kind, m.Name)
+	case m.Key != "":
+		return fmt.Sprintf("key %q of a %s, which does not exist", m.Key, kind)
+	}
+	return fmt.Sprintf("%s %q, which does not exist", kind, m.Name)
 }
 
 // startupDetail is what the kubelet, scheduler or controller says of a startup problem.
@@ -153,17 +186,43 @@ func startupDetail(p stuck.Startup) string {
 	case stuck.ClaimPending:
 		return fmt.Sprintf("PersistentVolumeClaim %q is Pending: %s", p.Claim.Name, claimWhy(*p.Claim))
 	}
-	if p.LastExit != nil && (p.Waiting == "" || p.Reason == "CrashLoopBackOff") {
-		last := fmt.Sprintf("last exit code %d", p.LastExit.Code)
-		if p.LastExit.Reason != "" {
-			last += " (" + p.LastExit.Reason + ")"
-		}
-		if p.LastExit.Message != "" {
-			last += ": " + lastLine(p.LastExit.Message)
-		}
-		return join(p.Waiting, last)
+	if p.Reason == stuck.CrashLoopBackOff {
+		return join(crashState(p), p.Waiting, lastExit(p.LastExit))
+	}
+	if p.LastExit != nil && p.Waiting == "" {
+		return lastExit(p.LastExit)
 	}
 	return p.Waiting
+}
+
+// crashState says how often a crash-looping container restarted and where it is in the loop.
+func crashState(p stuck.Startup) string {
+	if p.Restarts == 0 {
+		return ""
+	}
+	s := fmt.Sprintf("restarted %d times", p.Restarts)
+	switch {
+	case p.Kind != stuck.ContainerCrashLoop:
+	case p.State == stuck.StateTerminated:
+		s += ", exited again and waits for the kubelet's back-off to restart it"
+	case p.State == stuck.StateRunning:
+		s += ", running again, but not yet for longer than its last run lasted"
+	}
+	return s
+}
+
+func lastExit(e *stuck.Exit) string {
+	if e == nil {
+		return ""
+	}
+	last := fmt.Sprintf("last exit code %d", e.Code)
+	if e.Reason != "" {
+		last += " (" + e.Reason + ")"
+	}
+	if e.Message != "" {
+		last += ": " + lastLine(e.Message)
+	}
+	return last
 }
 
 // blocks words the pods a stuck pod blocks ("; it blocks web-1 (not created), ...") and

@@ -13,8 +13,11 @@ import (
 )
 
 // PreviousLogs adds to each finding about a container that exited (it has a last exit code) the
-// last n lines of that container's previous run: one GET of pods/log per container, and only
-// for findings. A log that cannot be read becomes a warning naming it.
+// last n lines of the run that exited last: one GET of pods/log per container, and only for
+// findings. That run is the previous one (`--previous`) while the container runs again or waits
+// to; while the container is terminated it is the current one, and the kubelet's previous one
+// is older or missing (validateContainerLogStatus, kubelet_pods.go:1563-1583@v1.37.2). A log that
+// cannot be read becomes a warning naming it.
 func PreviousLogs(ctx context.Context, kube kubernetes.Interface, findings []model.Finding, n int64) (warnings []string) {
 	read := map[string][]string{}
 	for i := range findings {
@@ -26,9 +29,13 @@ func PreviousLogs(ctx context.Context, kube kubernetes.Interface, findings []mod
 		lines, ok := read[key]
 		if !ok {
 			var err error
-			lines, err = previousLog(ctx, kube, f.Namespace, f.Pod, f.Container, n)
+			lines, err = lastRunLog(ctx, kube, f.Namespace, f.Pod, f.Container, !f.LogCurrent, n)
 			if err != nil {
-				warnings = append(warnings, fmt.Sprintf("no previous log of pod %s container %s: %v", f.Pod, f.Container, firstLine(err)))
+				which := "previous log"
+				if f.LogCurrent {
+					which = "log of the exited run"
+				}
+				warnings = append(warnings, fmt.Sprintf("no %s of pod %s container %s: %v", which, f.Pod, f.Container, firstLine(err)))
 			}
 			read[key] = lines
 		}
@@ -37,8 +44,8 @@ func PreviousLogs(ctx context.Context, kube kubernetes.Interface, findings []mod
 	return warnings
 }
 
-func previousLog(ctx context.Context, kube kubernetes.Interface, namespace, pod, container string, n int64) ([]string, error) {
-	body, err := kube.CoreV1().Pods(namespace).GetLogs(pod, &corev1.PodLogOptions{Container: container, Previous: true, TailLines: &n}).DoRaw(ctx)
+func lastRunLog(ctx context.Context, kube kubernetes.Interface, namespace, pod, container string, previous bool, n int64) ([]string, error) {
+	body, err := kube.CoreV1().Pods(namespace).GetLogs(pod, &corev1.PodLogOptions{Container: container, Previous: previous, TailLines: &n}).DoRaw(ctx)
 	if err != nil {
 		return nil, err
 	}

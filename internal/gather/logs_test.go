@@ -5,7 +5,9 @@ import (
 	"reflect"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/gather"
@@ -41,5 +43,31 @@ func TestPreviousLogs(t *testing.T) {
 	}
 	if gets != 1 {
 		t.Errorf("%d log requests, want 1 (one per container)", gets)
+	}
+}
+
+// TestLogOfTheRunThatExitedLast: while the container is terminated (a kubelet >= 1.34 shows a
+// crash loop so between restarts) its last run is the current container, and `--previous`
+// would fail or give an older run; otherwise the last run is the previous one.
+func TestLogOfTheRunThatExitedLast(t *testing.T) {
+	kube := fake.NewClientset()
+	exited := func(pod string, terminatedNow bool) model.Finding {
+		f := model.Finding{Finding: apiv1.Finding{Code: apiv1.CurrentRevisionFailing, Namespace: "shop", Pod: pod, Container: "db"}, LogCurrent: terminatedNow}
+		f.Details.LastExitCode = model.Ptr(int32(3))
+		return f
+	}
+	findings := []model.Finding{exited("db-0", true), exited("db-1", false)}
+	if w := gather.PreviousLogs(context.Background(), kube, findings, 5); len(w) != 0 {
+		t.Fatalf("warnings %v", w)
+	}
+	// Findings are read in order, one request each.
+	var previous []bool
+	for _, a := range kube.Actions() {
+		if a.GetSubresource() == "log" {
+			previous = append(previous, a.(k8stesting.GenericAction).GetValue().(*corev1.PodLogOptions).Previous)
+		}
+	}
+	if want := []bool{false, true}; !reflect.DeepEqual(previous, want) {
+		t.Errorf("previous per request %v, want %v (db-0 terminated now, db-1 running again)", previous, want)
 	}
 }

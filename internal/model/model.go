@@ -32,6 +32,9 @@ type Finding struct {
 	// LostNode names the node of a pod stuck terminating when that node is gone or has not been
 	// Ready for longer than the terminating threshold: the only case fix may force-delete.
 	LostNode string
+	// LogCurrent: the container's last run is its current, terminated one, whose log the
+	// kubelet serves as the current log (it has no previous one then).
+	LogCurrent bool
 }
 
 // Facts are the typed facts of one finding (a type of the analyzer that found it).

@@ -45,6 +45,11 @@ const (
 	Unschedulable
 	// ClaimPending: a PersistentVolumeClaim of the pod will not bind by itself.
 	ClaimPending
+	// ContainerCrashLoop: a container keeps exiting and being restarted, whatever its state's
+	// reason string says at the moment (kubelet.go).
+	ContainerCrashLoop
+	// VolumeMountFailed: the kubelet cannot set up a volume of the pod (a FailedMount Event).
+	VolumeMountFailed
 )
 
 // Startup is why a pod is stuck at startup.
@@ -58,8 +63,23 @@ type Startup struct {
 	// Waiting is the kubelet's waiting message (ContainerWaiting) or the scheduler's
 	// (Unschedulable).
 	Waiting string
-	// LastExit is the container's last termination, if any (ContainerWaiting).
+	// LastExit is the container's newest termination, if any (ContainerWaiting,
+	// ContainerCrashLoop): its current state while terminated, else its last state.
 	LastExit *Exit
+	// Restarts is the container's restart count (ContainerWaiting, ContainerCrashLoop).
+	Restarts int32
+	// State is the container's state when it is seen crash looping: StateTerminated,
+	// StateRunning or StateWaiting (ContainerCrashLoop, and ContainerWaiting on CrashLoopBackOff).
+	State string
+	// ReadyInRuns: the pod of a crash-looping app container was Ready while it last ran (no
+	// readiness probe holds it back), so the StatefulSet controller sees it Running and Ready
+	// for a moment after each restart (reason CrashLoopBackOff).
+	ReadyInRuns bool
+	// Volume is the pod volume the kubelet cannot set up (VolumeMountFailed).
+	Volume string
+	// Missing is the Secret or ConfigMap (or key of one) the kubelet's message says is missing
+	// (VolumeMountFailed, CreateContainerConfigError); nil when it names none.
+	Missing *Missing
 	// NotReadyFor is how long the pod has not been Ready, rounded to seconds (ContainerNotReady).
 	NotReadyFor time.Duration
 	// Probe is the message of the pod's last Unhealthy event, ReadyMessage its Ready
@@ -69,6 +89,16 @@ type Startup struct {
 	Release string
 	// Claim is the claim that will not bind (ClaimPending).
 	Claim *Claim
+}
+
+// Missing is a Secret or ConfigMap, or a key of one, that the kubelet could not find.
+type Missing struct {
+	// Kind is "secret" or "configmap" (the kubelet's resource names).
+	Kind string
+	// Name is the object's name, "" when the message names only a key.
+	Name string
+	// Key is the missing key, "" when the whole object is missing.
+	Key string
 }
 
 // Exit is a container's last termination.
@@ -108,6 +138,28 @@ type WaitBlocked struct {
 	// Condemned: the pod is beyond spec.replicas (a scale down waits on it).
 	Condemned bool
 	Blocked   []Blocked
+	// Init is the init container the Pending pod waits on: one that runs and has not
+	// completed, or one that exited non-zero and is restarted; nil when none.
+	Init *InitWait
+	// Node is the pod's node when it is gone or not Ready (its kubelet stopped reporting), with
+	// its state; "" otherwise.
+	Node      string
+	NodeState NodeState
+}
+
+// InitWait is the init container a Pending pod waits on.
+type InitWait struct {
+	Container, Image string
+	// Running: it runs and has not completed; For is how long it has been running, rounded to
+	// seconds (0 when unknown).
+	Running bool
+	For     time.Duration
+	// Restarts and LastExit: it exited non-zero (not yet a crash loop) and the kubelet
+	// restarts it (not Running).
+	Restarts int32
+	LastExit *Exit
+	// Exited: it is terminated now (its last run is the current container).
+	Exited bool
 }
 
 // ClaimWhy is why a PersistentVolumeClaim stays Pending.
@@ -265,7 +317,25 @@ type NodeState struct {
 	Reason string
 	// Lost: gone, or not Ready for longer than the terminating threshold.
 	Lost bool
+	// Eviction says whether the node lifecycle controller evicts the pods of this node that is
+	// not Ready (set for pods the controller waits on, not for terminating ones).
+	Eviction Eviction
 }
+
+// Eviction is whether the node lifecycle controller taints a not-Ready node for eviction.
+type Eviction int
+
+// Evictions of a not-Ready node's pods.
+const (
+	// Evicted: the node is tainted and its pods are evicted once their toleration ends.
+	Evicted Eviction = iota
+	// NoNodeReady: no node is Ready, and the controller evicts nothing anywhere (it removes
+	// the taints: "master disruption mode").
+	NoNodeReady
+	// ZoneDisrupted: most nodes of the node's zone are not Ready (more than 2, at least 55%,
+	// at most 50 of them): the controller stops evicting there.
+	ZoneDisrupted
+)
 
 // PodTerminating are the facts of PodStuckTerminating.
 type PodTerminating struct {

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/stsdiag/stsdiag/internal/admission"
 	"github.com/stsdiag/stsdiag/internal/snapshot"
@@ -80,6 +81,24 @@ func newIndex(s *snapshot.Snapshot, settle time.Duration) *index {
 	return ix
 }
 
+// nodeLost reports whether the named node is gone or its Ready condition is not True (nodes
+// listed; a pod never scheduled has no node).
+func (ix *index) nodeLost(name string) bool {
+	if ix.nodes == nil || name == "" {
+		return false
+	}
+	node, ok := ix.nodes[name]
+	if !ok {
+		return true
+	}
+	for _, c := range node.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status != corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
 // wake records that a rule matures at t: a diagnosis then may give another verdict.
 func (ix *index) wake(t time.Time) {
 	if t.After(ix.now) && (ix.recheckAt.IsZero() || t.Before(ix.recheckAt)) {
@@ -101,10 +120,28 @@ func eventTime(e *corev1.Event) time.Time {
 	return e.CreationTimestamp.Time
 }
 
-// recentEvents returns up to n Warning events of an object, newest first, as "Reason: message".
-func (ix *index) recentEvents(kind, namespace, name string, n int) []string {
+// eventsOf returns the Warning events of an object, newest first. With a uid, events about
+// another object of the same name are left out: a StatefulSet's pod keeps its name when it is
+// recreated, and Events outlive the pod they were about (an hour by default).
+func (ix *index) eventsOf(kind, namespace, name string, uid types.UID) []*corev1.Event {
+	all := ix.events[eventKey(kind, namespace, name)]
+	if uid == "" {
+		return all
+	}
+	var out []*corev1.Event
+	for _, e := range all {
+		if e.InvolvedObject.UID == "" || e.InvolvedObject.UID == uid {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// recentEvents returns up to n Warning events of an object (of that uid, when given), newest
+// first, as "Reason: message".
+func (ix *index) recentEvents(kind, namespace, name string, uid types.UID, n int) []string {
 	var out []string
-	for _, e := range ix.events[eventKey(kind, namespace, name)] {
+	for _, e := range ix.eventsOf(kind, namespace, name, uid) {
 		if len(out) == n {
 			break
 		}
@@ -117,9 +154,10 @@ func (ix *index) recentEvents(kind, namespace, name string, n int) []string {
 	return out
 }
 
-// lastEvent returns the newest Warning event of an object with the reason, or nil.
-func (ix *index) lastEvent(kind, namespace, name, reason string) *corev1.Event {
-	for _, e := range ix.events[eventKey(kind, namespace, name)] {
+// lastEvent returns the newest Warning event of an object (of that uid, when given) with the
+// reason, or nil.
+func (ix *index) lastEvent(kind, namespace, name string, uid types.UID, reason string) *corev1.Event {
+	for _, e := range ix.eventsOf(kind, namespace, name, uid) {
 		if e.Reason == reason {
 			return e
 		}

@@ -126,11 +126,34 @@ func (d *diagnosis) waitBlocked(r *controllerView, i int, o controller.Ordinal, 
 	if i >= 0 {
 		facts.Blocked = r.blocked(i)
 	}
+	if o.Next == controller.WaitRunning {
+		facts.Init = d.ix.initWait(o.Pod)
+	}
+	if node := o.Pod.Spec.NodeName; d.ix.nodeLost(node) {
+		facts.Node, facts.NodeState = node, d.nodeState(node)
+		facts.NodeState.Eviction = d.eviction(node)
+	}
 	f := d.base(r, apiv1.RolloutBlocked, apiv1.SeverityError, o.Pod, nil)
 	f.Reason = string(o.Next)
 	f.Details.Ordinal = model.Ptr(o.Ordinal)
 	f.Details.WaitingFor = waitingFor(o.Next)
 	f.Details.WaitedFor = facts.For.String()
+	if facts.Node != "" {
+		f.Details.Node = model.Ptr(facts.Node)
+		nodeDetails(&f.Details, facts.NodeState, facts.Node)
+	}
+	if in := facts.Init; in != nil {
+		f.Container, f.Image, f.Details.InitContainer = in.Container, in.Image, true
+		if in.Running {
+			f.Details.RunningFor = in.For.String()
+		}
+		if e := in.LastExit; e != nil {
+			f.Details.LastExitCode = model.Ptr(e.Code)
+			f.Details.LastExitReason, f.Details.LastExitMessage = e.Reason, e.Message
+			f.Details.RestartCount = model.Ptr(in.Restarts)
+			f.LogCurrent = in.Exited
+		}
+	}
 	f.Facts = facts
 	d.add(f)
 }
@@ -188,4 +211,45 @@ func (d *diagnosis) neverObserved(set *appsv1.StatefulSet) {
 	f.Details.WaitedFor = facts.For.String()
 	f.Facts = facts
 	d.add(f)
+}
+
+// initWait returns the init container a Pending pod waits on, nil when none. Init containers
+// start one at a time, in order, and the app containers start only once every regular one has
+// exited 0 (computeInitContainerActions, kuberuntime_container.go:1063@v1.37.2); sidecars
+// (restartPolicy Always) keep running, so the one waited on is the last that runs or, with none
+// running, the first that exited non-zero (the kubelet restarts it: kubelet_pods.go:2733-2738).
+func (ix *index) initWait(pod *corev1.Pod) *InitWait {
+	if pod.Status.Phase != corev1.PodPending {
+		return nil
+	}
+	images := map[string]string{}
+	for _, c := range pod.Spec.InitContainers {
+		images[c.Name] = c.Image
+	}
+	wait := func(st corev1.ContainerStatus) *InitWait {
+		in := &InitWait{Container: st.Name, Image: images[st.Name], Restarts: st.RestartCount}
+		if in.Image == "" {
+			in.Image = st.Image
+		}
+		return in
+	}
+	statuses := pod.Status.InitContainerStatuses
+	for k := len(statuses) - 1; k >= 0; k-- {
+		if run := statuses[k].State.Running; run != nil {
+			in := wait(statuses[k])
+			in.Running = true
+			if !run.StartedAt.IsZero() {
+				in.For = ix.now.Sub(run.StartedAt.Time).Round(time.Second)
+			}
+			return in
+		}
+	}
+	for _, st := range statuses {
+		if t := latestExit(st); t != nil && t.ExitCode != 0 && (st.State.Terminated != nil || st.State.Waiting != nil) {
+			in := wait(st)
+			in.LastExit, in.Exited = exitOf(t), st.State.Terminated != nil
+			return in
+		}
+	}
+	return nil
 }

@@ -40,17 +40,16 @@ func (ix *index) startupProblem(pod *corev1.Pod) *Startup {
 	}
 	check := func(statuses []corev1.ContainerStatus, init bool) *Startup {
 		for _, st := range statuses {
-			w := st.State.Waiting
-			if w == nil || !statefulset.StartupReasons[w.Reason] {
+			p := ix.containerProblem(st, init)
+			if p == nil {
 				continue
 			}
-			image := containers[st.Name]
-			if image == "" {
-				image = st.Image
+			p.Container, p.Image, p.Init = st.Name, containers[st.Name], init
+			if p.Image == "" {
+				p.Image = st.Image
 			}
-			p := &Startup{Kind: ContainerWaiting, Reason: w.Reason, Waiting: w.Message, Container: st.Name, Image: image, Init: init}
-			if t := st.LastTerminationState.Terminated; t != nil {
-				p.LastExit = &Exit{Code: t.ExitCode, Reason: t.Reason, Message: strings.TrimSpace(t.Message)}
+			if p.Reason == CrashLoopBackOff && !init {
+				p.ReadyInRuns = readyDuringLastRun(pod, st)
 			}
 			return p
 		}
@@ -60,6 +59,9 @@ func (ix *index) startupProblem(pod *corev1.Pod) *Startup {
 		return p
 	}
 	if p := check(pod.Status.ContainerStatuses, false); p != nil {
+		return p
+	}
+	if p, settling := ix.mountFailed(pod); p != nil || settling {
 		return p
 	}
 	return ix.notReady(pod, containers)
@@ -77,6 +79,12 @@ func (ix *index) notReady(pod *corev1.Pod, images map[string]string) *Startup {
 	if ready == nil || ready.Status == corev1.ConditionTrue || ready.LastTransitionTime.IsZero() {
 		return nil
 	}
+	if ix.nodeLost(pod.Spec.NodeName) {
+		// Not the pod's readiness: the node lifecycle controller marked it not Ready when its
+		// node stopped reporting (MarkPodsNotReady, controller_utils.go:121-156@v1.37.2); the
+		// controller's wait says so (nextSteps).
+		return nil
+	}
 	since := ix.now.Sub(ready.LastTransitionTime.Time)
 	if since < ix.notReadyAfter {
 		ix.wake(ready.LastTransitionTime.Add(ix.notReadyAfter))
@@ -92,7 +100,7 @@ func (ix *index) notReady(pod *corev1.Pod, images map[string]string) *Startup {
 			break
 		}
 	}
-	if e := ix.lastEvent("Pod", pod.Namespace, pod.Name, "Unhealthy"); e != nil {
+	if e := ix.lastEvent("Pod", pod.Namespace, pod.Name, pod.UID, "Unhealthy"); e != nil {
 		p.Probe = strings.TrimSpace(e.Message)
 	}
 	return p

@@ -19,6 +19,10 @@ func TestRecheckAt(t *testing.T) {
 		"not-ready-within-threshold":     "2026-11-25T12:04:00Z", // Ready=False since 11:59:00 + 5m
 		"owner-deletion-in-progress":     "2026-11-25T12:04:20Z", // StatefulSet deleting since 11:59:20 + 5m
 		"stale-revision-stuck-1-replica": "",                     // nothing pending
+		// fresh-0 scheduled 11:59:48, its Secret volume failing + 30s mount settle
+		"kubelet-failed-mount-settling": "2026-11-25T12:00:18Z",
+		// run-0 restarted 11:59:59 after a 0s run: a crash loop until it has run 10s longer
+		"kubelet-crash-loop": "2026-11-25T12:00:09Z",
 	}
 	for scenario, want := range cases {
 		snap, err := snapshot.LoadFile(filepath.Join("..", "..", "testdata", "stuck", scenario, "objects.yaml"), snapshottest.Now)

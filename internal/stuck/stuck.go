@@ -144,6 +144,26 @@ func (r *controllerView) replaces(i int) bool {
 	return r.Unavailable < r.MaxUnavailable
 }
 
+// replacesWhenReady reports whether the controller deletes the off-revision pod at index i
+// in a sync that finds it Running and Ready: an OrderedReady rolling update goes on once every
+// pod is Running and Ready (stateful_set_control.go:476@v1.37.2) and deletes the highest
+// off-revision pod at or above the partition (:749-759, and :919-931 with maxUnavailable). A
+// crash-looping container without a readiness probe makes its pod Ready for a moment after
+// each restart, and the status update that says so triggers such a sync: the controller
+// replaces the pod by itself, provided every other pod in range is Running and Ready.
+func (r *controllerView) replacesWhenReady(i int) bool {
+	t := r.set.Spec.UpdateStrategy.Type
+	if (t != "" && t != appsv1.RollingUpdateStatefulSetStrategyType) || i < r.partition || !r.ordered() {
+		return false
+	}
+	for k, pod := range r.byIndex {
+		if k != i && k < r.replicas && (pod == nil || !statefulset.RunningAndReady(pod)) {
+			return false
+		}
+	}
+	return true
+}
+
 // view models the controller's next sync of a live StatefulSet.
 func (d *diagnosis) view(set *appsv1.StatefulSet) *controllerView {
 	update := d.ix.updateRevision(set)
@@ -194,7 +214,7 @@ func (d *diagnosis) statefulSet(set *appsv1.StatefulSet) {
 			}
 		case p.Kind == ClaimPending:
 			d.claimPending(r, pod, p)
-		case stale && !r.replaces(i):
+		case stale && !r.replaces(i) && !(p.ReadyInRuns && r.replacesWhenReady(i)):
 			d.staleStuck(r, i, pod, p)
 		case stale:
 			// The controller replaces it by itself.
@@ -220,7 +240,7 @@ func (d *diagnosis) base(r *controllerView, code apiv1.Code, sev apiv1.Severity,
 		f.Details.PodRevision = model.Ptr(statefulset.PodRevision(pod))
 		f.Details.PodUID = model.Ptr(string(pod.UID))
 		f.Details.PodResourceVersion = model.Ptr(pod.ResourceVersion)
-		if events := d.ix.recentEvents("Pod", pod.Namespace, pod.Name, 3); len(events) > 0 {
+		if events := d.ix.recentEvents("Pod", pod.Namespace, pod.Name, pod.UID, 3); len(events) > 0 {
 			f.Details.Events = events
 		}
 	}
@@ -232,6 +252,19 @@ func (d *diagnosis) base(r *controllerView, code apiv1.Code, sev apiv1.Severity,
 		if p.LastExit != nil {
 			f.Details.LastExitCode = model.Ptr(p.LastExit.Code)
 			f.Details.LastExitReason, f.Details.LastExitMessage = p.LastExit.Reason, p.LastExit.Message
+			// The log of the run that exited last: the current container's while it is
+			// terminated (the kubelet then has no "previous" one to serve).
+			f.LogCurrent = p.State == StateTerminated
+		}
+		if p.Reason == CrashLoopBackOff && p.Restarts > 0 {
+			f.Details.RestartCount = model.Ptr(p.Restarts)
+		}
+		f.Details.Volume = p.Volume
+		if m := p.Missing; m != nil {
+			if m.Name != "" {
+				f.Details.Missing = m.Kind + "/" + m.Name
+			}
+			f.Details.MissingKey = m.Key
 		}
 	}
 	return f
@@ -321,8 +354,10 @@ func templateFix(p *Startup) TemplateFix {
 		return FixConfig
 	case p.Reason == "NotReady":
 		return FixReadiness
-	case p.Reason == "CrashLoopBackOff":
+	case p.Reason == CrashLoopBackOff:
 		return FixCrash
+	case p.Kind == VolumeMountFailed:
+		return FixConfig
 	case p.Reason == "CreateContainerError" || p.Reason == "RunContainerError":
 		return FixRuntime
 	case p.Kind == Unschedulable:
@@ -357,7 +392,7 @@ func (d *diagnosis) unschedulable(r *controllerView, i int, pod *corev1.Pod, p *
 func (d *diagnosis) claimPending(r *controllerView, pod *corev1.Pod, p *Startup) {
 	f := d.base(r, apiv1.VolumeClaimPending, apiv1.SeverityError, pod, p)
 	f.Details.Claim = p.Claim.Name
-	if events := d.ix.recentEvents("PersistentVolumeClaim", pod.Namespace, p.Claim.Name, 3); len(events) > 0 {
+	if events := d.ix.recentEvents("PersistentVolumeClaim", pod.Namespace, p.Claim.Name, "", 3); len(events) > 0 {
 		f.Details.ClaimEvents = events
 	}
 	f.Facts = ClaimStuck{Claim: *p.Claim}

@@ -125,3 +125,70 @@ func (d *diagnosis) newOwnerRevisions(set *appsv1.StatefulSet, owner snapshot.Ow
 	sort.Strings(out)
 	return out
 }
+
+// eviction says whether the node lifecycle controller evicts the pods of a node that is not
+// Ready, following its zone states with the default thresholds (unhealthy-zone-threshold
+// 0.55, large-cluster-size-threshold 50): when every zone has no Ready node it removes the
+// taints and evicts nothing (handleDisruption, node_lifecycle_controller.go:1088-1106@v1.37.2);
+// a zone in partial disruption (more than 2 nodes not Ready, at least 55% of them) with at most
+// 50 not Ready stops evicting (ComputeZoneState :1334-1352, ReducedQPSFunc :1269-1274,
+// setLimiterInZone :1214-1225); a zone entirely down among healthy zones is evicted at the
+// normal rate (enterFullDisruptionFunc = HealthyQPSFunc, :366).
+func (d *diagnosis) eviction(name string) Eviction {
+	node, ok := d.ix.nodes[name]
+	if !ok {
+		return Evicted
+	}
+	type counts struct{ ready, notReady int }
+	zones := map[string]*counts{}
+	for _, n := range d.ix.nodes {
+		k := zoneKey(n)
+		if zones[k] == nil {
+			zones[k] = &counts{}
+		}
+		if nodeReady(n) {
+			zones[k].ready++
+		} else {
+			zones[k].notReady++
+		}
+	}
+	anyReady := false
+	for _, z := range zones {
+		anyReady = anyReady || z.ready > 0
+	}
+	if !anyReady {
+		return NoNodeReady
+	}
+	z := zones[zoneKey(node)]
+	if z.ready > 0 && z.notReady > 2 && float32(z.notReady)/float32(z.ready+z.notReady) >= 0.55 && z.notReady <= 50 {
+		return ZoneDisrupted
+	}
+	return Evicted
+}
+
+func nodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// zoneKey is the node lifecycle controller's zone of a node: region and zone from the
+// topology labels, the deprecated failure-domain ones first (GetZoneKey,
+// k8s.io/component-helpers node/topology/helpers.go:31-58@v0.37.2, not a dependency here).
+func zoneKey(n *corev1.Node) string {
+	zone, ok := n.Labels[corev1.LabelFailureDomainBetaZone]
+	if !ok {
+		zone = n.Labels[corev1.LabelTopologyZone]
+	}
+	region, ok := n.Labels[corev1.LabelFailureDomainBetaRegion]
+	if !ok {
+		region = n.Labels[corev1.LabelTopologyRegion]
+	}
+	if region == "" && zone == "" {
+		return ""
+	}
+	return region + ":\x00:" + zone
+}

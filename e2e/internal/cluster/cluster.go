@@ -66,6 +66,8 @@ type Cluster struct {
 	// APIServerOnly starts etcd and kube-apiserver only: no controllers, scheduler or nodes
 	// touch the objects (the benchmark writes them with their statuses itself).
 	APIServerOnly bool
+	// RealNode runs a real node (containerd, runc, CNI, the kubelet: node.go) instead of kwok.
+	RealNode bool
 	// APIServerArgs, if set, is called with the working directory and etcd's URL before
 	// kube-apiserver starts and returns extra flags for it; PostStart, if set, runs once the
 	// control plane is up (the OpenShift suite's aggregation layer and servers, openshiftapi.go).
@@ -80,6 +82,7 @@ type Cluster struct {
 	apiPort    int
 	token      string
 	procs      []*process
+	node       *realNode
 }
 
 type process struct {
@@ -115,7 +118,7 @@ func (c *Cluster) bin(name string) (string, error) {
 	dirs := map[string]string{
 		"etcd": "etcd-" + EtcdVersion, "kwok": "kwok-" + KwokVersion,
 		"kube-apiserver": "kubernetes-" + KubernetesVersion, "kube-controller-manager": "kubernetes-" + KubernetesVersion,
-		"kube-scheduler": "kubernetes-" + KubernetesVersion,
+		"kube-scheduler": "kubernetes-" + KubernetesVersion, "kubelet": "kubernetes-" + KubernetesVersion,
 	}
 	root := c.binDir
 	if root == "" {
@@ -200,6 +203,9 @@ func (c *Cluster) Create(ctx context.Context, _ ...string) (kubeconfig string, e
 	if err := c.writeFiles(); err != nil {
 		return "", err
 	}
+	if err := c.prepareNode(); err != nil {
+		return "", err
+	}
 	w := c.workDir
 
 	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", etcdPort)
@@ -223,7 +229,7 @@ func (c *Cluster) Create(ctx context.Context, _ ...string) (kubeconfig string, e
 		"--cert-dir", filepath.Join(w, "certs"), "--token-auth-file", filepath.Join(w, "tokens.csv"),
 		"--authorization-mode", "RBAC", "--service-account-issuer", "https://kubernetes.default.svc",
 		"--service-account-key-file", filepath.Join(w, "sa.pub"), "--service-account-signing-key-file", filepath.Join(w, "sa.key"),
-		"--service-cluster-ip-range", "10.96.0.0/16", "--allow-privileged=true"}, extra...)...); err != nil {
+		"--service-cluster-ip-range", "10.96.0.0/16", "--allow-privileged=true"}, append(c.nodeAPIServerArgs(), extra...)...)...); err != nil {
 		return "", err
 	}
 	if err := c.waitHTTP(ctx, "kube-apiserver", c.APIServerURL()+"/readyz", 90*time.Second); err != nil {
@@ -232,16 +238,19 @@ func (c *Cluster) Create(ctx context.Context, _ ...string) (kubeconfig string, e
 	if c.APIServerOnly {
 		return c.kubeconfig, nil
 	}
-	if err := c.start("kube-controller-manager", bins["kube-controller-manager"], "--kubeconfig", c.kubeconfig,
+	if err := c.start("kube-controller-manager", bins["kube-controller-manager"], append([]string{"--kubeconfig", c.kubeconfig,
 		"--controllers", "statefulset,serviceaccount,garbagecollector,namespace,nodelifecycle,persistentvolume-binder,resourcequota",
 		"--leader-elect=false", "--bind-address", "127.0.0.1", fmt.Sprintf("--secure-port=%d", ports[3]),
 		"--service-account-private-key-file", filepath.Join(w, "sa.key"), "--concurrent-statefulset-syncs=10",
-		"--node-monitor-grace-period=20s"); err != nil {
+		"--node-monitor-grace-period=20s"}, c.nodeControllerArgs()...)...); err != nil {
 		return "", err
 	}
 	if err := c.start("kube-scheduler", bins["kube-scheduler"], "--kubeconfig", c.kubeconfig, "--leader-elect=false",
 		"--bind-address", "127.0.0.1", fmt.Sprintf("--secure-port=%d", ports[4])); err != nil {
 		return "", err
+	}
+	if c.RealNode {
+		return c.kubeconfig, c.startNode(ctx)
 	}
 	if err := c.start("kwok", bins["kwok"], "--kubeconfig", c.kubeconfig, "--config", filepath.Join(w, "stages.yaml"),
 		"--manage-all-nodes=false", "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
@@ -270,7 +279,7 @@ func (c *Cluster) WaitForControlPlane(ctx context.Context, _ klient.Client) erro
 		if _, err := cs.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1.GetOptions{}); err != nil {
 			return false, nil
 		}
-		node, err := cs.CoreV1().Nodes().Get(ctx, NodeName, metav1.GetOptions{})
+		node, err := cs.CoreV1().Nodes().Get(ctx, c.nodeName(), metav1.GetOptions{})
 		if err != nil {
 			return false, nil
 		}
@@ -310,6 +319,9 @@ func (c *Cluster) Clientset() (*kubernetes.Clientset, error) {
 // removes the working directory. Logs stay in LogDir.
 func (c *Cluster) Destroy(_ context.Context) error {
 	var errs []error
+	if err := c.destroyNode(); err != nil {
+		errs = append(errs, err)
+	}
 	for i := len(c.procs) - 1; i >= 0; i-- {
 		if err := c.procs[i].stop(10 * time.Second); err != nil {
 			errs = append(errs, err)
