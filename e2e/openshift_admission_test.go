@@ -1,9 +1,18 @@
 package e2e
 
-// Issue 11 on the real control plane with the ImageStream CRD. No ImagePolicy admission plugin
+// Issue 11 on the kwok control plane with the ImageStream CRD. No ImagePolicy admission plugin
 // or image trigger controller runs here: objects are stored as written, exactly as on OpenShift
 // when admission did not rewrite them or the trigger controller did not act. Expected values are
 // literal strings.
+//
+// What OpenShift's own image API and admission produce is proven in e2e/openshift (make
+// e2e-openshift): the stream created after the StatefulSet, the tag event without image and the
+// stale trigger moved there. What stays here is what the real admission never stores, so only a
+// CRD can hold it as the user's history left it: a forced name not rewritten (resolve-names added
+// by a later webhook or an older release), a dotted name next to a lookup stream, and invalid
+// trigger annotations (stsdiag's parsing, no API behaviour); and it keeps `make e2e` covering
+// OpenShift mode without the OpenShift build. A CRD serves no imagestreamtags or images, so the
+// real plugin cannot run against it (docs/e2e-openshift.md).
 
 import (
 	"context"
@@ -31,8 +40,7 @@ const admDigest = "sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c
 // first proven stuck on the real StatefulSet controller for 30 s (at the same time).
 func TestOpenShiftAdmission(t *testing.T) {
 	t.Parallel() // isolated namespaces; runs after the serial tests (TestWatch restarts kube-apiserver)
-	testenv.TestInParallel(t, admForcedRegistryName(), admDottedName(), admEventWithoutImage(), admStreamAfterStatefulSet(),
-		admTriggerProblems(), admStaleTrigger())
+	testenv.TestInParallel(t, admForcedRegistryName(), admDottedName(), admTriggerProblems())
 }
 
 // admSetup creates namespace ns (and the ImageStream CRD) and returns the clients.
@@ -182,66 +190,6 @@ func admDottedName() features.Feature {
 		Teardown(admTeardown(ns)).Feature()
 }
 
-// Event without image under referencePolicy Local: the ImageStreamTag is not found, admission
-// writes repository:tag, never "repository@".
-func admEventWithoutImage() features.Feature {
-	const ns = "adm-noimage"
-	return features.New("a tag event without image ID under referencePolicy Local").
-		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			cs, images := admSetup(ctx, t, cfg, ns)
-			createImageStream(ctx, t, images, ns, "app", true, "image-registry.openshift-image-registry.svc:5000/adm-noimage/app",
-				streamTag{name: "1", policy: imagev1.LocalTagReferencePolicy,
-					items: []imagev1.TagEvent{{Created: metav1.Now(), DockerImageReference: "quay.io/example/app:1", Generation: 1}}})
-			admCreate(ctx, t, cs, scenario.StatefulSet(ns, "web", "app:1", 1, false))
-			admWaitPullBackOff(ctx, t, cs, ns)
-			return ctx
-		}).
-		Assess("the real controller leaves web stuck for 30s", admProvenStuck(ns)).
-		Assess("check: ImageStreamTagNotFound with repository:tag, and no patch", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			rep := admCheck(t, cfg, ns, 1)
-			admOnly(t, rep, "ImageStreamTagNotFound/", "CurrentRevisionFailing/web-0")
-			f := harness.ByCode(rep, apiv1.ImageStreamTagNotFound)[0]
-			if f.Severity != apiv1.SeverityError || f.Image != "app:1" ||
-				f.ResolvedImage != "image-registry.openshift-image-registry.svc:5000/adm-noimage/app:1" || harness.Details(f)["patch"] != nil {
-				t.Errorf("finding %+v", f)
-			}
-			if patches := admPlannedPatches(t, cfg, ns); len(patches) != 0 {
-				t.Errorf("fix would patch %+v", patches)
-			}
-			return ctx
-		}).
-		Teardown(admTeardown(ns)).Feature()
-}
-
-// Stream created after the StatefulSet: the template was admitted before the stream existed.
-func admStreamAfterStatefulSet() features.Feature {
-	const ns = "adm-late"
-	return features.New("ImageStream created after the StatefulSet").
-		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			cs, images := admSetup(ctx, t, cfg, ns)
-			admCreate(ctx, t, cs, scenario.StatefulSet(ns, "web", "app:1", 1, false))
-			// Timestamps have whole seconds: create the stream in a later second than the revision.
-			time.Sleep(time.Until(waitRevision(ctx, t, cs, ns).Add(1100 * time.Millisecond)))
-			createImageStream(ctx, t, images, ns, "app", true, "image-registry.openshift-image-registry.svc:5000/adm-late/app",
-				streamTag{name: "1", policy: imagev1.LocalTagReferencePolicy, items: admEvent("quay.io/team/app@" + admDigest)})
-			admWaitPullBackOff(ctx, t, cs, ns)
-			return ctx
-		}).
-		Assess("the real controller leaves web stuck for 30s", admProvenStuck(ns)).
-		Assess("check: UnresolvedImageReference, cause StreamCreatedAfterTemplate", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			rep := admCheck(t, cfg, ns, 1)
-			admOnly(t, rep, "UnresolvedImageReference/", "CurrentRevisionFailing/web-0")
-			f := harness.ByCode(rep, apiv1.UnresolvedImageReference)[0]
-			if f.Severity != apiv1.SeverityError || f.Image != "app:1" || harness.Detail(f, "cause") != "StreamCreatedAfterTemplate" ||
-				f.ResolvedImage != "image-registry.openshift-image-registry.svc:5000/adm-late/app@sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08" ||
-				!strings.Contains(f.Message, "re-applying the same manifest does not help") {
-				t.Errorf("finding %+v", f)
-			}
-			return ctx
-		}).
-		Teardown(admTeardown(ns)).Feature()
-}
-
 // Each trigger problem on its own StatefulSet (pods healthy), a stale trigger, and a valid trigger
 // whose image is current (nothing).
 func admTriggerProblems() features.Feature {
@@ -304,56 +252,6 @@ func admTriggerProblems() features.Feature {
 			if stale.ResolvedImage != current || harness.Detail(stale, "patch", "to") != current || harness.Detail(stale, "patch", "from") != "registry.k8s.io/nginx-slim:0.27" {
 				t.Errorf("stale trigger %+v", stale)
 			}
-			return ctx
-		}).
-		Teardown(admTeardown(ns)).Feature()
-}
-
-// A stale trigger whose old image does not start: an error, proven stuck, then repaired by fix
-// with the finding's patch and the delete of the stuck pod.
-func admStaleTrigger() features.Feature {
-	const ns = "adm-stale"
-	return features.New("a stale image trigger, repaired by fix").
-		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			cs, images := admSetup(ctx, t, cfg, ns)
-			createImageStream(ctx, t, images, ns, "app", false, "image-registry.openshift-image-registry.svc:5000/adm-stale/app",
-				streamTag{name: "1", policy: imagev1.LocalTagReferencePolicy, items: admEvent("quay.io/team/app@" + admDigest)})
-			set := scenario.StatefulSet(ns, "web", "nginx:1.27-typo", 1, false)
-			set.Annotations = map[string]string{"image.openshift.io/triggers": `[{"from":{"kind":"ImageStreamTag","name":"app:1"},"fieldPath":"spec.template.spec.containers[?(@.name==\"web\")].image"}]`}
-			admCreate(ctx, t, cs, set)
-			admWaitPullBackOff(ctx, t, cs, ns)
-			return ctx
-		}).
-		Assess("the real controller leaves web stuck for 30s", admProvenStuck(ns)).
-		Assess("check: ImageTriggerStale error with the patch", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			rep := admCheck(t, cfg, ns, 1)
-			admOnly(t, rep, "ImageTriggerStale/", "CurrentRevisionFailing/web-0")
-			f := harness.ByCode(rep, apiv1.ImageTriggerStale)[0]
-			if f.Severity != apiv1.SeverityError || f.Image != "nginx:1.27-typo" ||
-				f.ResolvedImage != "image-registry.openshift-image-registry.svc:5000/adm-stale/app@sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08" ||
-				harness.Detail(f, "patch", "path") != "/spec/template/spec/containers/0/image" || !strings.HasPrefix(f.Remedy, "oc patch statefulset web -n adm-stale --type=json") {
-				t.Errorf("finding %+v", f)
-			}
-			return ctx
-		}).
-		Assess("fix --yes --wait patches the trigger's image and recreates web-0", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			r := stsdiagRun(t, cfg, "fix", "-n", ns, "--yes", "--wait=90s", "-o", "json")
-			res := decodeFix(t, r)
-			if r.code != 0 || len(res.Actions) != 2 || res.Rollout != "complete" {
-				t.Fatalf("exit %d %+v\n%s", r.code, res, r.stderr)
-			}
-			patch, del := res.Actions[0], res.Actions[1]
-			if patch.Action != apiv1.PatchImage || patch.Result != apiv1.ResultDone || patch.From != "nginx:1.27-typo" ||
-				patch.To != "image-registry.openshift-image-registry.svc:5000/adm-stale/app@sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08" {
-				t.Errorf("patch %+v", patch)
-			}
-			if del.Action != apiv1.DeletePod || del.Pod != "web-0" || del.Result != apiv1.ResultDone {
-				t.Errorf("delete %+v", del)
-			}
-			cs := clientset(t, cfg)
-			harness.AllReadyOnUpdateRevision(ctx, t, cs, ns, "web")
-			rep := admCheck(t, cfg, ns, 0)
-			admOnly(t, rep)
 			return ctx
 		}).
 		Teardown(admTeardown(ns)).Feature()
