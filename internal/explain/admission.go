@@ -13,10 +13,10 @@ func (w words) admissionNote() string {
 	if a == nil {
 		return ""
 	}
-	probe := "a server-side dry run of a probe pod in " + w.f.Namespace
+	probe := "a server-side dry run of a probe pod in namespace " + w.f.Namespace
 	switch {
 	case a.Result == apiv1.AdmissionConfirmed:
-		return fmt.Sprintf("; confirmed by the API server's admission (%s wrote %s)", probe, a.Written)
+		return fmt.Sprintf("; confirmed by the API server's admission (%s wrote the same)", probe)
 	case a.Result == apiv1.AdmissionDiffers && a.Written == w.f.Image:
 		return fmt.Sprintf("; but the API server's admission leaves %q as it is (%s), not %s as stsdiag predicted: stsdiag trusts the server, so nothing is patched",
 			w.f.Image, probe, a.Predicted)
@@ -49,7 +49,7 @@ func PatchAdmission(a *apiv1.AdmissionCheck) string {
 	case a.Result == apiv1.AdmissionConfirmed:
 		return "confirmed by admission (server-side dry run)"
 	case a.Result == apiv1.AdmissionDiffers:
-		return fmt.Sprintf("admission's answer (server-side dry run), not the predicted %s", a.Predicted)
+		return fmt.Sprintf("admission's answer (server-side dry run); stsdiag predicted %s", a.Predicted)
 	}
 	return "not confirmed by admission: " + a.Error
 }

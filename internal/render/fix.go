@@ -16,7 +16,7 @@ func DescribeAction(a model.Action) string {
 	case apiv1.PatchImage:
 		s := fmt.Sprintf("patch statefulset/%s -n %s: container %q image %s → %s", a.StatefulSet, a.Namespace, a.Container, a.From, a.To)
 		if note := explain.PatchAdmission(a.Admission); note != "" {
-			s += " (" + note + ")"
+			s += "; " + note
 		}
 		return s
 	case apiv1.DeletePod:
