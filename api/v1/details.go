@@ -215,8 +215,8 @@ type AdmissionCheck struct {
 	Predicted string `json:"predicted"`
 	// Result is Confirmed, Differs or Unconfirmed.
 	Result AdmissionResult `json:"result"`
-	// Written is the image admission wrote (Confirmed, Differs); the finding's image itself when
-	// admission leaves it as it is.
+	// Written is the image admission wrote (Confirmed, Differs); the image asked about itself
+	// when admission leaves it as it is (then the finding has no resolvedImage and no patch).
 	Written string `json:"written,omitempty"`
 }
 

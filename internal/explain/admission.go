@@ -17,9 +17,9 @@ func (w words) admissionNote() string {
 	switch {
 	case a.Result == apiv1.AdmissionConfirmed:
 		return fmt.Sprintf("; confirmed by the API server's admission (%s wrote the same)", probe)
-	case a.Result == apiv1.AdmissionDiffers && a.Written == w.f.Image:
+	case a.Result == apiv1.AdmissionDiffers && w.f.ResolvedImage == "": // it wrote the name asked about
 		return fmt.Sprintf("; but the API server's admission leaves %q as it is (%s), not %s as stsdiag predicted: stsdiag trusts the server, so nothing is patched",
-			w.f.Image, probe, a.Predicted)
+			a.Written, probe, a.Predicted)
 	case a.Result == apiv1.AdmissionDiffers:
 		return fmt.Sprintf("; the API server's admission writes %s (%s), not %s as stsdiag predicted: stsdiag trusts the server and uses %s",
 			a.Written, probe, a.Predicted, a.Written)
