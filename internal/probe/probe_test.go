@@ -6,16 +6,26 @@ import (
 	"sync"
 	"testing"
 
+	imagev1 "github.com/openshift/api/image/v1"
+	imagefake "github.com/openshift/client-go/image/clientset/versioned/fake"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/utils/ptr"
 
+	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/internal/gather"
+	"github.com/stsdiag/stsdiag/internal/openshift"
 	"github.com/stsdiag/stsdiag/internal/probe"
+	"github.com/stsdiag/stsdiag/internal/repair"
 	"github.com/stsdiag/stsdiag/internal/snapshot"
 	"github.com/stsdiag/stsdiag/internal/snapshot/snapshottest"
+	"github.com/stsdiag/stsdiag/internal/stuck"
 )
 
 const (
@@ -207,3 +217,56 @@ func TestSource(t *testing.T) {
 type errorString string
 
 func (e errorString) Error() string { return string(e) }
+
+// TestFixTrustsAdmission: fix reading through probe.Source patches what admission wrote (here the
+// tag form, not the digest the model predicts), says so in the action, and asks admission with one
+// probe per diagnosis.
+func TestFixTrustsAdmission(t *testing.T) {
+	const tagForm = "image-registry.openshift-image-registry.svc:5000/shop/myapp:1.0.1"
+	set := &appsv1.StatefulSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop", UID: "web-uid", Generation: 1},
+		Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "myapp:1.0.1"}}}}},
+		Status: appsv1.StatefulSetStatus{ObservedGeneration: 1},
+	}
+	stream := &imagev1.ImageStream{ObjectMeta: metav1.ObjectMeta{Name: "myapp", Namespace: "shop"},
+		Spec: imagev1.ImageStreamSpec{LookupPolicy: imagev1.ImageLookupPolicy{Local: true}},
+		Status: imagev1.ImageStreamStatus{DockerImageRepository: "image-registry.openshift-image-registry.svc:5000/shop/myapp",
+			Tags: []imagev1.NamedTagEventList{{Tag: "1.0.1", Items: []imagev1.TagEvent{{Image: d1,
+				DockerImageReference: "image-registry.openshift-image-registry.svc:5000/shop/myapp@" + d1}}}}}}
+	adm := &admission{rewrite: map[string]string{"myapp:1.0.1": tagForm}}
+	kube := adm.client()
+	if _, err := kube.AppsV1().StatefulSets("shop").Create(context.Background(), set, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kube.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	c := gather.Clients{Kube: kube, Image: imagefake.NewClientset(stream)}
+	scope := gather.Scope{Namespace: "shop", OpenShift: openshift.ModeAlways}
+	o := repair.FixOptions{}
+	o.Clients, o.Scope, o.Diagnosis, o.DryRun = c, scope, stuck.DefaultOptions(), apiv1.DryRunNone
+	o.Source = probe.Source{Source: gather.Lister{Clients: c, Scope: scope}, Kube: kube}
+	res, err := repair.Fix(context.Background(), o)
+	if err != nil || len(res.Actions) != 1 {
+		t.Fatalf("fix: %v %+v", err, res)
+	}
+	a := res.Actions[0]
+	wantCheck := apiv1.AdmissionCheck{Result: apiv1.AdmissionDiffers, Predicted: "image-registry.openshift-image-registry.svc:5000/shop/myapp@" + d1, Written: tagForm}
+	if a.Action.Action != apiv1.PatchImage || a.To != tagForm || a.Result != apiv1.ResultDone || a.Admission == nil || *a.Admission != wantCheck {
+		t.Errorf("action %+v (admission %+v)", a.Action, a.Admission)
+	}
+	got, err := kube.AppsV1().StatefulSets("shop").Get(context.Background(), "web", metav1.GetOptions{})
+	if err != nil || got.Spec.Template.Spec.Containers[0].Image != tagForm {
+		t.Errorf("stored image %q (%v), want %s", got.Spec.Template.Spec.Containers[0].Image, err, tagForm)
+	}
+	if len(adm.requests) == 0 {
+		t.Error("admission was never asked")
+	}
+	for _, pod := range adm.requests {
+		if len(pod.Spec.Containers)+len(pod.Spec.InitContainers) != 1 || pod.Spec.Containers[0].Image != "myapp:1.0.1" {
+			t.Errorf("probe %+v", pod.Spec)
+		}
+	}
+}
