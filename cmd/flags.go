@@ -165,9 +165,8 @@ func (d *diagnosisFlags) ToOptions() (stuck.Options, error) {
 
 // addConfirmFlag registers --confirm-with-admission.
 func addConfirmFlag(c *cobra.Command, v *bool) {
-	c.Flags().BoolVar(v, "confirm-with-admission", false, "On OpenShift, ask the API server's admission what it writes for each image stsdiag predicts it rewrites: "+
-		"a server-side dry-run create (nothing persisted) of a probe pod per namespace; needs create pods (deploy/confirm-clusterrole.yaml). "+
-		"Findings say confirmed, or use the server's answer where it differs")
+	c.Flags().BoolVar(v, "confirm-with-admission", false, "On OpenShift, ask the API server's admission what it writes for each predicted image rewrite "+
+		"(one server-side dry-run create of a probe pod per namespace, never persisted; needs create pods: deploy/confirm-clusterrole.yaml)")
 }
 
 // source is where a diagnosis reads the cluster: a fresh LIST of the scope, and with admission
