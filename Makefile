@@ -3,9 +3,11 @@
 SHELL := /bin/bash
 GO ?= go
 BIN := bin/kubectl-stsdiag
-UNIT_PKGS = $$($(GO) list ./... | grep -v '/e2e$$')
+UNIT_PKGS = $$($(GO) list ./... | grep -v -e '/e2e$$' -e '/e2e/node$$' -e '/e2e/openshift$$')
+# The kwok suite: e2e/node (a real node) and e2e/openshift (OpenShift's image API) have their own targets.
+E2E_PKGS = $$($(GO) list ./e2e/... | grep -v -e '/e2e/node$$' -e '/e2e/openshift$$')
 
-.PHONY: all build test unit e2e e2e-versions bench cluster-bins demo deploy-demo cluster fuzz vet fmt clean image
+.PHONY: all build test unit e2e e2e-openshift openshift-bins e2e-versions bench cluster-bins demo deploy-demo cluster fuzz vet fmt clean image
 
 all: build
 
@@ -33,7 +35,7 @@ unit:
 	$(GO) test -race -count=1 $(UNIT_PKGS)
 
 e2e: cluster-bins
-	$(GO) test -count=1 -timeout 15m ./e2e/...
+	$(GO) test -count=1 -timeout 15m $(E2E_PKGS)
 
 ## e2e-versions: the scenarios whose verdict depends on the controller's release, on the other
 ## releases' real control planes (each built and cached on first use, ~9 min cold)
@@ -45,6 +47,18 @@ e2e-versions:
 		K8S_VERSION=$$v $(GO) test -count=1 -timeout 15m -run '$(VERSION_TESTS)' ./e2e/; \
 		echo "e2e-versions: $$v: cluster-bins $$((t1-t0))s, tests $$((SECONDS-t1))s"; \
 	done
+
+## e2e-openshift: the OpenShift suite on OpenShift's own image API (openshift-apiserver, aggregated)
+## and the real ImagePolicy admission plugin (as a webhook), with the differential oracle
+## (the whole log in e2e/openshift/_artifacts/go-test.log; the corpus size and outcome classes printed)
+e2e-openshift: cluster-bins openshift-bins
+	@mkdir -p e2e/openshift/_artifacts
+	@set -o pipefail; $(GO) test -count=1 -timeout 15m -v ./e2e/openshift/ 2>&1 | tee e2e/openshift/_artifacts/go-test.log | \
+		grep -E '^(--- |FAIL|ok |PASS$$)|^e2e-openshift:|differential corpus|^\s+(skipped: |[A-Za-z]+ → )'
+
+## openshift-bins: build openshift-apiserver and the ImagePolicy webhook (cached; cold ~5-15 min)
+openshift-bins:
+	@./e2e/openshift-bins.sh >/dev/null
 
 ## cluster-bins: build etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok (cached)
 cluster-bins:
@@ -88,4 +102,4 @@ fmt:
 	gofmt -w .
 
 clean:
-	rm -rf bin e2e/_artifacts
+	rm -rf bin e2e/_artifacts e2e/*/_artifacts

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/e2e/internal/harness"
 	"github.com/stsdiag/stsdiag/e2e/internal/scenario"
 )
 
@@ -71,7 +72,7 @@ func TestStuckRollout(t *testing.T) {
 				}
 				rep := decodeReport(t, r)
 				if len(rep.Findings) != 1 {
-					t.Fatalf("%s: findings %v, want exactly one", ns, codes(rep))
+					t.Fatalf("%s: findings %v, want exactly one", ns, harness.Codes(rep))
 				}
 				got := rep.Findings[0]
 				if got.Code != apiv1.StaleRevisionStuck || got.Pod != "web-0" || got.Severity != apiv1.SeverityError || (got.Reason != "ImagePullBackOff" && got.Reason != "ErrImagePull") {
@@ -83,7 +84,7 @@ func TestStuckRollout(t *testing.T) {
 				if !strings.Contains(got.Message, "not found") {
 					t.Errorf("%s: message lacks the runtime's message: %q", ns, got.Message)
 				}
-				blocks, _ := details(got)["blocks"].([]any)
+				blocks, _ := harness.Details(got)["blocks"].([]any)
 				if len(blocks) != int(replicas)-1 {
 					t.Errorf("%s: blocks %v, want %d later ordinals", ns, blocks, replicas-1)
 				}
@@ -156,7 +157,7 @@ func TestNoFalsePositives(t *testing.T) {
 			r := stsdiagRun(t, cfg, "check", "-n", ns, "-o", "json", "--fail-on", "info")
 			rep := decodeReport(t, r)
 			if r.code != 0 || len(rep.Findings) != 0 || len(rep.StatefulSets) != len(sets) {
-				t.Fatalf("exit %d findings %v sets %d", r.code, codes(rep), len(rep.StatefulSets))
+				t.Fatalf("exit %d findings %v sets %d", r.code, harness.Codes(rep), len(rep.StatefulSets))
 			}
 			for _, s := range rep.StatefulSets {
 				if s.Status != apiv1.StatusComplete {
@@ -186,7 +187,7 @@ func TestNoFalsePositives(t *testing.T) {
 			r := stsdiagRun(t, cfg, "check", "-n", ns, "-o", "json")
 			rep := decodeReport(t, r)
 			if r.code != 0 {
-				t.Fatalf("exit %d, findings %v", r.code, codes(rep))
+				t.Fatalf("exit %d, findings %v", r.code, harness.Codes(rep))
 			}
 			for _, f := range rep.Findings {
 				if f.Code != apiv1.OnDeleteStale || f.StatefulSet != "ondelete" {
@@ -194,7 +195,7 @@ func TestNoFalsePositives(t *testing.T) {
 				}
 			}
 			if len(rep.Findings) != 1 {
-				t.Errorf("findings %v, want one OnDeleteStale", codes(rep))
+				t.Errorf("findings %v, want one OnDeleteStale", harness.Codes(rep))
 			}
 			return ctx
 		}).Feature()
@@ -298,7 +299,7 @@ func pendingAndUnschedulable() features.Feature {
 					return ctx
 				}
 				if time.Now().After(deadline) {
-					t.Fatalf("findings %v", codes(rep))
+					t.Fatalf("findings %v", harness.Codes(rep))
 				}
 				time.Sleep(2 * time.Second)
 			}
@@ -358,7 +359,7 @@ func TestOrphansAndTerminating(t *testing.T) {
 			r := stsdiagRun(t, cfg, "check", "web", "-n", ns, "-o", "json", "--fail-on", "warning")
 			rep := decodeReport(t, r)
 			if r.code != 1 || len(rep.Findings) != 1 || rep.Findings[0].Code != apiv1.OrphanedRevision || rep.Findings[0].Pod != "web-0" {
-				t.Fatalf("exit %d findings %v", r.code, codes(rep))
+				t.Fatalf("exit %d findings %v", r.code, harness.Codes(rep))
 			}
 			setFinalizers(ctx, t, cs, "pod", "web-0", nil)
 			if err := scenario.WaitRolloutComplete(ctx, cs, ns, "web", time.Minute); err != nil {
@@ -385,10 +386,10 @@ func TestOrphansAndTerminating(t *testing.T) {
 				}
 			}
 			if !found || r.code != 0 || rep.StatefulSets[0].Status != apiv1.StatusTerminating {
-				t.Errorf("exit %d findings %v", r.code, codes(rep))
+				t.Errorf("exit %d findings %v", r.code, harness.Codes(rep))
 			}
 			if r := stsdiagRun(t, cfg, "check", "db", "-n", ns, "-o", "json"); len(decodeReport(t, r).Findings) != 0 {
-				t.Errorf("within the default 5m threshold: %v", codes(decodeReport(t, r)))
+				t.Errorf("within the default 5m threshold: %v", harness.Codes(decodeReport(t, r)))
 			}
 			setFinalizers(ctx, t, cs, "statefulset", "db", nil)
 			return ctx

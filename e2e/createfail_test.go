@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/e2e/internal/harness"
 	"github.com/stsdiag/stsdiag/e2e/internal/scenario"
 )
 
@@ -126,11 +127,11 @@ func createFailedFeature(c createCase) features.Feature {
 		Assess("check: PodCreateFailed naming the pod, the reason and the admission's words", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			r := stsdiagRun(t, cfg, "check", "-n", ns, "-o", "json")
 			rep := decodeReport(t, r)
-			f := findingOf(rep, apiv1.PodCreateFailed, pod)
+			f := harness.FindingOf(rep, apiv1.PodCreateFailed, pod)
 			if r.code != 1 || f == nil {
-				t.Fatalf("exit %d, findings %v: want PodCreateFailed for %s, exit 1", r.code, codes(rep), pod)
+				t.Fatalf("exit %d, findings %v: want PodCreateFailed for %s, exit 1", r.code, harness.Codes(rep), pod)
 			}
-			if f.Severity != apiv1.SeverityError || detail(*f, "reason") != c.reason || detail(*f, "object") != c.object || f.Remedy == "" {
+			if f.Severity != apiv1.SeverityError || harness.Detail(*f, "reason") != c.reason || harness.Detail(*f, "object") != c.object || f.Remedy == "" {
 				t.Errorf("finding %s", toJSON(f))
 			}
 			for _, w := range c.words {
@@ -192,8 +193,8 @@ func neverCreated(ctx context.Context, t *testing.T, cs kubernetes.Interface, ns
 	// The 30 s start once the controller has tried and failed (its FailedCreate Event names the
 	// pod) and its status has settled: two reads 2 s apart agree.
 	holdsUntil(ctx, t, time.Minute, func(ctx context.Context) bool { return failedCreate(ctx, t, cs, ns, set, pod) != "" })
-	first := settled(state)
-	holdsFor(ctx, t, d, func(ctx context.Context) error {
+	first := harness.Settled(state)
+	harness.HoldsFor(ctx, t, d, func(ctx context.Context) error {
 		if _, err := cs.CoreV1().Pods(ns).Get(ctx, pod, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			return fmt.Errorf("pod %s exists (or cannot be read: %v)", pod, err)
 		}
@@ -368,7 +369,7 @@ func TestNoSilentProgress(t *testing.T) {
 			r := stsdiagRun(t, cfg, "check", "-n", ns, "-o", "json")
 			rep := decodeReport(t, r)
 			if r.code != 0 || rep.Count(apiv1.SeverityError) != 0 {
-				t.Errorf("exit %d, findings %v: want none", r.code, codes(rep))
+				t.Errorf("exit %d, findings %v: want none", r.code, harness.Codes(rep))
 			}
 			return ctx
 		}).Feature()

@@ -4,10 +4,8 @@ package e2e
 // kstatus Stalled condition written by watch, and the Argo CD health check that reads it.
 
 import (
-	"bytes"
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -25,6 +23,7 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/e2e/internal/harness"
 	"github.com/stsdiag/stsdiag/e2e/internal/scenario"
 	"github.com/stsdiag/stsdiag/internal/argocd"
 )
@@ -32,21 +31,8 @@ import (
 // runEnv runs the built binary like stsdiagRun, with extra environment variables.
 func runEnv(t *testing.T, cfg *envconf.Config, env []string, args ...string) result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, stsdiag, args...)
-	cmd.Env = append(append(os.Environ(), "KUBECONFIG="+cfg.KubeconfigFile(), "NO_COLOR=1"), env...)
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatalf("running %v: %v", args, err)
-	}
-	t.Logf("$ %v %s → exit %d\n%s%s", env, strings.Join(args, " "), code, out.String(), errOut.String())
-	return result{stdout: out.String(), stderr: errOut.String(), code: code}
+	r := harness.Run(t, cfg.KubeconfigFile(), binDir, env, stsdiag, args...)
+	return result{stdout: r.Stdout, stderr: r.Stderr, code: r.Code}
 }
 
 // linesWith returns the lines of s that start with prefix.
@@ -74,7 +60,7 @@ func TestGitHubActions(t *testing.T) {
 			if err := scenario.StuckRollout(ctx, cs, ns, "web", 2); err != nil {
 				t.Fatal(err)
 			}
-			provenStuck(ctx, t, cs, ns, "web", 30*time.Second)
+			harness.ProvenStuck(ctx, t, cs, ns, "web", 30*time.Second)
 			return ctx
 		}).
 		Assess("check: one ::error line per error finding, the summary appended", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
@@ -89,7 +75,7 @@ func TestGitHubActions(t *testing.T) {
 			}
 			rep := decodeReport(t, r) // stdout is still exactly the JSON document
 			if len(rep.Findings) != 1 || rep.Findings[0].Code != apiv1.StaleRevisionStuck {
-				t.Fatalf("findings %v", codes(rep))
+				t.Fatalf("findings %v", harness.Codes(rep))
 			}
 			got := rep.Findings[0]
 			want := "::error title=StaleRevisionStuck::gha-stuck/web/web-0: " + got.Message + " — kubectl delete pod web-0 -n gha-stuck"
@@ -228,7 +214,7 @@ func TestStalledCondition(t *testing.T) {
 			if err := scenario.StuckRollout(ctx, cs, ns, "web", 2); err != nil {
 				t.Fatal(err)
 			}
-			provenStuck(ctx, t, cs, ns, "web", 30*time.Second)
+			harness.ProvenStuck(ctx, t, cs, ns, "web", 30*time.Second)
 			if err := scenario.WaitRolloutComplete(ctx, cs, ns, "ok", 60*time.Second); err != nil {
 				t.Fatal(err)
 			}
@@ -288,7 +274,7 @@ func TestStalledCondition(t *testing.T) {
 			if set.Status.ObservedGeneration == before.Status.ObservedGeneration || stalled(set).Reason != "StaleRevisionStuck" {
 				t.Errorf("status %+v", set.Status)
 			}
-			provenStuck(ctx, t, cs, ns, "web", 5*time.Second)
+			harness.ProvenStuck(ctx, t, cs, ns, "web", 5*time.Second)
 			info, err := cs.Discovery().ServerVersion()
 			if err != nil {
 				t.Fatal(err)

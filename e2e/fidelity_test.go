@@ -23,6 +23,7 @@ import (
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/e2e/internal/cluster"
+	"github.com/stsdiag/stsdiag/e2e/internal/harness"
 	"github.com/stsdiag/stsdiag/e2e/internal/scenario"
 )
 
@@ -33,40 +34,6 @@ import (
 func TestRealKubeletFidelity(t *testing.T) {
 	t.Parallel() // isolated namespaces; runs after the serial tests (TestWatch restarts kube-apiserver)
 	testenv.TestInParallel(t, notReadyFeature(), finalizerFeature(), lostNodeFeature(), ownerRecreatedFeature(), promptUnderChurnFeature())
-}
-
-// holdsFor fails the test unless premise holds on every poll for the whole duration.
-func holdsFor(ctx context.Context, t *testing.T, d time.Duration, premise func(ctx context.Context) error) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		if err := premise(ctx); err != nil {
-			t.Fatalf("the premise does not hold on the real controller: %v", err)
-		}
-		if time.Now().After(deadline) {
-			return
-		}
-		time.Sleep(2 * time.Second)
-	}
-}
-
-func findingOf(rep apiv1.Report, code apiv1.Code, pod string) *apiv1.Finding {
-	for i := range rep.Findings {
-		if rep.Findings[i].Code == code && rep.Findings[i].Pod == pod {
-			return &rep.Findings[i]
-		}
-	}
-	return nil
-}
-
-func errorsOf(rep apiv1.Report) []string {
-	var out []string
-	for _, f := range rep.Findings {
-		if f.Severity == apiv1.SeverityError {
-			out = append(out, string(f.Code)+"/"+f.Pod)
-		}
-	}
-	return out
 }
 
 // notReadyFeature: probe-0 of the old revision runs but its readiness probe fails; the template is
@@ -100,7 +67,7 @@ func notReadyFeature() features.Feature {
 		}).
 		Assess("premise: probe-0 stays on the old revision, not Ready, for 30s", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			cs := clientset(t, cfg)
-			holdsFor(ctx, t, 30*time.Second, func(ctx context.Context) error {
+			harness.HoldsFor(ctx, t, 30*time.Second, func(ctx context.Context) error {
 				set, err := cs.AppsV1().StatefulSets(ns).Get(ctx, name, metav1.GetOptions{})
 				if err != nil {
 					return err
@@ -121,24 +88,24 @@ func notReadyFeature() features.Feature {
 		}).
 		Assess("within --not-ready-threshold (default 5m): no error", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			r := stsdiagRun(t, cfg, "check", "--openshift", "never", "-n", ns, "-o", "json")
-			if rep := decodeReport(t, r); r.code != 0 || len(errorsOf(rep)) != 0 {
-				t.Fatalf("a slow readiness within the threshold is not stuck: exit %d, %v", r.code, errorsOf(rep))
+			if rep := decodeReport(t, r); r.code != 0 || len(harness.Errors(rep)) != 0 {
+				t.Fatalf("a slow readiness within the threshold is not stuck: exit %d, %v", r.code, harness.Errors(rep))
 			}
 			return ctx
 		}).
 		Assess("past the threshold: StaleRevisionStuck NotReady with the probe output", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			r := stsdiagRun(t, cfg, "check", "--openshift", "never", "-n", ns, "-o", "json", "--not-ready-threshold", "5s")
 			rep := decodeReport(t, r)
-			f := findingOf(rep, apiv1.StaleRevisionStuck, "probe-0")
+			f := harness.FindingOf(rep, apiv1.StaleRevisionStuck, "probe-0")
 			if r.code != 1 || f == nil || len(rep.Findings) != 1 {
-				t.Fatalf("exit %d findings %v", r.code, codes(rep))
+				t.Fatalf("exit %d findings %v", r.code, harness.Codes(rep))
 			}
 			if f.Reason != "NotReady" || f.Image != unready || f.Remedy != "kubectl delete pod probe-0 -n not-ready" ||
 				!strings.Contains(f.Message, "last probe failure: Readiness probe failed: HTTP probe failed with statuscode: 503") {
 				t.Errorf("finding %+v", f)
 			}
-			if blocks, _ := details(*f)["blocks"].([]any); len(blocks) != 1 || blocks[0] != "probe-1 (not created)" {
-				t.Errorf("blocks %v", details(*f)["blocks"])
+			if blocks, _ := harness.Details(*f)["blocks"].([]any); len(blocks) != 1 || blocks[0] != "probe-1 (not created)" {
+				t.Errorf("blocks %v", harness.Details(*f)["blocks"])
 			}
 			return ctx
 		}).
@@ -148,7 +115,7 @@ func notReadyFeature() features.Feature {
 			if r.code != 0 || len(res.Actions) != 1 || res.Actions[0].Pod != "probe-0" || res.Actions[0].Result != apiv1.ResultDone || res.Rollout != "complete" {
 				t.Fatalf("exit %d %+v", r.code, res)
 			}
-			allReadyOnUpdateRevision(ctx, t, clientset(t, cfg), ns, name)
+			harness.AllReadyOnUpdateRevision(ctx, t, clientset(t, cfg), ns, name)
 			return ctx
 		}).Feature()
 }
@@ -188,7 +155,7 @@ func finalizerFeature() features.Feature {
 		}).
 		Assess("premise: held-1 stays terminating and nothing is updated for 30s", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			cs := clientset(t, cfg)
-			holdsFor(ctx, t, 30*time.Second, func(ctx context.Context) error {
+			harness.HoldsFor(ctx, t, 30*time.Second, func(ctx context.Context) error {
 				pod, err := cs.CoreV1().Pods(ns).Get(ctx, name+"-1", metav1.GetOptions{})
 				if err != nil || pod.DeletionTimestamp == nil {
 					return fmt.Errorf("held-1 is not terminating: %v", err)
@@ -206,20 +173,20 @@ func finalizerFeature() features.Feature {
 		}).
 		Assess("a deletion within --terminating-threshold is not reported", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			r := stsdiagRun(t, cfg, "check", "--openshift", "never", "-n", ns, "-o", "json")
-			if rep := decodeReport(t, r); r.code != 0 || len(errorsOf(rep)) != 0 {
-				t.Fatalf("exit %d errors %v", r.code, errorsOf(rep))
+			if rep := decodeReport(t, r); r.code != 0 || len(harness.Errors(rep)) != 0 {
+				t.Fatalf("exit %d errors %v", r.code, harness.Errors(rep))
 			}
 			return ctx
 		}).
 		Assess("past it: PodStuckTerminating naming the finalizer, fix leaves it to the user", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			r := stsdiagRun(t, cfg, "check", "--openshift", "never", "-n", ns, "-o", "json", "--terminating-threshold", "5s")
 			rep := decodeReport(t, r)
-			f := findingOf(rep, apiv1.PodStuckTerminating, "held-1")
-			if r.code != 1 || f == nil || len(errorsOf(rep)) != 1 {
-				t.Fatalf("exit %d findings %v", r.code, codes(rep))
+			f := harness.FindingOf(rep, apiv1.PodStuckTerminating, "held-1")
+			if r.code != 1 || f == nil || len(harness.Errors(rep)) != 1 {
+				t.Fatalf("exit %d findings %v", r.code, harness.Codes(rep))
 			}
-			finalizers, _ := details(*f)["finalizers"].([]any)
-			if f.Reason != "Terminating" || len(finalizers) != 1 || finalizers[0] != hold || details(*f)["node"] != cluster.NodeName || details(*f)["nodeReady"] != "True" ||
+			finalizers, _ := harness.Details(*f)["finalizers"].([]any)
+			if f.Reason != "Terminating" || len(finalizers) != 1 || finalizers[0] != hold || harness.Details(*f)["node"] != cluster.NodeName || harness.Details(*f)["nodeReady"] != "True" ||
 				!strings.Contains(f.Remedy, `kubectl patch pod held-1 -n held-pod --type=json -p '[{"op":"remove","path":"/metadata/finalizers"}]'`) {
 				t.Errorf("finding %+v", f)
 			}
@@ -305,7 +272,7 @@ func lostNodeFeature() features.Feature {
 		}).
 		Assess("premise: db-0 stays terminating and is never replaced for 30s", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			cs := clientset(t, cfg)
-			holdsFor(ctx, t, 30*time.Second, func(ctx context.Context) error {
+			harness.HoldsFor(ctx, t, 30*time.Second, func(ctx context.Context) error {
 				pod, err := cs.CoreV1().Pods(ns).Get(ctx, name+"-0", metav1.GetOptions{})
 				if err != nil || pod.UID != podUID || pod.DeletionTimestamp == nil {
 					return fmt.Errorf("db-0 went or was replaced: %v", err)
@@ -317,11 +284,11 @@ func lostNodeFeature() features.Feature {
 		Assess("PodStuckTerminating with the node's state; fix needs --force-lost-node", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			r := stsdiagRun(t, cfg, "check", "--openshift", "never", "-n", ns, "-o", "json", "--terminating-threshold", "5s")
 			rep := decodeReport(t, r)
-			f := findingOf(rep, apiv1.PodStuckTerminating, "db-0")
+			f := harness.FindingOf(rep, apiv1.PodStuckTerminating, "db-0")
 			if r.code != 1 || f == nil {
-				t.Fatalf("exit %d findings %v", r.code, codes(rep))
+				t.Fatalf("exit %d findings %v", r.code, harness.Codes(rep))
 			}
-			if details(*f)["node"] != node || details(*f)["nodeReady"] != "Unknown" ||
+			if harness.Details(*f)["node"] != node || harness.Details(*f)["nodeReady"] != "Unknown" ||
 				!strings.Contains(f.Remedy, "confirm node lost-node is really down") || !strings.Contains(f.Remedy, "kubectl delete pod db-0 -n lost-node --grace-period=0 --force") {
 				t.Errorf("finding %+v", f)
 			}
@@ -336,7 +303,7 @@ func lostNodeFeature() features.Feature {
 		}).
 		Assess("fix --force-lost-node: force-deleted with the UID precondition, recreated elsewhere, PVC kept", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			cs := clientset(t, cfg)
-			before := markClaims(ctx, t, cs, ns)
+			before := harness.MarkClaims(ctx, t, cs, ns)
 			r := stsdiagRun(t, cfg, "fix", "--openshift", "never", "-n", ns, "--yes", "--terminating-threshold", "5s", "--force-lost-node", "--wait=90s", "-o", "json")
 			res := decodeFix(t, r)
 			if r.code != 0 || len(res.Actions) != 1 || res.Actions[0].Action != apiv1.ForceDeletePod || res.Actions[0].UID != string(podUID) ||
@@ -347,7 +314,7 @@ func lostNodeFeature() features.Feature {
 			if err != nil || pod.UID == podUID || pod.Spec.NodeName == node {
 				t.Errorf("db-0 not recreated on a healthy node: %v", err)
 			}
-			claimsKept(ctx, t, cs, ns, before)
+			harness.ClaimsKept(ctx, t, cs, ns, before)
 			_ = cs.CoreV1().Nodes().Delete(ctx, node, metav1.DeleteOptions{})
 			return ctx
 		}).Feature()
@@ -435,7 +402,7 @@ func ownerRecreatedFeature() features.Feature {
 		}).
 		Assess("premise: the old StatefulSet stays and the new owner cannot create its own for 30s", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			cs := clientset(t, cfg)
-			holdsFor(ctx, t, 30*time.Second, func(ctx context.Context) error {
+			harness.HoldsFor(ctx, t, 30*time.Second, func(ctx context.Context) error {
 				s, err := cs.AppsV1().StatefulSets(ns).Get(ctx, name, metav1.GetOptions{})
 				if err != nil || s.DeletionTimestamp == nil {
 					return fmt.Errorf("the StatefulSet is not terminating: %v", err)
@@ -451,12 +418,12 @@ func ownerRecreatedFeature() features.Feature {
 		Assess("StatefulSetTerminating at once (default threshold), naming both UIDs and the new revision", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			r := stsdiagRun(t, cfg, "check", "--openshift", "never", "-n", ns, "-o", "json", "--fail-on", "warning")
 			rep := decodeReport(t, r)
-			f := findingOf(rep, apiv1.StatefulSetTerminating, "")
+			f := harness.FindingOf(rep, apiv1.StatefulSetTerminating, "")
 			if r.code != 1 || f == nil {
-				t.Fatalf("exit %d findings %v", r.code, codes(rep))
+				t.Fatalf("exit %d findings %v", r.code, harness.Codes(rep))
 			}
-			revs, _ := details(*f)["newOwnerRevisions"].([]any)
-			if f.Reason != "OwnerRecreated" || details(*f)["ownerUID"] != string(oldUID) || details(*f)["currentOwnerUID"] != string(newUID) ||
+			revs, _ := harness.Details(*f)["newOwnerRevisions"].([]any)
+			if f.Reason != "OwnerRecreated" || harness.Details(*f)["ownerUID"] != string(oldUID) || harness.Details(*f)["currentOwnerUID"] != string(newUID) ||
 				len(revs) != 1 || revs[0] != "lws-new-1" || !strings.Contains(f.Message, string(oldUID)) || !strings.Contains(f.Message, string(newUID)) {
 				t.Errorf("finding %+v", f)
 			}
@@ -487,7 +454,7 @@ func promptUnderChurnFeature() features.Feature {
 			cs := clientset(t, cfg)
 			versions := map[string]bool{}
 			reasons := map[string]bool{}
-			holdsFor(ctx, t, 30*time.Second, func(ctx context.Context) error {
+			harness.HoldsFor(ctx, t, 30*time.Second, func(ctx context.Context) error {
 				set, err := cs.AppsV1().StatefulSets(ns).Get(ctx, "web", metav1.GetOptions{})
 				if err != nil {
 					return err
@@ -524,7 +491,7 @@ func promptUnderChurnFeature() features.Feature {
 			if err != nil || !strings.Contains(text, "1 done, 0 skipped, 0 failed") || !strings.Contains(text, "rollout complete") {
 				t.Fatalf("exit %v", err)
 			}
-			allReadyOnUpdateRevision(ctx, t, cs, ns, "web")
+			harness.AllReadyOnUpdateRevision(ctx, t, cs, ns, "web")
 			return ctx
 		}).Feature()
 }

@@ -8,16 +8,15 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
 	"sigs.k8s.io/yaml"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/e2e/internal/harness"
 	"github.com/stsdiag/stsdiag/e2e/internal/scenario"
 )
 
@@ -38,82 +37,6 @@ func decodeFix(t *testing.T, r result) fixResult {
 	return res
 }
 
-const markerAnnotation = "stsdiag.e2e/marker"
-
-// claims returns the PVC UIDs of a namespace, after checking every claim still has its marker.
-func claims(ctx context.Context, t *testing.T, cs kubernetes.Interface, ns string) map[string]types.UID {
-	t.Helper()
-	list, err := cs.CoreV1().PersistentVolumeClaims(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]types.UID{}
-	for _, c := range list.Items {
-		out[c.Name] = c.UID
-	}
-	return out
-}
-
-func markClaims(ctx context.Context, t *testing.T, cs kubernetes.Interface, ns string) map[string]types.UID {
-	t.Helper()
-	list, err := cs.CoreV1().PersistentVolumeClaims(ns).List(ctx, metav1.ListOptions{})
-	if err != nil || len(list.Items) == 0 {
-		t.Fatalf("no claims to mark (%v)", err)
-	}
-	for i := range list.Items {
-		c := &list.Items[i]
-		if c.Annotations == nil {
-			c.Annotations = map[string]string{}
-		}
-		c.Annotations[markerAnnotation] = "written-before-fix"
-		if _, err := cs.CoreV1().PersistentVolumeClaims(ns).Update(ctx, c, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return claims(ctx, t, cs, ns)
-}
-
-// claimsKept fails unless every claim of before is still the same object with its marker.
-func claimsKept(ctx context.Context, t *testing.T, cs kubernetes.Interface, ns string, before map[string]types.UID) {
-	t.Helper()
-	for name, uid := range before {
-		c, err := cs.CoreV1().PersistentVolumeClaims(ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			t.Fatalf("claim %s: %v", name, err)
-		}
-		if c.UID != uid || c.Annotations[markerAnnotation] != "written-before-fix" {
-			t.Errorf("claim %s was replaced or lost its marker (uid %s → %s)", name, uid, c.UID)
-		}
-	}
-}
-
-// allReadyOnUpdateRevision checks every replica runs the update revision and is Ready.
-func allReadyOnUpdateRevision(ctx context.Context, t *testing.T, cs kubernetes.Interface, ns, name string) {
-	t.Helper()
-	set, err := cs.AppsV1().StatefulSets(ns).Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=" + name})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(pods.Items) != int(*set.Spec.Replicas) {
-		t.Fatalf("%d pods, want %d", len(pods.Items), *set.Spec.Replicas)
-	}
-	for _, p := range pods.Items {
-		ready := false
-		for _, c := range p.Status.Conditions {
-			if c.Type == "Ready" && c.Status == "True" {
-				ready = true
-			}
-		}
-		if !ready || p.Labels[appsv1.ControllerRevisionHashLabelKey] != set.Status.UpdateRevision {
-			t.Errorf("pod %s: ready %v, revision %s, update revision %s", p.Name, ready, p.Labels[appsv1.ControllerRevisionHashLabelKey], set.Status.UpdateRevision)
-		}
-	}
-}
-
 // TestFixStuckRollout: kubernetes#67250 repaired end to end, PVCs untouched, RBAC as shipped.
 func TestFixStuckRollout(t *testing.T) {
 	const ns = "fix-stuck"
@@ -128,7 +51,7 @@ func TestFixStuckRollout(t *testing.T) {
 			if err := scenario.StuckRollout(ctx, cs, ns, "web", 3); err != nil {
 				t.Fatal(err)
 			}
-			before = markClaims(ctx, t, cs, ns)
+			before = harness.MarkClaims(ctx, t, cs, ns)
 			pod, err := cs.CoreV1().Pods(ns).Get(ctx, "web-0", metav1.GetOptions{})
 			if err != nil {
 				t.Fatal(err)
@@ -175,9 +98,9 @@ func TestFixStuckRollout(t *testing.T) {
 			}
 			t.Logf("fix --yes --wait took %s", time.Since(start).Round(100*time.Millisecond))
 			cs := clientset(t, cfg)
-			allReadyOnUpdateRevision(ctx, t, cs, ns, "web")
-			claimsKept(ctx, t, cs, ns, before)
-			if after := claims(ctx, t, cs, ns); len(after) != 3 {
+			harness.AllReadyOnUpdateRevision(ctx, t, cs, ns, "web")
+			harness.ClaimsKept(ctx, t, cs, ns, before)
+			if after := harness.Claims(ctx, t, cs, ns); len(after) != 3 {
 				t.Errorf("claims %v, want 3 (web-1 and web-2 created theirs)", after)
 			}
 			check := stsdiagRun(t, cfg, "check", "-n", ns)
@@ -245,7 +168,7 @@ func TestFixWaitTimeout(t *testing.T) {
 			}
 			check := stsdiagRun(t, cfg, "check", "-n", ns, "-o", "json")
 			if rep := decodeReport(t, check); len(rep.Findings) != 1 || rep.Findings[0].Code != "CurrentRevisionFailing" {
-				t.Errorf("after the fix the new template's failure is what remains: %v", codes(rep))
+				t.Errorf("after the fix the new template's failure is what remains: %v", harness.Codes(rep))
 			}
 			return ctx
 		}).Feature()

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/e2e/internal/harness"
 	"github.com/stsdiag/stsdiag/e2e/internal/scenario"
 )
 
@@ -41,7 +42,7 @@ func fleetFeature() features.Feature {
 			return ctx
 		}).
 		Assess("premise: web-0 in fleet-east stays on the old revision for 30s", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			provenStuck(ctx, t, clientset(t, cfg), "fleet-east", "web", 30*time.Second)
+			harness.ProvenStuck(ctx, t, clientset(t, cfg), "fleet-east", "web", 30*time.Second)
 			return ctx
 		}).
 		Assess("one report, each finding with its context; an unreachable context is a warning, exit 2", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
@@ -91,11 +92,11 @@ func fleetFeature() features.Feature {
 			r = stsdiagRun(t, cfg, "check", "--kubeconfig", kubeconfig, "--contexts", "east,west,gone", "-o", "json", "--request-timeout", "5s")
 			rep = decodeReport(t, r)
 			if r.code != 2 || len(rep.Findings) != 1 || !strings.Contains(strings.Join(rep.Warnings, "\n"), "context gone:") {
-				t.Errorf("exit %d findings %v warnings %v", r.code, codes(rep), rep.Warnings)
+				t.Errorf("exit %d findings %v warnings %v", r.code, harness.Codes(rep), rep.Warnings)
 			}
 			all := stsdiagRun(t, cfg, "check", "--kubeconfig", kubeconfig, "--all-contexts", "-o", "json", "--request-timeout", "5s")
 			if rep := decodeReport(t, all); all.code != 2 || len(rep.Findings) != 1 {
-				t.Errorf("--all-contexts: exit %d findings %v", all.code, codes(rep))
+				t.Errorf("--all-contexts: exit %d findings %v", all.code, harness.Codes(rep))
 			}
 			_ = os.Remove(kubeconfig)
 			return ctx

@@ -2,9 +2,7 @@ package e2e
 
 import (
 	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"io"
 	"os"
 	"os/exec"
@@ -20,6 +18,7 @@ import (
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/e2e/internal/cluster"
+	"github.com/stsdiag/stsdiag/e2e/internal/harness"
 )
 
 type result struct {
@@ -41,33 +40,13 @@ func pluginRun(t *testing.T, cfg *envconf.Config, args ...string) result {
 
 func runCmd(t *testing.T, cfg *envconf.Config, bin string, args ...string) result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+cfg.KubeconfigFile(), "PATH="+binDir+":"+os.Getenv("PATH"), "NO_COLOR=1")
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatalf("running %s %v: %v", bin, args, err)
-	}
-	t.Logf("$ %s %s → exit %d\n%s%s", bin, strings.Join(args, " "), code, out.String(), errOut.String())
-	return result{stdout: out.String(), stderr: errOut.String(), code: code}
+	r := harness.Run(t, cfg.KubeconfigFile(), binDir, nil, bin, args...)
+	return result{stdout: r.Stdout, stderr: r.Stderr, code: r.Code}
 }
 
 func decodeReport(t *testing.T, r result) apiv1.Report {
 	t.Helper()
-	var rep apiv1.Report
-	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
-		t.Fatalf("stdout is not a JSON report: %v\n%s", err, r.stdout)
-	}
-	if rep.APIVersion != "stsdiag/v1" || rep.Kind != "Report" {
-		t.Fatalf("report apiVersion/kind = %q/%q", rep.APIVersion, rep.Kind)
-	}
-	return rep
+	return harness.DecodeReport(t, r.stdout)
 }
 
 func clientset(t *testing.T, cfg *envconf.Config) kubernetes.Interface {
@@ -77,14 +56,6 @@ func clientset(t *testing.T, cfg *envconf.Config) kubernetes.Interface {
 		t.Fatal(err)
 	}
 	return cs
-}
-
-func codes(rep apiv1.Report) []string {
-	var out []string
-	for _, f := range rep.Findings {
-		out = append(out, string(f.Code)+"/"+f.Pod)
-	}
-	return out
 }
 
 // imageStreams installs the ImageStream CRD (if no test did yet) and returns a client for it.

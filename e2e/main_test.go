@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/envfuncs"
 
 	"github.com/stsdiag/stsdiag/e2e/internal/cluster"
+	"github.com/stsdiag/stsdiag/e2e/internal/harness"
 )
 
 var (
@@ -38,12 +38,9 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(binDir)
-	stsdiag = filepath.Join(binDir, "kubectl-stsdiag")
 	start := time.Now()
-	build := exec.Command("go", "build", "-o", stsdiag, "github.com/stsdiag/stsdiag/cmd/kubectl-stsdiag")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building kubectl-stsdiag:", err)
+	if stsdiag, err = harness.Build(binDir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	logDir, _ = filepath.Abs(filepath.Join("_artifacts", "logs"))

@@ -12,6 +12,7 @@ import (
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/e2e/internal/cluster"
+	"github.com/stsdiag/stsdiag/e2e/internal/harness"
 	"github.com/stsdiag/stsdiag/e2e/internal/scenario"
 )
 
@@ -40,7 +41,7 @@ func TestNoController(t *testing.T) {
 	created := time.Now()
 	createSet(ctx, t, cs, scenario.StatefulSet(ns, "web", scenario.GoodImage, 2, false))
 
-	holdsFor(ctx, t, 30*time.Second, func(ctx context.Context) error {
+	harness.HoldsFor(ctx, t, 30*time.Second, func(ctx context.Context) error {
 		set, err := cs.AppsV1().StatefulSets(ns).Get(ctx, "web", metav1.GetOptions{})
 		if err != nil {
 			return err
@@ -59,6 +60,6 @@ func TestNoController(t *testing.T) {
 	rep := decodeReport(t, r)
 	if r.code != 1 || len(rep.Findings) != 1 || rep.Findings[0].Code != apiv1.RolloutBlocked || rep.Findings[0].Reason != "NeverObserved" ||
 		rep.Findings[0].Details.WaitingFor != "Observed" || rep.StatefulSets[0].Status != apiv1.StatusStuck {
-		t.Errorf("exit %d, findings %v: want one RolloutBlocked (NeverObserved), web Stuck, exit 1", r.code, codes(rep))
+		t.Errorf("exit %d, findings %v: want one RolloutBlocked (NeverObserved), web Stuck, exit 1", r.code, harness.Codes(rep))
 	}
 }

@@ -1,24 +1,26 @@
 package e2e
 
 // These tests install the ImageStream CRD, so they run after check_test.go's plain-Kubernetes test
-// (go test runs files in name order).
+// (go test runs files in name order). The seed case on OpenShift's own image API and admission,
+// and its repair by fix, are in e2e/openshift (TestSeedAppliedBeforeStream); what stays here is
+// stsdiag's own behaviour around it (--openshift=never, the shipped role, missing permissions),
+// which any API serving imagestreams shows, kept in the suite `make e2e` runs.
 
 import (
 	"context"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/e2e/internal/harness"
 	"github.com/stsdiag/stsdiag/e2e/internal/scenario"
 )
 
@@ -55,7 +57,7 @@ func TestOpenShiftUnresolvedImage(t *testing.T) {
 				}
 			}
 			if unresolved != 1 || failing != 1 {
-				t.Fatalf("findings %v, want one UnresolvedImageReference and web-0 CurrentRevisionFailing", codes(rep))
+				t.Fatalf("findings %v, want one UnresolvedImageReference and web-0 CurrentRevisionFailing", harness.Codes(rep))
 			}
 			return ctx
 		}).
@@ -90,7 +92,7 @@ func TestOpenShiftUnresolvedImage(t *testing.T) {
 				t.Fatalf("exit %d warnings %v stderr %q", r.code, rep.Warnings, r.stderr)
 			}
 			if len(rep.Findings) != 1 || rep.Findings[0].Code != apiv1.CurrentRevisionFailing {
-				t.Errorf("findings %v", codes(rep))
+				t.Errorf("findings %v", harness.Codes(rep))
 			}
 			return ctx
 		}).
@@ -138,47 +140,6 @@ func tokenKubeconfig(ctx context.Context, t *testing.T, cfg *envconf.Config, ns,
 		t.Fatal(err)
 	}
 	return path
-}
-
-// TestOpenShiftFix: the seed case repaired: image patched to the digest, stuck pod recreated,
-// every replica Ready, volumes untouched.
-func TestOpenShiftFix(t *testing.T) {
-	const ns = "fix-seed"
-	var before map[string]types.UID
-	f := features.New("fix an unresolved ImageStream reference").
-		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			seedScenario(ctx, t, cfg, ns)
-			before = markClaims(ctx, t, clientset(t, cfg), ns)
-			return ctx
-		}).
-		Assess("fix --yes --wait patches the digest and recreates web-0", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			start := time.Now()
-			r := stsdiagRun(t, cfg, "fix", "-n", ns, "--yes", "--wait=2m", "-o", "json")
-			res := decodeFix(t, r)
-			if r.code != 0 || len(res.Actions) != 2 || res.Rollout != "complete" {
-				t.Fatalf("exit %d %+v\n%s", r.code, res, r.stderr)
-			}
-			patch, del := res.Actions[0], res.Actions[1]
-			if patch.Action != apiv1.PatchImage || patch.Result != apiv1.ResultDone || patch.From != scenario.SeedImage || patch.To != scenario.SeedResolved(ns) {
-				t.Errorf("patch %+v", patch)
-			}
-			if del.Action != apiv1.DeletePod || del.Pod != "web-0" || del.Result != apiv1.ResultDone {
-				t.Errorf("delete %+v", del)
-			}
-			t.Logf("fix --yes --wait took %s", time.Since(start).Round(100*time.Millisecond))
-			cs := clientset(t, cfg)
-			set, err := cs.AppsV1().StatefulSets(ns).Get(ctx, "web", metav1.GetOptions{})
-			if err != nil || set.Spec.Template.Spec.Containers[0].Image != scenario.SeedResolved(ns) {
-				t.Fatalf("template image not patched: %v", err)
-			}
-			allReadyOnUpdateRevision(ctx, t, cs, ns, "web")
-			claimsKept(ctx, t, cs, ns, before)
-			if check := stsdiagRun(t, cfg, "check", "-n", ns); check.code != 0 {
-				t.Errorf("check after fix: exit %d", check.code)
-			}
-			return ctx
-		}).Feature()
-	testenv.Test(t, f)
 }
 
 // seedScenario builds the OpenShift seed case in a new namespace (installing the CRD if needed).

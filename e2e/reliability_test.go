@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/e2e/internal/harness"
 	"github.com/stsdiag/stsdiag/e2e/internal/scenario"
 )
 
@@ -51,7 +52,7 @@ func unschedulableWaitFeature() features.Feature {
 		Assess("premise: web-0 stays unschedulable for 30s", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			cs := clientset(t, cfg)
 			time.Sleep(time.Until(created.Add(time.Second)))
-			holdsFor(ctx, t, time.Until(created.Add(30*time.Second)), func(ctx context.Context) error {
+			harness.HoldsFor(ctx, t, time.Until(created.Add(30*time.Second)), func(ctx context.Context) error {
 				pod, err := cs.CoreV1().Pods(ns).Get(ctx, "web-0", metav1.GetOptions{})
 				if err != nil {
 					return err
@@ -92,7 +93,7 @@ func noEventsPermissionFeature() features.Feature {
 			return ctx
 		}).
 		Assess("premise: web-0 stays on the old revision for 30s", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			provenStuck(ctx, t, clientset(t, cfg), ns, "web", 30*time.Second)
+			harness.ProvenStuck(ctx, t, clientset(t, cfg), ns, "web", 30*time.Second)
 			return ctx
 		}).
 		Assess("one warning, the verdict, no hang", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {

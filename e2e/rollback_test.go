@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/e2e/internal/harness"
 	"github.com/stsdiag/stsdiag/e2e/internal/scenario"
 )
 
@@ -112,7 +113,7 @@ func readyOn(ctx context.Context, t *testing.T, cs kubernetes.Interface, ns, rev
 		t.Errorf("status current %s update %s, template image %s; want revision %s, image %s",
 			set.Status.CurrentRevision, set.Status.UpdateRevision, set.Spec.Template.Spec.Containers[0].Image, revision, image)
 	}
-	allReadyOnUpdateRevision(ctx, t, cs, ns, "web")
+	harness.AllReadyOnUpdateRevision(ctx, t, cs, ns, "web")
 }
 
 type fixDocument struct {
@@ -139,11 +140,11 @@ func fixRollbackFeature() features.Feature {
 		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			cs := clientset(t, cfg)
 			good = badRollout(ctx, t, cs, ns, true)
-			before = markClaims(ctx, t, cs, ns)
+			before = harness.MarkClaims(ctx, t, cs, ns)
 			return ctx
 		}).
 		Assess("premise: web-2 fails on the new revision and nothing moves for 30s", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			holdsFor(ctx, t, 30*time.Second, stuckOnBadRevision(clientset(t, cfg), ns, good))
+			harness.HoldsFor(ctx, t, 30*time.Second, stuckOnBadRevision(clientset(t, cfg), ns, good))
 			return ctx
 		}).
 		Assess("without --rollback: left for you, exit 1", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
@@ -185,8 +186,8 @@ func fixRollbackFeature() features.Feature {
 			t.Logf("fix --rollback --yes --wait took %s", time.Since(start).Round(100*time.Millisecond))
 			cs := clientset(t, cfg)
 			readyOn(ctx, t, cs, ns, good, "registry.k8s.io/nginx-slim:0.27")
-			claimsKept(ctx, t, cs, ns, before)
-			if after := claims(ctx, t, cs, ns); len(after) != 3 {
+			harness.ClaimsKept(ctx, t, cs, ns, before)
+			if after := harness.Claims(ctx, t, cs, ns); len(after) != 3 {
 				t.Errorf("claims %v, want the same 3", after)
 			}
 			if check := stsdiagRun(t, cfg, "check", "-n", ns); check.code != 0 {
@@ -205,7 +206,7 @@ func waitRollbackFeature() features.Feature {
 			return ctx
 		}).
 		Assess("premise: web-2 fails on the new revision and nothing moves for 30s", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			holdsFor(ctx, t, 30*time.Second, stuckOnBadRevision(clientset(t, cfg), ns, good))
+			harness.HoldsFor(ctx, t, 30*time.Second, stuckOnBadRevision(clientset(t, cfg), ns, good))
 			return ctx
 		}).
 		Assess("exit 1, result RolledBack naming the revision, JUnit failure, the set Ready", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
@@ -256,7 +257,7 @@ func brokenSinceCreationFeature() features.Feature {
 		}).
 		Assess("premise: current = update revision, web-0 never Ready, web-1 never created, for 30s", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			cs := clientset(t, cfg)
-			holdsFor(ctx, t, 30*time.Second, func(ctx context.Context) error {
+			harness.HoldsFor(ctx, t, 30*time.Second, func(ctx context.Context) error {
 				set, err := cs.AppsV1().StatefulSets(ns).Get(ctx, "web", metav1.GetOptions{})
 				if err != nil {
 					return err
@@ -279,7 +280,7 @@ func brokenSinceCreationFeature() features.Feature {
 				t.Fatalf("exit %d %+v", r.code, doc)
 			}
 			f := doc.Unrepaired[0]
-			if reason, _ := details(f)["rollback"].(string); f.Code != apiv1.CurrentRevisionFailing || f.Pod != "web-0" ||
+			if reason, _ := harness.Details(f)["rollback"].(string); f.Code != apiv1.CurrentRevisionFailing || f.Pod != "web-0" ||
 				!strings.Contains(reason, "no earlier revision was Ready") || !strings.HasPrefix(f.Remedy, "not rolled back: no earlier revision was Ready") {
 				t.Errorf("finding %+v", f)
 			}
@@ -307,7 +308,7 @@ func concurrentChangeFeature() features.Feature {
 			return ctx
 		}).
 		Assess("premise: web-2 fails on the new revision and nothing moves for 30s", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			holdsFor(ctx, t, 30*time.Second, stuckOnBadRevision(clientset(t, cfg), ns, good))
+			harness.HoldsFor(ctx, t, 30*time.Second, stuckOnBadRevision(clientset(t, cfg), ns, good))
 			return ctx
 		}).
 		Assess("someone sets "+theirs+" while the plan waits for y: skipped, theirs kept", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {

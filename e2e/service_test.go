@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/e2e/internal/harness"
 	"github.com/stsdiag/stsdiag/e2e/internal/scenario"
 )
 
@@ -54,7 +55,7 @@ func TestServiceMissing(t *testing.T) {
 		}).
 		Assess("premise: the controller gives each pod its Service as subdomain; the Services are as made", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			cs := clientset(t, cfg)
-			holdsFor(ctx, t, 4*time.Second, func(ctx context.Context) error {
+			harness.HoldsFor(ctx, t, 4*time.Second, func(ctx context.Context) error {
 				for name := range sets {
 					pod, err := cs.CoreV1().Pods(ns).Get(ctx, name+"-0", metav1.GetOptions{})
 					if err != nil {
@@ -77,12 +78,12 @@ func TestServiceMissing(t *testing.T) {
 			r := stsdiagRun(t, cfg, "check", "--openshift", "never", "-n", ns, "-o", "json", "--kubeconfig", kubeconfig)
 			rep := decodeReport(t, r)
 			if r.code != 0 || r.stderr != "" || len(rep.Findings) != 3 {
-				t.Fatalf("exit %d stderr %q findings %v", r.code, r.stderr, codes(rep))
+				t.Fatalf("exit %d stderr %q findings %v", r.code, r.stderr, harness.Codes(rep))
 			}
 			want := map[string]string{"nf": "NotFound", "ip": "NotHeadless", "sel": "SelectorMismatch"}
 			for _, f := range rep.Findings {
 				if f.Code != apiv1.ServiceMissing || f.Severity != apiv1.SeverityWarning || f.Reason != want[f.StatefulSet] ||
-					details(f)["reason"] != want[f.StatefulSet] || details(f)["service"] != f.StatefulSet || f.Remedy == "" {
+					harness.Details(f)["reason"] != want[f.StatefulSet] || harness.Details(f)["service"] != f.StatefulSet || f.Remedy == "" {
 					t.Errorf("finding %+v", f)
 				}
 				delete(want, f.StatefulSet)
@@ -106,7 +107,7 @@ func TestServiceMissing(t *testing.T) {
 			}
 			rep := decodeReport(t, stsdiagRun(t, cfg, "check", "--openshift", "never", "nf", "-n", ns, "-o", "json"))
 			if len(rep.Findings) != 0 {
-				t.Errorf("findings %v", codes(rep))
+				t.Errorf("findings %v", harness.Codes(rep))
 			}
 			return ctx
 		}).Feature()

@@ -14,6 +14,7 @@ import (
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/e2e/internal/cluster"
+	"github.com/stsdiag/stsdiag/e2e/internal/harness"
 	"github.com/stsdiag/stsdiag/e2e/internal/scenario"
 )
 
@@ -66,7 +67,7 @@ func TestControllerVersion(t *testing.T) {
 				}
 				return ctx
 			}
-			holdsFor(ctx, t, 30*time.Second, func(ctx context.Context) error {
+			harness.HoldsFor(ctx, t, 30*time.Second, func(ctx context.Context) error {
 				set, err := cs.AppsV1().StatefulSets(ns).Get(ctx, name, metav1.GetOptions{})
 				if err != nil {
 					return err
@@ -86,12 +87,12 @@ func TestControllerVersion(t *testing.T) {
 			}
 			if !stalls {
 				if r.code != 0 || len(rep.Findings) != 0 {
-					t.Fatalf("the controller recovered the set: exit %d findings %v", r.code, codes(rep))
+					t.Fatalf("the controller recovered the set: exit %d findings %v", r.code, harness.Codes(rep))
 				}
 				return ctx
 			}
 			if r.code != 1 || len(rep.Findings) != 2 {
-				t.Fatalf("exit %d findings %v", r.code, codes(rep))
+				t.Fatalf("exit %d findings %v", r.code, harness.Codes(rep))
 			}
 			for _, f := range rep.Findings {
 				if f.Code != apiv1.StaleRevisionStuck || !strings.Contains(f.Message, "Kubernetes v1.35.3 with MaxUnavailableStatefulSet on") ||
@@ -104,7 +105,7 @@ func TestControllerVersion(t *testing.T) {
 			}
 			off := stsdiagRun(t, cfg, "check", "-n", ns, "-o", "json", "--feature-gates", "MaxUnavailableStatefulSet=false")
 			if rep := decodeReport(t, off); off.code != 0 || len(rep.Findings) != 0 || rep.Server.AssumedFeatureGates["MaxUnavailableStatefulSet"] {
-				t.Errorf("with the gate said off: exit %d findings %v", off.code, codes(rep))
+				t.Errorf("with the gate said off: exit %d findings %v", off.code, harness.Codes(rep))
 			}
 			return ctx
 		}).
@@ -116,7 +117,7 @@ func TestControllerVersion(t *testing.T) {
 			if res := decodeFix(t, r); r.code != 0 || len(res.Actions) != 2 || res.Rollout != "complete" {
 				t.Fatalf("exit %d %+v", r.code, res)
 			}
-			allReadyOnUpdateRevision(ctx, t, clientset(t, cfg), ns, name)
+			harness.AllReadyOnUpdateRevision(ctx, t, clientset(t, cfg), ns, name)
 			return ctx
 		}).Feature()
 	testenv.Test(t, f)

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/e2e/internal/harness"
 	"github.com/stsdiag/stsdiag/e2e/internal/scenario"
 )
 
@@ -144,7 +145,7 @@ func TestWait(t *testing.T) {
 			}
 			found := false
 			for _, f := range res.Findings {
-				if f.Code == apiv1.StaleRevisionStuck && f.Pod == "web-0" && f.Remedy != "" && details(f)["events"] != nil {
+				if f.Code == apiv1.StaleRevisionStuck && f.Pod == "web-0" && f.Remedy != "" && harness.Details(f)["events"] != nil {
 					found = true
 				}
 			}
@@ -182,7 +183,7 @@ func TestWait(t *testing.T) {
 			if r.code != 0 || !strings.Contains(r.stdout, "Complete") {
 				t.Fatalf("exit %d after %s\n%s%s", r.code, took, r.stdout, r.stderr)
 			}
-			allReadyOnUpdateRevision(ctx, t, clientset(t, cfg), "wait-fix", "web")
+			harness.AllReadyOnUpdateRevision(ctx, t, clientset(t, cfg), "wait-fix", "web")
 			return ctx
 		}).Feature()
 	testenv.TestInParallel(t, f, stuck, tagImportedLate())

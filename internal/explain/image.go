@@ -28,6 +28,10 @@ func (w words) tagMissing(s resolver.TagMissing) {
 	f := w.f
 	f.Message = fmt.Sprintf("%s %q uses %q: ImageStream %s has lookup enabled but tag %q has no image yet (not pushed or imported)",
 		kind(s.Init), f.Container, f.Image, s.Stream, s.Tag)
+	if s.Registry {
+		f.Message = fmt.Sprintf("%s %q uses %q, tag %q of ImageStream %s in the internal registry, which has no image yet (not pushed or imported): the registry has nothing to serve",
+			kind(s.Init), f.Container, f.Image, s.Tag, s.Stream)
+	}
 	if s.NoImageID {
 		f.Message = fmt.Sprintf("%s %q uses %q: ImageStream %s has lookup enabled but the latest event of tag %q has no image ID, so the ImageStreamTag is not found",
 			kind(s.Init), f.Container, f.Image, s.Stream, s.Tag)
@@ -52,6 +56,11 @@ func (w words) notRewritten(s resolver.NotRewritten) {
 	}
 	f.Message = fmt.Sprintf("%s %q uses the local name %q, which ImageStream %s resolves to %s, but it was not rewritten: pods pull %q. %s",
 		kind(s.Init), f.Container, f.Image, s.Stream, f.ResolvedImage, s.PulledAs, notRewrittenWhy(s))
+	if s.Unpinned {
+		f.Message = fmt.Sprintf("%s %q uses %q, tag %q of ImageStream %s in the internal registry: admission writes this tag form for a local name while the tag has no image, "+
+			"and never rewrites it afterwards, so it is not pinned: each recreated pod pulls whatever the tag points to then, while the same manifest applied now gets %s. %s",
+			kind(s.Init), f.Container, f.Image, s.Tag, s.Stream, f.ResolvedImage, notRewrittenWhy(s))
+	}
 	if !s.Digest && !differs(f.Details.Admission) {
 		f.Message += fmt.Sprintf("; %s is a tag, not a digest: exactly what admission writes for this image ID", f.ResolvedImage)
 	}

@@ -26,6 +26,8 @@ type TagMissing struct {
 	NoImageID bool
 	// Writes is the tag pull spec admission writes anyway, "" when none.
 	Writes string
+	// Registry: the image is already that pull spec, the stream's internal-registry tag.
+	Registry bool
 }
 
 // NotRewritten are the facts of UnresolvedImageReference.
@@ -45,6 +47,9 @@ type NotRewritten struct {
 	Digest bool
 	// Triggered: an image trigger governs the container, so the repair is the trigger's.
 	Triggered bool
+	// Unpinned: the image is the stream's internal-registry tag (<repository>:<tag>), what
+	// admission writes while the tag has no image, not a local name.
+	Unpinned bool
 }
 
 // NeverResolved are the facts of ImageResolutionSkipped (the finding's reason says why).

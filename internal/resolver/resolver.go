@@ -46,7 +46,9 @@ func Diagnose(s *snapshot.Snapshot) []model.Finding {
 // Questions are the images whose rewrite a diagnosis of s predicts, to ask admission about
 // (--confirm-with-admission), each once: the image of an UnresolvedImageReference, of an
 // ImageStreamTagNotFound with a tag pull spec, or of an ImageResolutionSkipped of a
-// controller-owned StatefulSet (what admission writes were it not owned). Sorted.
+// controller-owned StatefulSet (what admission writes were it not owned). Sorted. An
+// internal-registry tag (internalTag) is not asked about: admission leaves it as it is, and its
+// patch is the tag's current image, not a rewrite.
 func Questions(s *snapshot.Snapshot) []snapshot.AdmissionQuestion {
 	seen := map[snapshot.AdmissionQuestion]bool{}
 	diagnose(s, func(q snapshot.AdmissionQuestion) { seen[q] = true })
@@ -203,6 +205,8 @@ func (c *checker) checkUse(u *use, forced bool, triggered map[string]bool) *mode
 		f.Code, f.Severity = apiv1.ImageLookupDisabled, apiv1.SeverityWarning
 		f.Facts = LookupOff{Init: u.init, Stream: res.Stream.Name, PulledAs: dockerHub(res.Ref)}
 		return f
+	case NotLocal:
+		return c.internalTag(u, f, res.Ref)
 	case TagNotFound, Resolved:
 	default:
 		return nil
@@ -262,6 +266,53 @@ func (c *checker) confirm(f *model.Finding, image string, forced bool, predicted
 		return ""
 	}
 	return a.Written
+}
+
+// internalTag reports a reference to an ImageStream's own repository by tag
+// (<status.dockerImageRepository>:<tag>), the form admission writes for a local name whose tag has
+// no image yet (imagepolicy.go:374-383@ALG). Admission leaves such a reference alone from then on:
+// naming the integrated registry it is a full reference, not a partial one (imagepolicy.go:340-347@ALG),
+// so no LocalRewrite (387-392) and, under the default rules, no rewrite (RewriteImagePullSpec
+// 489-510@ALG); verified on openshift-apiserver (e2e/openshift). Pulled by tag, it is not
+// pinned: once the tag gets an image, each recreated pod may run another image than its siblings,
+// while the same manifest applied now would get the digest. Reported when the tag has no image
+// (ImageStreamTagNotFound: the registry has nothing to serve) or got its first image after the
+// revision that set the reference (UnresolvedImageReference with cause TagCreatedAfterTemplate or
+// StreamCreatedAfterTemplate); a tag that had its image before was written so on purpose.
+func (c *checker) internalTag(u *use, f *model.Finding, ref Ref) *model.Finding {
+	if ref.Registry == "" || ref.Namespace == "" || ref.ID != "" || strings.Contains(ref.Name, "/") {
+		return nil
+	}
+	stream := c.adm.Stream(ref.Namespace, ref.Name)
+	if stream == nil || stream.Status.DockerImageRepository != ref.Registry+"/"+ref.Namespace+"/"+ref.Name {
+		return nil
+	}
+	tag := ref.TagOrLatest()
+	f.Details.ImageStream, f.Details.Tag = stream.Name, tag
+	res := c.adm.ResolveTag(ref.Namespace, ref.Name, tag, true)
+	if res.Outcome == TagNotFound {
+		f.Code, f.Severity = apiv1.ImageStreamTagNotFound, useSeverity(u)
+		f.Facts = TagMissing{Init: u.init, Stream: stream.Name, Tag: tag, NoImageID: res.Event != nil, Registry: true}
+		return f
+	}
+	if res.Outcome != Resolved || res.Image == u.image || (!u.inTemplate && len(u.pulling) == 0) {
+		return nil
+	}
+	if c.decoded == nil {
+		c.decoded = decodeRevisions(c.revs)
+	}
+	rev := introducedBy(c.decoded, u.container, u.image)
+	cause, later := causeOf(rev, stream, tag)
+	if cause == CauseUnknown {
+		return nil
+	}
+	f.ResolvedImage = res.Image
+	f.Code, f.Severity = apiv1.UnresolvedImageReference, useSeverity(u)
+	f.Details.Cause, f.Details.Revision = cause, rev.Name
+	f.Facts = NotRewritten{Init: u.init, Stream: stream.Name, Tag: tag, PulledAs: u.image, Cause: cause, Later: later.UTC(),
+		Revision: rev.Name, RevisionCreated: rev.CreationTimestamp.UTC(), Digest: strings.Contains(res.Image, "@"), Unpinned: true}
+	setPatch(f, u.path(), u.image, res.Image)
+	return f
 }
 
 // useFinding starts the finding of an image use: what every image finding says of it.
@@ -361,15 +412,29 @@ func (c *checker) skipReason() (string, NeverResolved) {
 	if owner := metav1.GetControllerOfNoCopy(c.set); owner != nil {
 		return SkipControllerOwned, NeverResolved{OwnerKind: owner.Kind, OwnerName: owner.Name}
 	}
-	if skippedNamespaces[c.set.Namespace] {
-		return SkipExcludedNamespace, NeverResolved{}
-	}
+	var labels map[string]string
 	if c.ns != nil {
-		if level := c.ns.Labels[RunLevelLabel]; level == "0" || level == "1" {
-			return SkipExcludedNamespace, NeverResolved{RunLevel: level}
-		}
+		labels = c.ns.Labels
+	}
+	if skipped, level := NamespaceSkipped(c.set.Namespace, labels); skipped {
+		return SkipExcludedNamespace, NeverResolved{RunLevel: level}
 	}
 	return "", NeverResolved{}
+}
+
+// NamespaceSkipped reports whether the ImagePolicy plugin skips objects of namespace name with
+// these labels, and the run level that makes it skip ("" when it is the name). OpenShift decorates
+// the plugin (in SkipRunLevelOnePlugins, admissionenablement/admission_config.go) with
+// namespaceconditions: the namespaces of decorator.go:13-18 by name, and those labelled
+// openshift.io/run-level 0 or 1 (labelcondition.go:17-31@893309864a2588830895620a48258e62fafbae8d).
+func NamespaceSkipped(name string, labels map[string]string) (bool, string) {
+	if skippedNamespaces[name] {
+		return true, ""
+	}
+	if level := labels[RunLevelLabel]; level == "0" || level == "1" {
+		return true, level
+	}
+	return false, ""
 }
 
 // pulledAs is what a container runtime pulls for a name without registry (docker.io).

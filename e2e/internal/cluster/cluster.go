@@ -66,6 +66,11 @@ type Cluster struct {
 	// APIServerOnly starts etcd and kube-apiserver only: no controllers, scheduler or nodes
 	// touch the objects (the benchmark writes them with their statuses itself).
 	APIServerOnly bool
+	// APIServerArgs, if set, is called with the working directory and etcd's URL before
+	// kube-apiserver starts and returns extra flags for it; PostStart, if set, runs once the
+	// control plane is up (the OpenShift suite's aggregation layer and servers, openshiftapi.go).
+	APIServerArgs func(workDir, etcdURL string) ([]string, error)
+	PostStart     func(ctx context.Context) error
 
 	name       string
 	binDir     string
@@ -207,12 +212,18 @@ func (c *Cluster) Create(ctx context.Context, _ ...string) (kubeconfig string, e
 	if err := c.waitHTTP(ctx, "etcd", etcdURL+"/health", 30*time.Second); err != nil {
 		return "", err
 	}
-	if err := c.start("kube-apiserver", bins["kube-apiserver"],
+	var extra []string
+	if c.APIServerArgs != nil {
+		if extra, err = c.APIServerArgs(w, etcdURL); err != nil {
+			return "", err
+		}
+	}
+	if err := c.start("kube-apiserver", bins["kube-apiserver"], append([]string{
 		"--etcd-servers", etcdURL, "--bind-address", "127.0.0.1", fmt.Sprintf("--secure-port=%d", c.apiPort),
 		"--cert-dir", filepath.Join(w, "certs"), "--token-auth-file", filepath.Join(w, "tokens.csv"),
 		"--authorization-mode", "RBAC", "--service-account-issuer", "https://kubernetes.default.svc",
 		"--service-account-key-file", filepath.Join(w, "sa.pub"), "--service-account-signing-key-file", filepath.Join(w, "sa.key"),
-		"--service-cluster-ip-range", "10.96.0.0/16", "--allow-privileged=true"); err != nil {
+		"--service-cluster-ip-range", "10.96.0.0/16", "--allow-privileged=true"}, extra...)...); err != nil {
 		return "", err
 	}
 	if err := c.waitHTTP(ctx, "kube-apiserver", c.APIServerURL()+"/readyz", 90*time.Second); err != nil {
@@ -239,6 +250,11 @@ func (c *Cluster) Create(ctx context.Context, _ ...string) (kubeconfig string, e
 	}
 	if err := c.createNode(ctx); err != nil {
 		return "", err
+	}
+	if c.PostStart != nil {
+		if err := c.PostStart(ctx); err != nil {
+			return "", err
+		}
 	}
 	return c.kubeconfig, nil
 }
