@@ -29,6 +29,9 @@ type CheckFlags struct {
 	Diagnosis  *diagnosisFlags
 	FailOn     string
 	Logs       int64
+	// ConfirmWithAdmission asks admission about each predicted image rewrite (a server-side
+	// dry-run create of a probe pod per namespace).
+	ConfirmWithAdmission bool
 }
 
 // CheckOptions are what `stsdiag check` runs with, parsed and checked.
@@ -40,6 +43,7 @@ type CheckOptions struct {
 	diagnosis stuck.Options
 	failOn    apiv1.Severity
 	logs      int64
+	admission bool
 }
 
 const checkExample = `  # Check every StatefulSet in the current namespace
@@ -52,7 +56,11 @@ const checkExample = `  # Check every StatefulSet in the current namespace
   kubectl stsdiag check -A -o json
 
   # A CI gate that also fails on warnings
-  kubectl stsdiag check -l app=web --fail-on warning`
+  kubectl stsdiag check -l app=web --fail-on warning
+
+  # On OpenShift: ask the API server's admission whether each predicted image rewrite is what it
+  # writes (a server-side dry-run create of a probe pod per namespace; needs create pods)
+  oc stsdiag check -n myproject --confirm-with-admission`
 
 // NewCheckCommand builds `stsdiag check`.
 func NewCheckCommand(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
@@ -76,13 +84,14 @@ func (f *CheckFlags) command() *cobra.Command {
 	f.PrintFlags.AddFlags(c)
 	c.Flags().StringVar(&f.FailOn, "fail-on", f.FailOn, "Exit 1 when a finding is at least this severe: error, warning, info or never")
 	c.Flags().Int64Var(&f.Logs, "logs", 0, "Add the last N lines of the previous run of each container a finding says exited (one GET per container)")
+	addConfirmFlag(c, &f.ConfirmWithAdmission)
 	f.Diagnosis.AddFlags(c)
 	return c
 }
 
 // ToOptions checks and parses the flags with the NAME arguments.
 func (f *CheckFlags) ToOptions(args []string) (*CheckOptions, error) {
-	o := &CheckOptions{configFlags: f.configFlags, IOStreams: f.IOStreams, print: f.PrintFlags}
+	o := &CheckOptions{configFlags: f.configFlags, IOStreams: f.IOStreams, print: f.PrintFlags, admission: f.ConfirmWithAdmission}
 	var err error
 	if o.scope, err = f.Scope.ToScope(args); err != nil {
 		return nil, err
@@ -118,7 +127,7 @@ func (o *CheckOptions) Run(ctx context.Context) error {
 		if err != nil {
 			return withCode(ExitError, err)
 		}
-		if rep, _, err = diagnose.Run(ctx, c, o.scope.Scope, o.diagnosis); err != nil {
+		if rep, _, err = diagnose.FromSource(ctx, source(c, o.scope.Scope, o.admission), o.diagnosis); err != nil {
 			return withCode(ExitError, err)
 		}
 		if o.logs > 0 {
@@ -153,7 +162,7 @@ func (o *CheckOptions) fleet() ([]diagnose.Target, error) {
 		if err != nil {
 			return nil, fmt.Errorf("context %s: %w", name, err)
 		}
-		targets = append(targets, diagnose.Target{Context: name, Clients: c, Scope: scope})
+		targets = append(targets, diagnose.Target{Context: name, Clients: c, Scope: scope, Source: source(c, scope, o.admission)})
 	}
 	return targets, nil
 }

@@ -14,7 +14,9 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/internal/gather"
 	"github.com/stsdiag/stsdiag/internal/model"
+	"github.com/stsdiag/stsdiag/internal/probe"
 	"github.com/stsdiag/stsdiag/internal/rollout"
 )
 
@@ -219,5 +221,40 @@ func TestToOptionsLeavesFlags(t *testing.T) {
 		first.diagnosis.FeatureGates["MaxUnavailableStatefulSet"] || second.diagnosis.FeatureGates["MaxUnavailableStatefulSet"] ||
 		len(second.diagnosis.FeatureGates) != 1 || second.scope.Namespace != "shop" || second.scope.Names[0] != "web" {
 		t.Errorf("options differ or are wrong: %+v / %+v", first, second)
+	}
+}
+
+// TestConfirmWithAdmission: check and fix take --confirm-with-admission, off by default (it
+// sends dry-run writes); with it their diagnoses read through probe.Source.
+func TestConfirmWithAdmission(t *testing.T) {
+	config := configFlagsFor(kubeconfigFor(t, "https://127.0.0.1:1"))
+	for _, on := range []bool{false, true} {
+		args := []string{}
+		if on {
+			args = append(args, "--confirm-with-admission")
+		}
+		check := newCheckFlags(config, genericiooptions.IOStreams{})
+		fix := newFixFlags(config, genericiooptions.IOStreams{})
+		if err := check.command().ParseFlags(args); err != nil {
+			t.Fatal(err)
+		}
+		if err := fix.command().ParseFlags(args); err != nil {
+			t.Fatal(err)
+		}
+		co, err := check.ToOptions(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fo, err := fix.ToOptions(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if co.admission != on || fo.admission != on {
+			t.Errorf("flag %v: check %v, fix %v", on, co.admission, fo.admission)
+		}
+		_, probing := source(gather.Clients{}, gather.Scope{}, on).(probe.Source)
+		if probing != on {
+			t.Errorf("flag %v: source asks admission %v", on, probing)
+		}
 	}
 }

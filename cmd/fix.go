@@ -34,6 +34,8 @@ type FixFlags struct {
 	Wait          string
 	ForceLostNode bool
 	Rollback      bool
+	// ConfirmWithAdmission asks admission about each predicted image rewrite before planning.
+	ConfirmWithAdmission bool
 }
 
 // FixOptions are what `stsdiag fix` runs with, parsed and checked.
@@ -43,6 +45,8 @@ type FixOptions struct {
 	print *render.PrintFlags
 	yes   bool
 	fix   repair.FixOptions
+	// admission: fresh diagnoses also ask admission (--confirm-with-admission).
+	admission bool
 	// confirm asks before anything changes (a terminal prompt); repairFix is repair.Fix. Tests
 	// replace them.
 	confirm   func(ctx context.Context) (bool, error)
@@ -80,7 +84,9 @@ func (f *FixFlags) command() *cobra.Command {
 
   1. UnresolvedImageReference: patch the StatefulSet's image to the digest the ImageStream
      resolves to (a JSON patch that first tests the current value: a concurrent change is
-     never overwritten);
+     never overwritten). With --confirm-with-admission the image is first asked of the API
+     server's admission (a server-side dry-run create of a probe pod per namespace): the plan
+     says "confirmed by admission", or patches what admission writes where it differs;
   2. StaleRevisionStuck pods, and pods the patch leaves on an old revision: each is proven
      stuck again by a fresh diagnosis right before it is deleted, with a UID precondition, so
      a pod that recovered or was replaced in between is never deleted;
@@ -119,13 +125,15 @@ by a signal (SIGINT, SIGTERM), at the question included.`,
 	fs.Lookup("wait").NoOptDefVal = "5m"
 	fs.BoolVar(&f.ForceLostNode, "force-lost-node", false, "Also force-delete (grace period 0) pods stuck terminating on a node that is gone or not Ready for longer than --terminating-threshold")
 	fs.BoolVar(&f.Rollback, "rollback", false, "When the new template itself fails (CurrentRevisionFailing), roll spec.template back to the current revision while its pods are Ready, then delete the pods on the failing revision")
+	addConfirmFlag(c, &f.ConfirmWithAdmission)
 	f.Diagnosis.AddFlags(c)
 	return c
 }
 
 // ToOptions checks and parses the flags with the NAME arguments.
 func (f *FixFlags) ToOptions(args []string) (*FixOptions, error) {
-	o := &FixOptions{configFlags: f.configFlags, IOStreams: f.IOStreams, print: f.PrintFlags, yes: f.Yes, repairFix: repair.Fix}
+	o := &FixOptions{configFlags: f.configFlags, IOStreams: f.IOStreams, print: f.PrintFlags, yes: f.Yes, repairFix: repair.Fix,
+		admission: f.ConfirmWithAdmission}
 	o.confirm = o.askOnTerminal
 	scope, err := f.Scope.ToScope(args)
 	if err != nil {
@@ -168,6 +176,9 @@ func (o *FixOptions) Run(ctx context.Context) error {
 	human := o.print.Human()
 	opts := o.fix
 	opts.Clients = c
+	if o.admission {
+		opts.Source = source(c, opts.Scope, true)
+	}
 	opts.RolloutLog = o.ErrOut
 	opts.OnPlan = func(plan *model.FixResult, warnings []string) {
 		for _, w := range warnings {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stsdiag/stsdiag/internal/gather"
 	"github.com/stsdiag/stsdiag/internal/openshift"
+	"github.com/stsdiag/stsdiag/internal/probe"
 	"github.com/stsdiag/stsdiag/internal/stuck"
 )
 
@@ -160,4 +161,20 @@ func (d *diagnosisFlags) ToOptions() (stuck.Options, error) {
 	opts := stuck.DefaultOptions()
 	opts.TerminatingAfter, opts.NotReadyAfter, opts.FeatureGates = d.TerminatingAfter, d.NotReadyAfter, gates
 	return opts, nil
+}
+
+// addConfirmFlag registers --confirm-with-admission.
+func addConfirmFlag(c *cobra.Command, v *bool) {
+	c.Flags().BoolVar(v, "confirm-with-admission", false, "On OpenShift, ask the API server's admission what it writes for each predicted image rewrite "+
+		"(one server-side dry-run create of a probe pod per namespace, never persisted; needs create pods: deploy/confirm-clusterrole.yaml)")
+}
+
+// source is where a diagnosis reads the cluster: a fresh LIST of the scope, and with admission
+// the answers of admission to the predicted image rewrites too.
+func source(c gather.Clients, scope gather.Scope, admission bool) gather.Source {
+	var src gather.Source = gather.Lister{Clients: c, Scope: scope}
+	if admission {
+		src = probe.Source{Source: src, Kube: c.Kube}
+	}
+	return src
 }

@@ -139,7 +139,7 @@ func TestKrewManifest(t *testing.T) {
 	if p.Spec.ShortDescription == "" || len(p.Spec.ShortDescription) > 50 || p.Spec.Homepage == "" || p.Spec.Description == "" {
 		t.Errorf("descriptions %+v", p.Spec)
 	}
-	for _, role := range []string{"deploy/check-clusterrole.yaml", "deploy/fix-clusterrole.yaml"} {
+	for _, role := range []string{"deploy/check-clusterrole.yaml", "deploy/fix-clusterrole.yaml", "deploy/confirm-clusterrole.yaml"} {
 		if !strings.Contains(p.Spec.Caveats, role) {
 			t.Errorf("caveats do not name %s", role)
 		}

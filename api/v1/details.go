@@ -7,6 +7,10 @@ import "maps"
 // their JSON keys, so a document prints its details sorted by key, as a map would. A pointer
 // field is printed whenever its code sets it, even when the value is zero or empty.
 type FindingDetails struct {
+	// Admission is the API server's own answer to the image the finding predicts admission
+	// writes, with --confirm-with-admission (UnresolvedImageReference, ImageStreamTagNotFound,
+	// ImageResolutionSkipped of a controller-owned StatefulSet).
+	Admission *AdmissionCheck `json:"admission,omitempty"`
 	// AdmissionError is the API server's refusal of the object the controller tried to create,
 	// as its FailedCreate Event quotes it (PodCreateFailed).
 	AdmissionError string `json:"admissionError,omitempty"`
@@ -203,6 +207,37 @@ type ImagePatchDetails struct {
 	To string `json:"to"`
 }
 
+// AdmissionResult says how the API server's admission answered an image prediction.
+type AdmissionResult string
+
+// Results of an admission check.
+const (
+	// AdmissionConfirmed: admission wrote exactly the image predicted.
+	AdmissionConfirmed AdmissionResult = "Confirmed"
+	// AdmissionDiffers: admission wrote another image (or left the image as it is); the finding's
+	// resolvedImage and patch are what admission wrote, not the prediction.
+	AdmissionDiffers AdmissionResult = "Differs"
+	// AdmissionUnconfirmed: admission could not be asked (no permission to create pods, or the
+	// probe was refused, e.g. by a quota or a policy); the finding keeps the prediction.
+	AdmissionUnconfirmed AdmissionResult = "Unconfirmed"
+)
+
+// AdmissionCheck is what the API server's admission (OpenShift's ImagePolicy plugin, and any
+// other admission that mutates pods) wrote for an image in a server-side dry-run create
+// (dryRun=All: nothing is persisted) of a probe pod in the StatefulSet's namespace, with
+// --confirm-with-admission.
+type AdmissionCheck struct {
+	// Error is why admission could not be asked, as the API server said it (Unconfirmed).
+	Error string `json:"error,omitempty"`
+	// Predicted is the image stsdiag predicted admission writes.
+	Predicted string `json:"predicted"`
+	// Result is Confirmed, Differs or Unconfirmed.
+	Result AdmissionResult `json:"result"`
+	// Written is the image admission wrote (Confirmed, Differs); the image asked about itself
+	// when admission leaves it as it is (then the finding has no resolvedImage and no patch).
+	Written string `json:"written,omitempty"`
+}
+
 // DeepCopy copies the details.
 func (d FindingDetails) DeepCopy() FindingDetails {
 	c := d
@@ -218,6 +253,7 @@ func (d FindingDetails) DeepCopy() FindingDetails {
 	for _, p := range []**int{&c.MaxUnavailable, &c.Ordinal, &c.Trigger, &c.UnavailablePods} {
 		*p = clonePtr(*p)
 	}
+	c.Admission = clonePtr(d.Admission)
 	c.LastExitCode = clonePtr(d.LastExitCode)
 	c.RestartCount = clonePtr(d.RestartCount)
 	c.Patch = clonePtr(d.Patch)

@@ -13,7 +13,7 @@ import (
 
 // detailKeys are the public keys of details: scripts read them, so they change only additively.
 var detailKeys = []string{
-	"admissionError", "blocks", "cause", "checks", "claim", "claimEvents", "clusterIP", "currentOwnerUID", "currentUID", "events",
+	"admission", "admissionError", "blocks", "cause", "checks", "claim", "claimEvents", "clusterIP", "currentOwnerUID", "currentUID", "events",
 	"failingPods", "fieldPath", "finalizers", "from", "imageStream", "initContainer", "kind",
 	"lastExitCode", "lastExitMessage", "lastExitReason", "logs", "maxUnavailable", "missing", "missingFor", "missingKey", "newOwnerRevisions", "node",
 	"nodeCondition", "nodeReady", "nodeReadySince", "nodeReason", "object", "ordinal", "overdue", "ownerKind", "ownerName", "ownerUID", "patch",
@@ -44,6 +44,9 @@ func TestDetailKeys(t *testing.T) {
 	if patch := jsonKeys(reflect.TypeFor[ImagePatchDetails]()); !slices.Equal(patch, []string{"from", "path", "to"}) {
 		t.Errorf("patch keys %q", patch)
 	}
+	if adm := jsonKeys(reflect.TypeFor[AdmissionCheck]()); !slices.Equal(adm, []string{"error", "predicted", "result", "written"}) {
+		t.Errorf("admission keys %q", adm)
+	}
 }
 
 // TestDetailsDocumented: every field of FindingDetails and ImagePatchDetails has a doc comment
@@ -56,7 +59,7 @@ func TestDetailsDocumented(t *testing.T) {
 	seen := 0
 	ast.Inspect(file, func(n ast.Node) bool {
 		spec, ok := n.(*ast.TypeSpec)
-		if !ok || (spec.Name.Name != "FindingDetails" && spec.Name.Name != "ImagePatchDetails") {
+		if !ok || (spec.Name.Name != "FindingDetails" && spec.Name.Name != "ImagePatchDetails" && spec.Name.Name != "AdmissionCheck") {
 			return true
 		}
 		for _, field := range spec.Type.(*ast.StructType).Fields.List {
@@ -68,8 +71,8 @@ func TestDetailsDocumented(t *testing.T) {
 		}
 		return false
 	})
-	if seen != len(detailKeys)+3 {
-		t.Errorf("checked %d fields, want %d", seen, len(detailKeys)+3)
+	if seen != len(detailKeys)+3+4 {
+		t.Errorf("checked %d fields, want %d", seen, len(detailKeys)+3+4)
 	}
 }
 
@@ -102,10 +105,11 @@ func TestDetailsDeepCopy(t *testing.T) {
 	one := 1
 	labels := map[string]string{"app": "web"}
 	d := FindingDetails{Blocks: []string{"web-1 (not created)"}, Ordinal: &one, Selector: &labels,
-		PodLabels: map[string]string{"app": "web"}, Patch: &ImagePatchDetails{To: "a"}}
+		PodLabels: map[string]string{"app": "web"}, Patch: &ImagePatchDetails{To: "a"}, Admission: &AdmissionCheck{Written: "a"}}
 	c := d.DeepCopy()
-	c.Blocks[0], *c.Ordinal, (*c.Selector)["app"], c.PodLabels["app"], c.Patch.To = "x", 2, "x", "x", "b"
-	if d.Blocks[0] != "web-1 (not created)" || *d.Ordinal != 1 || labels["app"] != "web" || d.PodLabels["app"] != "web" || d.Patch.To != "a" {
+	c.Blocks[0], *c.Ordinal, (*c.Selector)["app"], c.PodLabels["app"], c.Patch.To, c.Admission.Written = "x", 2, "x", "x", "b", "b"
+	if d.Blocks[0] != "web-1 (not created)" || *d.Ordinal != 1 || labels["app"] != "web" || d.PodLabels["app"] != "web" || d.Patch.To != "a" ||
+		d.Admission.Written != "a" {
 		t.Errorf("the copy shares memory with the original: %+v", d)
 	}
 }

@@ -193,6 +193,9 @@ type Action struct {
 	// From and To are the image before and after a PatchImage.
 	From string `json:"from,omitempty"`
 	To   string `json:"to,omitempty"`
+	// Admission is the API server's answer to the image a PatchImage writes, with
+	// --confirm-with-admission: To is what admission wrote when it was asked and answered.
+	Admission *AdmissionCheck `json:"admission,omitempty"`
 	// UID is the precondition: of the StatefulSet for a patch, of the pod for a delete.
 	UID string `json:"uid,omitempty"`
 	// Result is done, skipped or failed (empty in a plan not yet applied).

@@ -18,6 +18,9 @@ type Target struct {
 	Context string
 	Clients gather.Clients
 	Scope   gather.Scope
+	// Source, if set, is where the target's snapshot comes from instead of a fresh LIST of its
+	// scope (e.g. one that also asks admission, probe.Source).
+	Source gather.Source
 }
 
 // outcome is one target's report, or why there is none.
@@ -34,7 +37,11 @@ type outcome struct {
 // context's findings still follow its own release).
 func RunFleet(ctx context.Context, targets []Target, opts stuck.Options) (rep *model.Report, failed []string) {
 	outcomes := fleet.Run(ctx, targets, func(ctx context.Context, t Target) outcome {
-		r, _, err := Run(ctx, t.Clients, t.Scope, opts)
+		src := t.Source
+		if src == nil {
+			src = gather.Lister{Clients: t.Clients, Scope: t.Scope}
+		}
+		r, _, err := FromSource(ctx, src, opts)
 		return outcome{r, err}
 	}, nil)
 	var sets []apiv1.StatefulSetSummary

@@ -130,6 +130,7 @@ func TestFactsMatchCode(t *testing.T) {
 // so a key no rule writes any more shows up.
 func TestDetailKeysWritten(t *testing.T) {
 	unwritten := map[string]string{
+		"admission":     "written only with admission's answers (--confirm-with-admission): TestAdmissionWording",
 		"rollback":      "written by fix, not by diagnosis",
 		"logs":          "written by check --logs (gather.PreviousLogs), not by diagnosis",
 		"reusedBy":      "no scenario has a pod of a terminating StatefulSet's name owned by another controller",

@@ -36,15 +36,24 @@ func (w words) tagMissing(s resolver.TagMissing) {
 		f.Message = fmt.Sprintf("%s %q uses %q: ImageStream %s has lookup enabled but the latest event of tag %q has no image ID, so the ImageStreamTag is not found",
 			kind(s.Init), f.Container, f.Image, s.Stream, s.Tag)
 	}
-	if s.Writes != "" {
+	if s.Writes != "" && !differs(f.Details.Admission) {
 		f.Message += fmt.Sprintf("; admission writes the tag pull spec %s (a tag, not a digest)", s.Writes)
 	}
-	f.Short = fmt.Sprintf("ImageStream %s has no image for tag %s", s.Stream, s.Tag)
+	f.Message += w.admissionNote()
+	f.Short = fmt.Sprintf("ImageStream %s has no image for tag %s", s.Stream, s.Tag) + admissionShort(f.Details.Admission)
 	f.Remedy = fmt.Sprintf("push or import %s:%s (%s import-image %s:%s -n %s or %s tag), then check again", s.Stream, s.Tag, w.cli, s.Stream, s.Tag, f.Namespace, w.cli)
 }
 
 func (w words) notRewritten(s resolver.NotRewritten) {
 	f := w.f
+	if f.ResolvedImage == "" { // admission answered that it leaves the image as it is
+		f.Message = fmt.Sprintf("%s %q uses the local name %q of ImageStream %s, which was not rewritten: pods pull %q. %s%s",
+			kind(s.Init), f.Container, f.Image, s.Stream, s.PulledAs, notRewrittenWhy(s), w.admissionNote())
+		f.Short = fmt.Sprintf("%s not resolved (%s)%s", f.Image, s.Cause, admissionShort(f.Details.Admission))
+		f.Remedy = fmt.Sprintf("find out why admission does not resolve it: %s get imagestreamtag %s:%s -n %s -o yaml, and the ImagePolicy configuration",
+			w.cli, s.Stream, s.Tag, f.Namespace)
+		return
+	}
 	f.Message = fmt.Sprintf("%s %q uses the local name %q, which ImageStream %s resolves to %s, but it was not rewritten: pods pull %q. %s",
 		kind(s.Init), f.Container, f.Image, s.Stream, f.ResolvedImage, s.PulledAs, notRewrittenWhy(s))
 	if s.Unpinned {
@@ -52,10 +61,11 @@ func (w words) notRewritten(s resolver.NotRewritten) {
 			"and never rewrites it afterwards, so it is not pinned: each recreated pod pulls whatever the tag points to then, while the same manifest applied now gets %s. %s",
 			kind(s.Init), f.Container, f.Image, s.Tag, s.Stream, f.ResolvedImage, notRewrittenWhy(s))
 	}
-	if !s.Digest {
+	if !s.Digest && !differs(f.Details.Admission) {
 		f.Message += fmt.Sprintf("; %s is a tag, not a digest: exactly what admission writes for this image ID", f.ResolvedImage)
 	}
-	f.Short = fmt.Sprintf("%s not resolved to %s (%s)", f.Image, f.ResolvedImage, s.Cause)
+	f.Message += w.admissionNote()
+	f.Short = fmt.Sprintf("%s not resolved to %s (%s)%s", f.Image, f.ResolvedImage, s.Cause, admissionShort(f.Details.Admission))
 	if s.Triggered {
 		f.Message += "; an image trigger governs this container, so its repair is the trigger's (see ImageTriggerStale)"
 		f.Remedy = fmt.Sprintf("let the image trigger set it: see ImageTriggerStale for %s", f.StatefulSet)
@@ -110,8 +120,8 @@ func (w words) neverResolved(s resolver.NeverResolved) {
 		return
 	}
 	f.Message = fmt.Sprintf("%s %q uses the local name %q, which ImageStream %s resolves, but admission never resolves this StatefulSet: %s",
-		kind(s.Init), f.Container, f.Image, s.Stream, why)
-	f.Short = "image lookup never runs here: " + why
+		kind(s.Init), f.Container, f.Image, s.Stream, why) + w.admissionNote()
+	f.Short = "image lookup never runs here: " + why + admissionShort(f.Details.Admission)
 	if s.OwnerKind != "" {
 		f.Remedy = fmt.Sprintf("set the image to %s in the %s %s that manages this StatefulSet, or have it add the image.openshift.io/triggers annotation for %s:%s", target, s.OwnerKind, s.OwnerName, s.Stream, s.Tag)
 	} else {

@@ -57,6 +57,9 @@ type ImagePatch struct {
 	From string
 	// To is the image to write.
 	To string
+	// Admission is the API server's answer to To, when it was asked (--confirm-with-admission);
+	// To is then what admission wrote.
+	Admission *apiv1.AdmissionCheck
 }
 
 // JSONPatch is the JSON patch that tests the image, and the object's UID unless uid is "", then
@@ -222,6 +225,10 @@ func PublicActions(in []Action) []apiv1.Action {
 	out := make([]apiv1.Action, len(in))
 	for i, a := range in {
 		out[i] = a.Action
+		if a.Action.Admission != nil {
+			adm := *a.Action.Admission
+			out[i].Admission = &adm
+		}
 		if a.Action.Rollback != nil {
 			r := *a.Action.Rollback
 			r.Images = append([]apiv1.ImageChange(nil), r.Images...)

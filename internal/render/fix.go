@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/internal/explain"
 	"github.com/stsdiag/stsdiag/internal/model"
 )
 
@@ -13,7 +14,11 @@ import (
 func DescribeAction(a model.Action) string {
 	switch a.Kind() {
 	case apiv1.PatchImage:
-		return fmt.Sprintf("patch statefulset/%s -n %s: container %q image %s → %s", a.StatefulSet, a.Namespace, a.Container, a.From, a.To)
+		s := fmt.Sprintf("patch statefulset/%s -n %s: container %q image %s → %s", a.StatefulSet, a.Namespace, a.Container, a.From, a.To)
+		if note := explain.PatchAdmission(a.Admission); note != "" {
+			s += "; " + note
+		}
+		return s
 	case apiv1.DeletePod:
 		if a.AfterPatch {
 			return fmt.Sprintf("delete pod/%s -n %s once the patch makes it an old revision (proven again after the patch)", a.Pod, a.Namespace)

@@ -55,3 +55,26 @@ func TestPrintFlagsVocabulary(t *testing.T) {
 		t.Errorf("the default -o is valid: %v", err)
 	}
 }
+
+// TestPlanAdmission: a patch's plan line says what admission answered about its image.
+func TestPlanAdmission(t *testing.T) {
+	patch := func(adm *apiv1.AdmissionCheck) model.Action {
+		return model.Action{Action: apiv1.Action{Action: apiv1.PatchImage, Namespace: "shop", StatefulSet: "web", Container: "app", From: "myapp:1", To: "r/shop/myapp:1", Admission: adm}}
+	}
+	var buf bytes.Buffer
+	render.Plan(&buf, &model.FixResult{Actions: []model.Action{
+		patch(nil),
+		patch(&apiv1.AdmissionCheck{Result: apiv1.AdmissionConfirmed, Predicted: "r/shop/myapp:1", Written: "r/shop/myapp:1"}),
+		patch(&apiv1.AdmissionCheck{Result: apiv1.AdmissionDiffers, Predicted: "r/shop/myapp@sha256:0", Written: "r/shop/myapp:1"}),
+		patch(&apiv1.AdmissionCheck{Result: apiv1.AdmissionUnconfirmed, Predicted: "r/shop/myapp:1", Error: "pods is forbidden"}),
+	}})
+	want := `Plan (4 actions):
+  1. patch statefulset/web -n shop: container "app" image myapp:1 → r/shop/myapp:1
+  2. patch statefulset/web -n shop: container "app" image myapp:1 → r/shop/myapp:1; confirmed by admission (server-side dry run)
+  3. patch statefulset/web -n shop: container "app" image myapp:1 → r/shop/myapp:1; admission's answer (server-side dry run); stsdiag predicted r/shop/myapp@sha256:0
+  4. patch statefulset/web -n shop: container "app" image myapp:1 → r/shop/myapp:1; not confirmed by admission: pods is forbidden
+`
+	if buf.String() != want {
+		t.Errorf("plan\n%s\nwant\n%s", buf.String(), want)
+	}
+}

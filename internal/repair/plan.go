@@ -37,7 +37,7 @@ func planImagesAndStale(rep *model.Report, o objects) (actions []model.Action, u
 		patchedFields[field] = true
 		governed[snapshot.Key(f.Namespace, f.StatefulSet)+"/"+f.Container] = true
 		patches = append(patches, model.Action{Action: apiv1.Action{Action: apiv1.PatchImage, Namespace: f.Namespace, StatefulSet: f.StatefulSet, Container: f.Container,
-			From: f.Patch.From, To: f.Patch.To, UID: string(set.UID)}, Cause: f.Code, Path: f.Patch.Path})
+			From: f.Patch.From, To: f.Patch.To, UID: string(set.UID), Admission: clone(f.Patch.Admission)}, Cause: f.Code, Path: f.Patch.Path})
 		for _, pod := range f.FailingPods {
 			key := snapshot.Key(f.Namespace, pod)
 			if !afterPatch[key] {
@@ -87,4 +87,12 @@ func patchable(f model.Finding) bool {
 	}
 	to, err := resolver.Parse(f.Patch.To)
 	return err == nil && to.Name != "" && f.Patch.To != f.Patch.From && f.Patch.Path != ""
+}
+
+func clone[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
 }

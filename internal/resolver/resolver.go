@@ -35,7 +35,42 @@ const (
 // Diagnose reports image references of StatefulSets (templates and pods) that OpenShift's image
 // lookup should have resolved, and image triggers that are invalid or not applied, with their
 // facts (package explain words them). It returns nothing off OpenShift.
+//
+// With admission's answers in the snapshot (s.Admission), each predicted rewrite says whether
+// admission confirmed it (details.admission), and where admission wrote another image the
+// finding's resolved image and patch are what admission wrote.
 func Diagnose(s *snapshot.Snapshot) []model.Finding {
+	return diagnose(s, nil)
+}
+
+// Questions are the images whose rewrite a diagnosis of s predicts, to ask admission about
+// (--confirm-with-admission), each once: the image of an UnresolvedImageReference, of an
+// ImageStreamTagNotFound with a tag pull spec, or of an ImageResolutionSkipped of a
+// controller-owned StatefulSet (what admission writes were it not owned). Sorted. An
+// internal-registry tag (internalTag) is not asked about: admission leaves it as it is, and its
+// patch is the tag's current image, not a rewrite.
+func Questions(s *snapshot.Snapshot) []snapshot.AdmissionQuestion {
+	seen := map[snapshot.AdmissionQuestion]bool{}
+	diagnose(s, func(q snapshot.AdmissionQuestion) { seen[q] = true })
+	out := make([]snapshot.AdmissionQuestion, 0, len(seen))
+	for q := range seen {
+		out = append(out, q)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.Namespace != b.Namespace {
+			return a.Namespace < b.Namespace
+		}
+		if a.Forced != b.Forced {
+			return !a.Forced
+		}
+		return a.Image < b.Image
+	})
+	return out
+}
+
+// diagnose is Diagnose; ask, if set, is told every prediction admission could confirm.
+func diagnose(s *snapshot.Snapshot, ask func(snapshot.AdmissionQuestion)) []model.Finding {
 	if !s.OpenShift {
 		return nil
 	}
@@ -59,7 +94,7 @@ func Diagnose(s *snapshot.Snapshot) []model.Finding {
 			continue
 		}
 		c := &checker{set: set, adm: adm, ns: namespaces[set.Namespace], pods: owned.Pods[set.UID], revs: owned.Revisions[set.UID],
-			streamNamespaces: streamNamespaces}
+			streamNamespaces: streamNamespaces, answers: s.Admission, ask: ask}
 		out = append(out, c.check()...)
 	}
 	return out
@@ -73,6 +108,9 @@ type checker struct {
 	revs             []*appsv1.ControllerRevision
 	decoded          []revision
 	streamNamespaces map[string]bool
+	// answers are admission's answers (nil: not asked); ask is told each question.
+	answers map[snapshot.AdmissionQuestion]snapshot.AdmissionAnswer
+	ask     func(snapshot.AdmissionQuestion)
 }
 
 // use is one container image as written, in the template and/or in pods.
@@ -177,8 +215,23 @@ func (c *checker) checkUse(u *use, forced bool, triggered map[string]bool) *mode
 		return nil // not a local name (a full internal-registry reference): admission leaves it
 	}
 	f.Details.ImageStream, f.Details.Tag = res.Stream.Name, res.Tag
+	code, why := c.skipReason()
+	switch {
+	case code != "" || res.Outcome == TagNotFound:
+		// A controller-owned set is asked too: the probe pod has no owner, so admission says
+		// what it would write for the set were it not owned.
+		if res.Image != "" && (code == "" || code == SkipControllerOwned) {
+			res.Image = c.confirm(f, u.image, forced, res.Image)
+		}
+	case res.Image == "" || res.Image == u.image:
+		return nil
+	case !u.inTemplate && len(u.pulling) == 0:
+		return nil // the template no longer uses it; pods on it are a stale revision, reported by stuck
+	default:
+		res.Image = c.confirm(f, u.image, forced, res.Image)
+	}
 	f.ResolvedImage = res.Image
-	if code, why := c.skipReason(); code != "" {
+	if code != "" {
 		return c.skipped(u, f, res, code, why)
 	}
 	if res.Outcome == TagNotFound {
@@ -186,13 +239,33 @@ func (c *checker) checkUse(u *use, forced bool, triggered map[string]bool) *mode
 		f.Facts = TagMissing{Init: u.init, Stream: res.Stream.Name, Tag: res.Tag, NoImageID: res.Event != nil, Writes: res.Image}
 		return f
 	}
-	if res.Image == "" || res.Image == u.image {
-		return nil
-	}
-	if !u.inTemplate && len(u.pulling) == 0 {
-		return nil // the template no longer uses it; pods on it are a stale revision, reported by stuck
-	}
 	return c.notRewritten(u, f, res, u.inTemplate && triggered[u.container])
+}
+
+// confirm asks for admission's answer about an image whose rewrite to predicted the rules
+// predict, records it in details.admission, and returns the image to trust: what admission
+// wrote when it answered ("" when it leaves the image as it is), else the prediction.
+func (c *checker) confirm(f *model.Finding, image string, forced bool, predicted string) string {
+	q := snapshot.AdmissionQuestion{Namespace: c.set.Namespace, Forced: forced, Image: image}
+	if c.ask != nil {
+		c.ask(q)
+	}
+	a, asked := c.answers[q]
+	if !asked {
+		return predicted
+	}
+	check := &apiv1.AdmissionCheck{Predicted: predicted, Written: a.Written, Result: apiv1.AdmissionDiffers}
+	f.Details.Admission = check
+	switch {
+	case a.Error != "" || a.Written == "":
+		check.Result, check.Written, check.Error = apiv1.AdmissionUnconfirmed, "", a.Error
+		return predicted
+	case a.Written == predicted:
+		check.Result = apiv1.AdmissionConfirmed
+	case a.Written == image:
+		return ""
+	}
+	return a.Written
 }
 
 // internalTag reports a reference to an ImageStream's own repository by tag
@@ -286,8 +359,9 @@ func (c *checker) notRewritten(u *use, f *model.Finding, res Result, triggered b
 		f.Details.Revision = rev.Name
 	}
 	f.Facts = facts
-	if !triggered {
+	if !triggered && res.Image != "" {
 		setPatch(f, u.path(), u.image, res.Image)
+		f.Patch.Admission = f.Details.Admission
 	}
 	return f
 }

@@ -55,6 +55,28 @@ type Snapshot struct {
 
 	// Selected names the StatefulSets in scope (namespace/name). Nil means all of them.
 	Selected map[string]bool
+
+	// Admission holds what the API server's admission wrote for images when asked (a server-side
+	// dry-run create of a probe pod, --confirm-with-admission); nil when it was not asked.
+	Admission map[AdmissionQuestion]AdmissionAnswer
+}
+
+// AdmissionQuestion is one image to ask admission about: as a container image of a pod in
+// Namespace, with the resolve-names annotation "*" when Forced.
+type AdmissionQuestion struct {
+	Namespace string
+	Forced    bool
+	Image     string
+}
+
+// AdmissionAnswer is admission's answer to a question: the image it wrote, or why it could not
+// be asked.
+type AdmissionAnswer struct {
+	// Written is the image admission left in the probe's container ("" when Error is set).
+	Written string
+	// Error is the API server's refusal or the failure, first line (no permission to create pods,
+	// a quota, a policy).
+	Error string
 }
 
 // Owner is what the API said of an owner reference's kind and name.
