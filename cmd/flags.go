@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 
+	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/gather"
 	"github.com/stsdiag/stsdiag/internal/openshift"
 	"github.com/stsdiag/stsdiag/internal/stuck"
@@ -160,4 +161,16 @@ func (d *diagnosisFlags) ToOptions() (stuck.Options, error) {
 	opts := stuck.DefaultOptions()
 	opts.TerminatingAfter, opts.NotReadyAfter, opts.FeatureGates = d.TerminatingAfter, d.NotReadyAfter, gates
 	return opts, nil
+}
+
+// disruptionUsage is the help of --disruption on fix, wait --fix and watch --fix.
+const disruptionUsage = "How a pod proven stuck is removed: delete (DELETE, PodDisruptionBudgets not consulted) or evict (the Eviction API: removed only where its PodDisruptionBudget allows, a refusal is reported and nothing deleted). Force-deletes of --force-lost-node are always deletes"
+
+// parseDisruption checks --disruption.
+func parseDisruption(value string) (apiv1.DisruptionMode, error) {
+	switch mode := apiv1.DisruptionMode(value); mode {
+	case apiv1.DisruptionDelete, apiv1.DisruptionEvict:
+		return mode, nil
+	}
+	return "", fmt.Errorf("invalid --disruption %q: want delete or evict", value)
 }

@@ -11,6 +11,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/monitor"
 )
 
@@ -23,6 +24,7 @@ type WatchFlags struct {
 	Diagnosis         *diagnosisFlags
 	Fix               bool
 	Rollback          bool
+	Disruption        string
 	MaxRepairsPerHour int
 	MetricsAddr       string
 	LeaderElect       bool
@@ -79,6 +81,7 @@ stops cleanly, exit 0, on SIGTERM or SIGINT: a service's normal end.`,
 	fs := c.Flags()
 	fs.BoolVar(&f.Fix, "fix", false, "Repair findings that held for --hold")
 	fs.BoolVar(&f.Rollback, "rollback", false, "With --fix: roll a failing new template (CurrentRevisionFailing) back to the earlier revision whose pods are Ready")
+	fs.StringVar(&f.Disruption, "disruption", string(apiv1.DisruptionDelete), "With --fix: "+disruptionUsage)
 	f.Hold.AddFlags(c, 2*time.Minute, "min-stuck", "How long a finding must hold before it is repaired and sets Stalled")
 	fs.IntVar(&f.MaxRepairsPerHour, "max-repairs-per-hour", f.MaxRepairsPerHour, "Repair actions allowed per namespace and hour (0: unbounded)")
 	fs.StringVar(&f.MetricsAddr, "metrics-addr", f.MetricsAddr, "Address of /metrics, /healthz and /readyz (empty: none)")
@@ -97,6 +100,10 @@ func (f *WatchFlags) ToOptions(args []string) (*WatchOptions, error) {
 	}
 	if f.Rollback && !f.Fix {
 		return nil, errors.New("--rollback needs --fix")
+	}
+	disruption, err := parseDisruption(f.Disruption)
+	if err != nil {
+		return nil, err
 	}
 	scope, err := f.Scope.ToScope(args)
 	if err != nil {
@@ -117,7 +124,7 @@ func (f *WatchFlags) ToOptions(args []string) (*WatchOptions, error) {
 	identity, _ := os.Hostname()
 	return &WatchOptions{configFlags: f.configFlags, IOStreams: f.IOStreams, serve: monitor.ServeOptions{
 		Scope: scope.Scope,
-		Monitor: monitor.Options{Fix: f.Fix, Rollback: f.Rollback, Hold: hold, MaxRepairsPerHour: f.MaxRepairsPerHour, Log: f.ErrOut,
+		Monitor: monitor.Options{Fix: f.Fix, Rollback: f.Rollback, Disruption: disruption, Hold: hold, MaxRepairsPerHour: f.MaxRepairsPerHour, Log: f.ErrOut,
 			Diagnosis: diagnosis, NoConditions: f.NoConditions},
 		MetricsAddr: f.MetricsAddr,
 		LeaderElect: f.LeaderElect, LeaseNamespace: leaseNamespace, LeaseName: f.LeaseName,

@@ -52,6 +52,8 @@ type WaitOptions struct {
 	// Fix applies fix's safe repairs once when stuck, then keeps waiting (wait --fix); with
 	// Rollback a failing new template may be rolled back.
 	Fix, Rollback bool
+	// Disruption is how a pod proven stuck is removed (wait --fix --disruption).
+	Disruption apiv1.DisruptionMode
 	// Progress, if set, is told about each repair action as it completes.
 	Progress func(model.Action)
 	// Warn, if set, receives each warning about optional data that could not be read.
@@ -85,7 +87,7 @@ func Wait(ctx context.Context, c gather.Clients, scope gather.Scope, opts WaitOp
 
 // repairOnce is wait --fix's repair: fix's safe actions, each reported to Progress.
 func repairOnce(c gather.Clients, scope gather.Scope, opts WaitOptions) func(context.Context, *model.Report, *snapshot.Snapshot) ([]model.Action, error) {
-	exec := repair.New(repair.Options{Clients: c, Scope: scope, Diagnosis: opts.Diagnosis, DryRun: apiv1.DryRunNone, Policy: repair.Policy{Rollback: opts.Rollback}, Progress: opts.Progress})
+	exec := repair.New(repair.Options{Clients: c, Scope: scope, Diagnosis: opts.Diagnosis, DryRun: apiv1.DryRunNone, Policy: repair.Policy{Rollback: opts.Rollback}, Disruption: opts.Disruption, Progress: opts.Progress})
 	log := opts.Log
 	if log == nil {
 		log = io.Discard
