@@ -199,7 +199,7 @@ func TestOnePodPerPass(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: first, Namespace: "shop", UID: "new-uid",
 			Labels:          map[string]string{"app": "web", appsv1.ControllerRevisionHashLabelKey: "web-b"},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "web", UID: "set-uid", Controller: ptr.To(true)}}},
-		Spec: corev1.PodSpec{NodeName: "n", Containers: []corev1.Container{{Name: "app", Image: "app:good"}}},
+		Spec:   corev1.PodSpec{NodeName: "n", Containers: []corev1.Container{{Name: "app", Image: "app:good"}}},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}},
 	}
 	if err := kube.Tracker().Delete(corev1.SchemeGroupVersion.WithResource("pods"), "shop", first); err != nil {
