@@ -220,7 +220,7 @@ func waitExit(res *model.WaitResult, failure, printErr error) error {
 		return withCode(ExitError, printErr)
 	case res.Result == apiv1.WaitNotFound || res.Result == apiv1.WaitUnevaluable:
 		return withCode(ExitError, errors.New(res.Message))
-	case res.Result == apiv1.WaitStuck || res.Result == apiv1.WaitRolledBack:
+	case res.Result == apiv1.WaitStuck || res.Result == apiv1.WaitRolledBack || res.Result == apiv1.WaitNotObserved:
 		return withCode(ExitFindings, nil)
 	case res.Result == apiv1.WaitTimedOut:
 		return withCode(ExitTimeout, nil)

@@ -115,7 +115,7 @@ func evictPendingFeature() features.Feature {
 			return ctx
 		}).
 		Assess("fix --disruption=evict evicts web-0 and the rollout completes, claims kept", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			kubeconfig := tokenKubeconfig(ctx, t, cfg, ns, "evicter", loadRole(t, "../deploy/fix-clusterrole.yaml").Rules)
+			kubeconfig := tokenKubeconfig(ctx, t, cfg, ns, "evicter-pending", loadRole(t, "../deploy/fix-clusterrole.yaml").Rules)
 			r := stsdiagRun(t, cfg, "fix", "-n", ns, "--yes", "--disruption=evict", "--wait=2m", "-o", "json", "--kubeconfig", kubeconfig)
 			res := decodeFix(t, r)
 			if r.code != 0 || len(res.Actions) != 1 || res.Rollout != "complete" {
@@ -234,7 +234,7 @@ func evictNotReadyFeature() features.Feature {
 			if err := dryRunEvict(ctx, cs, ns, name+"-0"); err != nil {
 				t.Fatalf("premise: the API server refuses to evict db-0 under AlwaysAllow: %v", err)
 			}
-			kubeconfig := tokenKubeconfig(ctx, t, cfg, ns, "evicter", loadRole(t, "../deploy/fix-clusterrole.yaml").Rules)
+			kubeconfig := tokenKubeconfig(ctx, t, cfg, ns, "evicter-not-ready", loadRole(t, "../deploy/fix-clusterrole.yaml").Rules)
 			r := stsdiagRun(t, cfg, "fix", "-n", ns, "--yes", "--disruption=evict", "--not-ready-threshold=5s", "--wait=2m", "-o", "json", "--kubeconfig", kubeconfig)
 			res := decodeFix(t, r)
 			if r.code != 0 || len(res.Actions) != 1 || res.Rollout != "complete" {

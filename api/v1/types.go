@@ -311,12 +311,17 @@ const (
 	WaitRolledBack Verdict = "RolledBack"
 	// WaitInterrupted: a signal (SIGINT, SIGTERM) stopped wait before a verdict (exit 130).
 	WaitInterrupted Verdict = "Interrupted"
+	// WaitNotObserved: wait --fix patched a template but the StatefulSet controller never
+	// observed the patch (status.observedGeneration below the patched generation) before
+	// --timeout, so the pods waiting for it were not deleted (exit 1, not 3: the rollout was
+	// not progressing, its controller was not there).
+	WaitNotObserved Verdict = "NotObserved"
 )
 
 // WaitResult is the document `wait -o json|yaml` prints (kind WaitResult).
 type WaitResult struct {
 	metav1.TypeMeta `json:",inline"`
-	// Result is Complete, Stuck, TimedOut, NotFound, Unevaluable, RolledBack or Interrupted.
+	// Result is Complete, Stuck, TimedOut, NotFound, Unevaluable, RolledBack, NotObserved or Interrupted.
 	Result Verdict `json:"result"`
 	// Elapsed is how long wait ran.
 	Elapsed string `json:"elapsed"`

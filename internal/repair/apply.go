@@ -433,6 +433,7 @@ func (e *Executor) provenAfterPatch(ctx context.Context, later []model.Action, p
 	for _, a := range pending {
 		key := snapshot.Key(a.Namespace, a.StatefulSet)
 		if observed, ok := notObserved[key]; ok {
+			a.NotObserved = true
 			a.Result, a.Message = apiv1.ResultSkipped, fmt.Sprintf("the StatefulSet controller did not observe the patch within the --wait budget (status.observedGeneration %d, patched generation %d); nothing deleted: a fresh diagnosis is trusted only once the controller has observed the patch", observed, patched[key])
 			decided = append(decided, a)
 			continue
