@@ -69,7 +69,8 @@ once no error finding is left (--no-conditions: never). --min-stuck is the forme
 
 With --fix it repairs findings that held for --hold through the same code path as fix (the
 same preconditions and never-delete rules), at most --max-repairs-per-hour per namespace, and
-records an Event per repair. Serves /metrics, /healthz and /readyz on --metrics-addr. With
+records an Event per repair. It removes at most one pod per StatefulSet per pass, and no further
+pod of it until the removed one is back and Ready (--disruption=evict: through the Eviction API). Serves /metrics, /healthz and /readyz on --metrics-addr. With
 --leader-elect only the holder of a Lease works, so two replicas never both repair. It takes no
 NAME arguments and no -l (it watches a namespace or the cluster) and works in one cluster. It
 stops cleanly, exit 0, on SIGTERM or SIGINT: a service's normal end.`,
