@@ -103,6 +103,13 @@ func Fix(ctx context.Context, o FixOptions) (*model.FixResult, error) {
 	if result.Actions == nil {
 		result.Actions = []model.Action{}
 	}
+	// The plan says how each pod will be removed (--disruption).
+	mode := (&Executor{Disruption: o.Disruption}).disruption()
+	for i := range result.Actions {
+		if result.Actions[i].Kind() == apiv1.DeletePod {
+			result.Actions[i].Disruption = mode
+		}
+	}
 	if o.OnPlan != nil {
 		o.OnPlan(result, rep.Warnings)
 	}
