@@ -7,7 +7,7 @@ UNIT_PKGS = $$($(GO) list ./... | grep -v -e '/e2e$$' -e '/e2e/node$$' -e '/e2e/
 # The kwok suite: e2e/node (a real node) and e2e/openshift (OpenShift's image API) have their own targets.
 E2E_PKGS = $$($(GO) list ./e2e/... | grep -v -e '/e2e/node$$' -e '/e2e/openshift$$')
 
-.PHONY: all build test unit e2e e2e-versions bench cluster-bins demo deploy-demo cluster fuzz vet fmt clean image
+.PHONY: all build test unit e2e e2e-node node-bins e2e-versions bench cluster-bins demo deploy-demo cluster fuzz vet fmt clean image
 
 all: build
 
@@ -36,6 +36,18 @@ unit:
 
 e2e: cluster-bins
 	$(GO) test -count=1 -timeout 15m $(E2E_PKGS)
+
+## e2e-node: the kubelet's real states on a real node (containerd, runc, CNI, kubelet; needs root):
+## ImagePullBackOff churn, crash loops, readiness, CreateContainerConfigError, FailedMount, init
+## containers, a lost node. node-bins installs the node's packages with apt when missing.
+e2e-node: node-bins
+	@t0=$$SECONDS; $(GO) test -count=1 -timeout 20m ./e2e/node/; rc=$$?; \
+	echo "e2e-node: suite $$((SECONDS-t0))s"; exit $$rc
+
+## node-bins: containerd, runc, CNI plugins, iptables, conntrack (apt, when missing) and the
+## control plane with the kubelet of its release (cluster-bins)
+node-bins:
+	@t0=$$SECONDS; ./e2e/node-bins.sh >/dev/null; echo "node-bins: $$((SECONDS-t0))s"
 
 ## e2e-versions: the scenarios whose verdict depends on the controller's release, on the other
 ## releases' real control planes (each built and cached on first use, ~9 min cold)

@@ -24,20 +24,22 @@ current-context: c
 		t.Fatal(err)
 	}
 	cases := map[string][]string{
-		"bad output":          {"check", "-o", "nonsense"},
-		"bad fail-on":         {"check", "--fail-on", "maybe"},
-		"bad openshift":       {"check", "--openshift", "perhaps"},
-		"bad selector":        {"check", "-l", "a in (b"},
-		"names with -A":       {"check", "web", "-A"},
-		"unknown flag":        {"check", "--nope"},
-		"unknown command":     {"frobnicate"},
-		"unknown context":     {"check", "--context", "missing"},
-		"unreachable":         {"check", "--request-timeout", "2s"},
-		"missing kubeconfig":  {"check", "--kubeconfig", filepath.Join(dir, "absent")},
-		"explain no name":     {"explain"},
-		"explain two names":   {"explain", "web", "db"},
-		"explain wide":        {"explain", "web", "-o", "wide"},
-		"explain unreachable": {"explain", "web", "--request-timeout", "2s"},
+		"bad output":                             {"check", "-o", "nonsense"},
+		"bad fail-on":                            {"check", "--fail-on", "maybe"},
+		"bad openshift":                          {"check", "--openshift", "perhaps"},
+		"bad selector":                           {"check", "-l", "a in (b"},
+		"names with -A":                          {"check", "web", "-A"},
+		"unknown flag":                           {"check", "--nope"},
+		"unknown command":                        {"frobnicate"},
+		"unknown context":                        {"check", "--context", "missing"},
+		"unreachable":                            {"check", "--request-timeout", "2s"},
+		"missing kubeconfig":                     {"check", "--kubeconfig", filepath.Join(dir, "absent")},
+		"explain no name":                        {"explain"},
+		"explain two names":                      {"explain", "web", "db"},
+		"explain wide":                           {"explain", "web", "-o", "wide"},
+		"explain unreachable":                    {"explain", "web", "--request-timeout", "2s"},
+		"watch TLS metrics on the probe address": {"watch", "--metrics-addr", "127.0.0.1:0", "--health-addr", "127.0.0.1:0"},
+		"watch cert dir without TLS":             {"watch", "--metrics-insecure", "--metrics-cert-dir", dir},
 	}
 	for name, args := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -27,6 +27,9 @@ type WatchFlags struct {
 	Disruption        string
 	MaxRepairsPerHour int
 	MetricsAddr       string
+	MetricsInsecure   bool
+	MetricsCertDir    string
+	HealthAddr        string
 	LeaderElect       bool
 	LeaseNamespace    string
 	LeaseName         string
@@ -41,7 +44,7 @@ type WatchOptions struct {
 }
 
 const watchExample = `  # Report only: Events on StatefulSets and Prometheus metrics for every namespace
-  kubectl stsdiag watch -A --metrics-addr :8080
+  kubectl stsdiag watch -A --metrics-addr :8443 --metrics-cert-dir /etc/stsdiag/metrics-tls
 
   # Repair findings that held 2 minutes, at most 5 repairs per namespace and hour, one leader
   kubectl stsdiag watch -A --fix --hold 2m --max-repairs-per-hour 5 --leader-elect`
@@ -53,12 +56,12 @@ func NewWatchCommand(configFlags *genericclioptions.ConfigFlags, streams generic
 
 func newWatchFlags(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *WatchFlags {
 	return &WatchFlags{configFlags: configFlags, IOStreams: streams, Scope: newScopeFlags(configFlags), Hold: &holdFlags{},
-		Diagnosis: newDiagnosisFlags(), MaxRepairsPerHour: 10, MetricsAddr: ":8080", LeaseName: "stsdiag-watch"}
+		Diagnosis: newDiagnosisFlags(), MaxRepairsPerHour: 10, MetricsAddr: ":8443", HealthAddr: ":8081", LeaseName: "stsdiag-watch"}
 }
 
 func (f *WatchFlags) command() *cobra.Command {
 	c := &cobra.Command{
-		Use:   "watch [-n NAMESPACE | -A] [--fix] [--hold 2m] [--max-repairs-per-hour N] [--metrics-addr :8080] [--leader-elect]",
+		Use:   "watch [-n NAMESPACE | -A] [--fix] [--hold 2m] [--max-repairs-per-hour N] [--metrics-addr :8443] [--health-addr :8081] [--leader-elect]",
 		Short: "Diagnose continuously (in-cluster service): Events, metrics and opt-in repairs",
 		Long: `watch runs check continuously from shared informers: after the initial sync it makes no
 periodic LISTs and re-diagnoses only the StatefulSets an event touched. Each new finding becomes
@@ -70,7 +73,13 @@ once no error finding is left (--no-conditions: never). --min-stuck is the forme
 With --fix it repairs findings that held for --hold through the same code path as fix (the
 same preconditions and never-delete rules), at most --max-repairs-per-hour per namespace, and
 records an Event per repair. It removes at most one pod per StatefulSet per pass, and no further
-pod of it until the removed one is back and Ready (--disruption=evict: through the Eviction API). Serves /metrics, /healthz and /readyz on --metrics-addr. With
+pod of it until the removed one is back and Ready (--disruption=evict: through the Eviction API).
+Serves /metrics over TLS on --metrics-addr to a bearer token the
+API server authenticates (TokenReview) and authorizes for GET on the non-resource URL /metrics
+(SubjectAccessReview): no token 401, not allowed 403. The certificate is tls.crt/tls.key of
+--metrics-cert-dir (reloaded when it changes), else self-signed at start. /healthz and /readyz
+are plain HTTP on --health-addr. --metrics-insecure serves /metrics over plain HTTP to anyone
+(on --health-addr's listener too if both addresses are equal). With
 --leader-elect only the holder of a Lease works, so two replicas never both repair. It takes no
 NAME arguments and no -l (it watches a namespace or the cluster) and works in one cluster. It
 stops cleanly, exit 0, on SIGTERM or SIGINT: a service's normal end.`,
@@ -85,7 +94,10 @@ stops cleanly, exit 0, on SIGTERM or SIGINT: a service's normal end.`,
 	fs.StringVar(&f.Disruption, "disruption", string(apiv1.DisruptionDelete), "With --fix: "+disruptionUsage)
 	f.Hold.AddFlags(c, 2*time.Minute, "min-stuck", "How long a finding must hold before it is repaired and sets Stalled")
 	fs.IntVar(&f.MaxRepairsPerHour, "max-repairs-per-hour", f.MaxRepairsPerHour, "Repair actions allowed per namespace and hour (0: unbounded)")
-	fs.StringVar(&f.MetricsAddr, "metrics-addr", f.MetricsAddr, "Address of /metrics, /healthz and /readyz (empty: none)")
+	fs.StringVar(&f.MetricsAddr, "metrics-addr", f.MetricsAddr, "Address of /metrics, TLS with authentication and authorization unless --metrics-insecure (empty: none)")
+	fs.StringVar(&f.MetricsCertDir, "metrics-cert-dir", "", "Directory of tls.crt and tls.key for /metrics (empty or without them: self-signed)")
+	fs.BoolVar(&f.MetricsInsecure, "metrics-insecure", false, "Serve /metrics over plain HTTP without authentication")
+	fs.StringVar(&f.HealthAddr, "health-addr", f.HealthAddr, "Address of /healthz and /readyz, plain HTTP (empty: none)")
 	fs.BoolVar(&f.LeaderElect, "leader-elect", false, "Work only while holding the Lease")
 	fs.StringVar(&f.LeaseNamespace, "leader-elect-namespace", "", "Namespace of the Lease (default: $POD_NAMESPACE, else the current namespace)")
 	fs.StringVar(&f.LeaseName, "leader-elect-name", f.LeaseName, "Name of the Lease")
@@ -118,6 +130,12 @@ func (f *WatchFlags) ToOptions(args []string) (*WatchOptions, error) {
 	if err != nil {
 		return nil, err
 	}
+	if f.MetricsAddr != "" && f.MetricsAddr == f.HealthAddr && !f.MetricsInsecure {
+		return nil, errors.New("--metrics-addr and --health-addr must differ unless --metrics-insecure (/metrics is TLS, the probes plain HTTP)")
+	}
+	if f.MetricsInsecure && f.MetricsCertDir != "" {
+		return nil, errors.New("--metrics-cert-dir needs TLS; drop --metrics-insecure")
+	}
 	leaseNamespace, err := f.leaseNamespace()
 	if err != nil {
 		return nil, err
@@ -127,7 +145,7 @@ func (f *WatchFlags) ToOptions(args []string) (*WatchOptions, error) {
 		Scope: scope.Scope,
 		Monitor: monitor.Options{Fix: f.Fix, Rollback: f.Rollback, Disruption: disruption, Hold: hold, MaxRepairsPerHour: f.MaxRepairsPerHour, Log: f.ErrOut,
 			Diagnosis: diagnosis, NoConditions: f.NoConditions},
-		MetricsAddr: f.MetricsAddr,
+		MetricsAddr: f.MetricsAddr, MetricsInsecure: f.MetricsInsecure, MetricsCertDir: f.MetricsCertDir, HealthAddr: f.HealthAddr,
 		LeaderElect: f.LeaderElect, LeaseNamespace: leaseNamespace, LeaseName: f.LeaseName,
 		Identity: fmt.Sprintf("%s_%d", identity, os.Getpid()),
 		Log:      f.ErrOut,
@@ -152,6 +170,13 @@ func (o *WatchOptions) Run(ctx context.Context) error {
 		return withCode(ExitError, err)
 	}
 	o.serve.Clients = c
+	if !o.serve.MetricsInsecure && o.serve.MetricsAddr != "" {
+		// TokenReviews and SubjectAccessReviews for /metrics, as the same identity.
+		if o.serve.RESTConfig, err = o.configFlags.ToRESTConfig(); err != nil {
+			return withCode(ExitError, err)
+		}
+		o.serve.RESTConfig.UserAgent = "kubectl-stsdiag/" + version
+	}
 	if err := monitor.Serve(ctx, o.serve); err != nil {
 		return withCode(ExitError, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net"
@@ -15,6 +16,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -51,22 +53,30 @@ func applyDeployRBAC(ctx context.Context, t *testing.T, cfg *envconf.Config) str
 
 type watchProcess struct {
 	cmd     *exec.Cmd
-	metrics string
+	metrics string // https://host:port of /metrics
+	health  string // http://host:port of /healthz and /readyz
 	log     *bytes.Buffer
 	done    chan error
 }
 
-func startWatch(t *testing.T, kubeconfig string, args ...string) *watchProcess {
+func freeAddr(t *testing.T) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := l.Addr().String()
-	l.Close()
-	args = append([]string{"watch", "--kubeconfig", kubeconfig, "--metrics-addr", addr}, args...)
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// startWatch runs `stsdiag watch` as the kubeconfig's user: /metrics over TLS (self-signed,
+// delegated authentication and authorization), the probes on a second, plain port.
+func startWatch(t *testing.T, kubeconfig string, args ...string) *watchProcess {
+	t.Helper()
+	metricsAddr, healthAddr := freeAddr(t), freeAddr(t)
+	args = append([]string{"watch", "--kubeconfig", kubeconfig, "--metrics-addr", metricsAddr, "--health-addr", healthAddr}, args...)
 	cmd := exec.Command(stsdiag, args...)
-	w := &watchProcess{cmd: cmd, metrics: "http://" + addr, log: &bytes.Buffer{}, done: make(chan error, 1)}
+	w := &watchProcess{cmd: cmd, metrics: "https://" + metricsAddr, health: "http://" + healthAddr, log: &bytes.Buffer{}, done: make(chan error, 1)}
 	cmd.Stdout, cmd.Stderr = w.log, w.log
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -76,8 +86,8 @@ func startWatch(t *testing.T, kubeconfig string, args ...string) *watchProcess {
 		_ = cmd.Process.Kill()
 		t.Logf("watch log:\n%s", w.log.String())
 	})
-	err = wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		resp, err := http.Get(w.metrics + "/readyz")
+	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		resp, err := http.Get(w.health + "/readyz")
 		if err != nil {
 			return false, nil
 		}
@@ -90,16 +100,67 @@ func startWatch(t *testing.T, kubeconfig string, args ...string) *watchProcess {
 	return w
 }
 
-// metric returns the value of one sample of /metrics (0 if absent).
-func (w *watchProcess) metric(t *testing.T, name string, labels map[string]string) float64 {
+// scrapeClient trusts any certificate: watch's is self-signed (no --metrics-cert-dir).
+var scrapeClient = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+
+// scrape GETs /metrics with a bearer token ("" for none).
+func (w *watchProcess) scrape(t *testing.T, token string) (int, string) {
 	t.Helper()
-	resp, err := http.Get(w.metrics + "/metrics")
+	req, err := http.NewRequest(http.MethodGet, w.metrics+"/metrics", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := scrapeClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
-	sc := bufio.NewScanner(bytes.NewReader(body))
+	return resp.StatusCode, string(body)
+}
+
+var (
+	scraperOnce sync.Once
+	scraperTok  string
+	scraperErr  error
+)
+
+// scraperToken is the token of ServiceAccount stsdiag/stsdiag-scraper, bound to deploy/watch's
+// ClusterRole stsdiag-metrics-reader as deploy/monitoring binds Prometheus.
+func scraperToken(t *testing.T) string {
+	t.Helper()
+	scraperOnce.Do(func() {
+		ctx := context.Background()
+		cs, err := local.Clientset()
+		if err != nil {
+			scraperErr = err
+			return
+		}
+		if scraperErr = scenario.ApplyManifests(ctx, cs, "..", "deploy/watch/namespace.yaml", "deploy/watch/rbac-metrics.yaml"); scraperErr != nil {
+			return
+		}
+		if scraperErr = scenario.ServiceAccountWithClusterRole(ctx, cs, "stsdiag", "stsdiag-scraper", "stsdiag-metrics-reader"); scraperErr != nil {
+			return
+		}
+		scraperTok, scraperErr = scenario.ServiceAccountToken(ctx, cs, "stsdiag", "stsdiag-scraper")
+	})
+	if scraperErr != nil {
+		t.Fatal(scraperErr)
+	}
+	return scraperTok
+}
+
+// metric returns the value of one sample of /metrics (0 if absent), scraped as a reader.
+func (w *watchProcess) metric(t *testing.T, name string, labels map[string]string) float64 {
+	t.Helper()
+	code, body := w.scrape(t, scraperToken(t))
+	if code != http.StatusOK {
+		t.Fatalf("/metrics: %d %s", code, body)
+	}
+	sc := bufio.NewScanner(strings.NewReader(body))
 	for sc.Scan() {
 		line := sc.Text()
 		if !strings.HasPrefix(line, name+"{") {

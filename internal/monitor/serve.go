@@ -2,19 +2,28 @@ package monitor
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
+	stdlog "log"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/go-logr/logr/funcr"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	certutil "k8s.io/client-go/util/cert"
+	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 
 	"github.com/stsdiag/stsdiag/internal/gather"
 )
@@ -25,8 +34,20 @@ type ServeOptions struct {
 	Clients gather.Clients
 	Scope   gather.Scope
 	Monitor Options
-	// MetricsAddr serves /metrics, /healthz and /readyz ("" for none).
+	// MetricsAddr serves /metrics ("" for none): over TLS, to a bearer token that the API server
+	// authenticates (TokenReview) and authorizes for GET on the /metrics non-resource URL
+	// (SubjectAccessReview), unless MetricsInsecure.
 	MetricsAddr string
+	// MetricsInsecure serves /metrics over plain HTTP to anyone (the behaviour before TLS).
+	MetricsInsecure bool
+	// MetricsCertDir holds tls.crt and tls.key (a mounted Secret, reloaded when it changes);
+	// "" or a directory without them: a self-signed certificate made at start.
+	MetricsCertDir string
+	// RESTConfig reaches the API server for TokenReviews and SubjectAccessReviews (secure /metrics).
+	RESTConfig *rest.Config
+	// HealthAddr serves /healthz and /readyz over plain HTTP for the kubelet's probes ("" for
+	// none). Equal to MetricsAddr only with MetricsInsecure: one listener serves all three.
+	HealthAddr string
 	// LeaderElect runs the monitor only while this process holds the Lease.
 	LeaderElect    bool
 	LeaseNamespace string
@@ -57,18 +78,16 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	if o.LeaderElect {
 		healthz = leaderelection.NewLeaderHealthzAdaptor(renewDeadline)
 	}
-	if o.MetricsAddr != "" {
-		stop, err := serveHTTP(o.MetricsAddr, metrics, healthz, func() bool {
-			if c := current.Load(); c != nil {
-				return c.Ready()
-			}
-			return o.LeaderElect // a standby that has not led yet is ready to take over
-		}, o.Log)
-		if err != nil {
-			return err
+	stop, err := serveHTTP(ctx, o, metrics, healthz, func() bool {
+		if c := current.Load(); c != nil {
+			return c.Ready()
 		}
-		defer stop()
+		return o.LeaderElect // a standby that has not led yet is ready to take over
+	})
+	if err != nil {
+		return err
 	}
+	defer stop()
 	if !o.LeaderElect {
 		ctrl := New(o.Clients, o.Scope, o.Monitor, metrics)
 		current.Store(ctrl)
@@ -122,11 +141,14 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	return failed()
 }
 
-// serveHTTP serves /metrics, /healthz (the leader-election watchdog when electing) and /readyz.
-func serveHTTP(addr string, metrics *Metrics, healthz *leaderelection.HealthzAdaptor, ready func() bool, log io.Writer) (stop func(), err error) {
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(metrics.Registry, promhttp.HandlerOpts{}))
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+// serveHTTP serves /metrics on o.MetricsAddr and /healthz (the leader-election watchdog when
+// electing) and /readyz on o.HealthAddr.
+func serveHTTP(ctx context.Context, o ServeOptions, metrics *Metrics, healthz *leaderelection.HealthzAdaptor, ready func() bool) (stop func(), err error) {
+	if o.MetricsAddr != "" && o.MetricsAddr == o.HealthAddr && !o.MetricsInsecure {
+		return nil, errors.New("/metrics over TLS and the plain /healthz and /readyz need two addresses")
+	}
+	health := http.NewServeMux()
+	health.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		if healthz != nil {
 			if err := healthz.Check(r); err != nil {
 				http.Error(w, err.Error(), http.StatusInternalServerError)
@@ -135,27 +157,131 @@ func serveHTTP(addr string, metrics *Metrics, healthz *leaderelection.HealthzAda
 		}
 		fmt.Fprintln(w, "ok")
 	})
-	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+	health.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
 		if ready() {
 			fmt.Fprintln(w, "ok")
 			return
 		}
 		http.Error(w, "informers not synced", http.StatusServiceUnavailable)
 	})
-	listener, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("--metrics-addr: %w", err)
+	var stops []func()
+	stopAll := func() {
+		for _, s := range stops {
+			s()
+		}
 	}
-	server := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	var metricsHandler http.Handler = promhttp.HandlerFor(metrics.Registry, promhttp.HandlerOpts{})
+	if o.MetricsAddr != "" {
+		if o.MetricsAddr == o.HealthAddr { // --metrics-insecure on one address: all three, plain
+			health.Handle("/metrics", metricsHandler)
+		} else {
+			listener, what, err := metricsListener(ctx, o)
+			if err != nil {
+				return nil, err
+			}
+			if !o.MetricsInsecure {
+				if metricsHandler, err = authorizeMetrics(o, metricsHandler); err != nil {
+					listener.Close()
+					return nil, err
+				}
+			}
+			mux := http.NewServeMux()
+			mux.Handle("/metrics", metricsHandler)
+			stops = append(stops, serveOn(listener, mux, o.Log))
+			fmt.Fprintf(o.Log, "serving /metrics on %s (%s)\n", listener.Addr(), what)
+		}
+	}
+	if o.HealthAddr != "" {
+		listener, err := net.Listen("tcp", o.HealthAddr)
+		if err != nil {
+			stopAll()
+			return nil, fmt.Errorf("--health-addr: %w", err)
+		}
+		stops = append(stops, serveOn(listener, health, o.Log))
+		if o.MetricsAddr == o.HealthAddr {
+			fmt.Fprintf(o.Log, "serving /metrics, /healthz and /readyz on %s (plain HTTP, no authentication)\n", listener.Addr())
+		} else {
+			fmt.Fprintf(o.Log, "serving /healthz and /readyz on %s (plain HTTP)\n", listener.Addr())
+		}
+	}
+	return stopAll, nil
+}
+
+// metricsListener listens on o.MetricsAddr: plain with MetricsInsecure, else TLS as
+// controller-runtime's metrics server does (pkg/metrics/server/server.go:273-333@v0.23.3): the
+// key pair of MetricsCertDir, reloaded by its certwatcher when the Secret changes, else a
+// self-signed certificate for localhost/127.0.0.1 made in memory at start (it encrypts; a scraper
+// cannot verify it). HTTP/2 is off, as kubebuilder's scaffold does (CVE-2023-44487).
+func metricsListener(ctx context.Context, o ServeOptions) (net.Listener, string, error) {
+	if o.MetricsInsecure {
+		l, err := net.Listen("tcp", o.MetricsAddr)
+		if err != nil {
+			return nil, "", fmt.Errorf("--metrics-addr: %w", err)
+		}
+		return l, "plain HTTP, no authentication", nil
+	}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}}
+	what := "TLS, self-signed certificate"
+	certPath, keyPath := filepath.Join(o.MetricsCertDir, "tls.crt"), filepath.Join(o.MetricsCertDir, "tls.key")
+	_, certErr := os.Stat(certPath)
+	_, keyErr := os.Stat(keyPath)
+	switch {
+	case o.MetricsCertDir == "" || (os.IsNotExist(certErr) && os.IsNotExist(keyErr)):
+		cert, key, err := certutil.GenerateSelfSignedCertKeyWithFixtures("localhost", []net.IP{{127, 0, 0, 1}}, nil, "")
+		if err != nil {
+			return nil, "", fmt.Errorf("self-signed certificate for /metrics: %w", err)
+		}
+		pair, err := tls.X509KeyPair(cert, key)
+		if err != nil {
+			return nil, "", fmt.Errorf("self-signed certificate for /metrics: %w", err)
+		}
+		cfg.Certificates = []tls.Certificate{pair}
+	default:
+		watcher, err := certwatcher.New(certPath, keyPath)
+		if err != nil {
+			return nil, "", fmt.Errorf("--metrics-cert-dir: %w", err)
+		}
+		go func() { _ = watcher.Start(ctx) }()
+		cfg.GetCertificate = watcher.GetCertificate
+		what = "TLS, certificate of " + o.MetricsCertDir
+	}
+	l, err := net.Listen("tcp", o.MetricsAddr)
+	if err != nil {
+		return nil, "", fmt.Errorf("--metrics-addr: %w", err)
+	}
+	return tls.NewListener(l, cfg), what + ", bearer token authorized by the API server", nil
+}
+
+// authorizeMetrics puts controller-runtime's delegated authentication and authorization in front
+// of /metrics: no token → 401, a token the TokenReview rejects → 500 (the filter answers the
+// authenticator's "invalid bearer token" error so), a user who may not GET the /metrics
+// non-resource URL → 403. Decisions are cached (allow 5 min, deny 30 s, tokens 1 min).
+func authorizeMetrics(o ServeOptions, handler http.Handler) (http.Handler, error) {
+	if o.RESTConfig == nil {
+		return nil, errors.New("secure /metrics needs a client of the API server")
+	}
+	httpClient, err := rest.HTTPClientFor(o.RESTConfig)
+	if err != nil {
+		return nil, err
+	}
+	filter, err := filters.WithAuthenticationAndAuthorization(o.RESTConfig, httpClient)
+	if err != nil {
+		return nil, err
+	}
+	log := funcr.New(func(prefix, args string) { fmt.Fprintf(o.Log, "metrics: %s %s\n", prefix, args) }, funcr.Options{})
+	return filter(log, handler)
+}
+
+func serveOn(listener net.Listener, handler http.Handler, log io.Writer) (stop func()) {
+	server := &http.Server{Handler: handler, ReadHeaderTimeout: 5 * time.Second, ErrorLog: stdlog.New(log, "", 0)}
 	go func() {
 		if err := server.Serve(listener); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			fmt.Fprintf(log, "metrics server: %v\n", err)
+			fmt.Fprintf(log, "HTTP server on %s: %v\n", listener.Addr(), err)
 		}
 	}()
-	fmt.Fprintf(log, "serving /metrics, /healthz and /readyz on %s\n", listener.Addr())
 	return func() {
 		shutdown, done := context.WithTimeout(context.Background(), 5*time.Second)
 		defer done()
 		_ = server.Shutdown(shutdown)
-	}, nil
+	}
 }

@@ -166,7 +166,7 @@ func measureWatch(ctx context.Context, cfg *rest.Config, env []string, stsdiag s
 		return nil, err
 	}
 	defer logFile.Close()
-	cmd := exec.Command(stsdiag, "watch", "-A", "--metrics-addr", addr)
+	cmd := exec.Command(stsdiag, "watch", "-A", "--metrics-addr", addr, "--health-addr", addr, "--metrics-insecure")
 	cmd.Env, cmd.Stdout, cmd.Stderr = env, logFile, logFile
 	started := time.Now()
 	if err := cmd.Start(); err != nil {

@@ -189,7 +189,7 @@ func deployDemo(ctx context.Context, c *cluster.Cluster, kubeconfig, stsdiag str
 	}
 	addr := l.Addr().String()
 	l.Close()
-	watch := exec.Command(stsdiag, "watch", "-A", "--fix", "--min-stuck", "10s", "--metrics-addr", addr,
+	watch := exec.Command(stsdiag, "watch", "-A", "--fix", "--min-stuck", "10s", "--metrics-addr", addr, "--health-addr", addr, "--metrics-insecure",
 		"--leader-elect", "--leader-elect-namespace", "stsdiag", "--kubeconfig", saConfig)
 	watch.Stdout, watch.Stderr = prefixed("[watch] "), prefixed("[watch] ")
 	if err := watch.Start(); err != nil {

@@ -66,6 +66,8 @@ type Cluster struct {
 	// APIServerOnly starts etcd and kube-apiserver only: no controllers, scheduler or nodes
 	// touch the objects (the benchmark writes them with their statuses itself).
 	APIServerOnly bool
+	// RealNode runs a real node (containerd, runc, CNI, the kubelet: node.go) instead of kwok.
+	RealNode bool
 
 	name       string
 	binDir     string
@@ -75,6 +77,7 @@ type Cluster struct {
 	apiPort    int
 	token      string
 	procs      []*process
+	node       *realNode
 }
 
 type process struct {
@@ -110,7 +113,7 @@ func (c *Cluster) bin(name string) (string, error) {
 	dirs := map[string]string{
 		"etcd": "etcd-" + EtcdVersion, "kwok": "kwok-" + KwokVersion,
 		"kube-apiserver": "kubernetes-" + KubernetesVersion, "kube-controller-manager": "kubernetes-" + KubernetesVersion,
-		"kube-scheduler": "kubernetes-" + KubernetesVersion,
+		"kube-scheduler": "kubernetes-" + KubernetesVersion, "kubelet": "kubernetes-" + KubernetesVersion,
 	}
 	root := c.binDir
 	if root == "" {
@@ -195,6 +198,9 @@ func (c *Cluster) Create(ctx context.Context, _ ...string) (kubeconfig string, e
 	if err := c.writeFiles(); err != nil {
 		return "", err
 	}
+	if err := c.prepareNode(); err != nil {
+		return "", err
+	}
 	w := c.workDir
 
 	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", etcdPort)
@@ -207,12 +213,13 @@ func (c *Cluster) Create(ctx context.Context, _ ...string) (kubeconfig string, e
 	if err := c.waitHTTP(ctx, "etcd", etcdURL+"/health", 30*time.Second); err != nil {
 		return "", err
 	}
-	if err := c.start("kube-apiserver", bins["kube-apiserver"],
+	if err := c.start("kube-apiserver", bins["kube-apiserver"], append([]string{
 		"--etcd-servers", etcdURL, "--bind-address", "127.0.0.1", fmt.Sprintf("--secure-port=%d", c.apiPort),
 		"--cert-dir", filepath.Join(w, "certs"), "--token-auth-file", filepath.Join(w, "tokens.csv"),
 		"--authorization-mode", "RBAC", "--service-account-issuer", "https://kubernetes.default.svc",
 		"--service-account-key-file", filepath.Join(w, "sa.pub"), "--service-account-signing-key-file", filepath.Join(w, "sa.key"),
-		"--service-cluster-ip-range", "10.96.0.0/16", "--allow-privileged=true"); err != nil {
+		"--service-cluster-ip-range", "10.96.0.0/16", "--allow-privileged=true",
+		"--audit-policy-file", filepath.Join(w, "audit-policy.yaml"), "--audit-log-path", c.AuditLog()}, c.nodeAPIServerArgs()...)...); err != nil {
 		return "", err
 	}
 	if err := c.waitHTTP(ctx, "kube-apiserver", c.APIServerURL()+"/readyz", 90*time.Second); err != nil {
@@ -221,16 +228,19 @@ func (c *Cluster) Create(ctx context.Context, _ ...string) (kubeconfig string, e
 	if c.APIServerOnly {
 		return c.kubeconfig, nil
 	}
-	if err := c.start("kube-controller-manager", bins["kube-controller-manager"], "--kubeconfig", c.kubeconfig,
-		"--controllers", "statefulset,serviceaccount,garbagecollector,namespace,nodelifecycle,persistentvolume-binder,resourcequota,disruption",
+	if err := c.start("kube-controller-manager", bins["kube-controller-manager"], append([]string{"--kubeconfig", c.kubeconfig,
+		"--controllers", "statefulset,serviceaccount,garbagecollector,namespace,nodelifecycle,persistentvolume-binder,resourcequota,deployment,replicaset,disruption",
 		"--leader-elect=false", "--bind-address", "127.0.0.1", fmt.Sprintf("--secure-port=%d", ports[3]),
 		"--service-account-private-key-file", filepath.Join(w, "sa.key"), "--concurrent-statefulset-syncs=10",
-		"--node-monitor-grace-period=20s"); err != nil {
+		"--node-monitor-grace-period=20s"}, c.nodeControllerArgs()...)...); err != nil {
 		return "", err
 	}
 	if err := c.start("kube-scheduler", bins["kube-scheduler"], "--kubeconfig", c.kubeconfig, "--leader-elect=false",
 		"--bind-address", "127.0.0.1", fmt.Sprintf("--secure-port=%d", ports[4])); err != nil {
 		return "", err
+	}
+	if c.RealNode {
+		return c.kubeconfig, c.startNode(ctx)
 	}
 	if err := c.start("kwok", bins["kwok"], "--kubeconfig", c.kubeconfig, "--config", filepath.Join(w, "stages.yaml"),
 		"--manage-all-nodes=false", "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
@@ -254,7 +264,7 @@ func (c *Cluster) WaitForControlPlane(ctx context.Context, _ klient.Client) erro
 		if _, err := cs.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1.GetOptions{}); err != nil {
 			return false, nil
 		}
-		node, err := cs.CoreV1().Nodes().Get(ctx, NodeName, metav1.GetOptions{})
+		node, err := cs.CoreV1().Nodes().Get(ctx, c.nodeName(), metav1.GetOptions{})
 		if err != nil {
 			return false, nil
 		}
@@ -294,6 +304,9 @@ func (c *Cluster) Clientset() (*kubernetes.Clientset, error) {
 // removes the working directory. Logs stay in LogDir.
 func (c *Cluster) Destroy(_ context.Context) error {
 	var errs []error
+	if err := c.destroyNode(); err != nil {
+		errs = append(errs, err)
+	}
 	for i := len(c.procs) - 1; i >= 0; i-- {
 		if err := c.procs[i].stop(10 * time.Second); err != nil {
 			errs = append(errs, err)
@@ -348,10 +361,11 @@ func (c *Cluster) writeFiles() error {
 		return err
 	}
 	files := map[string][]byte{
-		"sa.key":      pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}),
-		"sa.pub":      pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub}),
-		"tokens.csv":  []byte(c.token + ",admin,admin-uid,system:masters\n"),
-		"stages.yaml": stages,
+		"sa.key":            pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}),
+		"sa.pub":            pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub}),
+		"tokens.csv":        []byte(c.token + ",admin,admin-uid,system:masters\n"),
+		"stages.yaml":       stages,
+		"audit-policy.yaml": []byte(auditPolicy),
 	}
 	for name, data := range files {
 		if err := os.WriteFile(filepath.Join(w, name), data, 0o600); err != nil {
@@ -361,6 +375,20 @@ func (c *Cluster) writeFiles() error {
 	c.kubeconfig = filepath.Join(w, "kubeconfig")
 	return c.WriteKubeconfig(c.kubeconfig, "admin", c.token)
 }
+
+// auditPolicy records the requests of deploy/watch's ServiceAccount only (no bodies): what
+// e2e/deploy_test.go compares with its RBAC.
+const auditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+- level: Metadata
+  users: ["system:serviceaccount:stsdiag:stsdiag"]
+- level: None
+`
+
+// AuditLog is the kube-apiserver's audit log (JSON lines, see auditPolicy).
+func (c *Cluster) AuditLog() string { return filepath.Join(c.logDir, "audit.log") }
 
 // WriteKubeconfig writes a kubeconfig for a token user of this cluster.
 func (c *Cluster) WriteKubeconfig(path, user, token string) error {

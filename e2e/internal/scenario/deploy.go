@@ -20,7 +20,7 @@ import (
 // repository root. The Deployment is left out: a simulated node cannot run its container.
 var WatchManifests = []string{
 	"deploy/watch/namespace.yaml", "deploy/watch/serviceaccount.yaml", "deploy/watch/rbac-report.yaml",
-	"deploy/watch/rbac-leader.yaml", "deploy/watch-fix/rbac-fix.yaml",
+	"deploy/watch/rbac-leader.yaml", "deploy/watch/rbac-metrics.yaml", "deploy/watch-fix/rbac-fix.yaml",
 }
 
 // ApplyManifests creates the Namespaces, ServiceAccounts and RBAC objects of multi-document
@@ -70,4 +70,25 @@ func ServiceAccountToken(ctx context.Context, cs kubernetes.Interface, namespace
 		return "", err
 	}
 	return tok.Status.Token, nil
+}
+
+// ServiceAccountWithClusterRole creates a ServiceAccount and binds a ClusterRole to it
+// (ClusterRoleBinding of the same name); present objects are kept.
+func ServiceAccountWithClusterRole(ctx context.Context, cs kubernetes.Interface, namespace, name, clusterRole string) error {
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace}}
+	if _, err := cs.CoreV1().ServiceAccounts(namespace).Create(ctx, sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	if clusterRole == "" {
+		return nil
+	}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: clusterRole},
+		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: name, Namespace: namespace}},
+	}
+	if _, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	return nil
 }

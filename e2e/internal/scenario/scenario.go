@@ -5,6 +5,7 @@ package scenario
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -41,6 +42,12 @@ func Namespace(ctx context.Context, cs kubernetes.Interface, name string) error 
 
 // Volumes creates the static StorageClass (once) and n hostPath PersistentVolumes for a namespace.
 func Volumes(ctx context.Context, cs kubernetes.Interface, namespace string, n int) error {
+	return VolumesAt(ctx, cs, namespace, n, "/tmp")
+}
+
+// VolumesAt is Volumes with the hostPath directories under root. A real kubelet mounts them, so
+// they are DirectoryOrCreate: the kubelet makes a missing one (kwok ignores the type).
+func VolumesAt(ctx context.Context, cs kubernetes.Interface, namespace string, n int, root string) error {
 	sc := &storagev1.StorageClass{
 		ObjectMeta:        metav1.ObjectMeta{Name: StorageClass},
 		Provisioner:       "kubernetes.io/no-provisioner",
@@ -57,7 +64,8 @@ func Volumes(ctx context.Context, cs kubernetes.Interface, namespace string, n i
 				AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 				PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
 				StorageClassName:              StorageClass,
-				PersistentVolumeSource:        corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/tmp/" + namespace + fmt.Sprint(i)}},
+				PersistentVolumeSource: corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{
+					Path: filepath.Join(root, namespace+fmt.Sprint(i)), Type: ptr.To(corev1.HostPathDirectoryOrCreate)}},
 			},
 		}
 		if _, err := cs.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {

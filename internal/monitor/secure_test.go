@@ -1,0 +1,214 @@
+package monitor_test
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/rest"
+	certutil "k8s.io/client-go/util/cert"
+
+	"github.com/stsdiag/stsdiag/internal/gather"
+	"github.com/stsdiag/stsdiag/internal/monitor"
+	"github.com/stsdiag/stsdiag/internal/openshift"
+)
+
+// fakeReviewer answers TokenReviews (token "good" and "nobody" are users "scraper" and
+// "nobody") and SubjectAccessReviews (only "scraper" may GET /metrics), and records the SARs.
+func fakeReviewer(t *testing.T, sars *[]authorizationv1.SubjectAccessReviewSpec) *httptest.Server {
+	t.Helper()
+	var mu atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		switch r.URL.Path {
+		case "/apis/authentication.k8s.io/v1/tokenreviews":
+			var tr authenticationv1.TokenReview
+			_ = json.NewDecoder(r.Body).Decode(&tr)
+			users := map[string]string{"good": "scraper", "nobody": "nobody"}
+			if u, ok := users[tr.Spec.Token]; ok {
+				tr.Status = authenticationv1.TokenReviewStatus{Authenticated: true, User: authenticationv1.UserInfo{Username: u}}
+			}
+			_ = json.NewEncoder(w).Encode(tr)
+		case "/apis/authorization.k8s.io/v1/subjectaccessreviews":
+			var sar authorizationv1.SubjectAccessReview
+			_ = json.NewDecoder(r.Body).Decode(&sar)
+			*sars = append(*sars, sar.Spec)
+			n := sar.Spec.NonResourceAttributes
+			sar.Status.Allowed = sar.Spec.User == "scraper" && n != nil && n.Path == "/metrics" && n.Verb == "get"
+			_ = json.NewEncoder(w).Encode(sar)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+func serve(t *testing.T, o monitor.ServeOptions) {
+	t.Helper()
+	o.Clients = gather.Clients{Kube: fake.NewClientset(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}})}
+	o.Scope = gather.Scope{Namespace: "shop", OpenShift: openshift.ModeNever}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- monitor.Serve(ctx, o) }()
+	t.Cleanup(func() { cancel(); <-done })
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, err := http.Get("http://" + o.HealthAddr + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("never ready: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func get(t *testing.T, client *http.Client, url, token string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}
+
+// TestSecureMetrics: /metrics over TLS answers 401 without a valid token, 403 to a user the
+// SubjectAccessReview denies, 200 to one it allows; the probes stay plain HTTP.
+func TestSecureMetrics(t *testing.T) {
+	var sars []authorizationv1.SubjectAccessReviewSpec
+	api := fakeReviewer(t, &sars)
+	o := monitor.ServeOptions{MetricsAddr: freeAddr(t), HealthAddr: freeAddr(t), RESTConfig: &rest.Config{Host: api.URL}}
+	serve(t, o)
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} // self-signed
+	url := "https://" + o.MetricsAddr + "/metrics"
+	// A token the TokenReview rejects gets 500 "Authentication failed", not 401: the bearer-token
+	// authenticator turns "not authenticated" into the error "invalid bearer token"
+	// (k8s.io/apiserver pkg/authentication/request/bearertoken/bearertoken.go:71@v0.35.4) and
+	// controller-runtime's filter answers any error with 500 (pkg/metrics/filters/filters.go@v0.23.3).
+	for _, c := range []struct {
+		token string
+		want  int
+	}{{"", 401}, {"forged", 500}, {"nobody", 403}, {"good", 200}} {
+		code, body := get(t, client, url, c.token)
+		if code != c.want {
+			t.Errorf("token %q: got %d %s, want %d", c.token, code, body, c.want)
+		}
+		if c.want == 200 && !strings.Contains(body, "stsdiag_diagnosis_duration_seconds") {
+			t.Errorf("token %q: not the metrics:\n%s", c.token, body)
+		}
+	}
+	if len(sars) == 0 || sars[0].NonResourceAttributes == nil || *sars[0].NonResourceAttributes != (authorizationv1.NonResourceAttributes{Path: "/metrics", Verb: "get"}) {
+		t.Errorf("SubjectAccessReviews: %+v", sars)
+	}
+	if _, err := http.Get("http://" + o.MetricsAddr + "/metrics"); err == nil {
+		// a TLS server answers plain HTTP with 400; what matters is no metrics in clear
+		code, body := get(t, http.DefaultClient, "http://"+o.MetricsAddr+"/metrics", "good")
+		if code == 200 || strings.Contains(body, "stsdiag_") {
+			t.Errorf("plain HTTP on the TLS port: %d %s", code, body)
+		}
+	}
+	if code, _ := get(t, http.DefaultClient, "http://"+o.HealthAddr+"/healthz", ""); code != 200 {
+		t.Errorf("/healthz: %d", code)
+	}
+	if code, _ := get(t, http.DefaultClient, "http://"+o.HealthAddr+"/metrics", "good"); code != 404 {
+		t.Errorf("/metrics on the probe port: %d, want 404", code)
+	}
+}
+
+// TestMetricsCertificateFromDir: the key pair of --metrics-cert-dir is served (a client that
+// trusts only it connects); without one the certificate is a self-signed one for localhost.
+func TestMetricsCertificateFromDir(t *testing.T) {
+	var sars []authorizationv1.SubjectAccessReviewSpec
+	api := fakeReviewer(t, &sars)
+	dir := t.TempDir()
+	cert, key, err := certutil.GenerateSelfSignedCertKey("stsdiag.stsdiag.svc", []net.IP{{127, 0, 0, 1}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "tls.crt"), cert, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "tls.key"), key, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	o := monitor.ServeOptions{MetricsAddr: freeAddr(t), HealthAddr: freeAddr(t), MetricsCertDir: dir, RESTConfig: &rest.Config{Host: api.URL}}
+	serve(t, o)
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(cert)
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	if code, body := get(t, client, "https://"+o.MetricsAddr+"/metrics", "good"); code != 200 {
+		t.Errorf("with the mounted certificate: %d %s", code, body)
+	}
+
+	empty := monitor.ServeOptions{MetricsAddr: freeAddr(t), HealthAddr: freeAddr(t), MetricsCertDir: t.TempDir(), RESTConfig: &rest.Config{Host: api.URL}}
+	serve(t, empty)
+	conn, err := tls.Dial("tcp", empty.MetricsAddr, &tls.Config{InsecureSkipVerify: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	leaf := conn.ConnectionState().PeerCertificates[0]
+	if !strings.HasPrefix(leaf.Subject.CommonName, "localhost@") { // certutil: host@unix-time
+		t.Errorf("fallback certificate for %q, want localhost", leaf.Subject.CommonName)
+	}
+	if _, err := tls.Dial("tcp", empty.MetricsAddr, &tls.Config{RootCAs: pool}); err == nil {
+		t.Error("the fallback verified against the directory's (absent) certificate")
+	}
+}
+
+// TestMetricsInsecureOneAddress: --metrics-insecure with --health-addr = --metrics-addr is the
+// former behaviour: one plain listener, /metrics to anyone.
+func TestMetricsInsecureOneAddress(t *testing.T) {
+	addr := freeAddr(t)
+	serve(t, monitor.ServeOptions{MetricsAddr: addr, HealthAddr: addr, MetricsInsecure: true})
+	if code, body := get(t, http.DefaultClient, "http://"+addr+"/metrics", ""); code != 200 || !strings.Contains(body, "stsdiag_") {
+		t.Errorf("/metrics: %d %s", code, body)
+	}
+}
+
+// TestSecureMetricsNeedTwoAddresses: TLS /metrics and plain probes cannot share a listener.
+func TestSecureMetricsNeedTwoAddresses(t *testing.T) {
+	addr := freeAddr(t)
+	err := monitor.Serve(context.Background(), monitor.ServeOptions{MetricsAddr: addr, HealthAddr: addr})
+	if err == nil || !strings.Contains(err.Error(), "two addresses") {
+		t.Fatalf("got %v", err)
+	}
+}
