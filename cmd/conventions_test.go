@@ -82,7 +82,7 @@ func TestSignalExits130(t *testing.T) {
 
 func TestWaitExit(t *testing.T) {
 	cases := map[apiv1.Verdict]int{
-		apiv1.WaitComplete: ExitOK, apiv1.WaitStuck: ExitFindings, apiv1.WaitRolledBack: ExitFindings, apiv1.WaitTimedOut: ExitTimeout,
+		apiv1.WaitComplete: ExitOK, apiv1.WaitStuck: ExitFindings, apiv1.WaitRolledBack: ExitFindings, apiv1.WaitNotObserved: ExitFindings, apiv1.WaitTimedOut: ExitTimeout,
 		apiv1.WaitInterrupted: ExitInterrupted, apiv1.WaitNotFound: ExitError, apiv1.WaitUnevaluable: ExitError,
 	}
 	for result, want := range cases {

@@ -36,6 +36,7 @@ type FixFlags struct {
 	Rollback      bool
 	// ConfirmWithAdmission asks admission about each predicted image rewrite before planning.
 	ConfirmWithAdmission bool
+	Disruption           string
 }
 
 // FixOptions are what `stsdiag fix` runs with, parsed and checked.
@@ -73,7 +74,8 @@ func NewFixCommand(configFlags *genericclioptions.ConfigFlags, streams genericio
 
 func newFixFlags(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *FixFlags {
 	return &FixFlags{configFlags: configFlags, IOStreams: streams, PrintFlags: render.NewPrintFlags(),
-		Scope: newScopeFlags(configFlags), Diagnosis: newDiagnosisFlags(), DryRun: string(apiv1.DryRunNone)}
+		Scope: newScopeFlags(configFlags), Diagnosis: newDiagnosisFlags(), DryRun: string(apiv1.DryRunNone),
+		Disruption: string(apiv1.DisruptionDelete)}
 }
 
 func (f *FixFlags) command() *cobra.Command {
@@ -106,8 +108,16 @@ plan and exits 1. It repairs one cluster: --contexts is refused (run it once per
 The plan, each action's result and the summary are the output (stdout); --wait's rollout
 progress goes to stderr.
 
+--disruption=evict removes pods through the Eviction API instead of deleting them: a pod whose
+PodDisruptionBudget allows no disruption now is skipped with the budget named, never deleted.
+
+--wait is one budget for the controller to observe a patch and for the rollout. When the
+controller never observes a patch (status.observedGeneration below the patched generation) the
+pods waiting for it are not deleted and the rollout result is "not observed" (exit 1).
+
 Exit codes: 0 every planned action done (and, with --wait, the rollout complete); 1 something
-left unrepaired, skipped or refused; 2 could not evaluate; 3 --wait timed out; 130 interrupted
+left unrepaired, skipped or refused (a patch never observed included); 2 could not evaluate; 3
+--wait timed out while the rollout was progressing; 130 interrupted
 by a signal (SIGINT, SIGTERM), at the question included.`,
 		Example: fixExample,
 		RunE:    runE(f.ToOptions),
@@ -126,6 +136,7 @@ by a signal (SIGINT, SIGTERM), at the question included.`,
 	fs.BoolVar(&f.ForceLostNode, "force-lost-node", false, "Also force-delete (grace period 0) pods stuck terminating on a node that is gone or not Ready for longer than --terminating-threshold")
 	fs.BoolVar(&f.Rollback, "rollback", false, "When the new template itself fails (CurrentRevisionFailing), roll spec.template back to the current revision while its pods are Ready, then delete the pods on the failing revision")
 	addConfirmFlag(c, &f.ConfirmWithAdmission)
+	fs.StringVar(&f.Disruption, "disruption", f.Disruption, disruptionUsage)
 	f.Diagnosis.AddFlags(c)
 	return c
 }
@@ -154,6 +165,10 @@ func (f *FixFlags) ToOptions(args []string) (*FixOptions, error) {
 	default:
 		return nil, fmt.Errorf("invalid --dry-run %q: want none, client or server", f.DryRun)
 	}
+	disruption, err := parseDisruption(f.Disruption)
+	if err != nil {
+		return nil, err
+	}
 	var wait time.Duration
 	if f.Wait != "" {
 		if wait, err = time.ParseDuration(f.Wait); err != nil || wait <= 0 {
@@ -161,7 +176,7 @@ func (f *FixFlags) ToOptions(args []string) (*FixOptions, error) {
 		}
 	}
 	o.fix = repair.FixOptions{Options: repair.Options{Scope: scope.Scope, DryRun: apiv1.DryRunMode(f.DryRun), Diagnosis: diagnosis,
-		Policy: repair.Policy{Rollback: f.Rollback, ForceLostNode: f.ForceLostNode}}, Wait: wait}
+		Policy: repair.Policy{Rollback: f.Rollback, ForceLostNode: f.ForceLostNode}, Disruption: disruption}, Wait: wait}
 	return o, nil
 }
 

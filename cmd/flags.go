@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 
+	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/gather"
 	"github.com/stsdiag/stsdiag/internal/openshift"
 	"github.com/stsdiag/stsdiag/internal/probe"
@@ -177,4 +178,16 @@ func source(c gather.Clients, scope gather.Scope, admission bool) gather.Source 
 		src = probe.Source{Source: src, Kube: c.Kube}
 	}
 	return src
+}
+
+// disruptionUsage is the help of --disruption on fix, wait --fix and watch --fix.
+const disruptionUsage = "How a pod proven stuck is removed: delete (DELETE, PodDisruptionBudgets not consulted) or evict (the Eviction API: removed only where its PodDisruptionBudget allows, a refusal is reported and nothing deleted). Force-deletes of --force-lost-node are always deletes"
+
+// parseDisruption checks --disruption.
+func parseDisruption(value string) (apiv1.DisruptionMode, error) {
+	switch mode := apiv1.DisruptionMode(value); mode {
+	case apiv1.DisruptionDelete, apiv1.DisruptionEvict:
+		return mode, nil
+	}
+	return "", fmt.Errorf("invalid --disruption %q: want delete or evict", value)
 }

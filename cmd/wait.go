@@ -32,6 +32,7 @@ type WaitFlags struct {
 	Timeout    time.Duration
 	Fix        bool
 	Rollback   bool
+	Disruption string
 }
 
 // WaitOptions are what `stsdiag wait` runs with, parsed and checked.
@@ -99,6 +100,7 @@ progressing; 130 interrupted by a signal (SIGINT, SIGTERM).`,
 	f.Hold.AddFlags(c, 30*time.Second, "stuck-grace", "How long a finding must hold before the rollout counts as stuck")
 	fs.BoolVar(&f.Fix, "fix", false, "Apply fix's safe repairs once when stuck, then keep waiting")
 	fs.BoolVar(&f.Rollback, "rollback", false, "With --fix: roll a failing new template back to the earlier revision whose pods are Ready (the deploy still fails: exit 1, result RolledBack)")
+	fs.StringVar(&f.Disruption, "disruption", string(apiv1.DisruptionDelete), "With --fix: "+disruptionUsage)
 	f.Diagnosis.AddFlags(c)
 	return c
 }
@@ -114,9 +116,12 @@ func (f *WaitFlags) ToOptions(args []string) (*WaitOptions, error) {
 	if f.Rollback && !f.Fix {
 		return nil, errors.New("--rollback needs --fix")
 	}
+	disruption, err := parseDisruption(f.Disruption)
+	if err != nil {
+		return nil, err
+	}
 	o := &WaitOptions{configFlags: f.configFlags, IOStreams: f.IOStreams, print: f.PrintFlags, junitFile: f.JUnitFile,
-		gate: gate.WaitOptions{Timeout: f.Timeout, Fix: f.Fix, Rollback: f.Rollback}}
-	var err error
+		gate: gate.WaitOptions{Timeout: f.Timeout, Fix: f.Fix, Rollback: f.Rollback, Disruption: disruption}}
 	if o.scope, err = f.Scope.ToScope(args); err != nil {
 		return nil, err
 	}
@@ -215,7 +220,7 @@ func waitExit(res *model.WaitResult, failure, printErr error) error {
 		return withCode(ExitError, printErr)
 	case res.Result == apiv1.WaitNotFound || res.Result == apiv1.WaitUnevaluable:
 		return withCode(ExitError, errors.New(res.Message))
-	case res.Result == apiv1.WaitStuck || res.Result == apiv1.WaitRolledBack:
+	case res.Result == apiv1.WaitStuck || res.Result == apiv1.WaitRolledBack || res.Result == apiv1.WaitNotObserved:
 		return withCode(ExitFindings, nil)
 	case res.Result == apiv1.WaitTimedOut:
 		return withCode(ExitTimeout, nil)

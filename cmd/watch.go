@@ -11,6 +11,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/monitor"
 )
 
@@ -23,6 +24,7 @@ type WatchFlags struct {
 	Diagnosis         *diagnosisFlags
 	Fix               bool
 	Rollback          bool
+	Disruption        string
 	MaxRepairsPerHour int
 	MetricsAddr       string
 	MetricsInsecure   bool
@@ -70,7 +72,9 @@ once no error finding is left (--no-conditions: never). --min-stuck is the forme
 
 With --fix it repairs findings that held for --hold through the same code path as fix (the
 same preconditions and never-delete rules), at most --max-repairs-per-hour per namespace, and
-records an Event per repair. Serves /metrics over TLS on --metrics-addr to a bearer token the
+records an Event per repair. It removes at most one pod per StatefulSet per pass, and no further
+pod of it until the removed one is back and Ready (--disruption=evict: through the Eviction API).
+Serves /metrics over TLS on --metrics-addr to a bearer token the
 API server authenticates (TokenReview) and authorizes for GET on the non-resource URL /metrics
 (SubjectAccessReview): no token 401, not allowed 403. The certificate is tls.crt/tls.key of
 --metrics-cert-dir (reloaded when it changes), else self-signed at start. /healthz and /readyz
@@ -87,6 +91,7 @@ stops cleanly, exit 0, on SIGTERM or SIGINT: a service's normal end.`,
 	fs := c.Flags()
 	fs.BoolVar(&f.Fix, "fix", false, "Repair findings that held for --hold")
 	fs.BoolVar(&f.Rollback, "rollback", false, "With --fix: roll a failing new template (CurrentRevisionFailing) back to the earlier revision whose pods are Ready")
+	fs.StringVar(&f.Disruption, "disruption", string(apiv1.DisruptionDelete), "With --fix: "+disruptionUsage)
 	f.Hold.AddFlags(c, 2*time.Minute, "min-stuck", "How long a finding must hold before it is repaired and sets Stalled")
 	fs.IntVar(&f.MaxRepairsPerHour, "max-repairs-per-hour", f.MaxRepairsPerHour, "Repair actions allowed per namespace and hour (0: unbounded)")
 	fs.StringVar(&f.MetricsAddr, "metrics-addr", f.MetricsAddr, "Address of /metrics, TLS with authentication and authorization unless --metrics-insecure (empty: none)")
@@ -108,6 +113,10 @@ func (f *WatchFlags) ToOptions(args []string) (*WatchOptions, error) {
 	}
 	if f.Rollback && !f.Fix {
 		return nil, errors.New("--rollback needs --fix")
+	}
+	disruption, err := parseDisruption(f.Disruption)
+	if err != nil {
+		return nil, err
 	}
 	scope, err := f.Scope.ToScope(args)
 	if err != nil {
@@ -134,7 +143,7 @@ func (f *WatchFlags) ToOptions(args []string) (*WatchOptions, error) {
 	identity, _ := os.Hostname()
 	return &WatchOptions{configFlags: f.configFlags, IOStreams: f.IOStreams, serve: monitor.ServeOptions{
 		Scope: scope.Scope,
-		Monitor: monitor.Options{Fix: f.Fix, Rollback: f.Rollback, Hold: hold, MaxRepairsPerHour: f.MaxRepairsPerHour, Log: f.ErrOut,
+		Monitor: monitor.Options{Fix: f.Fix, Rollback: f.Rollback, Disruption: disruption, Hold: hold, MaxRepairsPerHour: f.MaxRepairsPerHour, Log: f.ErrOut,
 			Diagnosis: diagnosis, NoConditions: f.NoConditions},
 		MetricsAddr: f.MetricsAddr, MetricsInsecure: f.MetricsInsecure, MetricsCertDir: f.MetricsCertDir, HealthAddr: f.HealthAddr,
 		LeaderElect: f.LeaderElect, LeaseNamespace: leaseNamespace, LeaseName: f.LeaseName,

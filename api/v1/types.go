@@ -205,6 +205,38 @@ type Action struct {
 
 	// Rollback is what a Rollback action returns the template to (nil for other actions).
 	Rollback *RollbackTarget `json:"rollback,omitempty"`
+
+	// Disruption is how a DeletePod removes its pod: delete (DELETE) or evict (the Eviction
+	// API, which honours PodDisruptionBudgets). Empty for other actions.
+	Disruption DisruptionMode `json:"disruption,omitempty"`
+	// DisruptionBudget is the PodDisruptionBudget that refused an eviction (429 or 403 with a
+	// DisruptionBudget cause), as the API server named it.
+	DisruptionBudget *DisruptionBudget `json:"disruptionBudget,omitempty"`
+}
+
+// DisruptionMode is fix's --disruption: how a pod proven stuck is removed.
+type DisruptionMode string
+
+// Disruption modes.
+const (
+	// DisruptionDelete deletes the pod (DELETE with a UID precondition): PodDisruptionBudgets
+	// are not consulted, as for kubectl delete pod.
+	DisruptionDelete DisruptionMode = "delete"
+	// DisruptionEvict creates an Eviction (policy/v1) with the same UID precondition: the API
+	// server deletes the pod only where its PodDisruptionBudget allows it.
+	DisruptionEvict DisruptionMode = "evict"
+)
+
+// DisruptionBudget is a PodDisruptionBudget that refused an eviction.
+type DisruptionBudget struct {
+	// Name of the PodDisruptionBudget.
+	Name string `json:"name"`
+	// DesiredHealthy and CurrentHealthy are its status numbers when the API server said them
+	// ("needs N healthy pods and has M currently").
+	DesiredHealthy *int32 `json:"desiredHealthy,omitempty"`
+	CurrentHealthy *int32 `json:"currentHealthy,omitempty"`
+	// Message is the API server's cause, verbatim.
+	Message string `json:"message"`
 }
 
 // RollbackTarget is the revision a Rollback returns a StatefulSet's template to.
@@ -234,6 +266,10 @@ type RolloutOutcome string
 const (
 	RolloutComplete RolloutOutcome = "complete"
 	RolloutTimedOut RolloutOutcome = "timed out"
+	// RolloutNotObserved: the StatefulSet controller never observed a patch fix made
+	// (status.observedGeneration stayed below the patched generation) within --wait; the pods
+	// waiting for that patch were not deleted, as no fresh diagnosis could be trusted. Exit 1.
+	RolloutNotObserved RolloutOutcome = "not observed"
 )
 
 // DryRunMode is fix's --dry-run, as kubectl names its modes.
@@ -255,7 +291,8 @@ type FixResult struct {
 	Actions []Action `json:"actions"`
 	// Unrepaired are the error findings fix has no safe repair for.
 	Unrepaired []Finding `json:"unrepaired,omitempty"`
-	// Rollout is "complete" or "timed out" with --wait.
+	// Rollout is "complete", "timed out" or "not observed" with --wait; "not observed" also
+	// without --wait when the controller did not observe a patch in time.
 	Rollout RolloutOutcome `json:"rollout,omitempty"`
 }
 
@@ -277,12 +314,17 @@ const (
 	WaitRolledBack Verdict = "RolledBack"
 	// WaitInterrupted: a signal (SIGINT, SIGTERM) stopped wait before a verdict (exit 130).
 	WaitInterrupted Verdict = "Interrupted"
+	// WaitNotObserved: wait --fix patched a template but the StatefulSet controller never
+	// observed the patch (status.observedGeneration below the patched generation) before
+	// --timeout, so the pods waiting for it were not deleted (exit 1, not 3: the rollout was
+	// not progressing, its controller was not there).
+	WaitNotObserved Verdict = "NotObserved"
 )
 
 // WaitResult is the document `wait -o json|yaml` prints (kind WaitResult).
 type WaitResult struct {
 	metav1.TypeMeta `json:",inline"`
-	// Result is Complete, Stuck, TimedOut, NotFound, Unevaluable, RolledBack or Interrupted.
+	// Result is Complete, Stuck, TimedOut, NotFound, Unevaluable, RolledBack, NotObserved or Interrupted.
 	Result Verdict `json:"result"`
 	// Elapsed is how long wait ran.
 	Elapsed string `json:"elapsed"`

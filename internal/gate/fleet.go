@@ -18,8 +18,8 @@ import (
 
 // precedence orders wait's verdicts from worst to best when several clusters are waited for:
 // one that could not be evaluated or whose StatefulSets do not exist, then a stuck rollout, a
-// rollback, a timeout, an interruption.
-var precedence = []apiv1.Verdict{apiv1.WaitUnevaluable, apiv1.WaitNotFound, apiv1.WaitStuck, apiv1.WaitRolledBack, apiv1.WaitTimedOut, apiv1.WaitInterrupted, apiv1.WaitComplete}
+// rollback, a patch its controller never observed, a timeout, an interruption.
+var precedence = []apiv1.Verdict{apiv1.WaitUnevaluable, apiv1.WaitNotFound, apiv1.WaitStuck, apiv1.WaitRolledBack, apiv1.WaitNotObserved, apiv1.WaitTimedOut, apiv1.WaitInterrupted, apiv1.WaitComplete}
 
 // Decisive reports whether a verdict ends the wait for every cluster (fail fast): a stuck
 // rollout or a cluster that cannot be evaluated.
@@ -52,6 +52,8 @@ type WaitOptions struct {
 	// Fix applies fix's safe repairs once when stuck, then keeps waiting (wait --fix); with
 	// Rollback a failing new template may be rolled back.
 	Fix, Rollback bool
+	// Disruption is how a pod proven stuck is removed (wait --fix --disruption).
+	Disruption apiv1.DisruptionMode
 	// Progress, if set, is told about each repair action as it completes.
 	Progress func(model.Action)
 	// Warn, if set, receives each warning about optional data that could not be read.
@@ -78,6 +80,7 @@ func Wait(ctx context.Context, c gather.Clients, scope gather.Scope, opts WaitOp
 	res, err := Run(ctx, live, gateOpts)
 	if res.Result == apiv1.WaitTimedOut {
 		res.Message = fmt.Sprintf("timed out after %s while the rollout was still progressing", opts.Timeout)
+		notObservedVerdict(res, opts.Timeout)
 	}
 	repair.RollbackVerdict(res)
 	return res, err
@@ -85,7 +88,7 @@ func Wait(ctx context.Context, c gather.Clients, scope gather.Scope, opts WaitOp
 
 // repairOnce is wait --fix's repair: fix's safe actions, each reported to Progress.
 func repairOnce(c gather.Clients, scope gather.Scope, opts WaitOptions) func(context.Context, *model.Report, *snapshot.Snapshot) ([]model.Action, error) {
-	exec := repair.New(repair.Options{Clients: c, Scope: scope, Diagnosis: opts.Diagnosis, DryRun: apiv1.DryRunNone, Policy: repair.Policy{Rollback: opts.Rollback}, Progress: opts.Progress})
+	exec := repair.New(repair.Options{Clients: c, Scope: scope, Diagnosis: opts.Diagnosis, DryRun: apiv1.DryRunNone, Policy: repair.Policy{Rollback: opts.Rollback}, Disruption: opts.Disruption, Progress: opts.Progress})
 	log := opts.Log
 	if log == nil {
 		log = io.Discard
@@ -157,4 +160,24 @@ func MergeFleet(contexts []string, results []*model.WaitResult) *model.WaitResul
 	}
 	model.SortFindings(merged.Findings)
 	return merged
+}
+
+// notObservedVerdict turns a TimedOut wait --fix whose patch the StatefulSet controller never
+// observed into NotObserved, naming the StatefulSets: the cause is the controller, not a slow
+// rollout.
+func notObservedVerdict(res *model.WaitResult, timeout time.Duration) {
+	var sets []string
+	seen := map[string]bool{}
+	for _, a := range res.Actions {
+		key := a.Namespace + "/" + a.StatefulSet
+		if a.NotObserved && !seen[key] {
+			seen[key] = true
+			sets = append(sets, key)
+		}
+	}
+	if len(sets) == 0 {
+		return
+	}
+	res.Result = apiv1.WaitNotObserved
+	res.Message = fmt.Sprintf("the StatefulSet controller never observed the patch to %s within %s; the pods waiting for it were not deleted", strings.Join(sets, ", "), timeout)
 }

@@ -204,6 +204,9 @@ type Action struct {
 	// DryRun marks an action applied as a dry run (client or server): its result says what
 	// would have happened; nothing changed.
 	DryRun bool
+	// NotObserved marks a delete skipped because the StatefulSet controller did not observe
+	// the patch it waited for within the budget.
+	NotObserved bool
 }
 
 // Kind is the kind of change.

@@ -44,6 +44,8 @@ type Options struct {
 	// Rollback (with Fix) also rolls a failing update revision back to the earlier revision whose
 	// pods are Ready (repair.Policy).
 	Rollback bool
+	// Disruption is how a pod proven stuck is removed (watch --fix --disruption).
+	Disruption apiv1.DisruptionMode
 	// Hold is how long a finding must hold before it is repaired and sets Stalled (--hold).
 	Hold time.Duration
 	// MaxRepairsPerHour bounds repair actions per namespace (0: no bound).
@@ -75,6 +77,9 @@ type Controller struct {
 	mu      sync.Mutex
 	seen    map[string]*setState   // StatefulSet key → its findings now
 	repairs map[string][]time.Time // namespace → times of repair actions
+	// awaiting maps a StatefulSet key to the pod its last repair removed: no further pod of
+	// that StatefulSet is repaired until the pod is back (a new UID) and Ready.
+	awaiting map[string]removedPod
 
 	conds conditions // the Stalled conditions written (conditions.go)
 }
@@ -85,6 +90,12 @@ type Controller struct {
 type setState struct {
 	findings map[string]model.Finding // finding key → the finding as last diagnosed
 	held     hold.Tracker             // finding key → when it was first seen
+}
+
+// removedPod is a pod a repair deleted or evicted.
+type removedPod struct {
+	name string
+	uid  string
 }
 
 // New returns a monitor for the scope.
@@ -101,7 +112,7 @@ func New(c gather.Clients, scope gather.Scope, opts Options, metrics *Metrics) *
 	ctrl := &Controller{clients: c, scope: scope, opts: opts, metrics: metrics, clock: opts.Clock,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "stsdiag", Clock: opts.Clock}),
-		seen: map[string]*setState{}, repairs: map[string][]time.Time{}}
+		seen: map[string]*setState{}, repairs: map[string][]time.Time{}, awaiting: map[string]removedPod{}}
 	metrics.findings.setSource(ctrl.findingCounts)
 	return ctrl
 }
@@ -259,14 +270,66 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if !c.opts.NoConditions {
 		c.syncCondition(ctx, key, set, state, now, snap.ServerVersion)
 	}
+	if set == nil {
+		c.mu.Lock()
+		delete(c.awaiting, key)
+		c.mu.Unlock()
+	}
 	if !c.opts.Fix || set == nil {
 		return nil
 	}
-	actions := repair.Planner{Policy: repair.Policy{Rollback: c.opts.Rollback}}.Plan(rep, snap).For(ns, name)
+	actions := onePod(repair.Planner{Policy: repair.Policy{Rollback: c.opts.Rollback}}.Plan(rep, snap).For(ns, name))
 	if !c.heldForRepair(key, state, actions, now) {
 		return nil
 	}
-	return c.repair(ctx, key, set, actions)
+	return c.repair(ctx, key, set, snap, actions)
+}
+
+// onePod keeps the template changes and the first pod removal of a StatefulSet's plan: watch
+// --fix removes at most one pod per StatefulSet per pass, as prometheus-operator's repair does,
+// so a PodDisruptionBudget or a quorum sees one disruption at a time.
+func onePod(actions []model.Action) []model.Action {
+	var out []model.Action
+	removal := false
+	for _, a := range actions {
+		if a.Kind() == apiv1.DeletePod || a.Kind() == apiv1.ForceDeletePod {
+			if removal {
+				continue
+			}
+			removal = true
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// awaitingReady returns the pod the last repair of the StatefulSet removed while it is not yet
+// back (another UID) and Ready in snap; "" once it is (and forgets it).
+func (c *Controller) awaitingReady(key string, snap *snapshot.Snapshot) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	removed, ok := c.awaiting[key]
+	if !ok {
+		return ""
+	}
+	ns, _, _ := cache.SplitMetaNamespaceKey(key)
+	for i := range snap.Pods {
+		p := &snap.Pods[i]
+		if p.Namespace == ns && p.Name == removed.name && string(p.UID) != removed.uid && podReady(p) {
+			delete(c.awaiting, key)
+			return ""
+		}
+	}
+	return removed.name
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, cond := range p.Status.Conditions {
+		if cond.Type == corev1.PodReady {
+			return cond.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }
 
 // observe records the findings of one StatefulSet now and returns its state and the findings
@@ -337,7 +400,7 @@ func (c *Controller) heldForRepair(key string, state *setState, actions []model.
 }
 
 // repair applies fix's planned actions for one StatefulSet, within the namespace's budget.
-func (c *Controller) repair(ctx context.Context, key string, set *appsv1.StatefulSet, actions []model.Action) error {
+func (c *Controller) repair(ctx context.Context, key string, set *appsv1.StatefulSet, snap *snapshot.Snapshot, actions []model.Action) error {
 	if !c.reserveRepairs(set.Namespace, len(actions)) {
 		for _, a := range actions {
 			c.metrics.Repairs.WithLabelValues(string(a.Kind()), "ratelimited", a.Namespace).Inc()
@@ -347,14 +410,25 @@ func (c *Controller) repair(ctx context.Context, key string, set *appsv1.Statefu
 		c.queue.AddAfter(key, 5*time.Minute)
 		return nil
 	}
+	if waiting := c.awaitingReady(key, snap); waiting != "" {
+		c.refundRepairs(set.Namespace, len(actions))
+		c.logf("%s: repair postponed: pod %s, removed by the last repair, is not back and Ready yet", key, waiting)
+		c.queue.AddAfter(key, 5*time.Second)
+		return nil
+	}
 	scope := gather.Scope{Namespace: set.Namespace, Names: []string{set.Name}, OpenShift: c.scope.OpenShift}
 	exec := repair.New(repair.Options{Clients: c.clients, Scope: scope, Diagnosis: c.opts.Diagnosis, DryRun: apiv1.DryRunNone,
-		Policy: repair.Policy{Rollback: c.opts.Rollback}})
+		Policy: repair.Policy{Rollback: c.opts.Rollback}, Disruption: c.opts.Disruption})
 	done, err := exec.Apply(ctx, actions)
 	changed := 0
 	for _, a := range done {
 		if a.Result == apiv1.ResultDone {
 			changed++
+			if (a.Kind() == apiv1.DeletePod || a.Kind() == apiv1.ForceDeletePod) && !a.DryRun {
+				c.mu.Lock()
+				c.awaiting[key] = removedPod{name: a.Pod, uid: a.UID}
+				c.mu.Unlock()
+			}
 		}
 		c.metrics.Repairs.WithLabelValues(string(a.Kind()), string(a.Result), a.Namespace).Inc()
 		// The Event's reason is the code of the finding the action repairs.

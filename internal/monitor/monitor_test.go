@@ -161,3 +161,60 @@ func TestSelectorScopesWatch(t *testing.T) {
 		})
 	}
 }
+
+// TestOnePodPerPass: watch --fix removes one pod of a StatefulSet per pass and the next only
+// once the removed pod is back (another UID) and Ready.
+func TestOnePodPerPass(t *testing.T) {
+	objs := stuckObjects()
+	set := objs[1].(*appsv1.StatefulSet)
+	set.Spec.Replicas = ptr.To[int32](2)
+	second := objs[2].(*corev1.Pod).DeepCopy()
+	second.Name, second.UID = "web-1", "pod-uid-1"
+	kube := fake.NewClientset(append(objs, second)...)
+	// Deletes are recorded, not carried out: the pod stays as it was.
+	kube.PrependReactor("delete", "pods", func(k8stesting.Action) (bool, runtime.Object, error) { return true, nil, nil })
+	run(t, kube, monitor.Options{Fix: true, Hold: 50 * time.Millisecond})
+	deleted := func() []string {
+		var out []string
+		for _, a := range kube.Actions() {
+			if d, ok := a.(k8stesting.DeleteAction); ok && d.GetResource().Resource == "pods" {
+				out = append(out, d.GetName())
+			}
+		}
+		return out
+	}
+	err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
+		return len(deleted()) >= 1, nil
+	})
+	if err != nil {
+		t.Fatal("never repaired")
+	}
+	time.Sleep(time.Second)
+	if got := deleted(); len(got) != 1 {
+		t.Fatalf("deleted %v before the first pod came back Ready, want one pod", got)
+	}
+	first := deleted()[0]
+	// The controller recreates the removed pod on the update revision and it becomes Ready.
+	back := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: first, Namespace: "shop", UID: "new-uid",
+			Labels:          map[string]string{"app": "web", appsv1.ControllerRevisionHashLabelKey: "web-b"},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "web", UID: "set-uid", Controller: ptr.To(true)}}},
+		Spec:   corev1.PodSpec{NodeName: "n", Containers: []corev1.Container{{Name: "app", Image: "app:good"}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}},
+	}
+	if err := kube.Tracker().Delete(corev1.SchemeGroupVersion.WithResource("pods"), "shop", first); err != nil {
+		t.Fatal(err)
+	}
+	if err := kube.Tracker().Add(back); err != nil {
+		t.Fatal(err)
+	}
+	err = wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return len(deleted()) >= 2, nil
+	})
+	if err != nil {
+		t.Fatalf("deleted %v: the other pod was not repaired once the first was back and Ready", deleted())
+	}
+	if got := deleted(); got[1] == first {
+		t.Errorf("deleted %v: the second repair removed the same pod", got)
+	}
+}

@@ -20,10 +20,14 @@ func DescribeAction(a model.Action) string {
 		}
 		return s
 	case apiv1.DeletePod:
-		if a.AfterPatch {
-			return fmt.Sprintf("delete pod/%s -n %s once the patch makes it an old revision (proven again after the patch)", a.Pod, a.Namespace)
+		verb := "delete"
+		if a.Disruption == apiv1.DisruptionEvict {
+			verb = "evict"
 		}
-		return fmt.Sprintf("delete pod/%s -n %s (uid %s)", a.Pod, a.Namespace, a.UID)
+		if a.AfterPatch {
+			return fmt.Sprintf("%s pod/%s -n %s once the patch makes it an old revision (proven again after the patch)", verb, a.Pod, a.Namespace)
+		}
+		return fmt.Sprintf("%s pod/%s -n %s (uid %s)", verb, a.Pod, a.Namespace, a.UID)
 	case apiv1.ForceDeletePod:
 		s := fmt.Sprintf("force-delete pod/%s -n %s (uid %s, grace period 0)", a.Pod, a.Namespace, a.UID)
 		if a.Result == "" && a.Message != "" {

@@ -78,3 +78,17 @@ func TestPlanAdmission(t *testing.T) {
 		t.Errorf("plan\n%s\nwant\n%s", buf.String(), want)
 	}
 }
+
+// TestDescribeEviction: a DeletePod under --disruption=evict says evict, in the plan and after.
+func TestDescribeEviction(t *testing.T) {
+	for mode, want := range map[apiv1.DisruptionMode]string{
+		apiv1.DisruptionEvict:  "evict pod/web-0 -n shop (uid u2)",
+		apiv1.DisruptionDelete: "delete pod/web-0 -n shop (uid u2)",
+		"":                     "delete pod/web-0 -n shop (uid u2)",
+	} {
+		a := model.Action{Action: apiv1.Action{Action: apiv1.DeletePod, Namespace: "shop", StatefulSet: "web", Pod: "web-0", UID: "u2", Disruption: mode}}
+		if got := render.DescribeAction(a); got != want {
+			t.Errorf("%q: %q, want %q", mode, got, want)
+		}
+	}
+}

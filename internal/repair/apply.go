@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
@@ -41,11 +42,28 @@ type Executor struct {
 	Follow Follower
 	// Progress, if set, is told about each action as it completes.
 	Progress func(model.Action)
+	// Disruption is how a DeletePod removes its pod: delete (the default when empty) or evict
+	// (the Eviction API). A ForceDeletePod is always a delete: an eviction cannot help a pod on
+	// a lost node (its PodDisruptionBudget counts it unhealthy and its kubelet never answers).
+	Disruption apiv1.DisruptionMode
+	// Deadline bounds the wait for the controller to observe a patch (fix --wait's end). When
+	// zero, ctx's deadline does (wait --fix's --timeout), else defaultObserveTimeout from now.
+	Deadline time.Time
+	// Clock tells the time the observation budget is measured in (real time if nil).
+	Clock clock.PassiveClock
+
+	// notObserved lists the patched StatefulSets (namespace/name) whose controller did not
+	// observe the patch within the budget.
+	notObserved []string
 }
 
-// observeTimeout bounds the wait for the controller to observe a patch; past it the fresh
-// diagnosis decides with what it sees.
-const observeTimeout = 30 * time.Second
+// defaultObserveTimeout bounds the wait for the controller to observe a patch when nothing else
+// does (fix without --wait, watch --fix).
+const defaultObserveTimeout = 2 * time.Minute
+
+// NotObserved lists the patched StatefulSets (namespace/name) whose controller did not observe
+// the patch within the budget in the last Apply: the deletes waiting for it were not made.
+func (e *Executor) NotObserved() []string { return e.notObserved }
 
 // UnavailableError means the API could not be reached or answered unexpectedly: nothing more
 // can be evaluated.
@@ -62,6 +80,7 @@ func (e *UnavailableError) Unwrap() error { return e.Err }
 // answer about one object.
 func (e *Executor) Apply(ctx context.Context, actions []model.Action) ([]model.Action, error) {
 	out := make([]model.Action, 0, len(actions))
+	e.notObserved = nil
 	patched := map[string]int64{}
 	var deletes, later []model.Action
 	for _, a := range actions {
@@ -127,12 +146,18 @@ func proofKey(kind apiv1.ActionKind, namespace, pod string) string {
 // prove plans afresh and collects the proofs. Without a Rediagnose it returns nil (the plan's
 // own diagnosis is then the proof).
 func (e *Executor) prove(ctx context.Context) (proofs, error) {
+	p, _, err := e.proveSnap(ctx)
+	return p, err
+}
+
+// proveSnap is prove that also returns the snapshot the proofs were made on.
+func (e *Executor) proveSnap(ctx context.Context) (proofs, *snapshot.Snapshot, error) {
 	if e.Rediagnose == nil {
-		return nil, nil
+		return nil, nil, nil
 	}
-	plan, err := e.replan(ctx)
+	plan, snap, err := e.replanSnap(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	p := proofs{}
 	for _, a := range plan.Actions {
@@ -140,17 +165,22 @@ func (e *Executor) prove(ctx context.Context) (proofs, error) {
 			p[proofKey(a.Kind(), a.Namespace, a.Pod)] = a
 		}
 	}
-	return p, nil
+	return p, snap, nil
 }
 
 // replan diagnoses afresh and plans with every repair allowed: an action still called for is in
 // that plan, checked by the same invariants as the first.
 func (e *Executor) replan(ctx context.Context) (Plan, error) {
+	plan, _, err := e.replanSnap(ctx)
+	return plan, err
+}
+
+func (e *Executor) replanSnap(ctx context.Context) (Plan, *snapshot.Snapshot, error) {
 	rep, snap, err := e.Rediagnose(ctx)
 	if err != nil {
-		return Plan{}, &UnavailableError{Err: err}
+		return Plan{}, nil, &UnavailableError{Err: err}
 	}
-	return Planner{Policy: everything}.Plan(rep, snap), nil
+	return Planner{Policy: everything}.Plan(rep, snap), snap, nil
 }
 
 // deleteProven deletes each pod only if a diagnosis made right now still proves it stuck, with a
@@ -162,6 +192,12 @@ func (e *Executor) deleteProven(ctx context.Context, actions []model.Action) ([]
 	if e.DryRun == apiv1.DryRunClient {
 		for _, a := range actions {
 			a.Result, a.Message = apiv1.ResultDone, "dry run: not sent"
+			if a.Kind() == apiv1.DeletePod {
+				a.Disruption = e.disruption()
+				if a.Disruption == apiv1.DisruptionEvict {
+					e.predictEviction(ctx, &a)
+				}
+			}
 			e.report(a)
 			out = append(out, a)
 		}
@@ -181,7 +217,11 @@ func (e *Executor) deleteProven(ctx context.Context, actions []model.Action) ([]
 				}
 				a.UID = proof.UID
 			}
-			conflict, err := e.deletePod(ctx, &a)
+			remove := e.deletePod
+			if a.Kind() == apiv1.DeletePod && e.Disruption == apiv1.DisruptionEvict {
+				remove = e.evictPod
+			}
+			conflict, err := remove(ctx, &a)
 			if err != nil {
 				e.report(a)
 				return append(out, a), err
@@ -331,6 +371,9 @@ func (e *Executor) deletePod(ctx context.Context, a *model.Action) (conflict boo
 		opts.GracePeriodSeconds = ptr.To[int64](0)
 		done = "pod force-deleted (grace period 0) from its lost node; the controller recreates it on a healthy node, its PersistentVolumeClaims are kept"
 	}
+	if a.Kind() == apiv1.DeletePod {
+		a.Disruption = apiv1.DisruptionDelete
+	}
 	err = e.Kube.CoreV1().Pods(a.Namespace).Delete(ctx, a.Pod, opts)
 	switch {
 	case err == nil:
@@ -377,15 +420,24 @@ func (e *Executor) provenAfterPatch(ctx context.Context, later []model.Action, p
 	if len(pending) == 0 || e.Rediagnose == nil {
 		return pending, decided, nil
 	}
-	if err := e.waitObserved(ctx, patched); err != nil {
-		return nil, nil, err
-	}
-	fresh, err := e.prove(ctx)
+	notObserved, err := e.waitObserved(ctx, patched)
 	if err != nil {
 		return nil, nil, err
 	}
+	fresh, notObserved, err := e.proveObserved(ctx, patched, notObserved)
+	if err != nil {
+		return nil, nil, err
+	}
+	e.notObserved = sortedKeys(notObserved)
 	var proven []model.Action
 	for _, a := range pending {
+		key := snapshot.Key(a.Namespace, a.StatefulSet)
+		if observed, ok := notObserved[key]; ok {
+			a.NotObserved = true
+			a.Result, a.Message = apiv1.ResultSkipped, fmt.Sprintf("the StatefulSet controller did not observe the patch within the --wait budget (status.observedGeneration %d, patched generation %d); nothing deleted: a fresh diagnosis is trusted only once the controller has observed the patch", observed, patched[key])
+			decided = append(decided, a)
+			continue
+		}
 		proof, ok := fresh[proofKey(apiv1.DeletePod, a.Namespace, a.Pod)]
 		if !ok {
 			a.Result, a.Message = apiv1.ResultSkipped, "not stuck on an old revision after the patch (the controller replaced it or it recovered); nothing deleted"
@@ -411,26 +463,115 @@ func inPlanOrder(actions, plan []model.Action) []model.Action {
 }
 
 // waitObserved follows each patched StatefulSet until its controller has observed the patch's
-// generation, for up to observeTimeout each (then the fresh diagnosis decides with what it
-// sees). It fails only when ctx is cancelled or the API fails.
-func (e *Executor) waitObserved(ctx context.Context, patched map[string]int64) error {
+// generation, within the remaining budget (observeDeadline). notObserved maps the StatefulSets
+// not observed in time to the last observedGeneration seen (-1: none). It fails only when ctx is
+// cancelled or the API fails.
+func (e *Executor) waitObserved(ctx context.Context, patched map[string]int64) (notObserved map[string]int64, err error) {
 	follow := e.follower()
-	for key, generation := range patched {
+	deadline := e.observeDeadline(ctx)
+	notObserved = map[string]int64{}
+	for _, key := range sortedKeys(patched) {
+		generation := patched[key]
 		ns, name, _ := cache.SplitMetaNamespaceKey(key)
-		observeCtx, cancel := context.WithTimeout(ctx, observeTimeout)
+		observed := int64(-1)
+		remaining := deadline.Sub(e.now())
+		if remaining <= 0 {
+			notObserved[key] = observed
+			continue
+		}
+		observeCtx, cancel := context.WithTimeout(ctx, remaining)
 		err := follow(observeCtx, ns, name, func(set *appsv1.StatefulSet) bool {
+			observed = set.Status.ObservedGeneration
 			return set.Status.ObservedGeneration >= generation
 		})
 		cancel()
 		switch {
-		case err == nil, errors.Is(err, rollout.ErrTimeout) && ctx.Err() == nil:
+		case err == nil:
+		case errors.Is(err, rollout.ErrTimeout) && ctx.Err() == nil:
+			notObserved[key] = observed
 		case ctx.Err() != nil:
-			return err
+			return nil, err
 		default:
-			return &UnavailableError{Err: err}
+			return nil, &UnavailableError{Err: err}
 		}
 	}
-	return nil
+	return notObserved, nil
+}
+
+// proveObserved proves afresh, trusting the fresh diagnosis of a patched StatefulSet only once
+// its snapshot shows the patch observed (status.observedGeneration ≥ the patched generation): a
+// read older than the follower's is read again, once a second, until the budget ends; a
+// StatefulSet still unobserved then joins notObserved.
+func (e *Executor) proveObserved(ctx context.Context, patched, notObserved map[string]int64) (proofs, map[string]int64, error) {
+	deadline := e.observeDeadline(ctx)
+	for {
+		fresh, snap, err := e.proveSnap(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		stale := map[string]int64{}
+		for key, generation := range patched {
+			if _, ok := notObserved[key]; ok || snap == nil {
+				continue
+			}
+			ns, name, _ := cache.SplitMetaNamespaceKey(key)
+			for i := range snap.StatefulSets {
+				set := &snap.StatefulSets[i]
+				if set.Namespace == ns && set.Name == name && set.Status.ObservedGeneration < generation {
+					stale[key] = set.Status.ObservedGeneration
+				}
+			}
+		}
+		if len(stale) == 0 {
+			return fresh, notObserved, nil
+		}
+		if !e.now().Add(time.Second).Before(deadline) {
+			for key, observed := range stale {
+				notObserved[key] = observed
+			}
+			return fresh, notObserved, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, nil, ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// observeDeadline is when the wait for the controller to observe a patch ends: Deadline, else
+// ctx's deadline, else defaultObserveTimeout from now.
+func (e *Executor) observeDeadline(ctx context.Context) time.Time {
+	if !e.Deadline.IsZero() {
+		return e.Deadline
+	}
+	if d, ok := ctx.Deadline(); ok {
+		return d
+	}
+	return e.now().Add(defaultObserveTimeout)
+}
+
+func (e *Executor) now() time.Time {
+	if e.Clock != nil {
+		return e.Clock.Now()
+	}
+	return time.Now()
+}
+
+func (e *Executor) disruption() apiv1.DisruptionMode {
+	if e.Disruption == "" {
+		return apiv1.DisruptionDelete
+	}
+	return e.Disruption
+}
+
+func sortedKeys(m map[string]int64) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 func (e *Executor) follower() Follower {

@@ -34,6 +34,8 @@ type Options struct {
 	Progress func(model.Action)
 	// Policy says which optional repairs to plan (--rollback, --force-lost-node).
 	Policy
+	// Disruption is how a pod proven stuck is removed (--disruption): delete (default) or evict.
+	Disruption apiv1.DisruptionMode
 }
 
 // diagnoser diagnoses what the source returns; by default a fresh LIST of the scope.
@@ -56,6 +58,7 @@ func New(o Options) *Executor {
 		Progress:   o.Progress,
 		Planner:    Planner{Policy: o.Policy},
 		Rediagnose: o.diagnoser(),
+		Disruption: o.Disruption,
 	}
 }
 
@@ -100,6 +103,13 @@ func Fix(ctx context.Context, o FixOptions) (*model.FixResult, error) {
 	if result.Actions == nil {
 		result.Actions = []model.Action{}
 	}
+	// The plan says how each pod will be removed (--disruption).
+	mode := (&Executor{Disruption: o.Disruption}).disruption()
+	for i := range result.Actions {
+		if result.Actions[i].Kind() == apiv1.DeletePod {
+			result.Actions[i].Disruption = mode
+		}
+	}
 	if o.OnPlan != nil {
 		o.OnPlan(result, rep.Warnings)
 	}
@@ -119,12 +129,24 @@ func Fix(ctx context.Context, o FixOptions) (*model.FixResult, error) {
 		}
 	}
 	exec := New(o.Options)
+	// --wait is one budget: the wait for the controller to observe a patch, then the rollout.
+	var deadline time.Time
+	if o.Wait > 0 {
+		deadline = time.Now().Add(o.Wait)
+		exec.Deadline = deadline
+	}
 	result.Actions, err = exec.Apply(ctx, result.Actions)
 	if err != nil {
 		return result, err
 	}
+	if len(exec.NotObserved()) > 0 {
+		// The pods waiting for the patch were left: no rollout to follow, and the cause is
+		// the controller, not a slow rollout.
+		result.Rollout = apiv1.RolloutNotObserved
+		return result, nil
+	}
 	if o.Wait > 0 && o.DryRun == apiv1.DryRunNone {
-		if err := followRollouts(ctx, exec.follower(), o, result); err != nil {
+		if err := followRollouts(ctx, exec.follower(), o, deadline, result); err != nil {
 			return result, err
 		}
 	}
@@ -135,12 +157,12 @@ func Fix(ctx context.Context, o FixOptions) (*model.FixResult, error) {
 // every StatefulSet with a planned action was repaired and has completed: never of a set whose
 // action was skipped or failed, which is likely still stuck. "timed out" is said only when the
 // --wait deadline passed, never when ctx was cancelled (an interruption).
-func followRollouts(ctx context.Context, follow Follower, o FixOptions, result *model.FixResult) error {
+func followRollouts(ctx context.Context, follow Follower, o FixOptions, deadline time.Time, result *model.FixResult) error {
 	log := o.RolloutLog
 	if log == nil {
 		log = io.Discard
 	}
-	ctx, cancel := context.WithTimeout(ctx, o.Wait)
+	ctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 	repaired, unrepaired := map[string]bool{}, false
 	var order []model.Action

@@ -240,7 +240,7 @@ func (c *Cluster) Create(ctx context.Context, _ ...string) (kubeconfig string, e
 		return c.kubeconfig, nil
 	}
 	if err := c.start("kube-controller-manager", bins["kube-controller-manager"], append([]string{"--kubeconfig", c.kubeconfig,
-		"--controllers", "statefulset,serviceaccount,garbagecollector,namespace,nodelifecycle,persistentvolume-binder,resourcequota,deployment,replicaset",
+		"--controllers", "statefulset,serviceaccount,garbagecollector,namespace,nodelifecycle,persistentvolume-binder,resourcequota,deployment,replicaset,disruption",
 		"--leader-elect=false", "--bind-address", "127.0.0.1", fmt.Sprintf("--secure-port=%d", ports[3]),
 		"--service-account-private-key-file", filepath.Join(w, "sa.key"), "--concurrent-statefulset-syncs=10",
 		"--node-monitor-grace-period=20s"}, c.nodeControllerArgs()...)...); err != nil {

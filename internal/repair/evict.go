@@ -1,0 +1,215 @@
+package repair
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+
+	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/internal/model"
+)
+
+// The API server's answers to an eviction are those of EvictionREST.Create in
+// k8s.io/kubernetes pkg/registry/core/pod/storage/eviction.go@v1.37.2:
+//   - 201 (Status Success): the pod was deleted — at once for a Pending, Succeeded or Failed pod or
+//     one already terminating (canIgnorePDB, :392), else once its budget allowed it;
+//   - 429 TooManyRequests with a DisruptionBudget cause: the budget allows no disruption now
+//     (checkAndDecrement, :446, "The disruption budget NAME needs D healthy pods and has C
+//     currently" and variants), or its status is not yet observed by the disruption controller
+//     (createTooManyRequestsError, :414, Retry-After 10 s);
+//   - 403 Forbidden with a DisruptionBudget cause: disruptionsAllowed negative or too many
+//     evictions not yet confirmed (:430, :438) — not an RBAC refusal;
+//   - 500 "This pod has more than one PodDisruptionBudget, which the eviction subresource does
+//     not support." (:224);
+//   - 404 the pod is gone; 409 the UID precondition failed (another pod of that name).
+
+// evictPod evicts the pod through the Eviction API with the UID precondition of a delete: the
+// API server deletes exactly the pod proven stuck, and only where its PodDisruptionBudget allows
+// it. A refusal is a skipped action naming the budget: never a delete behind its back.
+func (e *Executor) evictPod(ctx context.Context, a *model.Action) (conflict bool, err error) {
+	a.Disruption = apiv1.DisruptionEvict
+	opts := &metav1.DeleteOptions{DryRun: e.dryRunOptions()}
+	if a.UID != "" {
+		uid := types.UID(a.UID)
+		opts.Preconditions = &metav1.Preconditions{UID: &uid}
+	}
+	err = e.Kube.PolicyV1().Evictions(a.Namespace).Evict(ctx, &policyv1.Eviction{
+		ObjectMeta:    metav1.ObjectMeta{Name: a.Pod, Namespace: a.Namespace},
+		DeleteOptions: opts,
+	})
+	switch {
+	case err == nil:
+		a.Result, a.Message = apiv1.ResultDone, "pod evicted (Eviction API, its PodDisruptionBudget allowed it or none selects it); the controller recreates it from the update revision, its PersistentVolumeClaims are kept"
+		if e.DryRun == apiv1.DryRunServer {
+			a.Message = "server dry run: the eviction would be accepted"
+		}
+	case budgetRefusal(err) != nil:
+		budget := budgetRefusal(err)
+		a.DisruptionBudget = budget
+		a.Result, a.Message = apiv1.ResultSkipped, fmt.Sprintf("eviction refused by PodDisruptionBudget %s (%d %s): %s; nothing deleted (--disruption=delete would delete it regardless of the budget)",
+			budget.Name, statusCode(err), strings.ToLower(string(apierrors.ReasonForError(err))), budget.Message)
+	case apierrors.IsConflict(err):
+		a.Result, a.Message = apiv1.ResultSkipped, "the pod was replaced since it was proven stuck; nothing evicted"
+		return true, nil
+	case apierrors.IsNotFound(err):
+		a.Result, a.Message = apiv1.ResultSkipped, "the pod is already gone; nothing evicted"
+	case apierrors.IsForbidden(err):
+		a.Result, a.Message = apiv1.ResultFailed, fmt.Sprintf("forbidden: needs create pods/eviction in namespace %s (see deploy/fix-clusterrole.yaml): %s", a.Namespace, firstLine(err))
+	case statusCode(err) == 500 && strings.Contains(err.Error(), "more than one PodDisruptionBudget"):
+		a.Result, a.Message = apiv1.ResultSkipped, "eviction refused: more than one PodDisruptionBudget selects the pod, which the Eviction API does not support; nothing deleted"
+	case isAPIAnswer(err):
+		a.Result, a.Message = apiv1.ResultFailed, firstLine(err)
+	default:
+		a.Result, a.Message = apiv1.ResultFailed, firstLine(err)
+		return false, &UnavailableError{Err: err}
+	}
+	return false, nil
+}
+
+// needsHealthy parses checkAndDecrement's "needs %d healthy pods and has %d currently"
+// (eviction.go:455@v1.37.2).
+var needsHealthy = regexp.MustCompile(`^The disruption budget (\S+) needs (\d+) healthy pods and has (\d+) currently`)
+
+// budgetName parses the budget's name from the other DisruptionBudget causes ("The disruption
+// budget NAME ...", eviction.go:420, :434, :442, :457, :459, :461@v1.37.2).
+var budgetName = regexp.MustCompile(`^The disruption budget (\S+) `)
+
+// budgetRefusal returns the PodDisruptionBudget named by a 429 or 403 with a DisruptionBudget
+// cause, or nil for any other error.
+func budgetRefusal(err error) *apiv1.DisruptionBudget {
+	var status apierrors.APIStatus
+	if err == nil || !errors.As(err, &status) || (!apierrors.IsTooManyRequests(err) && !apierrors.IsForbidden(err)) {
+		return nil
+	}
+	details := status.Status().Details
+	if details == nil {
+		return nil
+	}
+	for _, cause := range details.Causes {
+		if cause.Type != policyv1.DisruptionBudgetCause {
+			continue
+		}
+		budget := &apiv1.DisruptionBudget{Message: cause.Message}
+		if m := needsHealthy.FindStringSubmatch(cause.Message); m != nil {
+			budget.Name = m[1]
+			budget.DesiredHealthy, budget.CurrentHealthy = parseInt32(m[2]), parseInt32(m[3])
+		} else if m := budgetName.FindStringSubmatch(cause.Message); m != nil {
+			budget.Name = m[1]
+		}
+		return budget
+	}
+	return nil
+}
+
+func parseInt32(s string) *int32 {
+	n, err := strconv.ParseInt(s, 10, 32)
+	if err != nil {
+		return nil
+	}
+	v := int32(n)
+	return &v
+}
+
+func statusCode(err error) int32 {
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		return status.Status().Code
+	}
+	return 0
+}
+
+// Evictable predicts the API server's answer to evicting pod, given the PodDisruptionBudgets of
+// its namespace, as EvictionREST.Create decides (eviction.go@v1.37.2): allowed, or why not
+// (naming the budget). fix --dry-run=client --disruption=evict says it for each pod.
+func Evictable(pod *corev1.Pod, budgets []policyv1.PodDisruptionBudget) (bool, string) {
+	// canIgnorePDB (:392): terminal, Pending or terminating pods are deleted without a budget.
+	if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodPending || pod.DeletionTimestamp != nil {
+		return true, fmt.Sprintf("a %s pod is deleted without consulting a PodDisruptionBudget", podState(pod))
+	}
+	// getPodDisruptionBudgets (:498): the budgets of the namespace whose selector matches.
+	var matching []policyv1.PodDisruptionBudget
+	for _, b := range budgets {
+		if b.Namespace != pod.Namespace {
+			continue
+		}
+		selector, err := metav1.LabelSelectorAsSelector(b.Spec.Selector)
+		if err != nil || !selector.Matches(labels.Set(pod.Labels)) {
+			continue
+		}
+		matching = append(matching, b)
+	}
+	switch {
+	case len(matching) > 1:
+		return false, "more than one PodDisruptionBudget selects the pod (500)"
+	case len(matching) == 0:
+		return true, "no PodDisruptionBudget selects the pod"
+	}
+	b := matching[0]
+	if !podReady(pod) {
+		// :241–:251: an unhealthy pod under AlwaysAllow, or under IfHealthyBudget (the default)
+		// while the budget is healthy, is deleted without decrementing it.
+		if b.Spec.UnhealthyPodEvictionPolicy != nil && *b.Spec.UnhealthyPodEvictionPolicy == policyv1.AlwaysAllow {
+			return true, fmt.Sprintf("the pod is not Ready and PodDisruptionBudget %s has unhealthyPodEvictionPolicy AlwaysAllow", b.Name)
+		}
+		if b.Status.CurrentHealthy >= b.Status.DesiredHealthy && b.Status.DesiredHealthy > 0 {
+			return true, fmt.Sprintf("the pod is not Ready and PodDisruptionBudget %s is healthy (%d healthy, %d needed)", b.Name, b.Status.CurrentHealthy, b.Status.DesiredHealthy)
+		}
+	}
+	// checkAndDecrement (:425).
+	switch {
+	case b.Status.ObservedGeneration < b.Generation:
+		return false, fmt.Sprintf("PodDisruptionBudget %s is still being processed by the server (429)", b.Name)
+	case b.Status.DisruptionsAllowed < 0:
+		return false, fmt.Sprintf("PodDisruptionBudget %s allows a negative number of disruptions (403)", b.Name)
+	case b.Status.DisruptionsAllowed == 0:
+		return false, fmt.Sprintf("PodDisruptionBudget %s needs %d healthy pods and has %d currently (429)", b.Name, b.Status.DesiredHealthy, b.Status.CurrentHealthy)
+	}
+	return true, fmt.Sprintf("PodDisruptionBudget %s allows %d disruption(s)", b.Name, b.Status.DisruptionsAllowed)
+}
+
+func podState(pod *corev1.Pod) string {
+	if pod.DeletionTimestamp != nil {
+		return "terminating"
+	}
+	return string(pod.Status.Phase)
+}
+
+// podReady is podutil.IsPodReady: the Ready condition is True.
+func podReady(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// predictEviction says, in a client dry run, what an eviction would get: it reads the pod and
+// the namespace's PodDisruptionBudgets (a read that fails only leaves the prediction out).
+func (e *Executor) predictEviction(ctx context.Context, a *model.Action) {
+	pod, err := e.Kube.CoreV1().Pods(a.Namespace).Get(ctx, a.Pod, metav1.GetOptions{})
+	if err != nil {
+		return
+	}
+	budgets, err := e.Kube.PolicyV1().PodDisruptionBudgets(a.Namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		a.Message += " (PodDisruptionBudgets unreadable: " + firstLine(err) + ")"
+		return
+	}
+	allowed, why := Evictable(pod, budgets.Items)
+	if allowed {
+		a.Message += "; the eviction would be accepted: " + why
+	} else {
+		a.Message += "; the eviction would be refused: " + why
+	}
+}
