@@ -207,6 +207,7 @@ func ProvenStuck(ctx context.Context, t *testing.T, cs kubernetes.Interface, ns,
 		}
 		return s
 	}
+	caughtUp(ctx, cs, ns, name)
 	first := Settled(read)
 	for deadline := time.Now().Add(d); ; time.Sleep(2 * time.Second) {
 		now := read()
@@ -295,6 +296,36 @@ func AllReadyOnUpdateRevision(ctx context.Context, t *testing.T, cs kubernetes.I
 		}
 		if !ready || p.Labels[appsv1.ControllerRevisionHashLabelKey] != set.Status.UpdateRevision {
 			t.Errorf("pod %s: ready %v, revision %s, update revision %s", p.Name, ready, p.Labels[appsv1.ControllerRevisionHashLabelKey], set.Status.UpdateRevision)
+		}
+	}
+}
+
+// caughtUp waits (at most 30 s) until the controller's status of a StatefulSet accounts for its
+// pods as they are: the generation observed, and updatedReplicas equal to the pods on the update
+// revision. A loaded controller writes the status of a pod it created seconds later, and a
+// premise's clock must not start before it has.
+func caughtUp(ctx context.Context, cs kubernetes.Interface, ns, name string) {
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(time.Second) {
+		set, err := cs.AppsV1().StatefulSets(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return
+		}
+		selector, err := metav1.LabelSelectorAsSelector(set.Spec.Selector)
+		if err != nil {
+			return
+		}
+		pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: selector.String()})
+		if err != nil {
+			return
+		}
+		updated := int32(0)
+		for _, p := range pods.Items {
+			if p.DeletionTimestamp == nil && p.Labels[appsv1.ControllerRevisionHashLabelKey] == set.Status.UpdateRevision {
+				updated++
+			}
+		}
+		if set.Status.ObservedGeneration >= set.Generation && set.Status.UpdatedReplicas == updated {
+			return
 		}
 	}
 }
