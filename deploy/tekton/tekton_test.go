@@ -277,3 +277,44 @@ func TestStepResults(t *testing.T) {
 		})
 	}
 }
+
+// TestPipelineExample: the example Pipeline validates with Tekton's validation, runs the gate
+// after apply, and passes only parameters the Task declares.
+func TestPipelineExample(t *testing.T) {
+	data, err := os.ReadFile("pipeline-example.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p v1.Pipeline
+	if err := yaml.UnmarshalStrict(data, &p); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	p.SetDefaults(ctx)
+	if err := p.Validate(ctx); err != nil {
+		t.Fatalf("Tekton rejects the Pipeline: %v", err)
+	}
+	declared := map[string]bool{}
+	for _, param := range readTask(t).Spec.Params {
+		declared[param.Name] = true
+	}
+	var gate *v1.PipelineTask
+	var order []string
+	for i, pt := range p.Spec.Tasks {
+		order = append(order, pt.Name)
+		if pt.TaskRef != nil && pt.TaskRef.Name == "stsdiag-wait" {
+			gate = &p.Spec.Tasks[i]
+		}
+	}
+	if !slices.Equal(order, []string{"clone", "build", "import", "apply", "rollout-gate"}) {
+		t.Errorf("tasks %v", order)
+	}
+	if gate == nil || !slices.Equal(gate.RunAfter, []string{"apply"}) {
+		t.Fatalf("no stsdiag-wait gate after apply: %+v", gate)
+	}
+	for _, param := range gate.Params {
+		if !declared[param.Name] {
+			t.Errorf("the gate passes %s, which stsdiag-wait does not declare", param.Name)
+		}
+	}
+}
