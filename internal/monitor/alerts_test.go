@@ -88,7 +88,7 @@ var (
 	codeMatch = regexp.MustCompile(`\bcode\s*=~?\s*"([^"]*)"`)
 	// PromQL functions, aggregations and keywords the rules may use (not metric names).
 	promql = map[string]bool{"sum": true, "max": true, "min": true, "avg": true, "count": true, "increase": true, "rate": true,
-		"absent": true, "absent_over_time": true, "changes": true, "and": true, "or": true, "unless": true, "bool": true, "offset": true}
+		"absent": true, "absent_over_time": true, "vector": true, "histogram_quantile": true, "changes": true, "and": true, "or": true, "unless": true, "bool": true, "offset": true}
 )
 
 // metricNames returns the metric names an expression selects, without a PromQL parser: strings,
