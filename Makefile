@@ -30,9 +30,12 @@ test:
 vet:
 	@test -z "$$(gofmt -l . | tee /dev/stderr)" || { echo "gofmt needed"; exit 1; }
 	$(GO) vet ./...
+	cd deploy/tekton && $(GO) vet ./...
 
+## unit also runs deploy/tekton, a module of its own (Tekton's Go types and validation)
 unit:
 	$(GO) test -race -count=1 $(UNIT_PKGS)
+	cd deploy/tekton && $(GO) test -race -count=1 ./...
 
 e2e: cluster-bins
 	$(GO) test -count=1 -timeout 15m $(E2E_PKGS)

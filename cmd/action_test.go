@@ -318,3 +318,41 @@ func tarGz(t *testing.T, files map[string]string) []byte {
 	gz.Close()
 	return b.Bytes()
 }
+
+// TestActionDocSnippet: the workflow snippet of docs/integrations.md uses the action with
+// inputs it declares and outputs it sets.
+func TestActionDocSnippet(t *testing.T) {
+	doc, err := os.ReadFile("../docs/integrations.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var snippet string
+	for _, block := range regexp.MustCompile("(?s)```yaml\n(.*?)```").FindAllStringSubmatch(string(doc), -1) {
+		if strings.Contains(block[1], "uses: stsdiag/stsdiag@") {
+			snippet = block[1]
+		}
+	}
+	var steps []actionStep
+	if err := yaml.UnmarshalStrict([]byte(snippet), &steps); err != nil || len(steps) == 0 {
+		t.Fatalf("no workflow snippet using the action: %v", err)
+	}
+	a := readAction(t)
+	for _, s := range steps {
+		if s.Uses == "" {
+			continue
+		}
+		if len(s.With) == 0 {
+			t.Error("the snippet passes no input")
+		}
+		for k := range s.With {
+			if _, ok := a.Inputs[k]; !ok {
+				t.Errorf("the snippet passes %s, which action.yml does not declare", k)
+			}
+		}
+	}
+	for _, m := range regexp.MustCompile(`steps\.gate\.outputs\.([a-z-]+)`).FindAllStringSubmatch(snippet, -1) {
+		if _, ok := a.Outputs[m[1]]; !ok {
+			t.Errorf("the snippet reads output %s, which action.yml does not set", m[1])
+		}
+	}
+}

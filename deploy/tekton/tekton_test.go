@@ -318,3 +318,47 @@ func TestPipelineExample(t *testing.T) {
 		}
 	}
 }
+
+// TestDocSnippet: the Pipeline snippet of docs/integrations.md, after an apply task, validates
+// with Tekton and passes only parameters stsdiag-wait declares, the required image included.
+func TestDocSnippet(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/integrations.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var snippet string
+	for _, block := range regexp.MustCompile("(?s)```yaml\n(.*?)```").FindAllStringSubmatch(string(doc), -1) {
+		if strings.Contains(block[1], "name: stsdiag-wait") {
+			snippet = block[1]
+		}
+	}
+	var tasks []v1.PipelineTask
+	if err := yaml.UnmarshalStrict([]byte(snippet), &tasks); err != nil || len(tasks) != 1 {
+		t.Fatalf("no Pipeline task snippet for stsdiag-wait: %v", err)
+	}
+	p := v1.Pipeline{}
+	p.Name = "doc"
+	p.Spec.Tasks = append([]v1.PipelineTask{{Name: "apply", TaskRef: &v1.TaskRef{Name: "apply"}}}, tasks...)
+	ctx := context.Background()
+	p.SetDefaults(ctx)
+	if err := p.Validate(ctx); err != nil {
+		t.Fatalf("Tekton rejects the snippet: %v", err)
+	}
+	declared := map[string]bool{}
+	required := map[string]bool{}
+	for _, param := range readTask(t).Spec.Params {
+		declared[param.Name] = true
+		if param.Default == nil {
+			required[param.Name] = true
+		}
+	}
+	for _, param := range tasks[0].Params {
+		if !declared[param.Name] {
+			t.Errorf("the snippet passes %s, which stsdiag-wait does not declare", param.Name)
+		}
+		delete(required, param.Name)
+	}
+	if len(required) > 0 {
+		t.Errorf("the snippet misses required params %v", required)
+	}
+}
