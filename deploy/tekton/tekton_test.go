@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -19,6 +20,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	v1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	"github.com/tektoncd/pipeline/pkg/apis/pipeline/v1beta1"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/yaml"
 
@@ -360,5 +362,46 @@ func TestDocSnippet(t *testing.T) {
 	}
 	if len(required) > 0 {
 		t.Errorf("the snippet misses required params %v", required)
+	}
+}
+
+// TestStepAction: the StepAction validates with Tekton and is the Task's step: the same
+// parameters, results, image, arguments, environment and script (results as step results).
+func TestStepAction(t *testing.T) {
+	data, err := os.ReadFile("stsdiag-wait-stepaction.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sa v1beta1.StepAction
+	if err := yaml.UnmarshalStrict(data, &sa); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	sa.SetDefaults(ctx)
+	if err := sa.Validate(ctx); err != nil {
+		t.Fatalf("Tekton rejects the StepAction: %v", err)
+	}
+	task := readTask(t)
+	task.SetDefaults(ctx)
+	step := task.Spec.Steps[0]
+	if sa.APIVersion != "tekton.dev/v1beta1" || sa.Kind != "StepAction" || sa.Name != "stsdiag-wait" {
+		t.Fatalf("%s %s %s", sa.APIVersion, sa.Kind, sa.Name)
+	}
+	if !reflect.DeepEqual(sa.Spec.Params, task.Spec.Params) {
+		t.Errorf("params differ from the Task's:\n%+v\n%+v", sa.Spec.Params, task.Spec.Params)
+	}
+	var taskResults, stepResults []string
+	for _, r := range task.Spec.Results {
+		taskResults = append(taskResults, r.Name+": "+r.Description)
+	}
+	for _, r := range sa.Spec.Results {
+		stepResults = append(stepResults, r.Name+": "+r.Description)
+	}
+	if !slices.Equal(taskResults, stepResults) {
+		t.Errorf("results %v, the Task's %v", stepResults, taskResults)
+	}
+	if sa.Spec.Image != step.Image || !slices.Equal(sa.Spec.Args, step.Args) || !reflect.DeepEqual(sa.Spec.Env, step.Env) ||
+		strings.ReplaceAll(sa.Spec.Script, "$(step.results.", "$(results.") != step.Script {
+		t.Error("the StepAction's image, args, env or script differ from the Task's step")
 	}
 }
