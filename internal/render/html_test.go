@@ -3,9 +3,12 @@ package render_test
 import (
 	"bytes"
 	"path/filepath"
+	"strings"
 	"testing"
 
+	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/diagnose"
+	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/render"
 	"github.com/stsdiag/stsdiag/internal/snapshot"
 	"github.com/stsdiag/stsdiag/internal/snapshot/snapshottest"
@@ -63,4 +66,38 @@ func TestHTMLGolden(t *testing.T) {
 	t.Run("explain/create-failed-podsecurity", func(t *testing.T) {
 		snapshottest.Golden(t, filepath.Join("html", "explain-create-failed-podsecurity.html"), explainPage(t, "create-failed-podsecurity", "web"), *update)
 	})
+}
+
+// TestHTMLEscapes: what the cluster says (a message, an image, a remedy, a name) is text on the
+// page, never markup or script; and the page loads nothing from anywhere.
+func TestHTMLEscapes(t *testing.T) {
+	hostile := `<script>alert("x")</script><img src=x onerror=alert(1)>`
+	f := model.Finding{Finding: apiv1.Finding{Code: apiv1.StaleRevisionStuck, Severity: apiv1.SeverityError, Namespace: "shop", StatefulSet: "web",
+		Pod: "web-0", Container: "app", Image: "registry.example/app:1" + hostile, Message: "stuck " + hostile, Remedy: "kubectl delete pod web-0 -n shop " + hostile}}
+	rep := model.NewReport(false, []apiv1.StatefulSetSummary{{Namespace: "shop", Name: "web", Replicas: 1, Status: apiv1.StatusStuck}}, []model.Finding{f})
+	rep.Warnings = []string{hostile}
+	e := &apiv1.Explanation{Namespace: "shop", StatefulSet: "web", Status: apiv1.StatusStuck, Replicas: 1, UpdateRevision: "web-1" + hostile,
+		TemplateChanges: []string{"image: a → " + hostile},
+		Ordinals:        []apiv1.OrdinalStep{{Ordinal: 0, Pod: "web-0", State: "Running", Revision: "web-0" + hostile, Next: apiv1.StepWaitReady, Holds: true, Why: hostile}},
+		Findings:        []apiv1.Finding{f.Finding}}
+	var check, explain bytes.Buffer
+	if err := render.ReportHTML(&check, rep, map[string]*apiv1.Explanation{"shop/web": e}, snapshottest.Now); err != nil {
+		t.Fatal(err)
+	}
+	if err := render.ExplanationHTML(&explain, e, snapshottest.Now); err != nil {
+		t.Fatal(err)
+	}
+	for name, page := range map[string]string{"check": check.String(), "explain": explain.String()} {
+		if n := strings.Count(page, "<script"); n != 1 {
+			t.Errorf("%s page: %d <script elements, want 1 (its own)", name, n)
+		}
+		for _, bad := range []string{"<img", `alert("x")`, ` src="`, ` href="`, "<link", "url(", "@import", "http://", "https://"} {
+			if strings.Contains(page, bad) {
+				t.Errorf("%s page contains %q", name, bad)
+			}
+		}
+		if !strings.Contains(page, "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;") {
+			t.Errorf("%s page does not show the hostile text escaped", name)
+		}
+	}
 }
