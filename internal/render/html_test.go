@@ -101,3 +101,26 @@ func TestHTMLEscapes(t *testing.T) {
 		}
 	}
 }
+
+// TestHTMLSeveralClusters: a report of several clusters has no explanations: each set shows its
+// counts and the explain command of its context, no ordinals.
+func TestHTMLSeveralClusters(t *testing.T) {
+	rep := model.NewReport(false, []apiv1.StatefulSetSummary{
+		{Context: "east", Namespace: "shop", Name: "web", Replicas: 3, ReadyReplicas: 1, Status: apiv1.StatusStuck},
+		{Context: "west", Namespace: "shop", Name: "web", Replicas: 3, ReadyReplicas: 3, Status: apiv1.StatusComplete},
+	}, nil)
+	var buf bytes.Buffer
+	if err := render.ReportHTML(&buf, rep, nil, snapshottest.Now); err != nil {
+		t.Fatal(err)
+	}
+	page := buf.String()
+	for _, want := range []string{"<h2>east: shop/web</h2>", "<h2>west: shop/web</h2>", "3 replicas, 1 ready", "3 replicas, 3 ready",
+		"kubectl stsdiag explain web -n shop --context east", "kubectl stsdiag explain web -n shop --context west"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	if n, m := strings.Count(page, `class="ordinal `), strings.Count(page, `class="muted no-ordinals"`); n != 0 || m != 2 {
+		t.Errorf("%d ordinals and %d notes without ordinals, want 0 and 2", n, m)
+	}
+}
