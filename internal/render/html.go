@@ -66,6 +66,8 @@ type htmlOrdinal struct {
 
 type htmlFinding struct {
 	Severity, Code, Reason, Pod, Container, Image, Message, Remedy string
+	// Logs are the previous run's last lines check --logs read.
+	Logs []string
 }
 
 // ReportHTML writes check's report as a page. explanations (by "namespace/name", from the same
@@ -145,7 +147,7 @@ func describe(set *htmlSet, e *apiv1.Explanation, now time.Time) {
 
 func htmlFindingOf(f apiv1.Finding) htmlFinding {
 	return htmlFinding{Severity: string(f.Severity), Code: string(f.Code), Reason: f.Reason, Pod: f.Pod, Container: f.Container,
-		Image: f.Image, Message: oneLine(f.Message), Remedy: oneLine(f.Remedy)}
+		Image: f.Image, Message: oneLine(f.Message), Remedy: oneLine(f.Remedy), Logs: f.Details.Logs}
 }
 
 func explainCommand(cli, context, namespace, name string) string {

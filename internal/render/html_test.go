@@ -73,7 +73,8 @@ func TestHTMLGolden(t *testing.T) {
 func TestHTMLEscapes(t *testing.T) {
 	hostile := `<script>alert("x")</script><img src=x onerror=alert(1)>`
 	f := model.Finding{Finding: apiv1.Finding{Code: apiv1.StaleRevisionStuck, Severity: apiv1.SeverityError, Namespace: "shop", StatefulSet: "web",
-		Pod: "web-0", Container: "app", Image: "registry.example/app:1" + hostile, Message: "stuck " + hostile, Remedy: "kubectl delete pod web-0 -n shop " + hostile}}
+		Pod: "web-0", Container: "app", Image: "registry.example/app:1" + hostile, Message: "stuck " + hostile, Remedy: "kubectl delete pod web-0 -n shop " + hostile,
+		Details: apiv1.FindingDetails{Logs: []string{"panic: " + hostile}}}}
 	rep := model.NewReport(false, []apiv1.StatefulSetSummary{{Namespace: "shop", Name: "web", Replicas: 1, Status: apiv1.StatusStuck}}, []model.Finding{f})
 	rep.Warnings = []string{hostile}
 	e := &apiv1.Explanation{Namespace: "shop", StatefulSet: "web", Status: apiv1.StatusStuck, Replicas: 1, UpdateRevision: "web-1" + hostile,
@@ -99,6 +100,9 @@ func TestHTMLEscapes(t *testing.T) {
 		if !strings.Contains(page, "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;") {
 			t.Errorf("%s page does not show the hostile text escaped", name)
 		}
+	}
+	if !strings.Contains(check.String(), "panic: &lt;script&gt;") {
+		t.Errorf("check page lacks the finding's previous log, escaped")
 	}
 }
 
