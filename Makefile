@@ -7,7 +7,7 @@ UNIT_PKGS = $$($(GO) list ./... | grep -v -e '/e2e$$' -e '/e2e/node$$' -e '/e2e/
 # The kwok suite: e2e/node (a real node) and e2e/openshift (OpenShift's image API) have their own targets.
 E2E_PKGS = $$($(GO) list ./e2e/... | grep -v -e '/e2e/node$$' -e '/e2e/openshift$$')
 
-.PHONY: all build test unit e2e e2e-node node-bins e2e-openshift openshift-bins e2e-versions bench cluster-bins demo deploy-demo cluster fuzz vet fmt clean image
+.PHONY: all build test unit browser e2e e2e-node node-bins e2e-openshift openshift-bins e2e-versions bench cluster-bins demo deploy-demo cluster fuzz vet fmt clean image
 
 all: build
 
@@ -31,8 +31,13 @@ vet:
 	@test -z "$$(gofmt -l . | tee /dev/stderr)" || { echo "gofmt needed"; exit 1; }
 	$(GO) vet ./...
 
-unit:
+unit: browser
 	$(GO) test -race -count=1 $(UNIT_PKGS)
+
+## browser: Debian's chromium for the HTML report's browser test (apt, when missing; needs root;
+## where it cannot be installed the test skips and says why)
+browser:
+	@t0=$$SECONDS; ./e2e/browser.sh >/dev/null; echo "browser: $$((SECONDS-t0))s"
 
 e2e: cluster-bins
 	$(GO) test -count=1 -timeout 15m $(E2E_PKGS)
