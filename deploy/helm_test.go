@@ -210,7 +210,7 @@ var helmCases = []helmCase{
 		"image":     map[string]any{"repository": "registry.example/stsdiag", "tag": "v9.9.9", "pullPolicy": "Always"},
 		"resources": map[string]any{"requests": map[string]any{"cpu": "50m"}},
 		"extraArgs": []any{"--hold=5m"}, "fix": map[string]any{"enabled": true},
-		"metrics":   map[string]any{"certSecret": "my-cert"},
+		"metrics": map[string]any{"certSecret": "my-cert"},
 	}, check: func(t *testing.T, objs map[string]map[string]any) {
 		d := deployment(t, objs)
 		c := d.Spec.Template.Spec.Containers[0]
