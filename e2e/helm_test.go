@@ -81,6 +81,9 @@ func TestHelmDefaultInstallRunsWatch(t *testing.T) {
 			if err := scenario.Namespace(ctx, cs, stuck); err != nil {
 				t.Fatal(err)
 			}
+			t.Cleanup(func() { // later `watch -A --fix` tests must not find it
+				_ = cs.CoreV1().Namespaces().Delete(context.Background(), stuck, metav1.DeleteOptions{})
+			})
 			if err := scenario.StuckRollout(ctx, cs, stuck, "web", 2); err != nil {
 				t.Fatal(err)
 			}
