@@ -21,6 +21,7 @@ import (
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/lint/support"
 	"helm.sh/helm/v3/pkg/releaseutil"
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -376,4 +377,22 @@ func normaliseAny(v any) any {
 	var out any
 	_ = json.Unmarshal(data, &out)
 	return out
+}
+
+// TestHelmLint: `helm lint --strict` of the chart, defaults and every documented combination.
+func TestHelmLint(t *testing.T) {
+	for _, c := range helmCases {
+		lint := action.NewLint()
+		lint.Strict, lint.Namespace = true, "stsdiag"
+		lint.KubeVersion = &chartutil.KubeVersion{Version: "v1.35.4", Major: "1", Minor: "35"}
+		res := lint.Run([]string{chartDir}, c.values)
+		for _, m := range res.Messages {
+			if m.Severity >= support.WarningSev {
+				t.Errorf("%s: %s", c.name, m)
+			}
+		}
+		for _, err := range res.Errors {
+			t.Errorf("%s: %v", c.name, err)
+		}
+	}
 }
