@@ -77,9 +77,10 @@ e2e-openshift: cluster-bins openshift-bins
 openshift-bins:
 	@./e2e/openshift-bins.sh >/dev/null
 
-## cluster-bins: build etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok (cached)
+## cluster-bins: build etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok (cached);
+## the kubelet only for the real node (node-bins), so that a cold `make test` does not build it
 cluster-bins:
-	@./e2e/cluster-bins.sh >/dev/null
+	@KUBELET=0 ./e2e/cluster-bins.sh >/dev/null
 
 ## demo: start a local control plane, reproduce stuck rollouts, run stsdiag check (KEEP=1 leaves it up)
 demo: build cluster-bins
