@@ -7,7 +7,7 @@ UNIT_PKGS = $$($(GO) list ./... | grep -v -e '/e2e$$' -e '/e2e/node$$' -e '/e2e/
 # The kwok suite: e2e/node (a real node) and e2e/openshift (OpenShift's image API) have their own targets.
 E2E_PKGS = $$($(GO) list ./e2e/... | grep -v -e '/e2e/node$$' -e '/e2e/openshift$$')
 
-.PHONY: all build test unit e2e e2e-node node-bins e2e-openshift openshift-bins e2e-versions bench cluster-bins demo deploy-demo cluster fuzz vet fmt clean image
+.PHONY: all build test unit browser e2e e2e-node node-bins e2e-openshift openshift-bins e2e-versions bench cluster-bins demo deploy-demo cluster fuzz vet fmt clean image
 
 all: build
 
@@ -33,9 +33,14 @@ vet:
 	cd deploy/tekton && $(GO) vet ./...
 
 ## unit also runs deploy/tekton, a module of its own (Tekton's Go types and validation)
-unit:
+unit: browser
 	$(GO) test -race -count=1 $(UNIT_PKGS)
 	cd deploy/tekton && $(GO) test -race -count=1 ./...
+
+## browser: Debian's chromium for the HTML report's browser test (apt, when missing; needs root;
+## where it cannot be installed the test skips and says why)
+browser:
+	@t0=$$SECONDS; ./e2e/browser.sh >/dev/null; echo "browser: $$((SECONDS-t0))s"
 
 e2e: cluster-bins
 	$(GO) test -count=1 -timeout 15m $(E2E_PKGS)
@@ -75,9 +80,10 @@ e2e-openshift: cluster-bins openshift-bins
 openshift-bins:
 	@./e2e/openshift-bins.sh >/dev/null
 
-## cluster-bins: build etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok (cached)
+## cluster-bins: build etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok (cached);
+## the kubelet only for the real node (node-bins), so that a cold `make test` does not build it
 cluster-bins:
-	@./e2e/cluster-bins.sh >/dev/null
+	@KUBELET=0 ./e2e/cluster-bins.sh >/dev/null
 
 ## demo: start a local control plane, reproduce stuck rollouts, run stsdiag check (KEEP=1 leaves it up)
 demo: build cluster-bins

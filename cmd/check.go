@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -55,6 +56,9 @@ const checkExample = `  # Check every StatefulSet in the current namespace
   # All namespaces, as JSON for scripts (also: oc stsdiag check -A)
   kubectl stsdiag check -A -o json
 
+  # One self-contained HTML page: each StatefulSet's ordinals, the findings and their remedies
+  kubectl stsdiag check -A -o html > stsdiag.html
+
   # A CI gate that also fails on warnings
   kubectl stsdiag check -l app=web --fail-on warning
 
@@ -68,7 +72,7 @@ func NewCheckCommand(configFlags *genericclioptions.ConfigFlags, streams generic
 }
 
 func newCheckFlags(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *CheckFlags {
-	return &CheckFlags{configFlags: configFlags, IOStreams: streams, PrintFlags: render.NewPrintFlags(),
+	return &CheckFlags{configFlags: configFlags, IOStreams: streams, PrintFlags: render.NewPrintFlags(render.FormatHTML),
 		Scope: newScopeFlags(configFlags), Diagnosis: newDiagnosisFlags(), FailOn: "error"}
 }
 
@@ -115,6 +119,7 @@ func (f *CheckFlags) ToOptions(args []string) (*CheckOptions, error) {
 // sets the exit code: the worst of all clusters.
 func (o *CheckOptions) Run(ctx context.Context) error {
 	var rep *model.Report
+	var explanations map[string]*apiv1.Explanation
 	var failed []string
 	if o.scope.fleet() {
 		targets, err := o.fleet()
@@ -127,7 +132,16 @@ func (o *CheckOptions) Run(ctx context.Context) error {
 		if err != nil {
 			return withCode(ExitError, err)
 		}
-		if rep, _, err = diagnose.FromSource(ctx, source(c, o.scope.Scope, o.admission), o.diagnosis); err != nil {
+		src := source(c, o.scope.Scope, o.admission)
+		if o.print.OutputFormat == render.FormatHTML {
+			// The page draws each set's ordinals: its explanation, from the same diagnosis.
+			snap, warnings, err := src.Snapshot(ctx)
+			if err != nil {
+				return withCode(ExitError, err)
+			}
+			rep, explanations = diagnose.ReportWithExplanations(snap, o.diagnosis)
+			rep.Warnings = warnings
+		} else if rep, _, err = diagnose.FromSource(ctx, src, o.diagnosis); err != nil {
 			return withCode(ExitError, err)
 		}
 		if o.logs > 0 {
@@ -137,7 +151,8 @@ func (o *CheckOptions) Run(ctx context.Context) error {
 	for _, w := range rep.Warnings {
 		fmt.Fprintf(o.ErrOut, "Warning: %s\n", w)
 	}
-	table := render.TableOptions{WithNamespace: o.scope.allNamespaces || o.scope.fleet(), WithContext: o.scope.fleet(), Color: colorEnabled(o.Out)}
+	table := render.TableOptions{WithNamespace: o.scope.allNamespaces || o.scope.fleet(), WithContext: o.scope.fleet(), Color: colorEnabled(o.Out),
+		Explanations: explanations, Now: time.Now()}
 	if err := render.Report(o.Out, rep, o.print, table); err != nil {
 		return withCode(ExitError, err)
 	}

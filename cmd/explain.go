@@ -38,11 +38,14 @@ const explainExample = `  # What the StatefulSet controller does next for each p
   kubectl stsdiag explain web -n shop
 
   # The same as a stsdiag/v1 Explanation document
-  kubectl stsdiag explain web -n shop -o yaml`
+  kubectl stsdiag explain web -n shop -o yaml
+
+  # One self-contained HTML page (ordinals coloured by revision and state) to attach to an incident
+  kubectl stsdiag explain web -n shop -o html > web.html`
 
 // NewExplainCommand builds `stsdiag explain`.
 func NewExplainCommand(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	f := &ExplainFlags{configFlags: configFlags, IOStreams: streams, PrintFlags: render.NewPrintFlags(),
+	f := &ExplainFlags{configFlags: configFlags, IOStreams: streams, PrintFlags: render.NewPrintFlags(render.FormatHTML),
 		Scope: newScopeFlags(configFlags), Diagnosis: newDiagnosisFlags()}
 	c := &cobra.Command{
 		Use:   "explain NAME [-n NAMESPACE]",
@@ -70,7 +73,7 @@ func (f *ExplainFlags) ToOptions(args []string) (*ExplainOptions, error) {
 		return nil, err
 	}
 	if f.PrintFlags.OutputFormat == render.FormatWide {
-		return nil, fmt.Errorf("unknown output format %q for explain: want table, json or yaml", f.PrintFlags.OutputFormat)
+		return nil, fmt.Errorf("unknown output format %q for explain: want table, json, yaml or html", f.PrintFlags.OutputFormat)
 	}
 	scope, err := f.Scope.ToScope(args)
 	if err != nil {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -21,6 +23,7 @@ import (
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/e2e/internal/harness"
 	"github.com/stsdiag/stsdiag/e2e/internal/scenario"
+	"github.com/stsdiag/stsdiag/internal/render/htmltest"
 )
 
 // TestStuckRollout reproduces kubernetes#67250 with the real StatefulSet controller, proves the
@@ -112,6 +115,37 @@ func TestStuckRollout(t *testing.T) {
 			}
 			if all.code != 1 || stuck != len(cases) {
 				t.Errorf("check -A: exit %d, %d StaleRevisionStuck, want 1 and %d", all.code, stuck, len(cases))
+			}
+			return ctx
+		}).
+		Assess("check -o html and explain -o html draw web-0 holding web-1 and web-2 (headless Chromium)", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			check := stsdiagRun(t, cfg, "check", "-n", "stuck-three", "-o", "html")
+			explain := stsdiagRun(t, cfg, "explain", "web", "-n", "stuck-three", "-o", "html")
+			if check.code != 1 || explain.code != 1 {
+				t.Fatalf("check -o html: exit %d, explain -o html: exit %d, want 1 and 1\n%s%s", check.code, explain.code, check.stderr, explain.stderr)
+			}
+			dir := filepath.Join("_artifacts", "html")
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			checkFile, explainFile := filepath.Join(dir, "stuck-rollout-check.html"), filepath.Join(dir, "stuck-rollout-explain.html")
+			for file, page := range map[string]string{checkFile: check.stdout, explainFile: explain.stdout} {
+				if err := os.WriteFile(file, []byte(page), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			browser := htmltest.Browser(t, 30*time.Second)
+			// web-0 is on the failing current revision, web-1 and web-2 were never created; the one
+			// finding's remedy and the explain command are the commands.
+			want := htmltest.DOM{Sets: 1, Status: "Stuck", Ordinals: 3, Holds: 1, HoldsOrdinal: "0", Current: 1, Missing: 2,
+				Errors: 1, Commands: 2, Buttons: 2, CopyButtons: "2", Border: "rgb(207, 34, 46)"}
+			if got := htmltest.Open(t, browser, checkFile); got != want {
+				t.Errorf("check -o html DOM:\n got %+v\nwant %+v", got, want)
+			}
+			htmltest.Screenshot(t, browser, filepath.Join(dir, "stuck-rollout-check.png"))
+			want.Commands, want.Buttons, want.CopyButtons = 1, 1, "1"
+			if got := htmltest.Open(t, browser, explainFile); got != want {
+				t.Errorf("explain -o html DOM:\n got %+v\nwant %+v", got, want)
 			}
 			return ctx
 		}).Feature()

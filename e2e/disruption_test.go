@@ -138,7 +138,6 @@ func evictPendingFeature() features.Feature {
 // AlwaysAllow the API server evicts it (eviction.go:241-251@v1.37.2).
 func evictNotReadyFeature() features.Feature {
 	const ns, name = "evict-not-ready", "db"
-	unready := scenario.GoodImage + "-unready"
 	var before map[string]types.UID
 	var stuckUID types.UID
 	return features.New("evict a Running, never Ready 67250 pod under maxUnavailable: 0").
@@ -147,23 +146,7 @@ func evictNotReadyFeature() features.Feature {
 			if err := scenario.Namespace(ctx, cs, ns); err != nil {
 				t.Fatal(err)
 			}
-			if err := scenario.Volumes(ctx, cs, ns, 2); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := cs.AppsV1().StatefulSets(ns).Create(ctx, scenario.StatefulSet(ns, name, unready, 2, true), metav1.CreateOptions{}); err != nil {
-				t.Fatal(err)
-			}
-			err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-				pod, err := cs.CoreV1().Pods(ns).Get(ctx, name+"-0", metav1.GetOptions{})
-				return err == nil && pod.Status.Phase == corev1.PodRunning, nil
-			})
-			if err != nil {
-				t.Fatal("db-0 never ran")
-			}
-			if err := scenario.SetImage(ctx, cs, ns, name, scenario.GoodImage); err != nil {
-				t.Fatal(err)
-			}
-			if err := scenario.WaitObserved(ctx, cs, ns, name); err != nil {
+			if err := scenario.NeverReadyRollout(ctx, cs, ns, name, 2, true); err != nil {
 				t.Fatal(err)
 			}
 			zeroBudget(ctx, t, cs, ns, name)

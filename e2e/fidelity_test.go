@@ -40,27 +40,13 @@ func TestRealKubeletFidelity(t *testing.T) {
 // fixed; OrderedReady waits for probe-0 forever.
 func notReadyFeature() features.Feature {
 	const ns, name = "not-ready", "probe"
-	unready := scenario.GoodImage + "-unready"
 	return features.New("Running but never Ready (readiness probe)").
 		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			cs := clientset(t, cfg)
 			if err := scenario.Namespace(ctx, cs, ns); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := cs.AppsV1().StatefulSets(ns).Create(ctx, scenario.StatefulSet(ns, name, unready, 2, false), metav1.CreateOptions{}); err != nil {
-				t.Fatal(err)
-			}
-			err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-				pod, err := cs.CoreV1().Pods(ns).Get(ctx, name+"-0", metav1.GetOptions{})
-				return err == nil && pod.Status.Phase == corev1.PodRunning, nil
-			})
-			if err != nil {
-				t.Fatal("probe-0 never ran")
-			}
-			if err := scenario.SetImage(ctx, cs, ns, name, scenario.GoodImage); err != nil {
-				t.Fatal(err)
-			}
-			if err := scenario.WaitObserved(ctx, cs, ns, name); err != nil {
+			if err := scenario.NeverReadyRollout(ctx, cs, ns, name, 2, false); err != nil {
 				t.Fatal(err)
 			}
 			return ctx
@@ -100,7 +86,7 @@ func notReadyFeature() features.Feature {
 			if r.code != 1 || f == nil || len(rep.Findings) != 1 {
 				t.Fatalf("exit %d findings %v", r.code, harness.Codes(rep))
 			}
-			if f.Reason != "NotReady" || f.Image != unready || f.Remedy != "kubectl delete pod probe-0 -n not-ready" ||
+			if f.Reason != "NotReady" || f.Image != scenario.UnreadyImage || f.Remedy != "kubectl delete pod probe-0 -n not-ready" ||
 				!strings.Contains(f.Message, "last probe failure: Readiness probe failed: HTTP probe failed with statuscode: 503") {
 				t.Errorf("finding %+v", f)
 			}

@@ -11,6 +11,7 @@ import (
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/controller"
 	"github.com/stsdiag/stsdiag/internal/gather"
+	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/snapshot"
 	"github.com/stsdiag/stsdiag/internal/statefulset"
 	"github.com/stsdiag/stsdiag/internal/stuck"
@@ -32,15 +33,29 @@ func Explain(ctx context.Context, src gather.Source, namespace, name string, opt
 // findings about the set it carries, so the two never disagree.
 func Explanation(snap *snapshot.Snapshot, namespace, name string, opts stuck.Options) (*apiv1.Explanation, error) {
 	rep, views := report(snap, opts)
-	var set *appsv1.StatefulSet
 	for i := range snap.StatefulSets {
 		if s := &snap.StatefulSets[i]; s.Namespace == namespace && s.Name == name {
-			set = s
+			return explanation(snap, rep, views, s), nil
 		}
 	}
-	if set == nil {
-		return nil, &gather.NotFoundError{What: fmt.Sprintf("statefulset %q in namespace %q", name, namespace)}
+	return nil, &gather.NotFoundError{What: fmt.Sprintf("statefulset %q in namespace %q", name, namespace)}
+}
+
+// ReportWithExplanations is Report with the explanation of every StatefulSet of the snapshot,
+// keyed by snapshot.Key(namespace, name): one diagnosis, so the report and the explanations
+// never disagree (check -o html draws each set's ordinals from them).
+func ReportWithExplanations(snap *snapshot.Snapshot, opts stuck.Options) (*model.Report, map[string]*apiv1.Explanation) {
+	rep, views := report(snap, opts)
+	out := make(map[string]*apiv1.Explanation, len(snap.StatefulSets))
+	for i := range snap.StatefulSets {
+		s := &snap.StatefulSets[i]
+		out[snapshot.Key(s.Namespace, s.Name)] = explanation(snap, rep, views, s)
 	}
+	return rep, out
+}
+
+func explanation(snap *snapshot.Snapshot, rep *model.Report, views map[string]*controller.View, set *appsv1.StatefulSet) *apiv1.Explanation {
+	namespace, name := set.Namespace, set.Name
 	e := &apiv1.Explanation{Namespace: namespace, StatefulSet: name, Server: rep.Server,
 		PodManagementPolicy: string(appsv1.OrderedReadyPodManagement), UpdateStrategy: string(appsv1.RollingUpdateStatefulSetStrategyType),
 		MinReadySeconds: set.Spec.MinReadySeconds, CurrentRevision: set.Status.CurrentRevision, UpdateRevision: set.Status.UpdateRevision,
@@ -79,7 +94,7 @@ func Explanation(snap *snapshot.Snapshot, namespace, name string, opts stuck.Opt
 		}
 	}
 	e.TemplateChanges = templateChanges(snap, set, e.CurrentRevision, e.UpdateRevision)
-	return e, nil
+	return e
 }
 
 func step(o controller.Ordinal, why string) apiv1.OrdinalStep {

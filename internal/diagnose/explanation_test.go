@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	"sigs.k8s.io/yaml"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
@@ -104,4 +105,34 @@ func readyNow(snap *snapshot.Snapshot, namespace, name string) bool {
 		}
 	}
 	return false
+}
+
+// TestReportWithExplanations: check -o html's one diagnosis gives the same report as check and,
+// for every StatefulSet, the same explanation as explain, on every testdata/stuck scenario.
+func TestReportWithExplanations(t *testing.T) {
+	dirs, err := filepath.Glob(filepath.Join("..", "..", "testdata", "stuck", "*"))
+	if err != nil || len(dirs) < 50 {
+		t.Fatalf("scenarios: %d (%v)", len(dirs), err)
+	}
+	for _, dir := range dirs {
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			snap, opts := scenario(t, dir)
+			rep, explanations := diagnose.ReportWithExplanations(snap, opts)
+			if got, want := rep.Public(), diagnose.Report(snap, opts).Public(); !equality.Semantic.DeepEqual(got, want) {
+				t.Errorf("report differs from check's:\n got %+v\nwant %+v", got, want)
+			}
+			if len(explanations) != len(snap.StatefulSets) {
+				t.Errorf("%d explanations for %d StatefulSets", len(explanations), len(snap.StatefulSets))
+			}
+			for _, set := range snap.StatefulSets {
+				want, err := diagnose.Explanation(snap, set.Namespace, set.Name, opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := explanations[set.Namespace+"/"+set.Name]; !equality.Semantic.DeepEqual(got, want) {
+					t.Errorf("%s/%s: explanation differs from explain's:\n got %+v\nwant %+v", set.Namespace, set.Name, got, want)
+				}
+			}
+		})
+	}
 }

@@ -14,6 +14,9 @@ import (
 
 // Explanation prints explain's document in the format of the -o flags. now dates the waits.
 func Explanation(w io.Writer, e *apiv1.Explanation, flags *PrintFlags, now time.Time) error {
+	if flags.OutputFormat == FormatHTML {
+		return ExplanationHTML(w, e, now)
+	}
 	if !flags.Human() {
 		return flags.PrintDocument(e, w)
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/printers"
@@ -23,10 +24,17 @@ type TableOptions struct {
 	// WithContext adds the kubeconfig context (several clusters checked).
 	WithContext bool
 	Color       bool
+	// Explanations (by "namespace/name", from the same diagnosis as the report) draw each
+	// StatefulSet's ordinals in -o html; Now dates the page and its waits.
+	Explanations map[string]*apiv1.Explanation
+	Now          time.Time
 }
 
 // Report prints a check report in the format of the -o flags.
 func Report(w io.Writer, r *model.Report, flags *PrintFlags, opts TableOptions) error {
+	if flags.OutputFormat == FormatHTML {
+		return ReportHTML(w, r, opts.Explanations, opts.Now)
+	}
 	if !flags.Human() {
 		return flags.PrintDocument(r.Public(), w)
 	}

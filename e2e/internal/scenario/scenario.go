@@ -24,7 +24,9 @@ import (
 const (
 	GoodImage = "registry.k8s.io/nginx-slim:0.27"
 	// BadImage is a tag that does not exist: as unqualified name it means docker.io.
-	BadImage     = "nginx:1.27-typo"
+	BadImage = "nginx:1.27-typo"
+	// UnreadyImage runs but never passes its readiness probe (cluster.UnreadyPattern).
+	UnreadyImage = GoodImage + "-unready"
 	StorageClass = "local-static"
 )
 
@@ -178,6 +180,31 @@ func StuckRollout(ctx context.Context, cs kubernetes.Interface, namespace, name 
 	}
 	if err := WaitPodReason(ctx, cs, namespace, name+"-0", "ImagePullBackOff", 60*time.Second); err != nil {
 		return err
+	}
+	if err := SetImage(ctx, cs, namespace, name, GoodImage); err != nil {
+		return err
+	}
+	return WaitObserved(ctx, cs, namespace, name)
+}
+
+// NeverReadyRollout reproduces kubernetes#67250 with a readiness failure: a StatefulSet created
+// with an image that runs but never passes its readiness probe (UnreadyImage), then fixed once
+// its pod 0 runs. That pod stays Running, not Ready, on the old revision.
+func NeverReadyRollout(ctx context.Context, cs kubernetes.Interface, namespace, name string, replicas int32, withClaims bool) error {
+	if withClaims {
+		if err := Volumes(ctx, cs, namespace, int(replicas)); err != nil {
+			return err
+		}
+	}
+	if _, err := cs.AppsV1().StatefulSets(namespace).Create(ctx, StatefulSet(namespace, name, UnreadyImage, replicas, withClaims), metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		pod, err := cs.CoreV1().Pods(namespace).Get(ctx, name+"-0", metav1.GetOptions{})
+		return err == nil && pod.Status.Phase == corev1.PodRunning, nil
+	})
+	if err != nil {
+		return fmt.Errorf("%s-0 never ran: %w", name, err)
 	}
 	if err := SetImage(ctx, cs, namespace, name, GoodImage); err != nil {
 		return err
