@@ -3,7 +3,8 @@
 SHELL := /bin/bash
 GO ?= go
 BIN := bin/kubectl-stsdiag
-UNIT_PKGS = $$($(GO) list ./... | grep -v -e '/e2e$$' -e '/e2e/node$$' -e '/e2e/openshift$$')
+RACE_PKGS = $$($(GO) list ./... | grep -v -e '/e2e$$' -e '/e2e/node$$' -e '/e2e/openshift$$' -e '/deploy$$' -e '/release')
+FILE_PKGS = ./deploy/ ./release/...
 # The kwok suite: e2e/node (a real node) and e2e/openshift (OpenShift's image API) have their own targets.
 E2E_PKGS = $$($(GO) list ./e2e/... | grep -v -e '/e2e/node$$' -e '/e2e/openshift$$')
 
@@ -33,9 +34,12 @@ vet:
 	cd deploy/tekton && $(GO) vet ./...
 
 ## unit also runs deploy/tekton, a module of its own (Tekton's Go types and validation)
+## unit: -race where our goroutines run; the shipped files' tests (Helm, kustomize, goreleaser,
+## the image, Tekton's validation) start none, and without -race reuse vet's build of those large
+## libraries (a cold `make test` compiles them once, not twice)
 unit: browser
-	$(GO) test -race -count=1 $(UNIT_PKGS)
-	# Tekton's validation only (no goroutines of ours): without -race it reuses vet's build.
+	$(GO) test -race -count=1 $(RACE_PKGS)
+	$(GO) test -count=1 $(FILE_PKGS)
 	cd deploy/tekton && $(GO) test -count=1 ./...
 
 ## browser: Debian's chromium for the HTML report's browser test (apt, when missing; needs root;
