@@ -13,7 +13,6 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -84,21 +83,12 @@ func stuckOnBadRevision(cs kubernetes.Interface, ns, good string) func(ctx conte
 			if err != nil {
 				return err
 			}
-			if rev := pod.Labels[appsv1.ControllerRevisionHashLabelKey]; rev != want || podReady(pod) != (i < 2) {
-				return fmt.Errorf("pod %s: revision %s ready %v", pod.Name, rev, podReady(pod))
+			if rev := pod.Labels[appsv1.ControllerRevisionHashLabelKey]; rev != want || harness.PodReady(pod) != (i < 2) {
+				return fmt.Errorf("pod %s: revision %s ready %v", pod.Name, rev, harness.PodReady(pod))
 			}
 		}
 		return nil
 	}
-}
-
-func podReady(pod *corev1.Pod) bool {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // readyOn checks every replica is Ready on the revision, the update revision is it, and the

@@ -61,8 +61,8 @@ func TestServiceMissing(t *testing.T) {
 					if err != nil {
 						return err
 					}
-					if pod.Spec.Hostname != name+"-0" || pod.Spec.Subdomain != name || !podReady(pod) {
-						return fmt.Errorf("pod %s: hostname %q subdomain %q ready %v", pod.Name, pod.Spec.Hostname, pod.Spec.Subdomain, podReady(pod))
+					if pod.Spec.Hostname != name+"-0" || pod.Spec.Subdomain != name || !harness.PodReady(pod) {
+						return fmt.Errorf("pod %s: hostname %q subdomain %q ready %v", pod.Name, pod.Spec.Hostname, pod.Spec.Subdomain, harness.PodReady(pod))
 					}
 				}
 				ip, err := cs.CoreV1().Services(ns).Get(ctx, "ip", metav1.GetOptions{})

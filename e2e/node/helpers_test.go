@@ -165,15 +165,6 @@ func waitingReason(p *corev1.Pod, container string) string {
 	return ""
 }
 
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
 // eventWith waits until the pod has an Event of the reason whose message contains phrase, and
 // returns that message: the kubelet's own words.
 func eventWith(ctx context.Context, t *testing.T, cs kubernetes.Interface, ns, pod, reason, phrase string, within time.Duration) string {

@@ -299,7 +299,7 @@ func crashLoopFeature() features.Feature {
 			if err != nil {
 				return err
 			}
-			if podReady(p) {
+			if harness.PodReady(p) {
 				return fmt.Errorf("%s is Ready", pod)
 			}
 			return nil
@@ -638,7 +638,7 @@ func TestLostNode(t *testing.T) {
 				return false
 			})
 			// The node lifecycle controller's, not the kubelet's: the containers still run.
-			waitPod(ctx, t, cs, ns, name+"-0", 30*time.Second, "Ready False", func(p *corev1.Pod) bool { return !podReady(p) })
+			waitPod(ctx, t, cs, ns, name+"-0", 30*time.Second, "Ready False", func(p *corev1.Pod) bool { return !harness.PodReady(p) })
 			frozen(ctx, t, cs, ns, name, 30*time.Second, func(ctx context.Context) error { return nil })
 			return ctx
 		}).

@@ -13,6 +13,7 @@ import (
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/e2e/internal/harness"
+	"github.com/stsdiag/stsdiag/e2e/internal/scenario"
 )
 
 // Digests of the suite's images (sha256 of "test" and of "hello", as in the CRD suite).
@@ -148,20 +149,7 @@ func want(t *testing.T, what, got, want string) {
 // waitReason waits until a pod's first container waits with reason (kwok's image pulls).
 func waitReason(t *testing.T, ns, pod, reason string) {
 	t.Helper()
-	ctx := context.Background()
-	deadline := time.Now().Add(90 * time.Second)
-	for time.Now().Before(deadline) {
-		p, err := cs.CoreV1().Pods(ns).Get(ctx, pod, metav1.GetOptions{})
-		if err == nil {
-			for _, st := range p.Status.ContainerStatuses {
-				if st.State.Waiting != nil && st.State.Waiting.Reason == reason {
-					return
-				}
-			}
-		} else if !apierrors.IsNotFound(err) {
-			t.Fatal(err)
-		}
-		time.Sleep(500 * time.Millisecond)
+	if err := scenario.WaitPodReason(context.Background(), cs, ns, pod, reason, 90*time.Second); err != nil {
+		t.Fatal(err)
 	}
-	t.Fatalf("pod %s/%s never waited with %s", ns, pod, reason)
 }

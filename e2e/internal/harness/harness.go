@@ -272,6 +272,16 @@ func ClaimsKept(ctx context.Context, t *testing.T, cs kubernetes.Interface, ns s
 	}
 }
 
+// PodReady says whether the pod's Ready condition is True.
+func PodReady(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
 // AllReadyOnUpdateRevision fails unless every replica (pods labelled app=name) runs the update
 // revision and is Ready.
 func AllReadyOnUpdateRevision(ctx context.Context, t *testing.T, cs kubernetes.Interface, ns, name string) {
