@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
@@ -28,7 +29,7 @@ import (
 // one node. TestLostNode (it stops the kubelet) runs after them.
 func TestKubeletStates(t *testing.T) {
 	testenv.TestInParallel(t, missingTagFeature(), readinessFeature(), crashLoopFeature(), configErrorFeature(),
-		failedMountFeature(), initCrashFeature(), initForeverFeature(), crashFromStartFeature())
+		failedMountFeature(), initCrashFeature(), initForeverFeature(), crashFromStartFeature(), sidecarCrashFeature())
 }
 
 func deleteNamespace(ns string) features.Func {
@@ -547,6 +548,53 @@ func initCrashFeature() features.Feature {
 				t.Errorf("exit %d finding %v", r.Code, f)
 			}
 			if detailOf(f, "initContainer") != true || num(detailOf(f, "lastExitCode")) != 2 || detailOf(f, "lastExitReason") != "Error" {
+				t.Errorf("details %v", f["details"])
+			}
+		},
+		repaired: true,
+	}.feature()
+}
+
+// sidecarCrashFeature: the new template adds a sidecar (an init container with restartPolicy
+// Always) that exits 0 at once. The kubelet restarts a sidecar whatever its exit code
+// (kuberuntime_container.go:1207-1209@v1.37.2), so exit 0 is no completion: a crash loop, like an
+// app container's. Its readiness probe never passes, so the pod never turns Ready between runs.
+func sidecarCrashFeature() features.Feature {
+	const ns = "node-sidecar"
+	always := corev1.ContainerRestartPolicyAlways
+	return brokenUpdate{ns: ns, name: "sidecar", title: "a sidecar that keeps exiting 0",
+		breakIt: func(s *appsv1.StatefulSet) {
+			s.Spec.Template.Spec.InitContainers = []corev1.Container{{Name: "proxy", Image: local.Image(cluster.AppImage),
+				Args: []string{"exit", "0", "proxy: no upstream configured"}, RestartPolicy: &always,
+				ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(8081)}},
+					PeriodSeconds: 1}}}
+		},
+		premise: func(ctx context.Context, t *testing.T, cs kubernetes.Interface, pod string) {
+			p := waitPod(ctx, t, cs, ns, pod, 90*time.Second, "the sidecar's 3rd restart after exit code 0", func(p *corev1.Pod) bool {
+				st := containerStatus(p, "proxy")
+				return st != nil && st.RestartCount >= 3 && st.LastTerminationState.Terminated != nil
+			})
+			last := containerStatus(p, "proxy").LastTerminationState.Terminated
+			if last.ExitCode != 0 || last.Reason != "Completed" {
+				t.Errorf("sidecar's last exit %d (%s), want 0 (Completed)", last.ExitCode, last.Reason)
+			}
+		},
+		holds: func(ctx context.Context, cs kubernetes.Interface, pod string) error {
+			p, err := cs.CoreV1().Pods(ns).Get(ctx, pod, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if st := containerStatus(p, "proxy"); st == nil || st.Ready || harness.PodReady(p) {
+				return fmt.Errorf("%s: %s", pod, statusJSON(p))
+			}
+			return nil
+		},
+		verdict: func(ctx context.Context, t *testing.T, cfg *envconf.Config, pod string) {
+			r, f := pollCheck(t, cfg, ns, apiv1.CurrentRevisionFailing, pod, 60*time.Second)
+			if r.Code != 1 || f["reason"] != "CrashLoopBackOff" || f["container"] != "proxy" {
+				t.Errorf("exit %d finding %v", r.Code, f)
+			}
+			if detailOf(f, "initContainer") != true || num(detailOf(f, "lastExitCode")) != 0 || detailOf(f, "lastExitReason") != "Completed" {
 				t.Errorf("details %v", f["details"])
 			}
 		},

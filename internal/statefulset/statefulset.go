@@ -46,6 +46,13 @@ func RunningAndReady(pod *corev1.Pod) bool {
 	return pod.Status.Phase == corev1.PodRunning && podutils.IsPodReady(pod)
 }
 
+// IsSidecar reports whether an init container is a sidecar (restartPolicy Always): the kubelet
+// keeps it running and restarts it whatever its exit code (IsRestartableInitContainer,
+// pkg/api/v1/pod/util.go:392@v1.37.2).
+func IsSidecar(c corev1.Container) bool {
+	return c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
+}
+
 // ReadyCondition is the pod's Ready condition, nil when it has none (podutils keeps its own
 // unexported).
 func ReadyCondition(pod *corev1.Pod) *corev1.PodCondition {

@@ -48,8 +48,9 @@ const (
 )
 
 // containerProblem is why a container is stuck at startup, nil if it is not: a waiting reason
-// that means it will not start, or a crash loop.
-func (ix *index) containerProblem(st corev1.ContainerStatus, init bool) *Startup {
+// that means it will not start, or a crash loop. runsToCompletion is true for a regular init
+// container (not a sidecar): its exit 0 is its completion.
+func (ix *index) containerProblem(st corev1.ContainerStatus, runsToCompletion bool) *Startup {
 	if w := st.State.Waiting; w != nil && statefulset.StartupReasons[w.Reason] {
 		p := &Startup{Kind: ContainerWaiting, Reason: w.Reason, Waiting: w.Message, Restarts: st.RestartCount}
 		if t := st.LastTerminationState.Terminated; t != nil {
@@ -61,7 +62,7 @@ func (ix *index) containerProblem(st corev1.ContainerStatus, init bool) *Startup
 		p.Missing = missingConfig(w.Message)
 		return p
 	}
-	state, ok := ix.crashLooping(st, init)
+	state, ok := ix.crashLooping(st, runsToCompletion)
 	if !ok {
 		return nil
 	}
@@ -89,8 +90,9 @@ const (
 // crashLooping reports whether the container is in a crash loop, and the state it is seen in:
 // restarted at least crashLoopRestarts times, and either exited now after a short run that
 // followed another short run, or restarted after a short run and not (yet) running for longer
-// than that run did.
-func (ix *index) crashLooping(st corev1.ContainerStatus, init bool) (string, bool) {
+// than that run did. A container that runs to completion (a regular init container) is done,
+// not looping, once it exited 0.
+func (ix *index) crashLooping(st corev1.ContainerStatus, runsToCompletion bool) (string, bool) {
 	if st.RestartCount < crashLoopRestarts {
 		return "", false
 	}
@@ -98,7 +100,7 @@ func (ix *index) crashLooping(st corev1.ContainerStatus, init bool) (string, boo
 	switch {
 	case st.State.Terminated != nil:
 		t := st.State.Terminated
-		if init && t.ExitCode == 0 {
+		if runsToCompletion && t.ExitCode == 0 {
 			return "", false // complete
 		}
 		// The run before must be short too: a container that ran for days and then exited
@@ -116,7 +118,7 @@ func (ix *index) crashLooping(st corev1.ContainerStatus, init bool) (string, boo
 		return "", false
 	case st.State.Waiting != nil:
 		// Waiting again after an exit (a reason this rule does not know).
-		return StateWaiting, last != nil && shortRun(last) && !(init && last.ExitCode == 0)
+		return StateWaiting, last != nil && shortRun(last) && !(runsToCompletion && last.ExitCode == 0)
 	}
 	return "", false
 }

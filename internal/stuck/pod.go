@@ -38,9 +38,15 @@ func (ix *index) startupProblem(pod *corev1.Pod) *Startup {
 	for _, c := range pod.Spec.Containers {
 		containers[c.Name] = c.Image
 	}
+	sidecars := map[string]bool{}
+	for _, c := range pod.Spec.InitContainers {
+		sidecars[c.Name] = statefulset.IsSidecar(c)
+	}
 	check := func(statuses []corev1.ContainerStatus, init bool) *Startup {
 		for _, st := range statuses {
-			p := ix.containerProblem(st, init)
+			// A sidecar is restarted whatever its exit code, like an app container.
+			runsToCompletion := init && !sidecars[st.Name]
+			p := ix.containerProblem(st, runsToCompletion)
 			if p == nil {
 				continue
 			}
@@ -48,7 +54,7 @@ func (ix *index) startupProblem(pod *corev1.Pod) *Startup {
 			if p.Image == "" {
 				p.Image = st.Image
 			}
-			if p.Reason == CrashLoopBackOff && !init {
+			if p.Reason == CrashLoopBackOff && !runsToCompletion {
 				p.ReadyInRuns = readyDuringLastRun(pod, st)
 			}
 			return p
