@@ -11,19 +11,25 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/go-logr/logr/funcr"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apiserver/pkg/apis/apiserver"
+	"k8s.io/apiserver/pkg/authentication/authenticatorfactory"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
+	authenticationv1 "k8s.io/client-go/kubernetes/typed/authentication/v1"
+	authorizationv1 "k8s.io/client-go/kubernetes/typed/authorization/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	certutil "k8s.io/client-go/util/cert"
 	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
-	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 
 	"github.com/stsdiag/stsdiag/internal/gather"
 )
@@ -252,10 +258,13 @@ func metricsListener(ctx context.Context, o ServeOptions) (net.Listener, string,
 	return tls.NewListener(l, cfg), what + ", bearer token authorized by the API server", nil
 }
 
-// authorizeMetrics puts controller-runtime's delegated authentication and authorization in front
-// of /metrics: no token → 401, a token the TokenReview rejects → 500 (the filter answers the
-// authenticator's "invalid bearer token" error so), a user who may not GET the /metrics
-// non-resource URL → 403. Decisions are cached (allow 5 min, deny 30 s, tokens 1 min).
+// authorizeMetrics puts the API server's delegated authentication and authorization in front of
+// /metrics, as an aggregated API server or kube-rbac-proxy does: a request without a token, or
+// with one the TokenReview rejects (or that cannot be reviewed) → 401, as the API server's own
+// filter answers (pkg/endpoints/filters/authentication.go:73-78, k8s.io/apiserver@v0.35.4); a
+// user who may not GET the /metrics non-resource URL → 403; a SubjectAccessReview that fails →
+// 500. Decisions are cached (allow 5 min, deny 30 s, tokens 1 min), with the API server's
+// retry back-off.
 func authorizeMetrics(o ServeOptions, handler http.Handler) (http.Handler, error) {
 	if o.RESTConfig == nil {
 		return nil, errors.New("secure /metrics needs a client of the API server")
@@ -264,12 +273,59 @@ func authorizeMetrics(o ServeOptions, handler http.Handler) (http.Handler, error
 	if err != nil {
 		return nil, err
 	}
-	filter, err := filters.WithAuthenticationAndAuthorization(o.RESTConfig, httpClient)
+	authn, err := authenticationv1.NewForConfigAndClient(o.RESTConfig, httpClient)
 	if err != nil {
 		return nil, err
 	}
-	log := funcr.New(func(prefix, args string) { fmt.Fprintf(o.Log, "metrics: %s %s\n", prefix, args) }, funcr.Options{})
-	return filter(log, handler)
+	authz, err := authorizationv1.NewForConfigAndClient(o.RESTConfig, httpClient)
+	if err != nil {
+		return nil, err
+	}
+	// The API server's DefaultAuthWebhookRetryBackoff (pkg/server/options/authentication.go:46,
+	// k8s.io/apiserver@v0.35.4), not imported: that package pulls in the whole server.
+	retry := &wait.Backoff{Duration: 500 * time.Millisecond, Factor: 1.5, Jitter: 0.2, Steps: 5}
+	authenticate, _, err := authenticatorfactory.DelegatingAuthenticatorConfig{
+		Anonymous:                &apiserver.AnonymousAuthConfig{Enabled: false},
+		CacheTTL:                 time.Minute,
+		TokenAccessReviewClient:  authn,
+		TokenAccessReviewTimeout: 10 * time.Second,
+		WebhookRetryBackoff:      retry,
+	}.New()
+	if err != nil {
+		return nil, fmt.Errorf("metrics authentication: %w", err)
+	}
+	authorize, err := authorizerfactory.DelegatingAuthorizerConfig{
+		SubjectAccessReviewClient: authz,
+		AllowCacheTTL:             5 * time.Minute,
+		DenyCacheTTL:              30 * time.Second,
+		WebhookRetryBackoff:       retry,
+	}.New()
+	if err != nil {
+		return nil, fmt.Errorf("metrics authorization: %w", err)
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		res, ok, err := authenticate.AuthenticateRequest(req)
+		if err != nil || !ok {
+			if err != nil {
+				fmt.Fprintf(o.Log, "metrics: %s: unauthorized: %v\n", req.RemoteAddr, err)
+			}
+			http.Error(w, "Unauthorized", http.StatusUnauthorized)
+			return
+		}
+		user := res.User.GetName()
+		decision, reason, err := authorize.Authorize(req.Context(), authorizer.AttributesRecord{
+			User: res.User, Verb: strings.ToLower(req.Method), Path: req.URL.Path})
+		switch {
+		case err != nil:
+			fmt.Fprintf(o.Log, "metrics: authorizing %s: %v\n", user, err)
+			http.Error(w, fmt.Sprintf("Authorization for user %s failed", user), http.StatusInternalServerError)
+		case decision != authorizer.DecisionAllow:
+			fmt.Fprintf(o.Log, "metrics: %s may not %s %s: %s\n", user, req.Method, req.URL.Path, reason)
+			http.Error(w, fmt.Sprintf("Authorization denied for user %s", user), http.StatusForbidden)
+		default:
+			handler.ServeHTTP(w, req)
+		}
+	}), nil
 }
 
 func serveOn(listener net.Listener, handler http.Handler, log io.Writer) (stop func()) {
