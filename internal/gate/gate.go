@@ -62,7 +62,7 @@ func Run(ctx context.Context, live Source, opts Options) (*model.WaitResult, err
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
-	var held hold.Tracker // blocking findings by key
+	var held hold.Tracker    // blocking findings by key
 	var settled hold.Tracker // "complete" while complete with no blocking finding (Settle)
 	lastLine := map[string]string{}
 	var actions []model.Action
