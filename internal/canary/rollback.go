@@ -37,7 +37,7 @@ func (r *runner) failed(ctx context.Context, step Resolved) error {
 		return err
 	}
 	set := find(snap, r.o.Namespace, r.o.Name)
-	if set == nil || set.UID != r.uid || Partition(set) != r.partition {
+	if set == nil || r.changed(set) {
 		v, msg := r.stopIfChanged(snap)
 		if v == "" {
 			v, msg = apiv1.WaitNotFound, fmt.Sprintf("statefulset %s/%s: deleted while canary ran", r.o.Namespace, r.o.Name)
@@ -80,16 +80,16 @@ func (r *runner) failed(ctx context.Context, step Resolved) error {
 		r.stop(apiv1.WaitStuck, fmt.Sprintf("step %s failed: %s held for %s; the rollback was not made: %s", step.Step, finding, r.o.Hold, applied[0].Message))
 		return nil
 	}
-	// The rollback bumped the generation: from now on only the UID and the partition are canary's.
+	// The rollback wrote the template: from now on it is the one canary relies on.
 	after, err := r.observed(ctx)
 	if err != nil {
 		return err
 	}
 	if after.UID != r.uid || Partition(after) != r.partition {
-		r.stop(apiv1.CanaryStopped, describeChange(r.uid, r.generation, r.partition, after)+" during the rollback; nothing overwritten")
+		r.stop(apiv1.CanaryStopped, describeChange(r.uid, r.generation, r.partition, nil, after, false)+" during the rollback; nothing overwritten")
 		return nil
 	}
-	r.generation = after.Generation
+	r.remember(after)
 	fmt.Fprintf(r.o.Log, "statefulset %s/%s: template rolled back to revision %s; waiting for %s Ready on it\n", r.o.Namespace, r.o.Name, rolled[0].Revision, strings.Join(canary, ", "))
 	stepFindings := r.res.Findings
 	res, err := gate.Run(ctx, r.live, gate.Options{Diagnosis: r.o.Diagnosis, Hold: r.o.Hold, Log: r.o.Log, Stop: r.stopIfChanged})
@@ -105,7 +105,7 @@ func (r *runner) failed(ctx context.Context, step Resolved) error {
 	}
 	restored := ""
 	if set, err := r.observed(ctx); err == nil && set.Status.UpdateRevision == set.Status.CurrentRevision && Partition(set) != r.res.PartitionBefore &&
-		set.UID == r.uid && Partition(set) == r.partition {
+		!r.changed(set) {
 		body, err := PartitionPatch(set, r.res.PartitionBefore)
 		if err == nil {
 			if _, err = r.c.Kube.AppsV1().StatefulSets(set.Namespace).Patch(ctx, set.Name, "application/json-patch+json", body, metav1PatchOptions); err == nil {

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -74,10 +76,13 @@ type runner struct {
 	c    gather.Clients
 	live *gather.Live
 	res  *Result
-	// want is the StatefulSet as canary last wrote it: its UID, generation and partition.
+	// The StatefulSet as canary last read or wrote it: its UID, generation, partition and
+	// template. A change of replicas is no one's conflict (the steps follow it, Next); a
+	// change of anything else canary relies on stops it.
 	uid        types.UID
 	generation int64
 	partition  int32
+	template   *corev1.PodTemplateSpec
 }
 
 // Run runs a canary on one StatefulSet to a verdict. It returns an error (with a verdict in the
@@ -122,7 +127,7 @@ func (r *runner) observed(ctx context.Context) (*appsv1.StatefulSet, error) {
 		if set == nil {
 			return nil, &gather.NotFoundError{What: fmt.Sprintf("statefulset %s/%s", r.o.Namespace, r.o.Name)}
 		}
-		if set.Status.ObservedGeneration >= set.Generation {
+		if set.Status.ObservedGeneration >= set.Generation && (set.UID != r.uid || set.Generation >= r.generation) {
 			return set.DeepCopy(), nil
 		}
 		select {
@@ -181,7 +186,7 @@ func (r *runner) start(ctx context.Context) ([]Resolved, error) {
 			return nil, err
 		}
 	}
-	r.uid, r.generation, r.partition = set.UID, set.Generation, Partition(set)
+	r.remember(set)
 	if body != nil {
 		if err := r.patch(ctx, set, body, first); err != nil {
 			return nil, err
@@ -204,7 +209,7 @@ func (r *runner) patch(ctx context.Context, set *appsv1.StatefulSet, body []byte
 	case err != nil:
 		return err
 	}
-	r.uid, r.generation, r.partition = out.UID, out.Generation, Partition(out)
+	r.remember(out)
 	what := ""
 	if len(r.o.Images) > 0 && step.Partition == r.res.Steps[0].Partition && r.res.Steps[0].Result == apiv1.StepPending {
 		what = " and the new template"
@@ -216,35 +221,48 @@ func (r *runner) patch(ctx context.Context, set *appsv1.StatefulSet, body []byte
 
 var errStopped = errors.New("stopped")
 
+func (r *runner) remember(set *appsv1.StatefulSet) {
+	r.uid, r.generation, r.partition, r.template = set.UID, set.Generation, Partition(set), set.Spec.Template.DeepCopy()
+}
+
 // changedSince reads the StatefulSet afresh and says what differs from what canary read or wrote.
 func (r *runner) changedSince(ctx context.Context, set *appsv1.StatefulSet) string {
 	now, err := r.c.Kube.AppsV1().StatefulSets(set.Namespace).Get(ctx, set.Name, metav1.GetOptions{})
 	if err != nil {
 		return fmt.Sprintf("statefulset %s/%s could not be read again: %v", set.Namespace, set.Name, err)
 	}
-	return describeChange(set.UID, set.Generation, Partition(set), now)
+	return describeChange(set.UID, set.Generation, Partition(set), &set.Spec.Template, now, true)
 }
 
-// describeChange names what someone else changed: the object, its partition or its spec.
-func describeChange(uid types.UID, generation int64, partition int32, now *appsv1.StatefulSet) string {
+// describeChange names what someone else changed: the object, its partition, its template or
+// (when generation counts: a patch's test failed) anything else in its spec.
+func describeChange(uid types.UID, generation int64, partition int32, template *corev1.PodTemplateSpec, now *appsv1.StatefulSet, generationCounts bool) string {
 	switch {
 	case now.UID != uid:
 		return fmt.Sprintf("statefulset %s/%s was deleted and created again (UID %s, was %s)", now.Namespace, now.Name, now.UID, uid)
 	case Partition(now) != partition:
 		return fmt.Sprintf("someone else changed the partition of statefulset %s/%s from %d to %d", now.Namespace, now.Name, partition, Partition(now))
-	case now.Generation != generation:
+	case template != nil && !apiequality.Semantic.DeepEqual(*template, now.Spec.Template):
+		return fmt.Sprintf("someone else changed the pod template of statefulset %s/%s (generation %d, was %d)", now.Namespace, now.Name, now.Generation, generation)
+	case generationCounts && now.Generation != generation:
 		return fmt.Sprintf("someone else changed the spec of statefulset %s/%s (generation %d, was %d)", now.Namespace, now.Name, now.Generation, generation)
 	}
 	return fmt.Sprintf("statefulset %s/%s changed meanwhile", now.Namespace, now.Name)
 }
 
-// stopIfChanged is the gate's Stop: anything canary did not write ends the canary.
+// changed reports whether the StatefulSet differs from what canary read or wrote in what canary
+// relies on: its UID, its partition, its template (not its replicas).
+func (r *runner) changed(set *appsv1.StatefulSet) bool {
+	return set.UID != r.uid || Partition(set) != r.partition || (r.template != nil && !apiequality.Semantic.DeepEqual(*r.template, set.Spec.Template))
+}
+
+// stopIfChanged is the gate's Stop: a change canary did not make ends the canary.
 func (r *runner) stopIfChanged(snap *snapshot.Snapshot) (apiv1.Verdict, string) {
 	set := find(snap, r.o.Namespace, r.o.Name)
-	if set == nil || (set.UID == r.uid && set.Generation == r.generation && Partition(set) == r.partition) {
-		return "", "" // a deleted StatefulSet is the gate's NotFound
+	if set == nil || !r.changed(set) || (set.UID == r.uid && set.Generation < r.generation) {
+		return "", "" // deleted: the gate's NotFound; an older generation: the cache lags canary's patch
 	}
-	return apiv1.CanaryStopped, describeChange(r.uid, r.generation, r.partition, set) + ": the canary stops and leaves it as it is; nothing overwritten"
+	return apiv1.CanaryStopped, describeChange(r.uid, r.generation, r.partition, r.template, set, false) + ": the canary stops and leaves it as it is; nothing overwritten"
 }
 
 func (r *runner) stop(verdict apiv1.Verdict, message string) {
