@@ -105,7 +105,16 @@ func Run(ctx context.Context, c gather.Clients, o Options) (*Result, error) {
 		}
 		return r.res, err
 	}
-	return r.res, r.run(ctx, steps)
+	if err := r.run(ctx, steps); err != nil {
+		if ctx.Err() == nil {
+			return r.res, err
+		}
+		// The deadline or a signal ended a patch or a read: the verdict says which.
+		actions := r.res.Actions
+		r.res.WaitResult = *model.NewWaitResult(gate.VerdictOf(ctx.Err()), fmt.Sprintf("%s while canary ran: %v", gate.VerdictOf(ctx.Err()), err))
+		r.res.Actions = actions
+	}
+	return r.res, nil
 }
 
 func verdictOf(err error) apiv1.Verdict {
