@@ -3,7 +3,6 @@ package canary
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
@@ -45,31 +44,15 @@ func (r *runner) failed(ctx context.Context, step Resolved) error {
 		r.stop(v, msg)
 		return nil
 	}
-	scope := gather.Scope{Namespace: r.o.Namespace, Names: []string{r.o.Name}}
-	exec := repair.New(repair.Options{Clients: r.c, Scope: scope, Diagnosis: r.o.Diagnosis, DryRun: apiv1.DryRunNone,
-		Policy: repair.Policy{Rollback: true}, Progress: r.o.Progress})
-	plan := exec.Planner.Plan(rep, snap)
-	canary := CanaryPods(set, r.partition)
-	var actions []model.Action
-	for _, a := range plan.For(r.o.Namespace, r.o.Name) {
-		switch {
-		case a.Kind() == apiv1.Rollback:
-			actions = append(actions, a)
-		case a.Kind() == apiv1.DeletePod && a.AfterPatch && slices.Contains(canary, a.Pod):
-			actions = append(actions, a)
-		}
-	}
-	if len(actions) == 0 || actions[0].Kind() != apiv1.Rollback {
-		why := "fix --rollback has no safe rollback for it"
-		for _, f := range plan.Unrepaired {
-			if f.Details.Rollback != "" {
-				why = "not rolled back: " + f.Details.Rollback
-				break
-			}
-		}
+	actions, why := RollbackActions(rep, snap, set, r.partition)
+	if actions == nil {
 		r.stop(apiv1.WaitStuck, fmt.Sprintf("step %s failed: %s held for %s; %s; the partition stays %d", step.Step, finding, r.o.Hold, why, r.partition))
 		return nil
 	}
+	canary := CanaryPods(set, r.partition)
+	scope := gather.Scope{Namespace: r.o.Namespace, Names: []string{r.o.Name}}
+	exec := repair.New(repair.Options{Clients: r.c, Scope: scope, Diagnosis: r.o.Diagnosis, DryRun: apiv1.DryRunNone,
+		Policy: repair.Policy{Rollback: true}, Progress: r.o.Progress})
 	applied, err := exec.Apply(ctx, actions)
 	r.res.Actions = append(r.res.Actions, applied...)
 	if err != nil {

@@ -311,17 +311,23 @@ func (r *runner) run(ctx context.Context, steps []Resolved) error {
 			r.stop(v, msg)
 			return nil
 		}
-		// Re-resolved against the replicas of now: a scale during the canary moves the steps.
-		now, _, err := Resolve(r.o.Steps, Replicas(set))
+		// The step held healthy: the engine decides, the steps re-resolved against the replicas
+		// of now (a scale during the canary moves the steps).
+		facts := FactsOf(set)
+		facts.Healthy = true
+		d, err := Decide(r.o.Steps, facts)
 		if err != nil {
 			r.stop(apiv1.WaitUnevaluable, err.Error())
 			return nil
 		}
-		next, _, ok := Next(now, Partition(set))
-		if !ok {
+		if d.Verb == Done {
 			r.res.Message = fmt.Sprintf("canary complete: every step passed; %s", res.Message)
 			return nil
 		}
+		if d.Verb != Advance {
+			continue // e.g. partition 0 complete but not yet promoted: the gate follows it
+		}
+		next := d.Step
 		index = r.stepIndex(next)
 		step = next
 		body, err := PartitionPatch(set, next.Partition)
