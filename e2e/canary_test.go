@@ -40,6 +40,14 @@ type partitionLog struct {
 	mu         sync.Mutex
 	partitions []int32
 	maxUpdated map[int32]int32
+	// reconciling lists the Reconciling condition's reasons while True, in order.
+	reconciling []string
+}
+
+func (l *partitionLog) reconcilingReasons() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.reconciling...)
 }
 
 func (l *partitionLog) values() ([]int32, map[int32]int32) {
@@ -73,6 +81,11 @@ func recordPartitions(ctx context.Context, t *testing.T, cs kubernetes.Interface
 		}
 		if s.Status.ObservedGeneration >= s.Generation && s.Status.UpdatedReplicas > l.maxUpdated[p] {
 			l.maxUpdated[p] = s.Status.UpdatedReplicas
+		}
+		for _, c := range s.Status.Conditions {
+			if c.Type == "Reconciling" && c.Status == "True" && (len(l.reconciling) == 0 || l.reconciling[len(l.reconciling)-1] != c.Reason) {
+				l.reconciling = append(l.reconciling, c.Reason)
+			}
 		}
 	}
 	record(set)

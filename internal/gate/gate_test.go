@@ -144,7 +144,9 @@ func TestStop(t *testing.T) {
 	start := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 	src := &fixedSource{clock: clocktesting.NewFakeClock(start), snap: complete()}
 	res, _ := gate.Run(context.Background(), src, gate.Options{Diagnosis: stuck.DefaultOptions(), Clock: src.clock,
-		Stop: func(*snapshot.Snapshot) (apiv1.Verdict, string) { return apiv1.CanaryStopped, "someone else changed it" }})
+		Stop: func(*snapshot.Snapshot) (apiv1.Verdict, string) {
+			return apiv1.CanaryStopped, "someone else changed it"
+		}})
 	if res.Result != apiv1.CanaryStopped || res.Message != "someone else changed it" {
 		t.Errorf("result %s: %s", res.Result, res.Message)
 	}
