@@ -116,7 +116,7 @@ func (c *Controller) syncCanary(ctx context.Context, key string, set *appsv1.Sta
 		}
 		return nil
 	case canary.Advance:
-		return c.canaryAdvance(ctx, key, set, d, holdFor)
+		return c.canaryAdvance(ctx, key, set, d, holdFor, mem)
 	case canary.RollBack:
 		return c.canaryRollBack(ctx, key, set, snap, rep, state, due, facts.Partition, mem)
 	}
@@ -127,7 +127,7 @@ func (c *Controller) syncCanary(ctx context.Context, key string, set *appsv1.Sta
 	}
 	note := fmt.Sprintf("parked: partition %d (spec.replicas) while revision %s is current", facts.Replicas, set.Status.CurrentRevision)
 	if err := c.patchPartition(ctx, set, facts.Replicas, note); err != nil {
-		return c.canaryPatchError(key, set, err)
+		return c.canaryPatchError(key, set, mem, err)
 	}
 	c.metrics.CanarySteps.WithLabelValues("parked", set.Namespace).Inc()
 	c.recorder.Event(set, corev1.EventTypeNormal, "CanaryParked", fmt.Sprintf("stsdiag holds the partition at %d (spec.replicas): revision %s is current, the next template change rolls out by %s", facts.Replicas, set.Status.CurrentRevision, canary.AnnotationSteps))
@@ -157,7 +157,7 @@ func (c *Controller) requeueAt(key string, now, at time.Time) {
 }
 
 // canaryAdvance lowers the partition to the decided step, within the namespace's repair budget.
-func (c *Controller) canaryAdvance(ctx context.Context, key string, set *appsv1.StatefulSet, d canary.Decision, holdFor time.Duration) error {
+func (c *Controller) canaryAdvance(ctx context.Context, key string, set *appsv1.StatefulSet, d canary.Decision, holdFor time.Duration, mem *canaryMemory) error {
 	if !c.reserveRepairs(set.Namespace, 1) {
 		c.metrics.CanarySteps.WithLabelValues("ratelimited", set.Namespace).Inc()
 		c.recorder.Event(set, corev1.EventTypeWarning, "RepairRateLimited", fmt.Sprintf("stsdiag postponed canary step %s: --max-repairs-per-hour %d reached in this namespace", d.Step.Step, c.opts.MaxRepairsPerHour))
@@ -167,7 +167,7 @@ func (c *Controller) canaryAdvance(ctx context.Context, key string, set *appsv1.
 	note := fmt.Sprintf("step %s (%d of %d): partition %d, revision %s", d.Step.Step, d.Index+1, d.Of, d.Step.Partition, set.Status.UpdateRevision)
 	if err := c.patchPartition(ctx, set, d.Step.Partition, note); err != nil {
 		c.refundRepairs(set.Namespace, 1)
-		return c.canaryPatchError(key, set, err)
+		return c.canaryPatchError(key, set, mem, err)
 	}
 	pods := canary.CanaryPods(set, d.Step.Partition)
 	c.metrics.CanarySteps.WithLabelValues("advanced", set.Namespace).Inc()
@@ -249,14 +249,14 @@ func (c *Controller) patchPartition(ctx context.Context, set *appsv1.StatefulSet
 
 // canaryPatchError: a failed test (someone else changed the StatefulSet since the cache read it)
 // is no error: the change's own event queues the set again, decided afresh.
-func (c *Controller) canaryPatchError(key string, set *appsv1.StatefulSet, err error) error {
+func (c *Controller) canaryPatchError(key string, set *appsv1.StatefulSet, mem *canaryMemory, err error) error {
 	if apierrors.IsInvalid(err) || apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 		c.logf("%s: canary: the StatefulSet changed since it was read (%v); deciding again on fresh data, nothing overwritten", key, err)
 		c.queue.AddAfter(key, time.Second)
 		return nil
 	}
 	if apierrors.IsForbidden(err) {
-		c.logf("warning: %s: canary: cannot patch statefulsets (%v): grant patch on statefulsets to drive canaries", key, err)
+		c.canaryWarning(key, set, mem, "CanaryForbidden", fmt.Sprintf("stsdiag cannot drive the canary declared by %s: %v; grant patch on statefulsets and delete on pods (deploy/watch-fix)", canary.AnnotationSteps, err))
 		return nil
 	}
 	return err
