@@ -30,7 +30,7 @@ const goodImage2 = "registry.k8s.io/nginx-slim:0.28"
 // one rolled back by itself; a concurrent partition edit that stops it.
 func TestCanary(t *testing.T) {
 	t.Parallel() // isolated namespaces; runs after the serial tests (TestWatch restarts kube-apiserver)
-	testenv.TestInParallel(t, canaryGoodFeature(), canaryBadFeature(), canaryConcurrentEditFeature())
+	testenv.TestInParallel(t, canaryGoodFeature(), canaryBadFeature(), canaryBadImageFeature(), canaryConcurrentEditFeature())
 }
 
 // partitionLog records, from a watch of the StatefulSet (not from stsdiag's output), each
@@ -264,6 +264,21 @@ func canaryBadFeature() features.Feature {
 			})
 			return ctx
 		}).
+		Assess("--no-rollback: exit 1 Stuck naming web-3, nothing changed", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			cs := clientset(t, cfg)
+			stuckPod := podStates(ctx, t, cs, ns)["web-3"]
+			r := stsdiagRun(t, cfg, "canary", "web", "-n", ns, "--steps", "1,50%", "--hold", "5s", "--no-rollback", "-o", "json")
+			doc := decodeCanary(t, r)
+			if r.code != 1 || doc.Result != apiv1.WaitStuck || !strings.Contains(doc.Message, "step 1 failed: web-3 CurrentRevisionFailing") ||
+				!strings.Contains(doc.Message, "--no-rollback: stopped, the partition stays 3") || len(doc.Actions) != 0 {
+				t.Fatalf("exit %d result %s: %s", r.code, doc.Result, doc.Message)
+			}
+			set, partition := partitionOf(ctx, t, cs, ns)
+			if partition != 3 || set.Spec.Template.Spec.Containers[0].Image != scenario.BadImage || podStates(ctx, t, cs, ns)["web-3"].UID != stuckPod.UID {
+				t.Errorf("--no-rollback changed something: partition %d image %s", partition, set.Spec.Template.Spec.Containers[0].Image)
+			}
+			return ctx
+		}).
 		Assess("exit 1 RolledBack naming web-3; web-3 Ready on the old revision; web-0..2 and the PVCs the same objects", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			cs := clientset(t, cfg)
 			start := time.Now()
@@ -299,6 +314,78 @@ func canaryBadFeature() features.Feature {
 				}
 			}
 			harness.ClaimsKept(ctx, t, cs, ns, claims)
+			return ctx
+		}).Feature()
+}
+
+// canaryBadImageFeature: --image with a bad image, rolled back; the partition restored to its value
+// before the canary (0) once nothing can move. The premise is proven during the canary's 35 s
+// hold, from the test's own reads: the bad-revision web-3 is never Ready for 30 s.
+func canaryBadImageFeature() features.Feature {
+	const ns = "canary-bad-image"
+	var before map[string]podState
+	return features.New("canary --image with a bad image: rolled back, partition restored").
+		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			cs := clientset(t, cfg)
+			readySet(ctx, t, cs, ns, 4, false)
+			before = podStates(ctx, t, cs, ns)
+			return ctx
+		}).
+		Assess("exit 1 RolledBack; partitions 0, 3, 0; the bad web-3 never Ready for 30s; web-0..2 untouched", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			cs := clientset(t, cfg)
+			set, _ := partitionOf(ctx, t, cs, ns)
+			good := set.Status.CurrentRevision
+			wctx, stop := context.WithCancel(ctx)
+			defer stop()
+			log := recordPartitions(wctx, t, cs, ns, "web")
+			// the premise, read by the test every second: how long web-3 ran the new revision, never Ready
+			var mu sync.Mutex
+			var badSince, badLast time.Time
+			badReady := false
+			go func() {
+				for wctx.Err() == nil {
+					pod, err := cs.CoreV1().Pods(ns).Get(wctx, "web-3", metav1.GetOptions{})
+					if err == nil && pod.Labels[appsv1.ControllerRevisionHashLabelKey] != good && pod.DeletionTimestamp == nil {
+						mu.Lock()
+						if badSince.IsZero() {
+							badSince = time.Now()
+						}
+						badLast = time.Now()
+						badReady = badReady || harness.PodReady(pod)
+						mu.Unlock()
+					}
+					time.Sleep(time.Second)
+				}
+			}()
+			r := stsdiagRun(t, cfg, "canary", "web", "-n", ns, "--image", "web="+scenario.BadImage, "--steps", "1,50%", "--hold", "35s", "-o", "json")
+			doc := decodeCanary(t, r)
+			if r.code != 1 || doc.Result != apiv1.WaitRolledBack || !strings.Contains(doc.Message, "step 1 failed: web-3 CurrentRevisionFailing") ||
+				!strings.Contains(doc.Message, "partition restored to 0") || doc.PartitionBefore != 0 {
+				t.Fatalf("exit %d result %s: %s", r.code, doc.Result, doc.Message)
+			}
+			mu.Lock()
+			stuckFor, ready := badLast.Sub(badSince), badReady
+			mu.Unlock()
+			if ready || stuckFor < 30*time.Second {
+				t.Errorf("premise: web-3 on the new revision for %s, ready %v; want never Ready for 30s or more", stuckFor.Round(time.Second), ready)
+			}
+			time.Sleep(time.Second)
+			if partitions, _ := log.values(); !reflect.DeepEqual(partitions, []int32{0, 3, 0}) {
+				t.Errorf("partitions observed %v, want [0 3 0]", partitions)
+			}
+			set, partition := partitionOf(ctx, t, cs, ns)
+			if partition != 0 || set.Spec.Template.Spec.Containers[0].Image != scenario.GoodImage || set.Status.UpdateRevision != good || set.Status.CurrentRevision != good {
+				t.Errorf("partition %d image %s update %s current %s", partition, set.Spec.Template.Spec.Containers[0].Image, set.Status.UpdateRevision, set.Status.CurrentRevision)
+			}
+			now := podStates(ctx, t, cs, ns)
+			for _, p := range []string{"web-0", "web-1", "web-2"} {
+				if now[p] != before[p] {
+					t.Errorf("%s was touched: %+v → %+v", p, before[p], now[p])
+				}
+			}
+			if w3 := now["web-3"]; !w3.Ready || w3.Revision != good {
+				t.Errorf("web-3 %+v: want Ready on %s", w3, good)
+			}
 			return ctx
 		}).Feature()
 }
