@@ -72,8 +72,10 @@ func annotated(set *appsv1.StatefulSet) bool {
 	return ok && set.DeletionTimestamp == nil
 }
 
-// syncCanary takes one decision for an annotated StatefulSet and carries it out.
-func (c *Controller) syncCanary(ctx context.Context, key string, set *appsv1.StatefulSet, snap *snapshot.Snapshot, rep *model.Report, state *setState, now time.Time) error {
+// syncCanary takes one decision for an annotated StatefulSet and carries it out. running is true
+// while a rollout is under way (update revision ≠ current revision, observed) and the canary owns
+// the StatefulSet: watch --fix's other repairs then leave it alone.
+func (c *Controller) syncCanary(ctx context.Context, key string, set *appsv1.StatefulSet, snap *snapshot.Snapshot, rep *model.Report, state *setState, now time.Time) (running bool, err error) {
 	mem := c.canaryOf(key)
 	steps, holdFor, err := declared(set, c.opts.Hold)
 	if err == nil {
@@ -81,9 +83,10 @@ func (c *Controller) syncCanary(ctx context.Context, key string, set *appsv1.Sta
 	}
 	if err != nil {
 		c.canaryWarning(key, set, mem, "CanaryInvalid", err.Error())
-		return nil
+		return false, nil
 	}
 	facts := canary.FactsOf(set)
+	running = facts.Observed && facts.Pending
 	var blocking []string
 	for k, f := range state.findings {
 		if f.Blocking() {
@@ -106,7 +109,7 @@ func (c *Controller) syncCanary(ctx context.Context, key string, set *appsv1.Sta
 	d, err := canary.Decide(steps, facts)
 	if err != nil {
 		c.canaryWarning(key, set, mem, "CanaryInvalid", err.Error())
-		return nil
+		return false, nil
 	}
 	switch d.Verb {
 	case canary.Wait:
@@ -114,25 +117,25 @@ func (c *Controller) syncCanary(ctx context.Context, key string, set *appsv1.Sta
 			c.setReconciling(ctx, key, set, corev1.ConditionTrue, "CanaryStep", fmt.Sprintf("canary of revision %s: partition %d, waiting for %s to be Ready on it for %s with no finding",
 				set.Status.UpdateRevision, facts.Partition, strings.Join(canary.CanaryPods(set, facts.Partition), ", "), holdFor))
 		}
-		return nil
+		return running || !facts.Observed, nil
 	case canary.Advance:
-		return c.canaryAdvance(ctx, key, set, d, holdFor, mem)
+		return true, c.canaryAdvance(ctx, key, set, d, holdFor, mem)
 	case canary.RollBack:
-		return c.canaryRollBack(ctx, key, set, snap, rep, state, due, facts.Partition, mem)
+		return true, c.canaryRollBack(ctx, key, set, snap, rep, state, due, facts.Partition, mem)
 	}
 	// Done: park the partition at replicas for the next rollout.
 	c.setReconciling(ctx, key, set, corev1.ConditionFalse, "CanaryIdle", "no canary under way: the partition is held at spec.replicas until the next template change")
 	if facts.Partition >= facts.Replicas || !facts.Observed {
-		return nil
+		return false, nil
 	}
 	note := fmt.Sprintf("parked: partition %d (spec.replicas) while revision %s is current", facts.Replicas, set.Status.CurrentRevision)
 	if err := c.patchPartition(ctx, set, facts.Replicas, note); err != nil {
-		return c.canaryPatchError(key, set, mem, err)
+		return false, c.canaryPatchError(key, set, mem, err)
 	}
 	c.metrics.CanarySteps.WithLabelValues("parked", set.Namespace).Inc()
 	c.recorder.Event(set, corev1.EventTypeNormal, "CanaryParked", fmt.Sprintf("stsdiag holds the partition at %d (spec.replicas): revision %s is current, the next template change rolls out by %s", facts.Replicas, set.Status.CurrentRevision, canary.AnnotationSteps))
 	c.logf("%s: canary: %s", key, note)
-	return nil
+	return false, nil
 }
 
 // declared reads the canary's annotations.

@@ -278,11 +278,14 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		c.mu.Unlock()
 	}
 	if set != nil && annotated(set) {
-		// A declared canary is driven by its engine, and is the only writer of the set's
-		// template and pods (no second repair path acts on it).
-		return c.syncCanary(ctx, key, set, snap, rep, state, now)
+		// A declared canary is driven by its engine; while it runs it is the only writer of the
+		// set's template and pods (no second repair path acts on it).
+		if running, err := c.syncCanary(ctx, key, set, snap, rep, state, now); running || err != nil {
+			return err
+		}
+	} else {
+		c.forgetCanary(key)
 	}
-	c.forgetCanary(key)
 	if !c.opts.Fix || set == nil {
 		return nil
 	}
