@@ -26,7 +26,8 @@ func TestCanaryWatch(t *testing.T) {
 }
 
 // annotatedSet creates a 4-replica StatefulSet on GoodImage with a canary declared, waits for its
-// rollout, starts watch on the namespace and waits until watch parked the partition at 4.
+// rollout, starts watch on the namespace (with deploy/watch-fix's permissions) and waits until
+// watch parked the partition at 4.
 func annotatedSet(ctx context.Context, t *testing.T, cfg *envconf.Config, ns, hold string, withClaims bool) (*watchProcess, *partitionLog) {
 	t.Helper()
 	cs := clientset(t, cfg)
@@ -47,7 +48,8 @@ func annotatedSet(ctx context.Context, t *testing.T, cfg *envconf.Config, ns, ho
 		t.Fatal(err)
 	}
 	log := recordPartitions(ctx, t, cs, ns, "web")
-	w := startWatch(t, cfg.KubeconfigFile(), "-n", ns, "--hold", "5s")
+	// as the ServiceAccount of deploy/watch-fix, with exactly its permissions
+	w := startWatch(t, applyDeployRBAC(ctx, t, cfg), "-n", ns, "--hold", "5s")
 	waitSet(ctx, t, cs, ns, "web", 20*time.Second, "parked at partition 4", partitionIs(4))
 	return w, log
 }
@@ -96,7 +98,7 @@ func canaryWatchGoodFeature() features.Feature {
 			waitSet(ctx, t, cs, ns, "web", 30*time.Second, "at step 1 (partition 3)", partitionIs(3))
 			_ = w.cmd.Process.Kill()
 			<-w.done
-			w = startWatch(t, cfg.KubeconfigFile(), "-n", ns, "--hold", "5s")
+			w = startWatch(t, applyDeployRBAC(ctx, t, cfg), "-n", ns, "--hold", "5s")
 			waitSet(ctx, t, cs, ns, "web", 90*time.Second, "complete on the new image and parked", settledOn(goodImage2))
 			t.Logf("watch canary (good) took %s", time.Since(start).Round(100*time.Millisecond))
 			time.Sleep(time.Second)
