@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/types"
+
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/diagnose"
 	"github.com/stsdiag/stsdiag/internal/gate"
@@ -91,7 +93,7 @@ func (r *runner) failed(ctx context.Context, step Resolved) error {
 		!r.changed(set) {
 		body, err := PartitionPatch(set, r.res.PartitionBefore)
 		if err == nil {
-			if _, err = r.c.Kube.AppsV1().StatefulSets(set.Namespace).Patch(ctx, set.Name, "application/json-patch+json", body, metav1PatchOptions); err == nil {
+			if _, err = r.c.Kube.AppsV1().StatefulSets(set.Namespace).Patch(ctx, set.Name, types.JSONPatchType, body, metav1PatchOptions); err == nil {
 				restored = fmt.Sprintf("; partition restored to %d", r.res.PartitionBefore)
 			}
 		}
