@@ -121,7 +121,7 @@ func (c *Controller) syncCanary(ctx context.Context, key string, set *appsv1.Sta
 	case canary.Advance:
 		return true, c.canaryAdvance(ctx, key, set, d, holdFor, mem)
 	case canary.RollBack:
-		return true, c.canaryRollBack(ctx, key, set, snap, rep, state, due, facts.Partition, mem)
+		return true, c.canaryRollBack(ctx, key, set, snap, rep, state, due, facts.Partition, holdFor, mem)
 	}
 	// Done: park the partition at replicas for the next rollout.
 	c.setReconciling(ctx, key, set, corev1.ConditionFalse, "CanaryIdle", "no canary under way: the partition is held at spec.replicas until the next template change")
@@ -182,7 +182,7 @@ func (c *Controller) canaryAdvance(ctx context.Context, key string, set *appsv1.
 
 // canaryRollBack rolls the template back as fix --rollback does and deletes the proven-stuck
 // canary pods (canary.RollbackActions through the repair executor), within the budget.
-func (c *Controller) canaryRollBack(ctx context.Context, key string, set *appsv1.StatefulSet, snap *snapshot.Snapshot, rep *model.Report, state *setState, due []string, partition int32, mem *canaryMemory) error {
+func (c *Controller) canaryRollBack(ctx context.Context, key string, set *appsv1.StatefulSet, snap *snapshot.Snapshot, rep *model.Report, state *setState, due []string, partition int32, holdFor time.Duration, mem *canaryMemory) error {
 	var held []string
 	for _, k := range due {
 		f := state.findings[k]
@@ -192,7 +192,7 @@ func (c *Controller) canaryRollBack(ctx context.Context, key string, set *appsv1
 	actions, why := canary.RollbackActions(rep, snap, set, partition)
 	if actions == nil {
 		c.setReconciling(ctx, key, set, corev1.ConditionTrue, "CanaryStuck", truncate(fmt.Sprintf("canary of revision %s stuck: %s; %s", set.Status.UpdateRevision, finding, why)))
-		c.canaryWarning(key, set, mem, "CanaryStuck", fmt.Sprintf("stsdiag canary of revision %s stuck: %s; %s", set.Status.UpdateRevision, finding, why))
+		c.canaryWarning(key, set, mem, "CanaryStuck", fmt.Sprintf("stsdiag canary of revision %s stuck: %s held for %s; %s", set.Status.UpdateRevision, finding, holdFor, why))
 		return nil
 	}
 	if !c.reserveRepairs(set.Namespace, len(actions)) {
@@ -216,8 +216,8 @@ func (c *Controller) canaryRollBack(ctx context.Context, key string, set *appsv1
 	c.refundRepairs(set.Namespace, len(actions)-changed)
 	if rolled := repair.RolledBack(done); len(rolled) > 0 {
 		c.metrics.CanarySteps.WithLabelValues("rolledback", set.Namespace).Inc()
-		c.recorder.Event(set, corev1.EventTypeWarning, "CanaryRolledBack", truncate(fmt.Sprintf("stsdiag canary of revision %s failed: %s held for the hold; template rolled back to revision %s, stuck canary pods deleted (%d actions done)",
-			rolled[0].FromRevision, finding, rolled[0].Revision, changed)))
+		c.recorder.Event(set, corev1.EventTypeWarning, "CanaryRolledBack", truncate(fmt.Sprintf("stsdiag canary of revision %s failed: %s held for %s; template rolled back to revision %s, stuck canary pods deleted (%d actions done)",
+			rolled[0].FromRevision, finding, holdFor, rolled[0].Revision, changed)))
 		c.logf("%s: canary of revision %s rolled back to %s: %s", key, rolled[0].FromRevision, rolled[0].Revision, finding)
 	}
 	c.queue.AddAfter(key, time.Second)
