@@ -302,3 +302,32 @@ func (c *Controller) setReconciling(ctx context.Context, key string, set *appsv1
 		c.logf("%s: Reconciling condition: %v", key, err)
 	}
 }
+
+// releaseCanary gives the partition back when the canary annotation is removed: a StatefulSet that
+// still carries watch's canary.AnnotationStep with its partition parked at spec.replicas (or
+// above) would otherwise never roll out again. The partition goes to 0 and the annotation away, in
+// one guarded patch.
+func (c *Controller) releaseCanary(ctx context.Context, key string, set *appsv1.StatefulSet) error {
+	if _, ok := set.Annotations[canary.AnnotationStep]; !ok || set.DeletionTimestamp != nil ||
+		set.Status.ObservedGeneration < set.Generation || canary.Partition(set) < canary.Replicas(set) {
+		return nil
+	}
+	body, err := canary.PartitionPatch(set, 0)
+	if err != nil {
+		return err
+	}
+	var ops []map[string]any
+	if err := json.Unmarshal(body, &ops); err != nil {
+		return err
+	}
+	ops = append(ops, map[string]any{"op": "remove", "path": "/metadata/annotations/" + strings.ReplaceAll(canary.AnnotationStep, "/", "~1")})
+	if body, err = json.Marshal(ops); err != nil {
+		return err
+	}
+	if _, err := c.clients.Kube.AppsV1().StatefulSets(set.Namespace).Patch(ctx, set.Name, types.JSONPatchType, body, metav1.PatchOptions{FieldManager: "stsdiag-canary"}); err != nil {
+		return c.canaryPatchError(key, set, c.canaryOf(key), err)
+	}
+	c.recorder.Event(set, corev1.EventTypeNormal, "CanaryReleased", fmt.Sprintf("stsdiag: %s removed: partition %d (held by the canary) set back to 0", canary.AnnotationSteps, canary.Partition(set)))
+	c.logf("%s: canary: %s removed, partition %d set back to 0", key, canary.AnnotationSteps, canary.Partition(set))
+	return nil
+}

@@ -149,3 +149,16 @@ func TestCanaryBudget(t *testing.T) {
 		t.Errorf("%d sets stepped, want 1", moved)
 	}
 }
+
+// TestCanaryReleased: the annotation removed, the partition watch parked goes back to 0 and its
+// stsdiag.io/canary-step annotation away.
+func TestCanaryReleased(t *testing.T) {
+	set := annotatedObjects("web-a", "web-a", 4)
+	set.Annotations = map[string]string{"stsdiag.io/canary-step": "parked: partition 4 (spec.replicas) while revision web-a is current"}
+	kube := fake.NewClientset(shop(), set)
+	run(t, kube, monitor.Options{Hold: time.Hour})
+	waitPartition(t, kube, 0)
+	if _, note := partitionNow(t, kube); note != "" {
+		t.Errorf("annotation still %q", note)
+	}
+}

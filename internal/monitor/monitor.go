@@ -285,6 +285,11 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		}
 	} else {
 		c.forgetCanary(key)
+		if set != nil {
+			if err := c.releaseCanary(ctx, key, set); err != nil {
+				return err
+			}
+		}
 	}
 	if !c.opts.Fix || set == nil {
 		return nil
