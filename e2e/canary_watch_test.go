@@ -18,12 +18,8 @@ import (
 	"github.com/stsdiag/stsdiag/e2e/internal/scenario"
 )
 
-// watch drives the canary declared by annotations, unattended (issue 25): the good template
-// stepped 3, 2, 0 across a restart of watch; the bad one rolled back by itself.
-func TestCanaryWatch(t *testing.T) {
-	t.Parallel() // isolated namespaces; runs after the serial tests (TestWatch restarts kube-apiserver)
-	testenv.TestInParallel(t, canaryWatchGoodFeature(), canaryWatchBadFeature())
-}
+// watch drives the canary declared by annotations, unattended (issue 25; run by TestCanary): the
+// good template stepped 3, 2, 0 across a restart of watch; the bad one rolled back by itself.
 
 // annotatedSet creates a 4-replica StatefulSet on GoodImage with a canary declared, waits for its
 // rollout, starts watch on the namespace (with deploy/watch-fix's permissions) and waits until
