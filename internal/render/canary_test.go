@@ -53,3 +53,17 @@ func TestCanaryJSON(t *testing.T) {
 		t.Errorf("junit: %v\n%s", err, out.String())
 	}
 }
+
+// TestCanaryStoppedJUnit: a canary stopped by someone else's edit is a failed test case.
+func TestCanaryStoppedJUnit(t *testing.T) {
+	res := canaryResult()
+	res.Result, res.Message = apiv1.CanaryStopped, "someone else changed the partition of statefulset shop/web from 3 to 1"
+	res.StatefulSets = []apiv1.StatefulSetSummary{{Namespace: "shop", Name: "web", Replicas: 4, Status: apiv1.StatusProgressing}}
+	var out bytes.Buffer
+	if err := render.WriteJUnit(&out, &res.WaitResult, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), `failures="1"`) || !strings.Contains(out.String(), `type="Stopped"`) {
+		t.Errorf("%s", out.String())
+	}
+}
