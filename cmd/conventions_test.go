@@ -63,6 +63,7 @@ func TestSignalExits130(t *testing.T) {
 		{"fix", "--yes", "--wait=1m"},
 		{"wait", "web"},
 		{"wait", "web", "--contexts", "east,west"},
+		{"canary", "web", "--steps", "1"},
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())

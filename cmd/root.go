@@ -107,6 +107,7 @@ Exit codes: 0 nothing wrong (or everything repaired), 1 findings or something le
 	root.AddCommand(NewCheckCommand(configFlags, streams))
 	root.AddCommand(NewFixCommand(configFlags, streams))
 	root.AddCommand(NewWaitCommand(configFlags, streams))
+	root.AddCommand(NewCanaryCommand(configFlags, streams))
 	root.AddCommand(NewExplainCommand(configFlags, streams))
 	root.AddCommand(NewWatchCommand(configFlags, streams))
 	root.AddCommand(NewVersionCommand(streams))

@@ -168,3 +168,21 @@ func (r *FixResult) Repaired() bool {
 	}
 	return len(r.Unrepaired) == 0
 }
+
+// NewCanaryResult returns a CanaryResult with a verdict.
+func NewCanaryResult(result Verdict, message string) *CanaryResult {
+	r := &CanaryResult{Result: result, Message: message, Steps: []CanaryStep{}, StatefulSets: []StatefulSetSummary{}, Findings: []Finding{}}
+	r.SetGroupVersionKind(GroupVersion.WithKind("CanaryResult"))
+	return r
+}
+
+// DeepCopyObject lets cli-runtime printers print the result.
+func (r *CanaryResult) DeepCopyObject() runtime.Object {
+	c := *r
+	c.Steps = append([]CanaryStep(nil), r.Steps...)
+	c.StatefulSets = append([]StatefulSetSummary(nil), r.StatefulSets...)
+	c.Findings = copyFindings(r.Findings)
+	c.Actions = append([]Action(nil), r.Actions...)
+	c.RolledBack = append([]RolledBack(nil), r.RolledBack...)
+	return &c
+}

@@ -363,3 +363,63 @@ type Version struct {
 	// Platform is GOOS/GOARCH.
 	Platform string `json:"platform"`
 }
+
+// CanaryStopped: canary stopped because someone else changed the StatefulSet (its partition, its
+// spec or the object itself) while it ran; nothing was overwritten (exit 1).
+const CanaryStopped Verdict = "Stopped"
+
+// CanaryResult is the document `canary -o json|yaml` prints (kind CanaryResult, added in
+// stsdiag v1 with the canary command; fields are only ever added).
+type CanaryResult struct {
+	metav1.TypeMeta `json:",inline"`
+	// Result is Complete (every step passed, the rollout complete), RolledBack (a canary pod was
+	// stuck: the template is back on the current revision), Stuck (a canary pod was stuck and
+	// --no-rollback, or no safe rollback existed), Stopped (someone else changed the
+	// StatefulSet), TimedOut, NotFound, Unevaluable or Interrupted — wait's verdicts and exit
+	// codes, plus Stopped (exit 1).
+	Result Verdict `json:"result"`
+	// Elapsed is how long canary ran.
+	Elapsed string `json:"elapsed"`
+	// Message explains the result; for RolledBack and Stuck it names the finding.
+	Message     string `json:"message,omitempty"`
+	Namespace   string `json:"namespace"`
+	StatefulSet string `json:"statefulSet"`
+	// PartitionBefore is spec.updateStrategy.rollingUpdate.partition before canary changed it.
+	PartitionBefore int32 `json:"partitionBefore"`
+	// Steps as resolved against spec.replicas, with how far each got.
+	Steps []CanaryStep `json:"steps"`
+	// StatefulSets at the end.
+	StatefulSets []StatefulSetSummary `json:"statefulSets"`
+	// Findings at the end (for Stuck and RolledBack: those that stopped the step).
+	Findings []Finding `json:"findings"`
+	// Actions are the rollback and the deletes of proven-stuck canary pods.
+	Actions []Action `json:"actions,omitempty"`
+	// RolledBack names the revision the template returned to.
+	RolledBack []RolledBack `json:"rolledBack,omitempty"`
+}
+
+// CanaryStepResult is how far one step got.
+type CanaryStepResult string
+
+// Results of a canary step.
+const (
+	// StepPassed: the step's pods were Ready on the update revision and held for --hold with no finding.
+	StepPassed CanaryStepResult = "Passed"
+	// StepFailed: a finding held for --hold during the step.
+	StepFailed CanaryStepResult = "Failed"
+	// StepStopped: the canary ended during the step for another reason (Stopped, TimedOut, Interrupted).
+	StepStopped CanaryStepResult = "Stopped"
+	// StepPending: the step was not reached.
+	StepPending CanaryStepResult = "Pending"
+)
+
+// CanaryStep is one step of a canary.
+type CanaryStep struct {
+	// Step as written in --steps ("1", "50%"; "100%" when implied).
+	Step string `json:"step"`
+	// Pods on the update revision in this step, and the partition that makes it so.
+	Pods      int32 `json:"pods"`
+	Partition int32 `json:"partition"`
+	// Result is Passed, Failed, Stopped or Pending.
+	Result CanaryStepResult `json:"result"`
+}

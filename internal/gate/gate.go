@@ -35,6 +35,12 @@ type Options struct {
 	Log io.Writer
 	// Clock measures the grace and wakes the gate when a finding matures (real time if nil).
 	Clock clock.Clock
+	// Settle, if set, is how long the rollout must stay complete with no blocking finding before
+	// Run says Complete (canary's --hold); a blocking finding or an incomplete rollout restarts it.
+	Settle time.Duration
+	// Stop, if set, is asked about every snapshot before it is diagnosed: a non-empty verdict
+	// ends Run with it and the message (canary stops when someone else changed the StatefulSet).
+	Stop func(snap *snapshot.Snapshot) (apiv1.Verdict, string)
 }
 
 // Source is what the gate follows: snapshots of the scope and a signal when something in it
@@ -56,7 +62,8 @@ func Run(ctx context.Context, live Source, opts Options) (*model.WaitResult, err
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
-	var held hold.Tracker // blocking findings by key
+	var held hold.Tracker    // blocking findings by key
+	var settled hold.Tracker // "complete" while complete with no blocking finding (Settle)
 	lastLine := map[string]string{}
 	var actions []model.Action
 	repaired := false
@@ -81,6 +88,12 @@ func Run(ctx context.Context, live Source, opts Options) (*model.WaitResult, err
 		if rep == nil && len(snap.Selected) == 0 && snap.Selected != nil {
 			return result(apiv1.WaitNotFound, "no StatefulSet matches the selector"), nil
 		}
+		if opts.Stop != nil {
+			if verdict, message := opts.Stop(snap); verdict != "" {
+				rep = diagnose.Report(snap, opts.Diagnosis)
+				return result(verdict, message), nil
+			}
+		}
 		rep = diagnose.Report(snap, opts.Diagnosis)
 		now := opts.Clock.Now()
 		complete := progress(snap, lastLine, opts.Log)
@@ -98,8 +111,22 @@ func Run(ctx context.Context, live Source, opts Options) (*model.WaitResult, err
 			continue
 		case len(expired) > 0:
 			return result(apiv1.WaitStuck, fmt.Sprintf("%d finding(s) held for %s: the rollout will not finish on its own", len(expired), opts.Hold)), nil
-		case complete && blocking == 0:
+		case complete && blocking == 0 && opts.Settle <= 0:
 			return result(apiv1.WaitComplete, "rollout complete"), nil
+		}
+		if complete && blocking == 0 {
+			if len(settled.Observe(now, []string{"complete"})) > 0 {
+				fmt.Fprintf(opts.Log, "complete with no finding: holding for %s\n", opts.Settle)
+			}
+			due, at := settled.Due(now, opts.Settle, []string{"complete"})
+			if len(due) > 0 {
+				return result(apiv1.WaitComplete, fmt.Sprintf("rollout complete and healthy for %s", opts.Settle)), nil
+			}
+			if next.IsZero() || at.Before(next) {
+				next = at
+			}
+		} else {
+			settled.Reset()
 		}
 		if !rep.RecheckAt.IsZero() && (next.IsZero() || rep.RecheckAt.Before(next)) {
 			next = rep.RecheckAt

@@ -102,3 +102,52 @@ func waitForTimer(t *testing.T, clock *clocktesting.FakeClock) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// complete: web-0 Ready on the only revision, the rollout complete.
+func complete() snapshot.Snapshot {
+	s := unschedulable(time.Time{})
+	s.StatefulSets[0].Status.Replicas, s.StatefulSets[0].Status.ReadyReplicas, s.StatefulSets[0].Status.AvailableReplicas, s.StatefulSets[0].Status.UpdatedReplicas = 1, 1, 1, 1
+	s.Pods[0].Status = corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}
+	return s
+}
+
+// TestSettle: with Settle the gate says Complete only once the rollout has stayed complete with
+// no finding for it (canary's --hold), waking up by itself when it has.
+func TestSettle(t *testing.T) {
+	start := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	clock := clocktesting.NewFakeClock(start)
+	src := &fixedSource{clock: clock, snap: complete()}
+	done := make(chan *model.WaitResult, 1)
+	go func() {
+		res, _ := gate.Run(context.Background(), src, gate.Options{Hold: 5 * time.Second, Settle: 30 * time.Second, Diagnosis: stuck.DefaultOptions(), Clock: clock})
+		done <- res
+	}()
+	waitForTimer(t, clock)
+	select {
+	case res := <-done:
+		t.Fatalf("complete before the settle time: %s", res.Result)
+	default:
+	}
+	clock.Step(30*time.Second + 10*time.Millisecond)
+	select {
+	case res := <-done:
+		if res.Result != apiv1.WaitComplete || res.Message != "rollout complete and healthy for 30s" {
+			t.Fatalf("result %s: %s", res.Result, res.Message)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the gate did not wake up when the settle time passed")
+	}
+}
+
+// TestStop: a Stop verdict ends the gate before any diagnosis counts.
+func TestStop(t *testing.T) {
+	start := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	src := &fixedSource{clock: clocktesting.NewFakeClock(start), snap: complete()}
+	res, _ := gate.Run(context.Background(), src, gate.Options{Diagnosis: stuck.DefaultOptions(), Clock: src.clock,
+		Stop: func(*snapshot.Snapshot) (apiv1.Verdict, string) {
+			return apiv1.CanaryStopped, "someone else changed it"
+		}})
+	if res.Result != apiv1.CanaryStopped || res.Message != "someone else changed it" {
+		t.Errorf("result %s: %s", res.Result, res.Message)
+	}
+}

@@ -13,7 +13,9 @@ type Metrics struct {
 	findings      *findingsCollector
 	FindingsTotal *prometheus.CounterVec
 	Repairs       *prometheus.CounterVec
-	Latency       prometheus.Histogram
+	// CanarySteps counts what watch did to the canaries declared on StatefulSets (canary.go).
+	CanarySteps *prometheus.CounterVec
+	Latency     prometheus.Histogram
 }
 
 // NewMetrics registers the metrics on a fresh registry (with Go and process collectors).
@@ -28,12 +30,15 @@ func NewMetrics() *Metrics {
 		Repairs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "stsdiag_repairs_total", Help: "Repair actions, by action, result (done, skipped, failed, ratelimited) and namespace.",
 		}, []string{"action", "result", "namespace"}),
+		CanarySteps: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "stsdiag_canary_steps_total", Help: "Canary partition changes by watch, by result (advanced, parked, rolledback, ratelimited) and namespace.",
+		}, []string{"result", "namespace"}),
 		Latency: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "stsdiag_diagnosis_duration_seconds", Help: "Time to diagnose one StatefulSet from the informer caches.",
 			Buckets: prometheus.ExponentialBuckets(0.0001, 4, 10),
 		}),
 	}
-	m.Registry.MustRegister(m.findings, m.FindingsTotal, m.Repairs, m.Latency,
+	m.Registry.MustRegister(m.findings, m.FindingsTotal, m.Repairs, m.CanarySteps, m.Latency,
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	return m
 }

@@ -82,6 +82,8 @@ type Controller struct {
 	awaiting map[string]removedPod
 
 	conds conditions // the Stalled conditions written (conditions.go)
+	// canaries remembers, per annotated StatefulSet, when its step first looked healthy (canary.go).
+	canaries map[string]*canaryMemory
 }
 
 // setState is what the monitor knows of one StatefulSet's findings. findings is replaced, never
@@ -274,6 +276,20 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		c.mu.Lock()
 		delete(c.awaiting, key)
 		c.mu.Unlock()
+	}
+	if set != nil && annotated(set) {
+		// A declared canary is driven by its engine; while it runs it is the only writer of the
+		// set's template and pods (no second repair path acts on it).
+		if running, err := c.syncCanary(ctx, key, set, snap, rep, state, now); running || err != nil {
+			return err
+		}
+	} else {
+		c.forgetCanary(key)
+		if set != nil {
+			if err := c.releaseCanary(ctx, key, set); err != nil {
+				return err
+			}
+		}
 	}
 	if !c.opts.Fix || set == nil {
 		return nil

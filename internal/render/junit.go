@@ -81,6 +81,8 @@ func WriteJUnit(w io.Writer, res *model.WaitResult, elapsed time.Duration) error
 				text += fmt.Sprintf("container %s: %s → %s\n", c.Container, c.From, c.To)
 			}
 			tc.Failure = &junitFailure{Message: msg, Type: string(apiv1.WaitRolledBack), Text: text + res.Message}
+		case res.Result == apiv1.CanaryStopped:
+			tc.Failure = &junitFailure{Message: res.Message, Type: string(apiv1.CanaryStopped), Text: res.Message}
 		case res.Result == apiv1.WaitTimedOut && s.Status != apiv1.StatusComplete:
 			tc.Failure = &junitFailure{Message: res.Message, Type: string(apiv1.WaitTimedOut), Text: fmt.Sprintf("%d/%d ready, status %s", s.ReadyReplicas, s.Replicas, s.Status)}
 		}

@@ -1,0 +1,173 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/internal/canary"
+	"github.com/stsdiag/stsdiag/internal/model"
+	"github.com/stsdiag/stsdiag/internal/render"
+)
+
+// CanaryFlags are the flags of `stsdiag canary`, as typed.
+type CanaryFlags struct {
+	configFlags *genericclioptions.ConfigFlags
+	genericiooptions.IOStreams
+	PrintFlags *render.PrintFlags
+	Scope      *scopeFlags
+	Hold       *holdFlags
+	Diagnosis  *diagnosisFlags
+	Steps      string
+	Images     []string
+	Timeout    time.Duration
+	NoRollback bool
+}
+
+// CanaryOptions are what `stsdiag canary` runs with, parsed and checked.
+type CanaryOptions struct {
+	configFlags *genericclioptions.ConfigFlags
+	genericiooptions.IOStreams
+	print  *render.PrintFlags
+	canary canary.Options
+}
+
+const canaryExample = `  # Change the image and roll it out 1 pod, then half, then all, each held healthy for 2m
+  kubectl stsdiag canary web -n shop --image web=registry.example.com/web:1.2 --steps 1,50%
+
+  # Step a template already changed with the partition held (partition = replicas)
+  oc stsdiag canary web -n myproject --steps 1,50%,100% --hold 5m
+
+  # Stop and report instead of rolling back
+  kubectl stsdiag canary web --image web=web:1.2 --steps 1 --no-rollback -o json`
+
+// NewCanaryCommand builds `stsdiag canary`.
+func NewCanaryCommand(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	f := &CanaryFlags{configFlags: configFlags, IOStreams: streams,
+		PrintFlags: render.NewPrintFlags(render.FormatJUnit).WithAlias("text", render.FormatTable),
+		Scope:      newScopeFlags(configFlags), Hold: &holdFlags{}, Diagnosis: newDiagnosisFlags(), Timeout: 30 * time.Minute}
+	return f.command()
+}
+
+func (f *CanaryFlags) command() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "canary NAME --steps 1,50%[,100%] [--image CONTAINER=REF] [--hold 2m] [--timeout 30m] [--no-rollback]",
+		Short: "Roll a StatefulSet's new template out step by step, gated by the diagnosis, rolled back by itself",
+		Long: `canary moves a new template to a few pods first by stepping the rolling update's partition:
+the first step's pods (the highest ordinals, which the controller updates first) move to the
+update revision, must be Ready on it and stay healthy for --hold with no finding of check (wait's
+diagnosis and hold rules); then the partition goes down to the next step, and so on to 0.
+
+--steps lists numbers of pods (1) or percentages of spec.replicas (50%, rounded up), increasing;
+the last step is 100%, implied when not written. A step that moves no pod beyond the one before
+is merged into it. With --image the template changes in the same patch as the first step's
+partition; without it the template must already differ (status.updateRevision ≠ currentRevision)
+with the partition held at the first step's value or above (e.g. partition = replicas).
+
+Every partition change is a JSON patch that tests the StatefulSet's UID, generation and current
+partition: if someone else changes them, canary stops (result Stopped) and overwrites nothing.
+
+When a canary pod's finding holds for --hold, canary rolls the template back to the current
+revision as fix --rollback does (same guards), deletes only the proven-stuck canary pods, waits
+for them Ready on the old revision, restores the partition and exits 1 (result RolledBack).
+With --no-rollback it stops there (result Stuck). Pods below the partition and PVCs are never
+touched. The OnDelete strategy ignores the partition and is refused.
+
+Progress lines go to stderr, the verdict to stdout. Exit codes: 0 complete; 1 rolled back,
+stuck or stopped; 2 bad input or no verdict (NotFound, Unevaluable); 3 --timeout passed;
+130 interrupted.`,
+		Example: canaryExample,
+		Args:    cobra.MaximumNArgs(1),
+		RunE:    runE(f.ToOptions),
+	}
+	f.Scope.AddOpenShiftFlag(c)
+	f.PrintFlags.AddFlags(c)
+	fs := c.Flags()
+	fs.StringVar(&f.Steps, "steps", "", "Pods (1) or percentages of spec.replicas (50%) on the new revision, increasing; 100% is implied last")
+	fs.StringArrayVar(&f.Images, "image", nil, "CONTAINER=REF: change this container's image in the same patch as the first step (repeatable)")
+	fs.DurationVar(&f.Timeout, "timeout", f.Timeout, "Give up (exit 3) after this long")
+	fs.BoolVar(&f.NoRollback, "no-rollback", false, "When a step fails, stop and report (exit 1) instead of rolling back")
+	f.Hold.AddFlags(c, 2*time.Minute, "stuck-grace", "How long each step must stay healthy, and how long a finding must hold for a step to fail")
+	f.Diagnosis.AddFlags(c)
+	return c
+}
+
+// ToOptions checks and parses the flags with the NAME argument.
+func (f *CanaryFlags) ToOptions(args []string) (*CanaryOptions, error) {
+	if len(args) != 1 {
+		return nil, errors.New("name the StatefulSet to canary")
+	}
+	if f.Steps == "" {
+		return nil, errors.New("--steps is required, e.g. --steps 1,50%")
+	}
+	steps, err := canary.ParseSteps(f.Steps)
+	if err != nil {
+		return nil, err
+	}
+	if f.Timeout <= 0 {
+		return nil, errors.New("--timeout must be positive")
+	}
+	images := map[string]string{}
+	for _, img := range f.Images {
+		name, ref, ok := strings.Cut(img, "=")
+		if !ok || name == "" || ref == "" {
+			return nil, fmt.Errorf("--image %q: want CONTAINER=REF", img)
+		}
+		if _, dup := images[name]; dup {
+			return nil, fmt.Errorf("--image names container %q twice", name)
+		}
+		images[name] = ref
+	}
+	if err := f.PrintFlags.Validate(); err != nil {
+		return nil, err
+	}
+	ns, err := namespace(f.configFlags, false)
+	if err != nil {
+		return nil, err
+	}
+	o := &CanaryOptions{configFlags: f.configFlags, IOStreams: f.IOStreams, print: f.PrintFlags,
+		canary: canary.Options{Namespace: ns, Name: args[0], Steps: steps, Images: images, Timeout: f.Timeout, NoRollback: f.NoRollback}}
+	if o.canary.Diagnosis, err = f.Diagnosis.ToOptions(); err != nil {
+		return nil, err
+	}
+	if o.canary.Hold, err = f.Hold.ToDuration(); err != nil {
+		return nil, err
+	}
+	if len(images) == 0 {
+		o.canary.Images = nil
+	}
+	return o, nil
+}
+
+// Run runs the canary (canary.Run), prints the verdict and sets the exit code.
+func (o *CanaryOptions) Run(ctx context.Context) error {
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(ctx, o.canary.Timeout)
+	defer cancel()
+	c, err := clients(o.configFlags, 0)
+	if err != nil {
+		return withCode(ExitError, err)
+	}
+	opts := o.canary
+	opts.Log = o.ErrOut
+	opts.Progress = func(a model.Action) { fmt.Fprintln(o.ErrOut, render.ActionLine(a)) }
+	res, err := canary.Run(ctx, c, opts)
+	var bad *canary.BadInputError
+	if errors.As(err, &bad) {
+		return withCode(ExitError, err)
+	}
+	elapsed := time.Since(start)
+	res.Elapsed = elapsed.Round(10 * time.Millisecond).String()
+	printErr := render.CanaryResult(o.Out, res, o.print, elapsed, colorEnabled(o.Out))
+	if err == nil && res.Result == apiv1.CanaryStopped {
+		return withCode(ExitFindings, nil)
+	}
+	return waitExit(&res.WaitResult, err, printErr)
+}

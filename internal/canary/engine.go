@@ -1,0 +1,127 @@
+package canary
+
+import (
+	"fmt"
+	"slices"
+
+	appsv1 "k8s.io/api/apps/v1"
+
+	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/internal/model"
+	"github.com/stsdiag/stsdiag/internal/repair"
+	"github.com/stsdiag/stsdiag/internal/rollout"
+	"github.com/stsdiag/stsdiag/internal/snapshot"
+)
+
+// The step engine: one decision over typed facts, driven by `stsdiag canary` (facts from its gate)
+// and by watch (facts from each sync of an annotated StatefulSet). Its state is the cluster's: the
+// partition says which step the canary is at, so a restarted watch resumes where it was.
+
+// Annotations of a canary declared on a StatefulSet, for watch.
+const (
+	// AnnotationSteps declares the steps ("1,50%"), as --steps.
+	AnnotationSteps = "stsdiag.io/canary-steps"
+	// AnnotationHold is how long each step must stay healthy ("5m"), as --hold; watch's --hold
+	// when absent.
+	AnnotationHold = "stsdiag.io/canary-hold"
+	// AnnotationStep is written by watch with each partition it sets: the step, its partition and
+	// the revision it rolls out. For people and tools; watch never reads it back.
+	AnnotationStep = "stsdiag.io/canary-step"
+)
+
+// Facts are what one decision needs, from one read of the StatefulSet.
+type Facts struct {
+	Replicas, Partition int32
+	// Observed: status.observedGeneration has caught up with metadata.generation.
+	Observed bool
+	// Pending: status.updateRevision differs from currentRevision (a rollout is under way).
+	Pending bool
+	// Healthy: the pods at or above the partition have been Ready on the update revision, with no
+	// blocking finding, for the hold.
+	Healthy bool
+	// Stuck: a blocking finding has held for the hold.
+	Stuck bool
+}
+
+// FactsOf reads the facts of a StatefulSet; the caller adds Healthy and Stuck from its hold rules.
+func FactsOf(set *appsv1.StatefulSet) Facts {
+	return Facts{Replicas: Replicas(set), Partition: Partition(set),
+		Observed: set.Status.ObservedGeneration >= set.Generation && set.Status.UpdateRevision != "",
+		Pending:  set.Status.UpdateRevision != set.Status.CurrentRevision}
+}
+
+// StepComplete reports whether the current step's pods are all Ready on the update revision (and
+// available for minReadySeconds): rollout.Complete, which respects the partition.
+func StepComplete(set *appsv1.StatefulSet) bool { return rollout.Complete(set) }
+
+// Verb is what a decision does.
+type Verb string
+
+// Decisions.
+const (
+	// Wait: the step is under way (or the controller has not observed the spec yet).
+	Wait Verb = "Wait"
+	// Advance: lower the partition to Step's.
+	Advance Verb = "Advance"
+	// RollBack: a canary pod is stuck: roll the template back (RollbackActions).
+	RollBack Verb = "RollBack"
+	// Done: no rollout is pending and the last one is complete.
+	Done Verb = "Done"
+)
+
+// Decision is the engine's answer.
+type Decision struct {
+	Verb Verb
+	// Step is the step Advance sets (its partition), resolved against the replicas of now.
+	Step Resolved
+	// Index of Step among the resolved steps, and how many there are.
+	Index, Of int
+}
+
+// Decide is the step engine. A stuck finding rolls back; a step that stayed healthy for the hold
+// advances to the next step; a partition at or above replicas (nothing moved yet, e.g. held there
+// between rollouts) advances to the first step at once.
+func Decide(steps []Step, f Facts) (Decision, error) {
+	switch {
+	case !f.Observed:
+		return Decision{Verb: Wait}, nil
+	case !f.Pending:
+		return Decision{Verb: Done}, nil
+	case f.Stuck:
+		return Decision{Verb: RollBack}, nil
+	}
+	resolved, _, err := Resolve(steps, f.Replicas)
+	if err != nil {
+		return Decision{}, err
+	}
+	next, index, ok := Next(resolved, f.Partition)
+	if !ok || (!f.Healthy && f.Partition < f.Replicas) {
+		return Decision{Verb: Wait}, nil
+	}
+	return Decision{Verb: Advance, Step: next, Index: index, Of: len(resolved)}, nil
+}
+
+// RollbackActions are the actions of a canary's rollback: fix --rollback's plan (the same planner
+// and guards) for the StatefulSet, keeping only its Rollback and the deletes, after it, of canary
+// pods (at or above the partition). why is set when the plan has no rollback.
+func RollbackActions(rep *model.Report, snap *snapshot.Snapshot, set *appsv1.StatefulSet, partition int32) (actions []model.Action, why string) {
+	plan := repair.Planner{Policy: repair.Policy{Rollback: true}}.Plan(rep, snap)
+	canary := CanaryPods(set, partition)
+	for _, a := range plan.For(set.Namespace, set.Name) {
+		switch {
+		case a.Kind() == apiv1.Rollback:
+			actions = append(actions, a)
+		case a.Kind() == apiv1.DeletePod && a.AfterPatch && slices.Contains(canary, a.Pod):
+			actions = append(actions, a)
+		}
+	}
+	if len(actions) > 0 && actions[0].Kind() == apiv1.Rollback {
+		return actions, ""
+	}
+	for _, f := range plan.Unrepaired {
+		if f.Details.Rollback != "" && f.Namespace == set.Namespace && f.StatefulSet == set.Name {
+			return nil, "not rolled back: " + f.Details.Rollback
+		}
+	}
+	return nil, fmt.Sprintf("fix --rollback has no safe rollback for statefulset %s/%s", set.Namespace, set.Name)
+}

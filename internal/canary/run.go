@@ -1,0 +1,363 @@
+package canary
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/internal/gate"
+	"github.com/stsdiag/stsdiag/internal/gather"
+	"github.com/stsdiag/stsdiag/internal/model"
+	"github.com/stsdiag/stsdiag/internal/snapshot"
+	"github.com/stsdiag/stsdiag/internal/stuck"
+)
+
+// Options tune Run.
+type Options struct {
+	Namespace, Name string
+	Steps           []Step
+	// Images (container name → reference) change the template in the same patch as the first
+	// step's partition (--image).
+	Images map[string]string
+	// Hold is how long a finding must hold for a step to fail, and how long a step's pods must
+	// stay Ready on the update revision with no finding for it to pass.
+	Hold      time.Duration
+	Diagnosis stuck.Options
+	// NoRollback only stops and reports when a step fails.
+	NoRollback bool
+	// Timeout is the deadline the caller gave ctx, named in a TimedOut verdict.
+	Timeout time.Duration
+	// Log receives the progress lines.
+	Log io.Writer
+	// Progress, if set, is told about each rollback action as it completes.
+	Progress func(model.Action)
+}
+
+// Result is a canary's verdict: wait's result (verdict, findings, actions) and the steps.
+type Result struct {
+	model.WaitResult
+	Namespace, StatefulSet string
+	PartitionBefore        int32
+	Steps                  []apiv1.CanaryStep
+}
+
+// Public is the CanaryResult document canary prints.
+func (r *Result) Public() *apiv1.CanaryResult {
+	w := r.WaitResult.Public()
+	out := apiv1.NewCanaryResult(r.Result, r.Message)
+	out.Elapsed, out.Namespace, out.StatefulSet, out.PartitionBefore = r.Elapsed, r.Namespace, r.StatefulSet, r.PartitionBefore
+	out.Steps = append(out.Steps, r.Steps...)
+	out.StatefulSets, out.Findings, out.Actions, out.RolledBack = w.StatefulSets, w.Findings, w.Actions, w.RolledBack
+	return out
+}
+
+// BadInputError is a canary that cannot start on this StatefulSet as it is (exit 2).
+type BadInputError struct{ Err error }
+
+func (e *BadInputError) Error() string { return e.Err.Error() }
+func (e *BadInputError) Unwrap() error { return e.Err }
+
+func badInput(format string, a ...any) error { return &BadInputError{Err: fmt.Errorf(format, a...)} }
+
+// runner is one canary's state: what it last wrote, so that anything else is someone else's.
+type runner struct {
+	o    Options
+	c    gather.Clients
+	live *gather.Live
+	res  *Result
+	// The StatefulSet as canary last read or wrote it: its UID, generation, partition and
+	// template. A change of replicas is no one's conflict (the steps follow it, Next); a
+	// change of anything else canary relies on stops it.
+	uid        types.UID
+	generation int64
+	partition  int32
+	template   *corev1.PodTemplateSpec
+}
+
+// Run runs a canary on one StatefulSet to a verdict. It returns an error (with a verdict in the
+// result) when it cannot start: BadInputError for a StatefulSet a canary cannot step.
+func Run(ctx context.Context, c gather.Clients, o Options) (*Result, error) {
+	if o.Log == nil {
+		o.Log = io.Discard
+	}
+	r := &runner{o: o, c: c, res: &Result{Namespace: o.Namespace, StatefulSet: o.Name}}
+	live, _, err := gather.StartLive(ctx, c, gather.Scope{Namespace: o.Namespace, Names: []string{o.Name}}, nil)
+	if err != nil {
+		r.res.WaitResult = *model.NewWaitResult(gate.VerdictOf(err), err.Error())
+		return r.res, err
+	}
+	r.live = live
+	steps, err := r.start(ctx)
+	if err != nil {
+		if r.res.Result == "" {
+			r.res.WaitResult = *model.NewWaitResult(verdictOf(err), err.Error())
+		}
+		return r.res, err
+	}
+	if err := r.run(ctx, steps); err != nil {
+		if ctx.Err() == nil {
+			return r.res, err
+		}
+		// The deadline or a signal ended a patch or a read: the verdict says which.
+		actions := r.res.Actions
+		r.res.WaitResult = *model.NewWaitResult(gate.VerdictOf(ctx.Err()), fmt.Sprintf("%s while canary ran: %v", gate.VerdictOf(ctx.Err()), err))
+		r.res.Actions = actions
+	}
+	return r.res, nil
+}
+
+func verdictOf(err error) apiv1.Verdict {
+	var bad *BadInputError
+	if errors.As(err, &bad) {
+		return apiv1.WaitUnevaluable
+	}
+	return gate.VerdictOf(err)
+}
+
+// observed waits until the controller has observed the StatefulSet's generation and returns it.
+func (r *runner) observed(ctx context.Context) (*appsv1.StatefulSet, error) {
+	for {
+		snap, _, err := r.live.Snapshot(ctx)
+		if err != nil {
+			return nil, err
+		}
+		set := find(snap, r.o.Namespace, r.o.Name)
+		if set == nil {
+			return nil, &gather.NotFoundError{What: fmt.Sprintf("statefulset %s/%s", r.o.Namespace, r.o.Name)}
+		}
+		if set.Status.ObservedGeneration >= set.Generation && (set.UID != r.uid || set.Generation >= r.generation) {
+			return set.DeepCopy(), nil
+		}
+		select {
+		case <-r.live.Changes():
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+func find(snap *snapshot.Snapshot, namespace, name string) *appsv1.StatefulSet {
+	for i := range snap.StatefulSets {
+		if s := &snap.StatefulSets[i]; s.Namespace == namespace && s.Name == name {
+			return s
+		}
+	}
+	return nil
+}
+
+// start checks the StatefulSet and sets the first step's partition (with --image, in the same
+// patch as the template). It returns the steps resolved against spec.replicas.
+func (r *runner) start(ctx context.Context) ([]Resolved, error) {
+	set, err := r.observed(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := CheckStrategy(set); err != nil {
+		return nil, &BadInputError{Err: err}
+	}
+	steps, merged, err := Resolve(r.o.Steps, Replicas(set))
+	if err != nil {
+		return nil, &BadInputError{Err: err}
+	}
+	for _, m := range merged {
+		fmt.Fprintf(r.o.Log, "note: %s\n", m)
+	}
+	r.res.PartitionBefore = Partition(set)
+	for _, s := range steps {
+		r.res.Steps = append(r.res.Steps, apiv1.CanaryStep{Step: s.Step, Pods: s.Pods, Partition: s.Partition, Result: apiv1.StepPending})
+	}
+	first := steps[0]
+	var body []byte
+	switch pending := set.Status.UpdateRevision != set.Status.CurrentRevision; {
+	case len(r.o.Images) > 0 && pending:
+		return nil, badInput("statefulset %s/%s is already rolling out revision %s (current %s): --image starts a new template only from a finished rollout; run canary without --image to step this one", set.Namespace, set.Name, set.Status.UpdateRevision, set.Status.CurrentRevision)
+	case len(r.o.Images) > 0:
+		if body, err = ImagePatch(set, r.o.Images, first.Partition); err != nil {
+			return nil, &BadInputError{Err: err}
+		}
+	case !pending:
+		return nil, badInput("statefulset %s/%s has nothing to roll out: its update revision is its current revision (%s); change the template with --image, or change it with the partition held at %d or more first", set.Namespace, set.Name, set.Status.CurrentRevision, first.Partition)
+	case Partition(set) < first.Partition:
+		return nil, badInput("statefulset %s/%s has partition %d, below the first step's %d (step %s): the new revision may already be past the canary; hold the partition at %d or more before changing the template, or use --image", set.Namespace, set.Name, Partition(set), first.Partition, first.Step, Replicas(set))
+	case Partition(set) > first.Partition:
+		if body, err = PartitionPatch(set, first.Partition); err != nil {
+			return nil, err
+		}
+	}
+	r.remember(set)
+	if body != nil {
+		if err := r.patch(ctx, set, body, first); err != nil {
+			return nil, err
+		}
+	} else {
+		fmt.Fprintf(r.o.Log, "statefulset %s/%s: step %s: partition already %d\n", set.Namespace, set.Name, first.Step, first.Partition)
+	}
+	return steps, nil
+}
+
+// patch sends a guarded patch and remembers what it wrote. A failed test (422) or a conflict
+// stops the canary: Stopped, naming what changed.
+func (r *runner) patch(ctx context.Context, set *appsv1.StatefulSet, body []byte, step Resolved) error {
+	out, err := r.c.Kube.AppsV1().StatefulSets(set.Namespace).Patch(ctx, set.Name, types.JSONPatchType, body, metav1.PatchOptions{FieldManager: "stsdiag-canary"})
+	switch {
+	case apierrors.IsInvalid(err) || apierrors.IsConflict(err) || apierrors.IsNotFound(err):
+		msg := r.changedSince(ctx, set)
+		r.stop(apiv1.CanaryStopped, fmt.Sprintf("step %s not started: %s; nothing overwritten (%v)", step.Step, msg, err))
+		return errStopped
+	case err != nil:
+		return err
+	}
+	r.remember(out)
+	what := ""
+	if len(r.o.Images) > 0 && step.Partition == r.res.Steps[0].Partition && r.res.Steps[0].Result == apiv1.StepPending {
+		what = " and the new template"
+	}
+	fmt.Fprintf(r.o.Log, "statefulset %s/%s: step %s: partition %d%s (%d of %d pods on the update revision: %s)\n",
+		set.Namespace, set.Name, step.Step, step.Partition, what, step.Pods, Replicas(out), strings.Join(CanaryPods(out, step.Partition), ", "))
+	return nil
+}
+
+var errStopped = errors.New("stopped")
+
+func (r *runner) remember(set *appsv1.StatefulSet) {
+	r.uid, r.generation, r.partition, r.template = set.UID, set.Generation, Partition(set), set.Spec.Template.DeepCopy()
+}
+
+// changedSince reads the StatefulSet afresh and says what differs from what canary read or wrote.
+func (r *runner) changedSince(ctx context.Context, set *appsv1.StatefulSet) string {
+	now, err := r.c.Kube.AppsV1().StatefulSets(set.Namespace).Get(ctx, set.Name, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Sprintf("statefulset %s/%s could not be read again: %v", set.Namespace, set.Name, err)
+	}
+	return describeChange(set.UID, set.Generation, Partition(set), &set.Spec.Template, now, true)
+}
+
+// describeChange names what someone else changed: the object, its partition, its template or
+// (when generation counts: a patch's test failed) anything else in its spec.
+func describeChange(uid types.UID, generation int64, partition int32, template *corev1.PodTemplateSpec, now *appsv1.StatefulSet, generationCounts bool) string {
+	switch {
+	case now.UID != uid:
+		return fmt.Sprintf("statefulset %s/%s was deleted and created again (UID %s, was %s)", now.Namespace, now.Name, now.UID, uid)
+	case Partition(now) != partition:
+		return fmt.Sprintf("someone else changed the partition of statefulset %s/%s from %d to %d", now.Namespace, now.Name, partition, Partition(now))
+	case template != nil && !apiequality.Semantic.DeepEqual(*template, now.Spec.Template):
+		return fmt.Sprintf("someone else changed the pod template of statefulset %s/%s (generation %d, was %d)", now.Namespace, now.Name, now.Generation, generation)
+	case generationCounts && now.Generation != generation:
+		return fmt.Sprintf("someone else changed the spec of statefulset %s/%s (generation %d, was %d)", now.Namespace, now.Name, now.Generation, generation)
+	}
+	return fmt.Sprintf("statefulset %s/%s changed meanwhile", now.Namespace, now.Name)
+}
+
+// changed reports whether the StatefulSet differs from what canary read or wrote in what canary
+// relies on: its UID, its partition, its template (not its replicas).
+func (r *runner) changed(set *appsv1.StatefulSet) bool {
+	return set.UID != r.uid || Partition(set) != r.partition || (r.template != nil && !apiequality.Semantic.DeepEqual(*r.template, set.Spec.Template))
+}
+
+// stopIfChanged is the gate's Stop: a change canary did not make ends the canary.
+func (r *runner) stopIfChanged(snap *snapshot.Snapshot) (apiv1.Verdict, string) {
+	set := find(snap, r.o.Namespace, r.o.Name)
+	if set == nil || !r.changed(set) || (set.UID == r.uid && set.Generation < r.generation) {
+		return "", "" // deleted: the gate's NotFound; an older generation: the cache lags canary's patch
+	}
+	return apiv1.CanaryStopped, describeChange(r.uid, r.generation, r.partition, r.template, set, false) + ": the canary stops and leaves it as it is; nothing overwritten"
+}
+
+func (r *runner) stop(verdict apiv1.Verdict, message string) {
+	r.res.Result, r.res.Message = verdict, message
+}
+
+// run gates each step and lowers the partition to the next.
+func (r *runner) run(ctx context.Context, steps []Resolved) error {
+	step, index := steps[0], 0
+	for {
+		res, err := gate.Run(ctx, r.live, gate.Options{Diagnosis: r.o.Diagnosis, Hold: r.o.Hold, Settle: r.o.Hold, Log: r.o.Log, Stop: r.stopIfChanged})
+		r.res.WaitResult = *res
+		if err != nil {
+			return err
+		}
+		switch res.Result {
+		case apiv1.WaitComplete:
+			r.mark(index, step, apiv1.StepPassed)
+			fmt.Fprintf(r.o.Log, "statefulset %s/%s: step %s passed: %d pods Ready on the update revision for %s with no finding\n", r.o.Namespace, r.o.Name, step.Step, step.Pods, r.o.Hold)
+		case apiv1.WaitStuck:
+			r.mark(index, step, apiv1.StepFailed)
+			return r.failed(ctx, step)
+		case apiv1.WaitTimedOut:
+			r.mark(index, step, apiv1.StepStopped)
+			r.res.Message = fmt.Sprintf("timed out after %s in step %s", r.o.Timeout, step.Step)
+			return nil
+		default:
+			r.mark(index, step, apiv1.StepStopped)
+			return nil
+		}
+		set, err := r.observed(ctx)
+		if err != nil {
+			r.res.WaitResult = *model.NewWaitResult(gate.VerdictOf(err), err.Error())
+			return nil
+		}
+		if v, msg := r.stopIfChanged(&snapshot.Snapshot{StatefulSets: []appsv1.StatefulSet{*set}}); v != "" {
+			r.stop(v, msg)
+			return nil
+		}
+		// The step held healthy: the engine decides, the steps re-resolved against the replicas
+		// of now (a scale during the canary moves the steps).
+		facts := FactsOf(set)
+		facts.Healthy = true
+		d, err := Decide(r.o.Steps, facts)
+		if err != nil {
+			r.stop(apiv1.WaitUnevaluable, err.Error())
+			return nil
+		}
+		if d.Verb == Done {
+			r.res.Message = fmt.Sprintf("canary complete: every step passed; %s", res.Message)
+			return nil
+		}
+		if d.Verb != Advance {
+			continue // e.g. partition 0 complete but not yet promoted: the gate follows it
+		}
+		next := d.Step
+		index = r.stepIndex(next)
+		step = next
+		body, err := PartitionPatch(set, next.Partition)
+		if err != nil {
+			return err
+		}
+		if err := r.patch(ctx, set, body, next); err != nil {
+			if errors.Is(err, errStopped) {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+// mark records a step's result (a step re-resolved after a scale is added).
+func (r *runner) mark(index int, step Resolved, result apiv1.CanaryStepResult) {
+	if index < 0 || index >= len(r.res.Steps) {
+		r.res.Steps = append(r.res.Steps, apiv1.CanaryStep{Step: step.Step, Pods: step.Pods, Partition: step.Partition})
+		index = len(r.res.Steps) - 1
+	}
+	r.res.Steps[index].Result = result
+}
+
+// stepIndex finds a step in the recorded ones (-1 when the replicas changed it).
+func (r *runner) stepIndex(step Resolved) int {
+	for i, s := range r.res.Steps {
+		if s.Step == step.Step && s.Pods == step.Pods && s.Partition == step.Partition {
+			return i
+		}
+	}
+	return -1
+}

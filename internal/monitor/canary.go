@@ -1,0 +1,333 @@
+package monitor
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/internal/canary"
+	"github.com/stsdiag/stsdiag/internal/gather"
+	"github.com/stsdiag/stsdiag/internal/hold"
+	"github.com/stsdiag/stsdiag/internal/model"
+	"github.com/stsdiag/stsdiag/internal/render"
+	"github.com/stsdiag/stsdiag/internal/repair"
+	"github.com/stsdiag/stsdiag/internal/snapshot"
+)
+
+// watch drives the canary declared on a StatefulSet by its annotations (canary.AnnotationSteps,
+// canary.AnnotationHold) with the engine `stsdiag canary` uses (canary.Decide) and the hold rules
+// of wait: a step passes once its pods have been Ready on the update revision with no blocking
+// finding for the hold, and fails once a blocking finding has held for it. Its state is the
+// cluster's — the partition says which step the canary is at — so a restarted watch (or a new
+// leader) resumes the canary; only when a step started looking healthy is kept in memory, and
+// losing it only restarts that step's hold.
+//
+// Between rollouts watch holds the partition at spec.replicas ("parked"): with the update and
+// current revisions equal no pod moves whatever the partition, and the next template change then
+// moves no pod until watch sets the first step's partition.
+
+// ConditionReconciling is the kstatus condition written while a canary runs (kstatus reports
+// InProgress for Reconciling=True).
+const ConditionReconciling appsv1.StatefulSetConditionType = "Reconciling"
+
+// canaryMemory is what watch remembers of one annotated StatefulSet between syncs.
+type canaryMemory struct {
+	healthy hold.Tracker // "revision/partition" → when the step first looked healthy
+	warned  string       // the last warning Event, not repeated
+}
+
+// canaryOf returns the memory of a StatefulSet's canary (created on first use).
+func (c *Controller) canaryOf(key string) *canaryMemory {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.canaries == nil {
+		c.canaries = map[string]*canaryMemory{}
+	}
+	m := c.canaries[key]
+	if m == nil {
+		m = &canaryMemory{}
+		c.canaries[key] = m
+	}
+	return m
+}
+
+func (c *Controller) forgetCanary(key string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.canaries, key)
+}
+
+// annotated reports whether a canary is declared on the StatefulSet.
+func annotated(set *appsv1.StatefulSet) bool {
+	_, ok := set.Annotations[canary.AnnotationSteps]
+	return ok && set.DeletionTimestamp == nil
+}
+
+// syncCanary takes one decision for an annotated StatefulSet and carries it out. running is true
+// while a rollout is under way (update revision ≠ current revision, observed) and the canary owns
+// the StatefulSet: watch --fix's other repairs then leave it alone.
+func (c *Controller) syncCanary(ctx context.Context, key string, set *appsv1.StatefulSet, snap *snapshot.Snapshot, rep *model.Report, state *setState, now time.Time) (running bool, err error) {
+	mem := c.canaryOf(key)
+	steps, holdFor, err := declared(set, c.opts.Hold)
+	if err == nil {
+		err = canary.CheckStrategy(set)
+	}
+	if err != nil {
+		c.canaryWarning(key, set, mem, "CanaryInvalid", err.Error())
+		return false, nil
+	}
+	facts := canary.FactsOf(set)
+	running = facts.Observed && facts.Pending
+	var blocking []string
+	for k, f := range state.findings {
+		if f.Blocking() {
+			blocking = append(blocking, k)
+		}
+	}
+	due, next := state.held.Due(now, holdFor, blocking)
+	facts.Stuck = len(due) > 0
+	c.requeueAt(key, now, next)
+	step := fmt.Sprintf("%s/%d", set.Status.UpdateRevision, facts.Partition)
+	if facts.Observed && facts.Pending && canary.StepComplete(set) && len(blocking) == 0 {
+		mem.healthy.Observe(now, []string{step})
+	} else {
+		mem.healthy.Observe(now, nil)
+	}
+	healthy, next := mem.healthy.Due(now, holdFor, []string{step})
+	facts.Healthy = len(healthy) > 0
+	c.requeueAt(key, now, next)
+
+	d, err := canary.Decide(steps, facts)
+	if err != nil {
+		c.canaryWarning(key, set, mem, "CanaryInvalid", err.Error())
+		return false, nil
+	}
+	switch d.Verb {
+	case canary.Wait:
+		if facts.Observed && facts.Pending {
+			c.setReconciling(ctx, key, set, corev1.ConditionTrue, "CanaryStep", fmt.Sprintf("canary of revision %s: partition %d, waiting for %s to be Ready on it for %s with no finding",
+				set.Status.UpdateRevision, facts.Partition, strings.Join(canary.CanaryPods(set, facts.Partition), ", "), holdFor))
+		}
+		return running || !facts.Observed, nil
+	case canary.Advance:
+		return true, c.canaryAdvance(ctx, key, set, d, holdFor, mem)
+	case canary.RollBack:
+		return true, c.canaryRollBack(ctx, key, set, snap, rep, state, due, facts.Partition, holdFor, mem)
+	}
+	// Done: park the partition at replicas for the next rollout.
+	c.setReconciling(ctx, key, set, corev1.ConditionFalse, "CanaryIdle", "no canary under way: the partition is held at spec.replicas until the next template change")
+	if facts.Partition >= facts.Replicas || !facts.Observed {
+		return false, nil
+	}
+	note := fmt.Sprintf("parked: partition %d (spec.replicas) while revision %s is current", facts.Replicas, set.Status.CurrentRevision)
+	if err := c.patchPartition(ctx, set, facts.Replicas, note); err != nil {
+		return false, c.canaryPatchError(key, set, mem, err)
+	}
+	c.metrics.CanarySteps.WithLabelValues("parked", set.Namespace).Inc()
+	c.recorder.Event(set, corev1.EventTypeNormal, "CanaryParked", fmt.Sprintf("stsdiag holds the partition at %d (spec.replicas): revision %s is current, the next template change rolls out by %s", facts.Replicas, set.Status.CurrentRevision, canary.AnnotationSteps))
+	c.logf("%s: canary: %s", key, note)
+	return false, nil
+}
+
+// declared reads the canary's annotations.
+func declared(set *appsv1.StatefulSet, defaultHold time.Duration) ([]canary.Step, time.Duration, error) {
+	steps, err := canary.ParseSteps(set.Annotations[canary.AnnotationSteps])
+	if err != nil {
+		return nil, 0, fmt.Errorf("annotation %s: %w", canary.AnnotationSteps, err)
+	}
+	holdFor := defaultHold
+	if v, ok := set.Annotations[canary.AnnotationHold]; ok {
+		if holdFor, err = time.ParseDuration(v); err != nil || holdFor < 0 {
+			return nil, 0, fmt.Errorf("annotation %s: %q is not a duration such as 5m", canary.AnnotationHold, v)
+		}
+	}
+	return steps, holdFor, nil
+}
+
+func (c *Controller) requeueAt(key string, now, at time.Time) {
+	if !at.IsZero() {
+		c.queue.AddAfter(key, at.Sub(now)+50*time.Millisecond)
+	}
+}
+
+// canaryAdvance lowers the partition to the decided step, within the namespace's repair budget.
+func (c *Controller) canaryAdvance(ctx context.Context, key string, set *appsv1.StatefulSet, d canary.Decision, holdFor time.Duration, mem *canaryMemory) error {
+	if !c.reserveRepairs(set.Namespace, 1) {
+		c.metrics.CanarySteps.WithLabelValues("ratelimited", set.Namespace).Inc()
+		c.recorder.Event(set, corev1.EventTypeWarning, "RepairRateLimited", fmt.Sprintf("stsdiag postponed canary step %s: --max-repairs-per-hour %d reached in this namespace", d.Step.Step, c.opts.MaxRepairsPerHour))
+		c.queue.AddAfter(key, 5*time.Minute)
+		return nil
+	}
+	note := fmt.Sprintf("step %s (%d of %d): partition %d, revision %s", d.Step.Step, d.Index+1, d.Of, d.Step.Partition, set.Status.UpdateRevision)
+	if err := c.patchPartition(ctx, set, d.Step.Partition, note); err != nil {
+		c.refundRepairs(set.Namespace, 1)
+		return c.canaryPatchError(key, set, mem, err)
+	}
+	pods := canary.CanaryPods(set, d.Step.Partition)
+	c.metrics.CanarySteps.WithLabelValues("advanced", set.Namespace).Inc()
+	c.recorder.Event(set, corev1.EventTypeNormal, "CanaryStep", truncate(fmt.Sprintf("stsdiag canary %s: %d of %d pods on revision %s (%s), each to be Ready for %s with no finding",
+		note, d.Step.Pods, canary.Replicas(set), set.Status.UpdateRevision, strings.Join(pods, ", "), holdFor)))
+	c.logf("%s: canary %s", key, note)
+	return nil
+}
+
+// canaryRollBack rolls the template back as fix --rollback does and deletes the proven-stuck
+// canary pods (canary.RollbackActions through the repair executor), within the budget.
+func (c *Controller) canaryRollBack(ctx context.Context, key string, set *appsv1.StatefulSet, snap *snapshot.Snapshot, rep *model.Report, state *setState, due []string, partition int32, holdFor time.Duration, mem *canaryMemory) error {
+	var held []string
+	for _, k := range due {
+		f := state.findings[k]
+		held = append(held, strings.TrimSpace(f.Pod+" "+string(f.Code)+reasonOf(f)))
+	}
+	finding := strings.Join(held, ", ")
+	actions, why := canary.RollbackActions(rep, snap, set, partition)
+	if actions == nil {
+		c.setReconciling(ctx, key, set, corev1.ConditionTrue, "CanaryStuck", truncate(fmt.Sprintf("canary of revision %s stuck: %s; %s", set.Status.UpdateRevision, finding, why)))
+		c.canaryWarning(key, set, mem, "CanaryStuck", fmt.Sprintf("stsdiag canary of revision %s stuck: %s held for %s; %s", set.Status.UpdateRevision, finding, holdFor, why))
+		return nil
+	}
+	if !c.reserveRepairs(set.Namespace, len(actions)) {
+		c.metrics.CanarySteps.WithLabelValues("ratelimited", set.Namespace).Inc()
+		c.recorder.Event(set, corev1.EventTypeWarning, "RepairRateLimited", fmt.Sprintf("stsdiag postponed the canary's rollback (%d actions): --max-repairs-per-hour %d reached in this namespace", len(actions), c.opts.MaxRepairsPerHour))
+		c.queue.AddAfter(key, 5*time.Minute)
+		return nil
+	}
+	scope := gather.Scope{Namespace: set.Namespace, Names: []string{set.Name}, OpenShift: c.scope.OpenShift}
+	exec := repair.New(repair.Options{Clients: c.clients, Scope: scope, Diagnosis: c.opts.Diagnosis, DryRun: apiv1.DryRunNone,
+		Policy: repair.Policy{Rollback: true}, Disruption: c.opts.Disruption})
+	done, err := exec.Apply(ctx, actions)
+	changed := 0
+	for _, a := range done {
+		if a.Result == apiv1.ResultDone {
+			changed++
+		}
+		c.metrics.Repairs.WithLabelValues(string(a.Kind()), string(a.Result), a.Namespace).Inc()
+		c.logf("%s: canary rollback %s: %s: %s", key, a.Result, render.DescribeAction(a), a.Message)
+	}
+	c.refundRepairs(set.Namespace, len(actions)-changed)
+	if rolled := repair.RolledBack(done); len(rolled) > 0 {
+		c.metrics.CanarySteps.WithLabelValues("rolledback", set.Namespace).Inc()
+		c.recorder.Event(set, corev1.EventTypeWarning, "CanaryRolledBack", truncate(fmt.Sprintf("stsdiag canary of revision %s failed: %s held for %s; template rolled back to revision %s, stuck canary pods deleted (%d actions done)",
+			rolled[0].FromRevision, finding, holdFor, rolled[0].Revision, changed)))
+		c.logf("%s: canary of revision %s rolled back to %s: %s", key, rolled[0].FromRevision, rolled[0].Revision, finding)
+	}
+	c.queue.AddAfter(key, time.Second)
+	return err
+}
+
+func reasonOf(f model.Finding) string {
+	if f.Reason == "" {
+		return ""
+	}
+	return " (" + f.Reason + ")"
+}
+
+// patchPartition sets the partition with canary's guarded JSON patch (UID, generation and the
+// partition as read) and records the step in canary.AnnotationStep in the same patch.
+func (c *Controller) patchPartition(ctx context.Context, set *appsv1.StatefulSet, partition int32, note string) error {
+	body, err := canary.PartitionPatch(set, partition)
+	if err != nil {
+		return err
+	}
+	var ops []map[string]any
+	if err := json.Unmarshal(body, &ops); err != nil {
+		return err
+	}
+	ops = append(ops, map[string]any{"op": "add", "path": "/metadata/annotations/" + strings.ReplaceAll(canary.AnnotationStep, "/", "~1"), "value": note})
+	if body, err = json.Marshal(ops); err != nil {
+		return err
+	}
+	_, err = c.clients.Kube.AppsV1().StatefulSets(set.Namespace).Patch(ctx, set.Name, types.JSONPatchType, body, metav1.PatchOptions{FieldManager: "stsdiag-canary"})
+	return err
+}
+
+// canaryPatchError: a failed test (someone else changed the StatefulSet since the cache read it)
+// is no error: the change's own event queues the set again, decided afresh.
+func (c *Controller) canaryPatchError(key string, set *appsv1.StatefulSet, mem *canaryMemory, err error) error {
+	if apierrors.IsInvalid(err) || apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+		c.logf("%s: canary: the StatefulSet changed since it was read (%v); deciding again on fresh data, nothing overwritten", key, err)
+		c.queue.AddAfter(key, time.Second)
+		return nil
+	}
+	if apierrors.IsForbidden(err) {
+		c.canaryWarning(key, set, mem, "CanaryForbidden", fmt.Sprintf("stsdiag cannot drive the canary declared by %s: %v; grant patch on statefulsets and delete on pods (deploy/watch-fix)", canary.AnnotationSteps, err))
+		return nil
+	}
+	return err
+}
+
+// canaryWarning records a Warning Event once per distinct message.
+func (c *Controller) canaryWarning(key string, set *appsv1.StatefulSet, mem *canaryMemory, reason, message string) {
+	if mem.warned == message {
+		return
+	}
+	mem.warned = message
+	c.recorder.Event(set, corev1.EventTypeWarning, reason, truncate(message))
+	c.logf("%s: canary: %s", key, message)
+}
+
+// setReconciling writes the kstatus Reconciling condition (unless --no-conditions) when it differs.
+func (c *Controller) setReconciling(ctx context.Context, key string, set *appsv1.StatefulSet, status corev1.ConditionStatus, reason, message string) {
+	if c.opts.NoConditions {
+		return
+	}
+	var have *appsv1.StatefulSetCondition
+	for i := range set.Status.Conditions {
+		if set.Status.Conditions[i].Type == ConditionReconciling {
+			have = &set.Status.Conditions[i]
+		}
+	}
+	if (have == nil && status == corev1.ConditionFalse) || (have != nil && have.Status == status && have.Reason == reason && have.Message == message) {
+		return
+	}
+	cond := appsv1.StatefulSetCondition{Type: ConditionReconciling, Status: status, Reason: reason, Message: truncate(message), LastTransitionTime: metav1.NewTime(c.clock.Now())}
+	if have != nil && have.Status == status {
+		cond.LastTransitionTime = have.LastTransitionTime
+	}
+	body, err := stalledPatch(cond)
+	if err == nil {
+		_, err = c.clients.Kube.AppsV1().StatefulSets(set.Namespace).Patch(ctx, set.Name, types.StrategicMergePatchType, body,
+			metav1.PatchOptions{FieldManager: "stsdiag"}, "status")
+	}
+	if err != nil && !apierrors.IsNotFound(err) {
+		c.logf("%s: Reconciling condition: %v", key, err)
+	}
+}
+
+// releaseCanary gives the partition back when the canary annotation is removed: a StatefulSet that
+// still carries watch's canary.AnnotationStep with its partition parked at spec.replicas (or
+// above) would otherwise never roll out again. The partition goes to 0 and the annotation away, in
+// one guarded patch.
+func (c *Controller) releaseCanary(ctx context.Context, key string, set *appsv1.StatefulSet) error {
+	if _, ok := set.Annotations[canary.AnnotationStep]; !ok || set.DeletionTimestamp != nil ||
+		set.Status.ObservedGeneration < set.Generation || canary.Partition(set) < canary.Replicas(set) {
+		return nil
+	}
+	body, err := canary.PartitionPatch(set, 0)
+	if err != nil {
+		return err
+	}
+	var ops []map[string]any
+	if err := json.Unmarshal(body, &ops); err != nil {
+		return err
+	}
+	ops = append(ops, map[string]any{"op": "remove", "path": "/metadata/annotations/" + strings.ReplaceAll(canary.AnnotationStep, "/", "~1")})
+	if body, err = json.Marshal(ops); err != nil {
+		return err
+	}
+	if _, err := c.clients.Kube.AppsV1().StatefulSets(set.Namespace).Patch(ctx, set.Name, types.JSONPatchType, body, metav1.PatchOptions{FieldManager: "stsdiag-canary"}); err != nil {
+		return c.canaryPatchError(key, set, c.canaryOf(key), err)
+	}
+	c.recorder.Event(set, corev1.EventTypeNormal, "CanaryReleased", fmt.Sprintf("stsdiag: %s removed: partition %d (held by the canary) set back to 0", canary.AnnotationSteps, canary.Partition(set)))
+	c.logf("%s: canary: %s removed, partition %d set back to 0", key, canary.AnnotationSteps, canary.Partition(set))
+	return nil
+}
