@@ -182,7 +182,7 @@ func (r *resource) namespace(scope string) string {
 // LIST with a limit is read from etcd instead of the watch cache, which at 10k pods is slower and
 // costs the server more than one response.
 func (r *resource) listAll(ctx context.Context, c Clients, ns string) ([]runtime.Object, error) {
-	l, err := r.list(ctx, c, r.namespace(ns), metav1.ListOptions{FieldSelector: r.fieldSelector})
+	l, err := r.list(ctx, c, r.namespace(ns), listOptions(r))
 	if err != nil {
 		return nil, err
 	}
@@ -194,6 +194,11 @@ func (r *resource) listAll(ctx context.Context, c Clients, ns string) ([]runtime
 		_, _ = snapshot.Slim(o)
 	}
 	return objs, nil
+}
+
+// listOptions are those of the kind's LIST.
+func listOptions(r *resource) metav1.ListOptions {
+	return metav1.ListOptions{FieldSelector: r.fieldSelector}
 }
 
 // check reads one object of the kind: an informer that may not LIST retries forever and never syncs.
