@@ -9,7 +9,7 @@ import (
 const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 
 // Slim keeps what diagnosis reads of an object, in place: managedFields and kubectl's
-// last-applied copy go from every object; a pod keeps only its containers' names and images, its
+// last-applied copy go from every object; a pod keeps only its containers' names, images and restart policies (sidecars), its
 // claim volumes, node, grace period and status; a node only its conditions (its status lists every
 // image it holds). Gathering applies it to every object it reads (a cache.TransformFunc), so
 // informer caches of large clusters hold a fraction of the objects (watch's memory target). The
@@ -55,7 +55,7 @@ func nameAndImage(containers []corev1.Container) []corev1.Container {
 	}
 	out := make([]corev1.Container, len(containers))
 	for i, c := range containers {
-		out[i] = corev1.Container{Name: c.Name, Image: c.Image}
+		out[i] = corev1.Container{Name: c.Name, Image: c.Image, RestartPolicy: c.RestartPolicy}
 	}
 	return out
 }
