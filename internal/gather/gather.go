@@ -31,6 +31,17 @@ type Clients struct {
 	Kube    kubernetes.Interface
 	Image   imageclient.Interface
 	Dynamic dynamic.Interface
+	// Read, if set, serves the LISTs and WATCHes of the resource table instead of Kube: a
+	// clientset decoding only what diagnosis reads (slimpb.NewClientset). Never written through.
+	Read kubernetes.Interface
+}
+
+// reader is the clientset of the resource table's LISTs and WATCHes.
+func (c Clients) reader() kubernetes.Interface {
+	if c.Read != nil {
+		return c.Read
+	}
+	return c.Kube
 }
 
 // Scope selects what to gather.

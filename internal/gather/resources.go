@@ -63,54 +63,54 @@ var byNamespace = cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexF
 var resources = []resource{
 	{name: "statefulsets", required: true,
 		list: func(ctx context.Context, c Clients, ns string, o metav1.ListOptions) (runtime.Object, error) {
-			return c.Kube.AppsV1().StatefulSets(ns).List(ctx, o)
+			return c.reader().AppsV1().StatefulSets(ns).List(ctx, o)
 		},
 		informer: func(c Clients, ns string, tweak func(*metav1.ListOptions)) cache.SharedIndexInformer {
-			return appsinformers.NewFilteredStatefulSetInformer(c.Kube, ns, 0, byNamespace, tweak)
+			return appsinformers.NewFilteredStatefulSetInformer(c.reader(), ns, 0, byNamespace, tweak)
 		},
 		put: func(s *snapshot.Snapshot, objs []runtime.Object) { s.StatefulSets = items[appsv1.StatefulSet](objs) }},
 	{name: "pods", required: true,
 		list: func(ctx context.Context, c Clients, ns string, o metav1.ListOptions) (runtime.Object, error) {
-			return c.Kube.CoreV1().Pods(ns).List(ctx, o)
+			return c.reader().CoreV1().Pods(ns).List(ctx, o)
 		},
 		informer: func(c Clients, ns string, tweak func(*metav1.ListOptions)) cache.SharedIndexInformer {
-			return coreinformers.NewFilteredPodInformer(c.Kube, ns, 0, byNamespace, tweak)
+			return coreinformers.NewFilteredPodInformer(c.reader(), ns, 0, byNamespace, tweak)
 		},
 		put: func(s *snapshot.Snapshot, objs []runtime.Object) { s.Pods = items[corev1.Pod](objs) }},
 	{name: "controllerrevisions", required: true,
 		list: func(ctx context.Context, c Clients, ns string, o metav1.ListOptions) (runtime.Object, error) {
-			return c.Kube.AppsV1().ControllerRevisions(ns).List(ctx, o)
+			return c.reader().AppsV1().ControllerRevisions(ns).List(ctx, o)
 		},
 		informer: func(c Clients, ns string, tweak func(*metav1.ListOptions)) cache.SharedIndexInformer {
-			return appsinformers.NewFilteredControllerRevisionInformer(c.Kube, ns, 0, byNamespace, tweak)
+			return appsinformers.NewFilteredControllerRevisionInformer(c.reader(), ns, 0, byNamespace, tweak)
 		},
 		put: func(s *snapshot.Snapshot, objs []runtime.Object) {
 			s.Revisions = items[appsv1.ControllerRevision](objs)
 		}},
 	{name: "persistentvolumeclaims", required: true,
 		list: func(ctx context.Context, c Clients, ns string, o metav1.ListOptions) (runtime.Object, error) {
-			return c.Kube.CoreV1().PersistentVolumeClaims(ns).List(ctx, o)
+			return c.reader().CoreV1().PersistentVolumeClaims(ns).List(ctx, o)
 		},
 		informer: func(c Clients, ns string, tweak func(*metav1.ListOptions)) cache.SharedIndexInformer {
-			return coreinformers.NewFilteredPersistentVolumeClaimInformer(c.Kube, ns, 0, byNamespace, tweak)
+			return coreinformers.NewFilteredPersistentVolumeClaimInformer(c.reader(), ns, 0, byNamespace, tweak)
 		},
 		put: func(s *snapshot.Snapshot, objs []runtime.Object) { s.PVCs = items[corev1.PersistentVolumeClaim](objs) }},
 	{name: "events", fieldSelector: "type=" + corev1.EventTypeWarning,
 		warning: "findings carry no pod events: listing events in %s: %v",
 		list: func(ctx context.Context, c Clients, ns string, o metav1.ListOptions) (runtime.Object, error) {
-			return c.Kube.CoreV1().Events(ns).List(ctx, o)
+			return c.reader().CoreV1().Events(ns).List(ctx, o)
 		},
 		informer: func(c Clients, ns string, tweak func(*metav1.ListOptions)) cache.SharedIndexInformer {
-			return coreinformers.NewFilteredEventInformer(c.Kube, ns, 0, byNamespace, tweak)
+			return coreinformers.NewFilteredEventInformer(c.reader(), ns, 0, byNamespace, tweak)
 		},
 		put: func(s *snapshot.Snapshot, objs []runtime.Object) { s.Events = items[corev1.Event](objs) }},
 	// StorageClasses explain claims; without them a claim's class is not judged.
 	{name: "storageclasses", clusterScoped: true,
 		list: func(ctx context.Context, c Clients, _ string, o metav1.ListOptions) (runtime.Object, error) {
-			return c.Kube.StorageV1().StorageClasses().List(ctx, o)
+			return c.reader().StorageV1().StorageClasses().List(ctx, o)
 		},
 		informer: func(c Clients, _ string, tweak func(*metav1.ListOptions)) cache.SharedIndexInformer {
-			return storageinformers.NewFilteredStorageClassInformer(c.Kube, 0, byNamespace, tweak)
+			return storageinformers.NewFilteredStorageClassInformer(c.reader(), 0, byNamespace, tweak)
 		},
 		put: func(s *snapshot.Snapshot, objs []runtime.Object) {
 			s.StorageClasses, s.StorageClassesListed = items[storagev1.StorageClass](objs), true
@@ -118,10 +118,10 @@ var resources = []resource{
 	// The governing Services (spec.serviceName): worth a warning only when a StatefulSet names one.
 	{name: "services", warning: "governing Service checks skipped: listing services in %s: %v", warnIf: namesService,
 		list: func(ctx context.Context, c Clients, ns string, o metav1.ListOptions) (runtime.Object, error) {
-			return c.Kube.CoreV1().Services(ns).List(ctx, o)
+			return c.reader().CoreV1().Services(ns).List(ctx, o)
 		},
 		informer: func(c Clients, ns string, tweak func(*metav1.ListOptions)) cache.SharedIndexInformer {
-			return coreinformers.NewFilteredServiceInformer(c.Kube, ns, 0, byNamespace, tweak)
+			return coreinformers.NewFilteredServiceInformer(c.reader(), ns, 0, byNamespace, tweak)
 		},
 		put: func(s *snapshot.Snapshot, objs []runtime.Object) {
 			s.Services, s.ServicesListed = items[corev1.Service](objs), true
@@ -130,10 +130,10 @@ var resources = []resource{
 	// terminating needs them, and its finding says its node's state is unknown.
 	{name: "nodes", clusterScoped: true, matters: readyChanged,
 		list: func(ctx context.Context, c Clients, _ string, o metav1.ListOptions) (runtime.Object, error) {
-			return c.Kube.CoreV1().Nodes().List(ctx, o)
+			return c.reader().CoreV1().Nodes().List(ctx, o)
 		},
 		informer: func(c Clients, _ string, tweak func(*metav1.ListOptions)) cache.SharedIndexInformer {
-			return coreinformers.NewFilteredNodeInformer(c.Kube, 0, byNamespace, tweak)
+			return coreinformers.NewFilteredNodeInformer(c.reader(), 0, byNamespace, tweak)
 		},
 		put: func(s *snapshot.Snapshot, objs []runtime.Object) {
 			s.Nodes, s.NodesListed = items[corev1.Node](objs), true
@@ -143,10 +143,10 @@ var resources = []resource{
 	{name: "namespaces", clusterScoped: true,
 		when: func(e env) bool { return e.openShift && e.allNamespaces },
 		list: func(ctx context.Context, c Clients, _ string, o metav1.ListOptions) (runtime.Object, error) {
-			return c.Kube.CoreV1().Namespaces().List(ctx, o)
+			return c.reader().CoreV1().Namespaces().List(ctx, o)
 		},
 		informer: func(c Clients, _ string, tweak func(*metav1.ListOptions)) cache.SharedIndexInformer {
-			return coreinformers.NewFilteredNamespaceInformer(c.Kube, 0, byNamespace, tweak)
+			return coreinformers.NewFilteredNamespaceInformer(c.reader(), 0, byNamespace, tweak)
 		},
 		put: func(s *snapshot.Snapshot, objs []runtime.Object) { s.Namespaces = items[corev1.Namespace](objs) }},
 	{name: "imagestreams", warning: "ImageStream checks skipped: cannot list imagestreams.image.openshift.io: %[2]v",
