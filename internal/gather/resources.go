@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/stsdiag/stsdiag/internal/openshift"
+	"github.com/stsdiag/stsdiag/internal/slimpb"
 	"github.com/stsdiag/stsdiag/internal/snapshot"
 )
 
@@ -63,7 +64,7 @@ var byNamespace = cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexF
 var resources = []resource{
 	{name: "statefulsets", required: true,
 		list: func(ctx context.Context, c Clients, ns string, o metav1.ListOptions) (runtime.Object, error) {
-			return c.reader().AppsV1().StatefulSets(ns).List(ctx, o)
+			return listSlim(ctx, c, ns, o, func() (*appsv1.StatefulSetList, error) { return c.reader().AppsV1().StatefulSets(ns).List(ctx, o) })
 		},
 		informer: func(c Clients, ns string, tweak func(*metav1.ListOptions)) cache.SharedIndexInformer {
 			return appsinformers.NewFilteredStatefulSetInformer(c.reader(), ns, 0, byNamespace, tweak)
@@ -71,7 +72,7 @@ var resources = []resource{
 		put: func(s *snapshot.Snapshot, objs []runtime.Object) { s.StatefulSets = items[appsv1.StatefulSet](objs) }},
 	{name: "pods", required: true,
 		list: func(ctx context.Context, c Clients, ns string, o metav1.ListOptions) (runtime.Object, error) {
-			return c.reader().CoreV1().Pods(ns).List(ctx, o)
+			return listSlim(ctx, c, ns, o, func() (*corev1.PodList, error) { return c.reader().CoreV1().Pods(ns).List(ctx, o) })
 		},
 		informer: func(c Clients, ns string, tweak func(*metav1.ListOptions)) cache.SharedIndexInformer {
 			return coreinformers.NewFilteredPodInformer(c.reader(), ns, 0, byNamespace, tweak)
@@ -79,7 +80,9 @@ var resources = []resource{
 		put: func(s *snapshot.Snapshot, objs []runtime.Object) { s.Pods = items[corev1.Pod](objs) }},
 	{name: "controllerrevisions", required: true,
 		list: func(ctx context.Context, c Clients, ns string, o metav1.ListOptions) (runtime.Object, error) {
-			return c.reader().AppsV1().ControllerRevisions(ns).List(ctx, o)
+			return listSlim(ctx, c, ns, o, func() (*appsv1.ControllerRevisionList, error) {
+				return c.reader().AppsV1().ControllerRevisions(ns).List(ctx, o)
+			})
 		},
 		informer: func(c Clients, ns string, tweak func(*metav1.ListOptions)) cache.SharedIndexInformer {
 			return appsinformers.NewFilteredControllerRevisionInformer(c.reader(), ns, 0, byNamespace, tweak)
@@ -89,7 +92,9 @@ var resources = []resource{
 		}},
 	{name: "persistentvolumeclaims", required: true,
 		list: func(ctx context.Context, c Clients, ns string, o metav1.ListOptions) (runtime.Object, error) {
-			return c.reader().CoreV1().PersistentVolumeClaims(ns).List(ctx, o)
+			return listSlim(ctx, c, ns, o, func() (*corev1.PersistentVolumeClaimList, error) {
+				return c.reader().CoreV1().PersistentVolumeClaims(ns).List(ctx, o)
+			})
 		},
 		informer: func(c Clients, ns string, tweak func(*metav1.ListOptions)) cache.SharedIndexInformer {
 			return coreinformers.NewFilteredPersistentVolumeClaimInformer(c.reader(), ns, 0, byNamespace, tweak)
@@ -98,7 +103,7 @@ var resources = []resource{
 	{name: "events", fieldSelector: "type=" + corev1.EventTypeWarning,
 		warning: "findings carry no pod events: listing events in %s: %v",
 		list: func(ctx context.Context, c Clients, ns string, o metav1.ListOptions) (runtime.Object, error) {
-			return c.reader().CoreV1().Events(ns).List(ctx, o)
+			return listSlim(ctx, c, ns, o, func() (*corev1.EventList, error) { return c.reader().CoreV1().Events(ns).List(ctx, o) })
 		},
 		informer: func(c Clients, ns string, tweak func(*metav1.ListOptions)) cache.SharedIndexInformer {
 			return coreinformers.NewFilteredEventInformer(c.reader(), ns, 0, byNamespace, tweak)
@@ -107,7 +112,9 @@ var resources = []resource{
 	// StorageClasses explain claims; without them a claim's class is not judged.
 	{name: "storageclasses", clusterScoped: true,
 		list: func(ctx context.Context, c Clients, _ string, o metav1.ListOptions) (runtime.Object, error) {
-			return c.reader().StorageV1().StorageClasses().List(ctx, o)
+			return listSlim(ctx, c, "", o, func() (*storagev1.StorageClassList, error) {
+				return c.reader().StorageV1().StorageClasses().List(ctx, o)
+			})
 		},
 		informer: func(c Clients, _ string, tweak func(*metav1.ListOptions)) cache.SharedIndexInformer {
 			return storageinformers.NewFilteredStorageClassInformer(c.reader(), 0, byNamespace, tweak)
@@ -118,7 +125,7 @@ var resources = []resource{
 	// The governing Services (spec.serviceName): worth a warning only when a StatefulSet names one.
 	{name: "services", warning: "governing Service checks skipped: listing services in %s: %v", warnIf: namesService,
 		list: func(ctx context.Context, c Clients, ns string, o metav1.ListOptions) (runtime.Object, error) {
-			return c.reader().CoreV1().Services(ns).List(ctx, o)
+			return listSlim(ctx, c, ns, o, func() (*corev1.ServiceList, error) { return c.reader().CoreV1().Services(ns).List(ctx, o) })
 		},
 		informer: func(c Clients, ns string, tweak func(*metav1.ListOptions)) cache.SharedIndexInformer {
 			return coreinformers.NewFilteredServiceInformer(c.reader(), ns, 0, byNamespace, tweak)
@@ -130,7 +137,7 @@ var resources = []resource{
 	// terminating needs them, and its finding says its node's state is unknown.
 	{name: "nodes", clusterScoped: true, matters: readyChanged,
 		list: func(ctx context.Context, c Clients, _ string, o metav1.ListOptions) (runtime.Object, error) {
-			return c.reader().CoreV1().Nodes().List(ctx, o)
+			return listSlim(ctx, c, "", o, func() (*corev1.NodeList, error) { return c.reader().CoreV1().Nodes().List(ctx, o) })
 		},
 		informer: func(c Clients, _ string, tweak func(*metav1.ListOptions)) cache.SharedIndexInformer {
 			return coreinformers.NewFilteredNodeInformer(c.reader(), 0, byNamespace, tweak)
@@ -143,7 +150,7 @@ var resources = []resource{
 	{name: "namespaces", clusterScoped: true,
 		when: func(e env) bool { return e.openShift && e.allNamespaces },
 		list: func(ctx context.Context, c Clients, _ string, o metav1.ListOptions) (runtime.Object, error) {
-			return c.reader().CoreV1().Namespaces().List(ctx, o)
+			return listSlim(ctx, c, "", o, func() (*corev1.NamespaceList, error) { return c.reader().CoreV1().Namespaces().List(ctx, o) })
 		},
 		informer: func(c Clients, _ string, tweak func(*metav1.ListOptions)) cache.SharedIndexInformer {
 			return coreinformers.NewFilteredNamespaceInformer(c.reader(), 0, byNamespace, tweak)
@@ -165,6 +172,22 @@ var resources = []resource{
 		put: func(s *snapshot.Snapshot, objs []runtime.Object) { s.ImageStreams = items[imagev1.ImageStream](objs) }},
 }
 
+// listSlim LISTs through c.Read's streaming slim decoder when it has one (slimpb.Lister), else
+// with list.
+func listSlim[L any, PL interface {
+	*L
+	runtime.Object
+}](ctx context.Context, c Clients, ns string, o metav1.ListOptions, list func() (PL, error)) (runtime.Object, error) {
+	if l, ok := c.Read.(slimpb.Lister); ok {
+		into := PL(new(L))
+		if err := l.ListInto(ctx, ns, o, into); err != nil {
+			return nil, err
+		}
+		return into, nil
+	}
+	return list()
+}
+
 // wanted reports whether the kind is read in this environment.
 func (r *resource) wanted(e env) bool { return r.when == nil || r.when(e) }
 
@@ -181,7 +204,7 @@ func (r *resource) namespace(scope string) string {
 // used on purpose (but for ImageStreams, see openshift.ListImageStreams): on most releases a
 // LIST with a limit is read from etcd instead of the watch cache, which at 10k pods is slower and
 // costs the server more than one response.
-func (r *resource) listAll(ctx context.Context, c Clients, ns string) ([]runtime.Object, error) {
+func (r *resource) listAll(ctx context.Context, c Clients, ns string) (runtime.Object, error) {
 	l, err := r.list(ctx, c, r.namespace(ns), listOptions(r))
 	if err != nil {
 		return nil, err
@@ -193,7 +216,7 @@ func (r *resource) listAll(ctx context.Context, c Clients, ns string) ([]runtime
 	for _, o := range objs {
 		_, _ = snapshot.Slim(o)
 	}
-	return objs, nil
+	return l, nil
 }
 
 // listOptions are those of the kind's LIST.

@@ -43,6 +43,8 @@ type unmarshaler interface{ Unmarshal([]byte) error }
 type kind struct {
 	typ    reflect.Type
 	decode func(raw []byte, into runtime.Object) (runtime.Object, error)
+	// stream, for a list kind, decodes the list message from l into into (of type typ).
+	stream func(l *limited, into runtime.Object) error
 }
 
 // kinds are those snapshot.Slim changes, all of them read by gathering: every kind loses its
@@ -103,7 +105,10 @@ func register[T any, L any, PT object[T], PL object[L]](item schema.GroupVersion
 		}); err != nil {
 			return nil, err
 		}
-		items := make([]T, 0, n)
+		var items []T
+		if n > 0 {
+			items = make([]T, 0, n)
+		}
 		err := walk(raw, l, func(num protowire.Number) action {
 			if num == 2 {
 				return custom
@@ -120,6 +125,32 @@ func register[T any, L any, PT object[T], PL object[L]](item schema.GroupVersion
 		// meta.SetList would, without its per-item interface conversions.
 		reflect.ValueOf(l).Elem().FieldByName("Items").Set(reflect.ValueOf(items))
 		return l, nil
+	}, stream: func(ls *limited, into runtime.Object) error {
+		l := into.(PL)
+		*l = *new(L)
+		var items []T
+		for {
+			num, v, done, err := ls.field()
+			if err != nil {
+				return err
+			}
+			if done {
+				break
+			}
+			switch num {
+			case 1: // metadata (ListMeta)
+				if err := l.Unmarshal(protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), v)); err != nil {
+					return err
+				}
+			case 2:
+				items = append(items, *new(T))
+				if err := decodeItem(v, PT(&items[len(items)-1])); err != nil {
+					return err
+				}
+			}
+		}
+		reflect.ValueOf(l).Elem().FieldByName("Items").Set(reflect.ValueOf(items))
+		return nil
 	}}
 }
 

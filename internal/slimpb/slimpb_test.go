@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
+	"testing/iotest"
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
@@ -166,6 +168,14 @@ func TestSlimDecodeIsSlim(t *testing.T) {
 		if d := cmp.Diff(want, got); d != "" {
 			t.Errorf("%s: slim decode differs from Slim(full decode) (-want +got):\n%s", gvk.Kind, d)
 		}
+		// Streamed, as check's LISTs read it, in the worst pieces.
+		streamed, _ := scheme.Scheme.New(gvk)
+		if err := slimpb.DecodeStream(iotest.OneByteReader(bytes.NewReader(data)), streamed); err != nil {
+			t.Fatalf("%s: DecodeStream: %v", gvk.Kind, err)
+		}
+		if d := cmp.Diff(want, streamed); d != "" {
+			t.Errorf("%s: streamed slim decode differs from Slim(full decode) (-want +got):\n%s", gvk.Kind, d)
+		}
 	}
 	for _, k := range []string{"PodList", "NodeList", "StatefulSetList", "ControllerRevisionList", "PersistentVolumeClaimList", "EventList", "ServiceList", "NamespaceList"} {
 		if _, ok := lists[schema.GroupVersionKind{Group: groupOf(k), Version: "v1", Kind: k}]; !ok {
@@ -237,7 +247,7 @@ func TestNotDecoded(t *testing.T) {
 		"an unknown kind":            {cm, nil},
 		"JSON":                       {[]byte(`{"kind":"Pod","apiVersion":"v1"}`), nil},
 		"a pod into another type":    {pod, &corev1.Node{}},
-		"a pod into an unstructured": {pod, &metav1.PartialObjectMetadata{}},
+		"a pod into metadata":       {pod, &metav1.PartialObjectMetadata{}},
 	} {
 		if _, _, ok, err := slimpb.Decode(tc.data, tc.into); ok || err != nil {
 			t.Errorf("%s: decoded (%v, %v)", name, ok, err)
@@ -250,16 +260,33 @@ func TestNotDecoded(t *testing.T) {
 	}
 }
 
+// TestDecodeStreamJSON: a LIST answered in JSON is decoded whole, as usual.
+func TestDecodeStreamJSON(t *testing.T) {
+	var list corev1.PodList
+	body := `{"kind":"PodList","apiVersion":"v1","items":[{"metadata":{"name":"db-0"}}]}`
+	if err := slimpb.DecodeStream(strings.NewReader(body), &list); err != nil || len(list.Items) != 1 || list.Items[0].Name != "db-0" {
+		t.Errorf("got %+v, %v", list, err)
+	}
+	if err := slimpb.DecodeStream(strings.NewReader(body), &corev1.ConfigMapList{}); err == nil {
+		t.Error("a list type slimpb does not know: no error")
+	}
+}
+
 // TestMalformed: every truncation and many single-byte changes of valid bodies decode to an
 // object or an error, never a panic (FuzzDecode explores further).
 func TestMalformed(t *testing.T) {
 	for _, seed := range seeds(t) {
 		for i := 0; i < len(seed); i++ {
 			_, _, _, _ = slimpb.Decode(seed[:i], nil)
+			// (The envelope's last 4 bytes are its empty contentEncoding and contentType.)
+			if err := slimpb.DecodeStream(bytes.NewReader(seed[:i]), &corev1.PodList{}); err == nil && i < len(seed)-4 {
+				t.Errorf("a body cut at %d of %d bytes streamed without an error", i, len(seed))
+			}
 			for _, b := range []byte{0x00, 0x01, 0x7f, 0x80, 0xff, seed[i] ^ 0x08} {
 				mutated := bytes.Clone(seed)
 				mutated[i] = b
 				_, _, _, _ = slimpb.Decode(mutated, nil)
+				_ = slimpb.DecodeStream(bytes.NewReader(mutated), &corev1.PodList{})
 			}
 		}
 	}
@@ -293,5 +320,6 @@ func FuzzDecode(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		_, _, _, _ = slimpb.Decode(data, nil)
 		_, _, _, _ = slimpb.Decode(data, &corev1.PodList{})
+		_ = slimpb.DecodeStream(bytes.NewReader(data), &corev1.PodList{})
 	})
 }

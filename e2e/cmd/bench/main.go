@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"regexp"
 	"runtime"
@@ -61,6 +62,8 @@ func run() error {
 	workers := flag.Int("workers", 32, "parallel creates")
 	watchRate := flag.Float64("watch-rate", 110, "pod status updates per second while measuring watch")
 	watchSeconds := flag.Float64("watch-seconds", 15, "longest load on watch, in seconds (fewer when the healthy sets run out, one pod each; 0: skip watch)")
+	useKubeconfig := flag.String("kubeconfig", "", "measure the cluster of this kubeconfig, made by -hold with the same -sets and -replicas, instead of creating one")
+	hold := flag.Bool("hold", false, "after creating the cluster and checking its findings, print its kubeconfig and keep it until interrupted (no measurements)")
 	kubectlMaxPods := flag.Int("kubectl-max-pods", 20000, "skip the kubectl baseline above this many pods (kubectl get -o json needed 12 GiB at 100k pods)")
 	flag.Parse()
 
@@ -73,34 +76,50 @@ func run() error {
 	}
 
 	ctx := context.Background()
-	c := cluster.New("e2e/_artifacts/bench")
-	c.APIServerOnly = true
-	start := time.Now()
-	kubeconfig, err := c.Create(ctx)
-	if err != nil {
-		return err
+	syn := synth.Generate(*sets, *replicas, max(1, *sets/10))
+	kubeconfig := *useKubeconfig
+	n := len(syn.StatefulSets) + len(syn.Pods) + len(syn.Revisions) + len(syn.PVCs) + len(syn.ImageStreams)
+	if kubeconfig == "" {
+		c := cluster.New("e2e/_artifacts/bench")
+		c.APIServerOnly = true
+		start := time.Now()
+		if kubeconfig, err = c.Create(ctx); err != nil {
+			return err
+		}
+		defer c.Destroy(context.Background())
+		cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+		if err != nil {
+			return err
+		}
+		cfg.QPS, cfg.Burst = 5000, 5000
+		if err := cluster.InstallImageStreamCRD(ctx, cfg); err != nil {
+			return err
+		}
+		fmt.Printf("kube-apiserver + etcd up in %s\n", time.Since(start).Round(100*time.Millisecond))
+		start = time.Now()
+		if n, err = populate(ctx, cfg, syn, *workers); err != nil {
+			return err
+		}
+		fmt.Printf("created %d objects (%d StatefulSets × %d replicas, their revisions, PVCs, ImageStreams) in %s\n",
+			n, *sets, *replicas, time.Since(start).Round(100*time.Millisecond))
 	}
-	defer c.Destroy(context.Background())
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		return err
 	}
 	cfg.QPS, cfg.Burst = 5000, 5000
-	if err := cluster.InstallImageStreamCRD(ctx, cfg); err != nil {
-		return err
-	}
-	fmt.Printf("kube-apiserver + etcd up in %s\n", time.Since(start).Round(100*time.Millisecond))
-
-	syn := synth.Generate(*sets, *replicas, max(1, *sets/10))
-	start = time.Now()
-	n, err := populate(ctx, cfg, syn, *workers)
-	if err != nil {
-		return err
-	}
-	fmt.Printf("created %d objects (%d StatefulSets × %d replicas, their revisions, PVCs, ImageStreams) in %s\n",
-		n, *sets, *replicas, time.Since(start).Round(100*time.Millisecond))
 
 	env := append(os.Environ(), "KUBECONFIG="+kubeconfig, "STSDIAG_REQUEST_STATS=1")
+	if *hold {
+		if err := verifyFindings(env, *stsdiag, syn.Expected); err != nil {
+			return err
+		}
+		fmt.Printf("cluster held until interrupted: KUBECONFIG=%s\n", kubeconfig)
+		sig, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		<-sig.Done()
+		return nil
+	}
 	withKubectl := *sets**replicas <= *kubectlMaxPods
 	var kubectl, check, raw, decoded []sample
 	for i := 0; i < *reps; i++ {
