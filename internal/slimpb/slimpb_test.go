@@ -244,10 +244,10 @@ func TestNotDecoded(t *testing.T) {
 		data []byte
 		into runtime.Object
 	}{
-		"an unknown kind":            {cm, nil},
-		"JSON":                       {[]byte(`{"kind":"Pod","apiVersion":"v1"}`), nil},
-		"a pod into another type":    {pod, &corev1.Node{}},
-		"a pod into metadata":       {pod, &metav1.PartialObjectMetadata{}},
+		"an unknown kind":         {cm, nil},
+		"JSON":                    {[]byte(`{"kind":"Pod","apiVersion":"v1"}`), nil},
+		"a pod into another type": {pod, &corev1.Node{}},
+		"a pod into metadata":     {pod, &metav1.PartialObjectMetadata{}},
 	} {
 		if _, _, ok, err := slimpb.Decode(tc.data, tc.into); ok || err != nil {
 			t.Errorf("%s: decoded (%v, %v)", name, ok, err)
