@@ -63,6 +63,7 @@ func run() error {
 	watchRate := flag.Float64("watch-rate", 110, "pod status updates per second while measuring watch")
 	watchSeconds := flag.Float64("watch-seconds", 15, "longest load on watch, in seconds (fewer when the healthy sets run out, one pod each; 0: skip watch)")
 	useKubeconfig := flag.String("kubeconfig", "", "measure the cluster of this kubeconfig, made by -hold with the same -sets and -replicas, instead of creating one")
+	profile := flag.String("profile", "", "write CPU and heap profiles of one more check -A and of watch to this directory (make bench PROFILE=1)")
 	hold := flag.Bool("hold", false, "after creating the cluster and checking its findings, print its kubeconfig and keep it until interrupted (no measurements)")
 	kubectlMaxPods := flag.Int("kubectl-max-pods", 20000, "skip the kubectl baseline above this many pods (kubectl get -o json needed 12 GiB at 100k pods)")
 	flag.Parse()
@@ -147,10 +148,23 @@ func run() error {
 	if err := verifyFindings(env, *stsdiag, syn.Expected); err != nil {
 		return err
 	}
+	watchEnv := env
+	if *profile != "" {
+		if err := os.MkdirAll(*profile, 0o755); err != nil {
+			return err
+		}
+		p := func(name string) string { return filepath.Join(*profile, name) }
+		checkEnv := append(env[:len(env):len(env)], "STSDIAG_CPUPROFILE="+p("check.cpu.pprof"), "STSDIAG_HEAPPROFILE="+p("check.heap.pprof"))
+		if _, err := measure(tl, checkEnv, *stsdiag, "check", "-A", "-o", "json", "--fail-on", "never"); err != nil {
+			return err
+		}
+		watchEnv = append(env[:len(env):len(env)], "STSDIAG_CPUPROFILE="+p("watch.cpu.pprof"), "STSDIAG_HEAPPROFILE="+p("watch.heap.pprof"))
+		fmt.Printf("profiles of check -A and watch in %s (go tool pprof -top %s %s)\n", *profile, *stsdiag, p("check.cpu.pprof"))
+	}
 	// After the check measurements: the load changes pods, and so the findings.
 	var w *watchResult
 	if *watchSeconds > 0 {
-		w, err = measureWatch(ctx, cfg, env, *stsdiag, syn, watchLoad{rate: *watchRate, duration: time.Duration(*watchSeconds * float64(time.Second)),
+		w, err = measureWatch(ctx, cfg, watchEnv, *stsdiag, syn, watchLoad{rate: *watchRate, duration: time.Duration(*watchSeconds * float64(time.Second)),
 			workers: 16, logPath: "e2e/_artifacts/bench/watch.log"})
 		if err != nil {
 			return fmt.Errorf("watch: %w", err)
