@@ -128,6 +128,12 @@ func register[T any, L any, PT object[T], PL object[L]](item schema.GroupVersion
 	}, stream: func(ls *limited, into runtime.Object) error {
 		l := into.(PL)
 		*l = *new(L)
+		// The number of items is not known before the end; the size of the list is. The
+		// items' slice is sized from the bytes per item so far, with a tenth more: one
+		// allocation for a list of similar objects, where append would copy them again and
+		// again (it grows a large slice by 1.25×; a pod is over 1 KiB: at 100k pods that was a
+		// fifth of check's CPU).
+		total := ls.left
 		var items []T
 		for {
 			num, v, done, err := ls.field()
@@ -143,6 +149,9 @@ func register[T any, L any, PT object[T], PL object[L]](item schema.GroupVersion
 					return err
 				}
 			case 2:
+				if len(items) == cap(items) {
+					items = grow(items, total-ls.left-len(v), ls.left+len(v))
+				}
 				items = append(items, *new(T))
 				if err := decodeItem(v, PT(&items[len(items)-1])); err != nil {
 					return err
@@ -152,6 +161,19 @@ func register[T any, L any, PT object[T], PL object[L]](item schema.GroupVersion
 		reflect.ValueOf(l).Elem().FieldByName("Items").Set(reflect.ValueOf(items))
 		return nil
 	}}
+}
+
+// grow returns items with room for the rest of a list: read bytes hold the items so far, left
+// bytes the rest.
+func grow[T any](items []T, read, left int) []T {
+	n := 64
+	if len(items) > 0 && read > 0 {
+		perItem := max(1, read/len(items))
+		n = left/perItem + left/perItem/10 + 64
+	}
+	grown := make([]T, len(items), len(items)+n)
+	copy(grown, items)
+	return grown
 }
 
 // Decode decodes a protobuf body in the Kubernetes envelope into the slim object of its kind

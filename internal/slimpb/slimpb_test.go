@@ -2,6 +2,7 @@ package slimpb_test
 
 import (
 	"bytes"
+	"fmt"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -322,4 +323,33 @@ func FuzzDecode(f *testing.F) {
 		_, _, _, _ = slimpb.Decode(data, &corev1.PodList{})
 		_ = slimpb.DecodeStream(bytes.NewReader(data), &corev1.PodList{})
 	})
+}
+
+// TestDecodeStreamManyItems: long lists stream whole and in order; the items' slice is sized
+// from the list's bytes: for objects of one size, once and about right (not 1.25× at a time).
+func TestDecodeStreamManyItems(t *testing.T) {
+	for name, labelSize := range map[string]func(i int) int{
+		"one size":      func(int) int { return 10 },
+		"growing sizes": func(i int) int { return i / 30 },
+	} {
+		list := &corev1.PodList{}
+		for i := 0; i < 9000; i++ {
+			list.Items = append(list.Items, corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("p-%05d", i),
+				Labels: map[string]string{"app": strings.Repeat("x", labelSize(i))}}})
+		}
+		data, err := slimpb.Encode(list, corev1.SchemeGroupVersion.WithKind("PodList"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got corev1.PodList
+		if err := slimpb.DecodeStream(bytes.NewReader(data), &got); err != nil {
+			t.Fatal(err)
+		}
+		if d := cmp.Diff(list, &got); d != "" {
+			t.Errorf("%s: (-want +got):\n%s", name, d)
+		}
+		if name == "one size" && cap(got.Items) > len(got.Items)*12/10 {
+			t.Errorf("%s: %d items in a slice of capacity %d", name, len(got.Items), cap(got.Items))
+		}
+	}
 }
