@@ -199,7 +199,8 @@ func (r *resource) namespace(scope string) string {
 	return scope
 }
 
-// listAll reads every object of the kind, slimmed, with a single unpaged LIST: one request
+// listAll reads every object of the kind, slimmed (through c.Read, slimpb: streamed and decoded
+// slim as it arrives), with a single unpaged LIST: one request
 // whatever the cluster's size, served from the apiserver's watch cache. client-go's pager is not
 // used on purpose (but for ImageStreams, see openshift.ListImageStreams): on most releases a
 // LIST with a limit is read from etcd instead of the watch cache, which at 10k pods is slower and
