@@ -102,11 +102,13 @@ deploy-demo: build cluster-bins
 cluster: build cluster-bins
 	$(GO) run ./e2e/cmd/localcluster up -stsdiag $(BIN)
 
-## bench: check -A vs kubectl get -A on a synthetic cluster (SETS=2000 for 10k pods)
+## bench: check -A vs its floors (the raw and the decoded LISTs) and kubectl get -A on a synthetic
+## cluster (SETS=2000 for 10k pods); PROFILE=1 writes CPU and heap profiles of check and watch
+## to e2e/_artifacts/bench/profiles
 SETS ?= 200
 REPS ?= 5
 bench: build cluster-bins
-	$(GO) run ./e2e/cmd/bench -sets $(SETS) -replicas 5 -reps $(REPS) -stsdiag $(BIN)
+	$(GO) run ./e2e/cmd/bench -sets $(SETS) -replicas 5 -reps $(REPS) -stsdiag $(BIN) $(if $(PROFILE),-profile e2e/_artifacts/bench/profiles)
 
 ## image: the container image of `stsdiag watch`, built without a container engine and without
 ## network (release/ociimage): an OCI layout in bin/image and a tarball bin/image.tar (docker/podman load)

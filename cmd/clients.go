@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/stsdiag/stsdiag/internal/gather"
+	"github.com/stsdiag/stsdiag/internal/slimpb"
 )
 
 // defaultRequestTimeout bounds each request of the one-shot commands; wait and watch hold
@@ -23,7 +24,7 @@ import (
 const defaultRequestTimeout = 30 * time.Second
 
 // clients builds the API clients from the kubeconfig flags. Kubernetes types are read as
-// protobuf; ImageStreams (often a CRD off OpenShift) as JSON. requestTimeout applies unless
+// protobuf (gathering's decoded slim, slimpb); ImageStreams (often a CRD off OpenShift) as JSON. requestTimeout applies unless
 // --request-timeout is set; 0 means none.
 func clients(flags *genericclioptions.ConfigFlags, requestTimeout time.Duration) (gather.Clients, error) {
 	config, err := flags.ToRESTConfig()
@@ -60,7 +61,12 @@ func clients(flags *genericclioptions.ConfigFlags, requestTimeout time.Duration)
 	if err != nil {
 		return gather.Clients{}, err
 	}
-	return gather.Clients{Kube: kube, Image: image, Dynamic: dyn}, nil
+	// Gathering's LISTs and WATCHes decode only what diagnosis reads; repairs write through kube.
+	read, err := slimpb.NewClientset(protoConfig, kube)
+	if err != nil {
+		return gather.Clients{}, err
+	}
+	return gather.Clients{Kube: kube, Image: image, Dynamic: dyn, Read: read}, nil
 }
 
 // namespace returns the namespace in scope: "" with -A, else -n or the kubeconfig's.

@@ -52,9 +52,11 @@ func Main(args []string, in io.Reader, out, errOut io.Writer) int {
 // run runs the command line with ctx and returns the exit code.
 func run(ctx context.Context, args []string, streams genericiooptions.IOStreams) int {
 	silenceKlog()
+	stopProfiles := startProfiles(streams.ErrOut)
 	root := NewRootCommand(streams)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
+	stopProfiles()
 	if os.Getenv("STSDIAG_REQUEST_STATS") != "" {
 		fmt.Fprintf(streams.ErrOut, "stsdiag: %d HTTP requests\n", requests.Load())
 	}

@@ -6,6 +6,7 @@ package gather
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"sort"
 	"strings"
 	"sync"
@@ -15,6 +16,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -31,6 +33,17 @@ type Clients struct {
 	Kube    kubernetes.Interface
 	Image   imageclient.Interface
 	Dynamic dynamic.Interface
+	// Read, if set, serves the LISTs and WATCHes of the resource table instead of Kube: a
+	// clientset decoding only what diagnosis reads (slimpb.NewClientset). Never written through.
+	Read kubernetes.Interface
+}
+
+// reader is the clientset of the resource table's LISTs and WATCHes.
+func (c Clients) reader() kubernetes.Interface {
+	if c.Read != nil {
+		return c.Read
+	}
+	return c.Kube
 }
 
 // Scope selects what to gather.
@@ -91,7 +104,14 @@ func Gather(ctx context.Context, c Clients, scope Scope) (*snapshot.Snapshot, []
 		case l.err != nil:
 			missing = append(missing, unread{&resources[i], l.err})
 		case l.read:
-			resources[i].put(s, l.objs)
+			resources[i].put(s, nil)
+			if !setItems(s, l.list) {
+				objs, err := meta.ExtractList(l.list)
+				if err != nil {
+					return nil, nil, err
+				}
+				resources[i].put(s, objs)
+			}
 		}
 	}
 	warns := warnings(s, scope.Namespace, missing)
@@ -106,7 +126,7 @@ func Gather(ctx context.Context, c Clients, scope Scope) (*snapshot.Snapshot, []
 // listing is what one LIST of the resource table gave.
 type listing struct {
 	read bool
-	objs []runtime.Object
+	list runtime.Object
 	// err is set when an optional kind could not be read.
 	err error
 }
@@ -137,15 +157,37 @@ func listResources(ctx context.Context, c Clients, scope Scope, s *snapshot.Snap
 					return err
 				}
 			}
-			objs, err := r.listAll(gctx, c, scope.Namespace)
+			list, err := r.listAll(gctx, c, scope.Namespace)
 			if err != nil && r.required {
 				return r.listError(scope.Namespace, err)
 			}
-			out[i] = listing{read: err == nil, objs: objs, err: err}
+			out[i] = listing{read: err == nil, list: list, err: err}
 			return nil
 		})
 	}
 	return out, g.Wait()
+}
+
+// setItems stores the items of a LIST in the snapshot's field of their type, in place: at 100k
+// pods a copy would double their memory.
+// It reports false when the snapshot has no such field (then put the items).
+func setItems(s *snapshot.Snapshot, list runtime.Object) bool {
+	v := reflect.ValueOf(list)
+	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+		return false
+	}
+	items := v.Elem().FieldByName("Items")
+	if !items.IsValid() {
+		return false
+	}
+	fields := reflect.ValueOf(s).Elem()
+	for i := 0; i < fields.NumField(); i++ {
+		if f := fields.Field(i); f.Type() == items.Type() {
+			f.Set(items)
+			return true
+		}
+	}
+	return false
 }
 
 // selectStatefulSets marks the StatefulSets in scope. All StatefulSets of the namespace stay in the

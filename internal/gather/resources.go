@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/stsdiag/stsdiag/internal/openshift"
+	"github.com/stsdiag/stsdiag/internal/slimpb"
 	"github.com/stsdiag/stsdiag/internal/snapshot"
 )
 
@@ -63,54 +64,60 @@ var byNamespace = cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexF
 var resources = []resource{
 	{name: "statefulsets", required: true,
 		list: func(ctx context.Context, c Clients, ns string, o metav1.ListOptions) (runtime.Object, error) {
-			return c.Kube.AppsV1().StatefulSets(ns).List(ctx, o)
+			return listSlim(ctx, c, ns, o, func() (*appsv1.StatefulSetList, error) { return c.reader().AppsV1().StatefulSets(ns).List(ctx, o) })
 		},
 		informer: func(c Clients, ns string, tweak func(*metav1.ListOptions)) cache.SharedIndexInformer {
-			return appsinformers.NewFilteredStatefulSetInformer(c.Kube, ns, 0, byNamespace, tweak)
+			return appsinformers.NewFilteredStatefulSetInformer(c.reader(), ns, 0, byNamespace, tweak)
 		},
 		put: func(s *snapshot.Snapshot, objs []runtime.Object) { s.StatefulSets = items[appsv1.StatefulSet](objs) }},
 	{name: "pods", required: true,
 		list: func(ctx context.Context, c Clients, ns string, o metav1.ListOptions) (runtime.Object, error) {
-			return c.Kube.CoreV1().Pods(ns).List(ctx, o)
+			return listSlim(ctx, c, ns, o, func() (*corev1.PodList, error) { return c.reader().CoreV1().Pods(ns).List(ctx, o) })
 		},
 		informer: func(c Clients, ns string, tweak func(*metav1.ListOptions)) cache.SharedIndexInformer {
-			return coreinformers.NewFilteredPodInformer(c.Kube, ns, 0, byNamespace, tweak)
+			return coreinformers.NewFilteredPodInformer(c.reader(), ns, 0, byNamespace, tweak)
 		},
 		put: func(s *snapshot.Snapshot, objs []runtime.Object) { s.Pods = items[corev1.Pod](objs) }},
 	{name: "controllerrevisions", required: true,
 		list: func(ctx context.Context, c Clients, ns string, o metav1.ListOptions) (runtime.Object, error) {
-			return c.Kube.AppsV1().ControllerRevisions(ns).List(ctx, o)
+			return listSlim(ctx, c, ns, o, func() (*appsv1.ControllerRevisionList, error) {
+				return c.reader().AppsV1().ControllerRevisions(ns).List(ctx, o)
+			})
 		},
 		informer: func(c Clients, ns string, tweak func(*metav1.ListOptions)) cache.SharedIndexInformer {
-			return appsinformers.NewFilteredControllerRevisionInformer(c.Kube, ns, 0, byNamespace, tweak)
+			return appsinformers.NewFilteredControllerRevisionInformer(c.reader(), ns, 0, byNamespace, tweak)
 		},
 		put: func(s *snapshot.Snapshot, objs []runtime.Object) {
 			s.Revisions = items[appsv1.ControllerRevision](objs)
 		}},
 	{name: "persistentvolumeclaims", required: true,
 		list: func(ctx context.Context, c Clients, ns string, o metav1.ListOptions) (runtime.Object, error) {
-			return c.Kube.CoreV1().PersistentVolumeClaims(ns).List(ctx, o)
+			return listSlim(ctx, c, ns, o, func() (*corev1.PersistentVolumeClaimList, error) {
+				return c.reader().CoreV1().PersistentVolumeClaims(ns).List(ctx, o)
+			})
 		},
 		informer: func(c Clients, ns string, tweak func(*metav1.ListOptions)) cache.SharedIndexInformer {
-			return coreinformers.NewFilteredPersistentVolumeClaimInformer(c.Kube, ns, 0, byNamespace, tweak)
+			return coreinformers.NewFilteredPersistentVolumeClaimInformer(c.reader(), ns, 0, byNamespace, tweak)
 		},
 		put: func(s *snapshot.Snapshot, objs []runtime.Object) { s.PVCs = items[corev1.PersistentVolumeClaim](objs) }},
 	{name: "events", fieldSelector: "type=" + corev1.EventTypeWarning,
 		warning: "findings carry no pod events: listing events in %s: %v",
 		list: func(ctx context.Context, c Clients, ns string, o metav1.ListOptions) (runtime.Object, error) {
-			return c.Kube.CoreV1().Events(ns).List(ctx, o)
+			return listSlim(ctx, c, ns, o, func() (*corev1.EventList, error) { return c.reader().CoreV1().Events(ns).List(ctx, o) })
 		},
 		informer: func(c Clients, ns string, tweak func(*metav1.ListOptions)) cache.SharedIndexInformer {
-			return coreinformers.NewFilteredEventInformer(c.Kube, ns, 0, byNamespace, tweak)
+			return coreinformers.NewFilteredEventInformer(c.reader(), ns, 0, byNamespace, tweak)
 		},
 		put: func(s *snapshot.Snapshot, objs []runtime.Object) { s.Events = items[corev1.Event](objs) }},
 	// StorageClasses explain claims; without them a claim's class is not judged.
 	{name: "storageclasses", clusterScoped: true,
 		list: func(ctx context.Context, c Clients, _ string, o metav1.ListOptions) (runtime.Object, error) {
-			return c.Kube.StorageV1().StorageClasses().List(ctx, o)
+			return listSlim(ctx, c, "", o, func() (*storagev1.StorageClassList, error) {
+				return c.reader().StorageV1().StorageClasses().List(ctx, o)
+			})
 		},
 		informer: func(c Clients, _ string, tweak func(*metav1.ListOptions)) cache.SharedIndexInformer {
-			return storageinformers.NewFilteredStorageClassInformer(c.Kube, 0, byNamespace, tweak)
+			return storageinformers.NewFilteredStorageClassInformer(c.reader(), 0, byNamespace, tweak)
 		},
 		put: func(s *snapshot.Snapshot, objs []runtime.Object) {
 			s.StorageClasses, s.StorageClassesListed = items[storagev1.StorageClass](objs), true
@@ -118,10 +125,10 @@ var resources = []resource{
 	// The governing Services (spec.serviceName): worth a warning only when a StatefulSet names one.
 	{name: "services", warning: "governing Service checks skipped: listing services in %s: %v", warnIf: namesService,
 		list: func(ctx context.Context, c Clients, ns string, o metav1.ListOptions) (runtime.Object, error) {
-			return c.Kube.CoreV1().Services(ns).List(ctx, o)
+			return listSlim(ctx, c, ns, o, func() (*corev1.ServiceList, error) { return c.reader().CoreV1().Services(ns).List(ctx, o) })
 		},
 		informer: func(c Clients, ns string, tweak func(*metav1.ListOptions)) cache.SharedIndexInformer {
-			return coreinformers.NewFilteredServiceInformer(c.Kube, ns, 0, byNamespace, tweak)
+			return coreinformers.NewFilteredServiceInformer(c.reader(), ns, 0, byNamespace, tweak)
 		},
 		put: func(s *snapshot.Snapshot, objs []runtime.Object) {
 			s.Services, s.ServicesListed = items[corev1.Service](objs), true
@@ -130,10 +137,10 @@ var resources = []resource{
 	// terminating needs them, and its finding says its node's state is unknown.
 	{name: "nodes", clusterScoped: true, matters: readyChanged,
 		list: func(ctx context.Context, c Clients, _ string, o metav1.ListOptions) (runtime.Object, error) {
-			return c.Kube.CoreV1().Nodes().List(ctx, o)
+			return listSlim(ctx, c, "", o, func() (*corev1.NodeList, error) { return c.reader().CoreV1().Nodes().List(ctx, o) })
 		},
 		informer: func(c Clients, _ string, tweak func(*metav1.ListOptions)) cache.SharedIndexInformer {
-			return coreinformers.NewFilteredNodeInformer(c.Kube, 0, byNamespace, tweak)
+			return coreinformers.NewFilteredNodeInformer(c.reader(), 0, byNamespace, tweak)
 		},
 		put: func(s *snapshot.Snapshot, objs []runtime.Object) {
 			s.Nodes, s.NodesListed = items[corev1.Node](objs), true
@@ -143,10 +150,10 @@ var resources = []resource{
 	{name: "namespaces", clusterScoped: true,
 		when: func(e env) bool { return e.openShift && e.allNamespaces },
 		list: func(ctx context.Context, c Clients, _ string, o metav1.ListOptions) (runtime.Object, error) {
-			return c.Kube.CoreV1().Namespaces().List(ctx, o)
+			return listSlim(ctx, c, "", o, func() (*corev1.NamespaceList, error) { return c.reader().CoreV1().Namespaces().List(ctx, o) })
 		},
 		informer: func(c Clients, _ string, tweak func(*metav1.ListOptions)) cache.SharedIndexInformer {
-			return coreinformers.NewFilteredNamespaceInformer(c.Kube, 0, byNamespace, tweak)
+			return coreinformers.NewFilteredNamespaceInformer(c.reader(), 0, byNamespace, tweak)
 		},
 		put: func(s *snapshot.Snapshot, objs []runtime.Object) { s.Namespaces = items[corev1.Namespace](objs) }},
 	{name: "imagestreams", warning: "ImageStream checks skipped: cannot list imagestreams.image.openshift.io: %[2]v",
@@ -165,6 +172,22 @@ var resources = []resource{
 		put: func(s *snapshot.Snapshot, objs []runtime.Object) { s.ImageStreams = items[imagev1.ImageStream](objs) }},
 }
 
+// listSlim LISTs through c.Read's streaming slim decoder when it has one (slimpb.Lister), else
+// with list.
+func listSlim[L any, PL interface {
+	*L
+	runtime.Object
+}](ctx context.Context, c Clients, ns string, o metav1.ListOptions, list func() (PL, error)) (runtime.Object, error) {
+	if l, ok := c.Read.(slimpb.Lister); ok {
+		into := PL(new(L))
+		if err := l.ListInto(ctx, ns, o, into); err != nil {
+			return nil, err
+		}
+		return into, nil
+	}
+	return list()
+}
+
 // wanted reports whether the kind is read in this environment.
 func (r *resource) wanted(e env) bool { return r.when == nil || r.when(e) }
 
@@ -176,13 +199,14 @@ func (r *resource) namespace(scope string) string {
 	return scope
 }
 
-// listAll reads every object of the kind, slimmed, with a single unpaged LIST: one request
+// listAll reads every object of the kind, slimmed (through c.Read, slimpb: streamed and decoded
+// slim as it arrives), with a single unpaged LIST: one request
 // whatever the cluster's size, served from the apiserver's watch cache. client-go's pager is not
 // used on purpose (but for ImageStreams, see openshift.ListImageStreams): on most releases a
 // LIST with a limit is read from etcd instead of the watch cache, which at 10k pods is slower and
 // costs the server more than one response.
-func (r *resource) listAll(ctx context.Context, c Clients, ns string) ([]runtime.Object, error) {
-	l, err := r.list(ctx, c, r.namespace(ns), metav1.ListOptions{FieldSelector: r.fieldSelector})
+func (r *resource) listAll(ctx context.Context, c Clients, ns string) (runtime.Object, error) {
+	l, err := r.list(ctx, c, r.namespace(ns), listOptions(r))
 	if err != nil {
 		return nil, err
 	}
@@ -193,7 +217,12 @@ func (r *resource) listAll(ctx context.Context, c Clients, ns string) ([]runtime
 	for _, o := range objs {
 		_, _ = snapshot.Slim(o)
 	}
-	return objs, nil
+	return l, nil
+}
+
+// listOptions are those of the kind's LIST.
+func listOptions(r *resource) metav1.ListOptions {
+	return metav1.ListOptions{FieldSelector: r.fieldSelector}
 }
 
 // check reads one object of the kind: an informer that may not LIST retries forever and never syncs.

@@ -32,8 +32,8 @@ var (
 )
 
 // TestRunDiagnosesWhatGatheringKeeps: a rule reading a field gathering drops finds it in the raw
-// objects, yet fails the scenario runner, which diagnoses every object through snapshot.Slim (as
-// Gather and Live do). The stuck and resolver suites run every testdata scenario through that
+// objects, yet fails the scenario runner, which diagnoses every object through snapshot.Slim and
+// through slimpb's protobuf decoding (as Gather and Live do). The stuck and resolver suites run every testdata scenario through that
 // runner, so such a rule cannot pass its scenario and then see a zero value in production: keep
 // the field in snapshot.Slim instead. The same rule reading a kept field passes.
 func TestRunDiagnosesWhatGatheringKeeps(t *testing.T) {
@@ -44,26 +44,28 @@ func TestRunDiagnosesWhatGatheringKeeps(t *testing.T) {
 	if findings, _ := readsProbe(raw, nil); len(findings) != 1 {
 		t.Fatalf("the raw objects give %d findings, want 1", len(findings))
 	}
-	t.Run("a dropped field fails", func(t *testing.T) {
-		r := runCheck(readsProbe)
-		if got := strings.Join(r.log, "\n"); got != "got 0 findings, want 1:\nnull" {
-			t.Errorf("the runner reported %q, want the finding missing", got)
-		}
-	})
-	t.Run("a kept field passes", func(t *testing.T) {
-		if r := runCheck(readsImage); len(r.log) != 0 {
-			t.Errorf("the runner reported %q", r.log)
-		}
-	})
+	for name, read := range map[string]func(*snapshot.Snapshot) error{"Slim": slim, "protobuf": slimDecode} {
+		t.Run(name+": a dropped field fails", func(t *testing.T) {
+			r := runCheck(readsProbe, read)
+			if got := strings.Join(r.log, "\n"); got != "got 0 findings, want 1:\nnull" {
+				t.Errorf("the runner reported %q, want the finding missing", got)
+			}
+		})
+		t.Run(name+": a kept field passes", func(t *testing.T) {
+			if r := runCheck(readsImage, read); len(r.log) != 0 {
+				t.Errorf("the runner reported %q", r.log)
+			}
+		})
+	}
 }
 
-// runCheck runs the scenario through Run's check, recording its failures.
-func runCheck(rule Diagnosis) *recorder {
+// runCheck runs the scenario through Run's check, its objects read by read, recording its failures.
+func runCheck(rule Diagnosis, read func(*snapshot.Snapshot) error) *recorder {
 	r := &recorder{}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		check(r, scenario, rule)
+		check(r, scenario, rule, read)
 	}()
 	<-done
 	return r

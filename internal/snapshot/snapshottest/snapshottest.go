@@ -11,9 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/internal/slimpb"
 	"github.com/stsdiag/stsdiag/internal/snapshot"
 )
 
@@ -39,8 +41,10 @@ type Expectation struct {
 type Diagnosis func(snap *snapshot.Snapshot, gates map[string]bool) ([]apiv1.Finding, []apiv1.StatefulSetSummary)
 
 // Run runs every scenario folder under root (a folder holding objects.yaml and expected.yaml).
-// The objects are diagnosed as gathering reads them, through snapshot.Slim: a rule that reads a
-// field Slim drops sees its zero value here as in production, and its scenario fails.
+// The objects are diagnosed as gathering reads them, both ways: through snapshot.Slim (informer
+// transforms, JSON responses), and, in the subtest "protobuf", encoded as the API server's
+// protobuf and decoded by slimpb (check's LISTs, watch's informers). A rule that reads a field
+// either drops sees its zero value here as in production, and its scenario fails.
 func Run(t *testing.T, root string, diagnose Diagnosis) {
 	files, err := filepath.Glob(filepath.Join(root, "*", "objects.yaml"))
 	if err != nil || len(files) == 0 {
@@ -48,17 +52,22 @@ func Run(t *testing.T, root string, diagnose Diagnosis) {
 	}
 	for _, file := range files {
 		dir := filepath.Dir(file)
-		t.Run(filepath.Base(dir), func(t *testing.T) { check(t, dir, diagnose) })
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			check(t, dir, diagnose, slim)
+			t.Run("protobuf", func(t *testing.T) { check(t, dir, diagnose, slimDecode) })
+		})
 	}
 }
 
-// check runs the scenario of one folder.
-func check(t testing.TB, dir string, diagnose Diagnosis) {
+// check runs the scenario of one folder, its objects read by read.
+func check(t testing.TB, dir string, diagnose Diagnosis, read func(*snapshot.Snapshot) error) {
 	snap, err := snapshot.LoadFile(filepath.Join(dir, "objects.yaml"), Now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	slim(snap)
+	if err := read(snap); err != nil {
+		t.Fatal(err)
+	}
 	var want Expectation
 	data, err := os.ReadFile(filepath.Join(dir, "expected.yaml"))
 	if err != nil {
@@ -94,15 +103,41 @@ func check(t testing.TB, dir string, diagnose Diagnosis) {
 
 // slim applies the production transform (snapshot.Slim) to every object of the snapshot: to
 // each element of each of its slices, whatever kinds it holds now or later.
-func slim(snap *snapshot.Snapshot) {
+func slim(snap *snapshot.Snapshot) error {
+	return eachObject(snap, func(obj any) error {
+		_, err := snapshot.Slim(obj)
+		return err
+	})
+}
+
+// slimDecode reads every object of the snapshot as check's LISTs do: encoded as the API
+// server's protobuf and decoded by slimpb, or, for kinds it does not decode (ImageStreams, read
+// as JSON), through snapshot.Slim.
+func slimDecode(snap *snapshot.Snapshot) error {
+	return eachObject(snap, func(obj any) error {
+		if o, ok := obj.(runtime.Object); ok {
+			if decoded, err := slimpb.RoundTrip(o); decoded || err != nil {
+				return err
+			}
+		}
+		_, err := snapshot.Slim(obj)
+		return err
+	})
+}
+
+// eachObject calls fn with each element of each slice of the snapshot.
+func eachObject(snap *snapshot.Snapshot, fn func(any) error) error {
 	fields := reflect.ValueOf(snap).Elem()
 	for i := 0; i < fields.NumField(); i++ {
 		if f := fields.Field(i); f.Kind() == reflect.Slice {
 			for j := 0; j < f.Len(); j++ {
-				_, _ = snapshot.Slim(f.Index(j).Addr().Interface())
+				if err := fn(f.Index(j).Addr().Interface()); err != nil {
+					return err
+				}
 			}
 		}
 	}
+	return nil
 }
 
 func toMaps(t testing.TB, findings []apiv1.Finding) []map[string]any {
