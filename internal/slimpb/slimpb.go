@@ -58,7 +58,7 @@ func init() {
 	core := corev1.SchemeGroupVersion
 	register[corev1.Pod, corev1.PodList](core.WithKind("Pod"), decodePod)
 	register[corev1.Node, corev1.NodeList](core.WithKind("Node"), decodeNode)
-	register[corev1.PersistentVolumeClaim, corev1.PersistentVolumeClaimList](core.WithKind("PersistentVolumeClaim"), decodeObject)
+	register[corev1.PersistentVolumeClaim, corev1.PersistentVolumeClaimList](core.WithKind("PersistentVolumeClaim"), decodeClaim)
 	register[corev1.Event, corev1.EventList](core.WithKind("Event"), decodeObject)
 	register[corev1.Service, corev1.ServiceList](core.WithKind("Service"), decodeObject)
 	register[corev1.Namespace, corev1.NamespaceList](core.WithKind("Namespace"), decodeObject)
@@ -494,6 +494,26 @@ func decodeVolume(b []byte, spec *corev1.PodSpec) error {
 			VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: v.PersistentVolumeClaim}})
 	}
 	return err
+}
+
+// decodeClaim keeps what snapshot.Slim keeps of a PVC (core/v1/generated.proto@v0.35.4):
+// PersistentVolumeClaim: metadata = 1, spec = 2, status = 3; PersistentVolumeClaimSpec:
+// storageClassName = 5; PersistentVolumeClaimStatus: phase = 1.
+func decodeClaim(b []byte, pvc *corev1.PersistentVolumeClaim) error {
+	return walk(b, pvc, func(num protowire.Number) action {
+		if num >= 1 && num <= 3 {
+			return custom
+		}
+		return drop
+	}, func(num protowire.Number, v []byte) error {
+		switch num {
+		case 1:
+			return decodeMeta(v, &pvc.ObjectMeta)
+		case 2:
+			return walk(v, &pvc.Spec, keepOnly(5), nil)
+		}
+		return walk(v, &pvc.Status, keepOnly(1), nil)
+	})
 }
 
 // decodeNode keeps a node's metadata and spec and, of its status, its conditions

@@ -110,7 +110,12 @@ func rich() []marshaler {
 		Status: appsv1.StatefulSetStatus{Replicas: 3, CurrentRevision: "db-a", UpdateRevision: "db-b"}}
 	rev := &appsv1.ControllerRevision{ObjectMeta: meta("db-a", nil), Revision: 2, Data: runtime.RawExtension{Raw: []byte(`{"spec":{}}`)}}
 	event := &corev1.Event{ObjectMeta: meta("db-0.1", nil), InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: "db-0"}, Reason: "BackOff", Message: "m", Count: 3, Type: "Warning"}
-	return []marshaler{pod, onlyApplied, emptyApplied, node, set, rev, event, &corev1.PersistentVolumeClaim{ObjectMeta: meta("data-db-0", nil)},
+	claim := &corev1.PersistentVolumeClaim{ObjectMeta: meta("data-db-0", nil),
+		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, StorageClassName: ptr.To("fast"),
+			VolumeName: "pv-1", Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}},
+		Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound, Capacity: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
+			Conditions: []corev1.PersistentVolumeClaimCondition{{Type: corev1.PersistentVolumeClaimResizing, Status: corev1.ConditionTrue}}}}
+	return []marshaler{pod, onlyApplied, emptyApplied, node, set, rev, event, claim,
 		&corev1.Service{ObjectMeta: meta("db", nil), Spec: corev1.ServiceSpec{ClusterIP: "None"}}, &corev1.Namespace{ObjectMeta: meta("shop", nil)}}
 }
 

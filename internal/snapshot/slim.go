@@ -10,7 +10,8 @@ const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 
 // Slim keeps what diagnosis reads of an object, in place: managedFields and kubectl's
 // last-applied copy go from every object; a pod keeps only its containers' names, images and restart policies (sidecars), its
-// claim volumes, node, grace period and status; a node only its conditions (its status lists every
+// claim volumes, node, grace period and status; a claim its class and phase (its sizes and access
+// modes are maps and slices no rule reads); a node only its conditions (its status lists every
 // image it holds). Gathering applies it to every object it reads (a cache.TransformFunc), so
 // informer caches of large clusters hold a fraction of the objects (watch's memory target). The
 // scenario tests (snapshottest.Run) apply it too: a rule reading a field it drops fails there.
@@ -27,6 +28,9 @@ func Slim(obj any) (any, error) {
 		slimPod(o)
 	case *corev1.Node:
 		o.Status = corev1.NodeStatus{Conditions: o.Status.Conditions}
+	case *corev1.PersistentVolumeClaim:
+		o.Spec = corev1.PersistentVolumeClaimSpec{StorageClassName: o.Spec.StorageClassName}
+		o.Status = corev1.PersistentVolumeClaimStatus{Phase: o.Status.Phase}
 	}
 	return obj, nil
 }
