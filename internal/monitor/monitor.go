@@ -58,6 +58,12 @@ type Options struct {
 	// NoConditions turns off the kstatus Stalled condition written on StatefulSets whose error
 	// finding held for Hold (conditions.go).
 	NoConditions bool
+	// Events is the client Events are posted through (clients.Kube if nil): watch gives it its
+	// own rate limit, so a burst of Events does not wait behind the informers' requests.
+	Events typedcorev1.EventsGetter
+	// EventShards is how many Events are posted at once, each object's always by the same one
+	// of them (events.go; 0: defaultEventShards).
+	EventShards int
 	// Clock times findings, the repair budget and requeues (real time if nil).
 	Clock clock.WithTicker
 }
@@ -108,6 +114,9 @@ func New(c gather.Clients, scope gather.Scope, opts Options, metrics *Metrics) *
 	if opts.Log == nil {
 		opts.Log = io.Discard
 	}
+	if opts.EventShards == 0 {
+		opts.EventShards = defaultEventShards
+	}
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
@@ -124,10 +133,13 @@ func (c *Controller) Ready() bool { return c.ready.Load() }
 
 // Run starts the informers and workers and blocks until ctx ends.
 func (c *Controller) Run(ctx context.Context) error {
-	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.clients.Kube.CoreV1().Events("")})
-	defer broadcaster.Shutdown()
-	c.recorder = broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "stsdiag"})
+	events := c.opts.Events
+	if events == nil {
+		events = c.clients.Kube.CoreV1()
+	}
+	recorder := newShardedRecorder(ctx, c.opts.EventShards, &typedcorev1.EventSinkImpl{Interface: events.Events("")}, scheme.Scheme, "stsdiag")
+	defer recorder.Shutdown()
+	c.recorder = recorder
 
 	live, warnings, err := gather.StartLive(ctx, c.clients, c.scope, c.enqueueFor)
 	if err != nil {
