@@ -170,6 +170,9 @@ func (o *WatchOptions) Run(ctx context.Context) error {
 		return withCode(ExitError, err)
 	}
 	o.serve.Clients = c
+	if o.serve.Monitor.Events, err = eventsClient(o.configFlags); err != nil {
+		return withCode(ExitError, err)
+	}
 	if !o.serve.MetricsInsecure && o.serve.MetricsAddr != "" {
 		// TokenReviews and SubjectAccessReviews for /metrics, as the same identity.
 		if o.serve.RESTConfig, err = o.configFlags.ToRESTConfig(); err != nil {
