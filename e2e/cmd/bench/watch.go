@@ -42,6 +42,9 @@ type watchResult struct {
 	ready         time.Duration // process start → /readyz 200
 	initialEvents int           // Events for the synthetic cluster's findings
 	initialTime   time.Duration // process start → the last of them
+	initialRate   float64       // initial Events / (first of them → last), Events/s posted
+	synced        time.Duration // process start → caches synced (stsdiag_startup_seconds)
+	diagnosed     time.Duration // process start → first diagnosis of every StatefulSet
 	updates       int
 	updateRate    float64 // updates / (first scheduled → last response)
 	events        int     // CurrentRevisionFailing Events matched to an update
@@ -56,6 +59,7 @@ type watchResult struct {
 type eventLog struct {
 	mu      sync.Mutex
 	total   int
+	first   time.Time
 	last    time.Time
 	arrived map[string]time.Time // namespace/StatefulSet → first CurrentRevisionFailing Event
 	message map[string]string
@@ -66,6 +70,9 @@ func (l *eventLog) add(e *corev1.Event, now time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.total++
+	if l.total == 1 {
+		l.first = now
+	}
 	l.last = now
 	if e.Reason == string(apiv1.CurrentRevisionFailing) && e.InvolvedObject.Kind == "StatefulSet" {
 		key := e.InvolvedObject.Namespace + "/" + e.InvolvedObject.Name
@@ -219,6 +226,11 @@ func measureWatch(ctx context.Context, cfg *rest.Config, env []string, stsdiag s
 		n, last := events.counts()
 		if n >= want {
 			res.initialEvents, res.initialTime = n, last.Sub(started)
+			events.mu.Lock()
+			if span := last.Sub(events.first).Seconds(); span > 0 {
+				res.initialRate = float64(n-1) / span
+			}
+			events.mu.Unlock()
 			break
 		}
 		if time.Now().After(deadline) {
@@ -228,6 +240,18 @@ func measureWatch(ctx context.Context, cfg *rest.Config, env []string, stsdiag s
 		case <-events.changed:
 		case <-time.After(time.Second):
 		}
+	}
+	// watch's own start-up (process start → caches synced → every StatefulSet diagnosed once).
+	for {
+		synced, diagnosed, err := startup("http://" + addr + "/metrics")
+		if err == nil && diagnosed > 0 {
+			res.synced, res.diagnosed = synced, diagnosed
+			break
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("no stsdiag_startup_seconds{phase=\"diagnosed\"} after 3m (%v); see %s", err, load.logPath)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 	time.Sleep(time.Second) // let the work queue drain
 
@@ -414,4 +438,34 @@ func findingsTotal(url string) (float64, error) {
 		}
 	}
 	return sum, s.Err()
+}
+
+// startup reads stsdiag_startup_seconds' phases synced and diagnosed (0 while not set).
+func startup(url string) (synced, diagnosed time.Duration, err error) {
+	client := http.Client{Timeout: 5 * time.Second}
+	resp, err := client.Get(url)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer resp.Body.Close()
+	s := bufio.NewScanner(resp.Body)
+	for s.Scan() {
+		line := s.Text()
+		var dst *time.Duration
+		switch {
+		case strings.HasPrefix(line, `stsdiag_startup_seconds{phase="synced"} `):
+			dst = &synced
+		case strings.HasPrefix(line, `stsdiag_startup_seconds{phase="diagnosed"} `):
+			dst = &diagnosed
+		default:
+			continue
+		}
+		fields := strings.Fields(line)
+		v, err := strconv.ParseFloat(fields[len(fields)-1], 64)
+		if err != nil {
+			return 0, 0, err
+		}
+		*dst = time.Duration(v * float64(time.Second))
+	}
+	return synced, diagnosed, s.Err()
 }
