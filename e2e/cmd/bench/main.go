@@ -197,12 +197,12 @@ func run() error {
 
 	large := *sets**replicas >= 10000
 	if w != nil {
-		fmt.Printf("\n| size | watch start-up: synced / diagnosed (/ decoded LISTs) | ready / initial %d Events (Events/s posted) | pod status updates (rate) | CurrentRevisionFailing Events (rate) | lost | update → Event p50 / p99 / max | watch peak RSS |\n", w.initialEvents)
+		fmt.Printf("\n| size | watch start-up: synced / diagnosed (/ decoded LISTs) | ready / initial %d Events (Events/s posted) | pod status updates (rate, response p50) | CurrentRevisionFailing Events (rate) | lost | update → Event p50 / p99 / max | watch peak RSS |\n", w.initialEvents)
 		fmt.Printf("|---|---|---|---|---|---|---|---|\n")
-		fmt.Printf("| %d×%d | %.2fs / %.2fs (%.2f×) | %.1fs / %.1fs (%.0f/s) | %d (%.0f/s) | %d (%.0f/s) | %d | %s / %s / %s | %.0f MiB |\n",
+		fmt.Printf("| %d×%d | %.2fs / %.2fs (%.2f×) | %.1fs / %.1fs (%.0f/s) | %d (%.0f/s, %s) | %d (%.0f/s) | %d | %s / %s / %s | %.0f MiB |\n",
 			*sets, *replicas, w.synced.Seconds(), w.diagnosed.Seconds(), w.diagnosed.Seconds()/decMed,
 			w.ready.Seconds(), w.initialTime.Seconds(), w.initialRate,
-			w.updates, w.updateRate, w.events, w.eventRate, len(w.missing), ms(w.p50), ms(w.p99), ms(w.max),
+			w.updates, w.updateRate, ms(w.updateP50), w.events, w.eventRate, len(w.missing), ms(w.p50), ms(w.p99), ms(w.max),
 			float64(w.rssKiB)/1024)
 		fmt.Printf("stsdiag_findings_total at the end: %.0f (initial %d + %d updates)\n", w.findingsTotal, w.initialEvents, w.updates)
 	}

@@ -46,9 +46,10 @@ type watchResult struct {
 	synced        time.Duration // process start → caches synced (stsdiag_startup_seconds)
 	diagnosed     time.Duration // process start → first diagnosis of every StatefulSet
 	updates       int
-	updateRate    float64 // updates / (first scheduled → last response)
-	events        int     // CurrentRevisionFailing Events matched to an update
-	eventRate     float64 // events / (first scheduled update → last event)
+	updateRate    float64       // updates / (first scheduled → last response)
+	updateP50     time.Duration // an update's request → its response, median (the API server's pace)
+	events        int           // CurrentRevisionFailing Events matched to an update
+	eventRate     float64       // events / (first scheduled update → last event)
 	p50, p99, max time.Duration
 	missing       []string // updated pods whose Event never came
 	rssKiB        int64    // watch's VmHWM
@@ -277,6 +278,7 @@ func measureWatch(ctx context.Context, cfg *rest.Config, env []string, stsdiag s
 		return nil, err
 	}
 	done := make([]time.Time, len(targets))
+	sent := make([]time.Time, len(targets))
 	next := make(chan int, len(targets))
 	var wg sync.WaitGroup
 	var errMu sync.Mutex
@@ -287,6 +289,7 @@ func measureWatch(ctx context.Context, cfg *rest.Config, env []string, stsdiag s
 			defer wg.Done()
 			for k := range next {
 				t := targets[k]
+				sent[k] = time.Now()
 				body, err := json.Marshal(map[string]any{"status": synth.PullBackOff(t.image)})
 				if err == nil {
 					_, err = writer.CoreV1().Pods(t.namespace).Patch(ctx, t.pod, types.MergePatchType, body, metav1.PatchOptions{}, "status")
@@ -319,6 +322,12 @@ func measureWatch(ctx context.Context, cfg *rest.Config, env []string, stsdiag s
 		}
 	}
 	res.updates = len(targets)
+	took := make([]time.Duration, len(targets))
+	for k := range targets {
+		took[k] = done[k].Sub(sent[k])
+	}
+	sort.Slice(took, func(i, j int) bool { return took[i] < took[j] })
+	res.updateP50 = quantile(took, 0.5)
 	res.updateRate = float64(len(targets)) / lastDone.Sub(first).Seconds()
 
 	// Every update's Event, or 10 s after the last update.
