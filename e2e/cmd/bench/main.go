@@ -111,6 +111,16 @@ func run() error {
 	cfg.QPS, cfg.Burst = 5000, 5000
 
 	env := append(os.Environ(), "KUBECONFIG="+kubeconfig, "STSDIAG_REQUEST_STATS=1")
+	load := watchLoad{rate: *watchRate, duration: time.Duration(*watchSeconds * float64(time.Second)),
+		workers: 64, logPath: "e2e/_artifacts/bench/watch.log"}
+	if *useKubeconfig != "" && *watchSeconds > 0 {
+		// An earlier run's watch load changed pods of the held cluster: undo it.
+		start := time.Now()
+		if err := restoreTargets(ctx, cfg, syn, load); err != nil {
+			return err
+		}
+		fmt.Printf("restored the statuses of the pods a watch load changes in %s\n", time.Since(start).Round(100*time.Millisecond))
+	}
 	if *hold {
 		if err := verifyFindings(env, *stsdiag, syn.Expected); err != nil {
 			return err
@@ -164,8 +174,7 @@ func run() error {
 	// After the check measurements: the load changes pods, and so the findings.
 	var w *watchResult
 	if *watchSeconds > 0 {
-		w, err = measureWatch(ctx, cfg, watchEnv, *stsdiag, syn, watchLoad{rate: *watchRate, duration: time.Duration(*watchSeconds * float64(time.Second)),
-			workers: 64, logPath: "e2e/_artifacts/bench/watch.log"})
+		w, err = measureWatch(ctx, cfg, watchEnv, *stsdiag, syn, load)
 		if err != nil {
 			return fmt.Errorf("watch: %w", err)
 		}

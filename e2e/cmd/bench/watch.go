@@ -257,19 +257,7 @@ func measureWatch(ctx context.Context, cfg *rest.Config, env []string, stsdiag s
 	time.Sleep(time.Second) // let the work queue drain
 
 	// The load: one pod per healthy set, at a fixed schedule (open loop).
-	type target struct {
-		set, namespace, pod, image string
-	}
-	var targets []target
-	limit := int(load.rate * load.duration.Seconds())
-	for i, set := range syn.StatefulSets {
-		if synth.Kind(i) != "healthy" || len(targets) >= limit {
-			continue
-		}
-		ordinal := i % int(*set.Spec.Replicas)
-		targets = append(targets, target{set: set.Name, namespace: set.Namespace,
-			pod: fmt.Sprintf("%s-%d", set.Name, ordinal), image: set.Spec.Template.Spec.Containers[0].Image})
-	}
+	targets := loadTargets(syn, load)
 	if len(targets) == 0 {
 		return nil, errors.New("no healthy StatefulSet to update")
 	}
@@ -477,4 +465,64 @@ func startup(url string) (synced, diagnosed time.Duration, err error) {
 		*dst = time.Duration(v * float64(time.Second))
 	}
 	return synced, diagnosed, s.Err()
+}
+
+// target is a pod the load turns into an ImagePullBackOff pod, one of a healthy set.
+type target struct {
+	set, namespace, pod, image string
+}
+
+// loadTargets are the pods the load changes: one per healthy set, at most rate × duration.
+func loadTargets(syn *synth.Cluster, load watchLoad) []target {
+	var targets []target
+	limit := int(load.rate * load.duration.Seconds())
+	for i, set := range syn.StatefulSets {
+		if synth.Kind(i) != "healthy" || len(targets) >= limit {
+			continue
+		}
+		ordinal := i % int(*set.Spec.Replicas)
+		targets = append(targets, target{set: set.Name, namespace: set.Namespace,
+			pod: fmt.Sprintf("%s-%d", set.Name, ordinal), image: set.Spec.Template.Spec.Containers[0].Image})
+	}
+	return targets
+}
+
+// restoreTargets writes back the synthetic status of the pods a load with these settings changes,
+// so that a cluster held by -hold can be measured again with -kubeconfig.
+func restoreTargets(ctx context.Context, cfg *rest.Config, syn *synth.Cluster, load watchLoad) error {
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	status := map[string]corev1.PodStatus{}
+	for i := range syn.Pods {
+		status[syn.Pods[i].Namespace+"/"+syn.Pods[i].Name] = syn.Pods[i].Status
+	}
+	next := make(chan target)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var errs error
+	for w := 0; w < 32; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for t := range next {
+				body, err := json.Marshal(map[string]any{"status": status[t.namespace+"/"+t.pod]})
+				if err == nil {
+					_, err = kube.CoreV1().Pods(t.namespace).Patch(ctx, t.pod, types.MergePatchType, body, metav1.PatchOptions{}, "status")
+				}
+				if err != nil {
+					mu.Lock()
+					errs = errors.Join(errs, fmt.Errorf("restoring pod %s/%s: %w", t.namespace, t.pod, err))
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	for _, t := range loadTargets(syn, load) {
+		next <- t
+	}
+	close(next)
+	wg.Wait()
+	return errs
 }
