@@ -119,7 +119,7 @@ func run() error {
 		if err := restoreTargets(ctx, cfg, syn, load); err != nil {
 			return err
 		}
-		fmt.Printf("restored the statuses of the pods a watch load changes in %s\n", time.Since(start).Round(100*time.Millisecond))
+		fmt.Printf("restored the statuses of the pods a watch load changes, deleted stsdiag's Events, in %s\n", time.Since(start).Round(100*time.Millisecond))
 	}
 	if *hold {
 		if err := verifyFindings(env, *stsdiag, syn.Expected); err != nil {

@@ -487,8 +487,8 @@ func loadTargets(syn *synth.Cluster, load watchLoad) []target {
 	return targets
 }
 
-// restoreTargets writes back the synthetic status of the pods a load with these settings changes,
-// so that a cluster held by -hold can be measured again with -kubeconfig.
+// restoreTargets writes back the synthetic status of the pods a load with these settings changes
+// and deletes stsdiag's Events, so that a cluster held by -hold can be measured again with -kubeconfig.
 func restoreTargets(ctx context.Context, cfg *rest.Config, syn *synth.Cluster, load watchLoad) error {
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
@@ -524,5 +524,15 @@ func restoreTargets(ctx context.Context, cfg *rest.Config, syn *synth.Cluster, l
 	}
 	close(next)
 	wg.Wait()
-	return errs
+	if errs != nil {
+		return errs
+	}
+	// And the Events stsdiag posted then (the load's watch of Events starts from none).
+	for _, ns := range syn.Namespaces {
+		err := kube.CoreV1().Events(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{FieldSelector: "source=stsdiag"})
+		if err != nil {
+			return fmt.Errorf("deleting stsdiag's Events in %s: %w", ns, err)
+		}
+	}
+	return nil
 }
