@@ -16,6 +16,9 @@ type Metrics struct {
 	// CanarySteps counts what watch did to the canaries declared on StatefulSets (canary.go).
 	CanarySteps *prometheus.CounterVec
 	Latency     prometheus.Histogram
+	// Startup is stsdiag_startup_seconds{phase}: from the process's start to the informer
+	// caches synced ("synced") and to the first diagnosis of every StatefulSet ("diagnosed").
+	Startup *prometheus.GaugeVec
 }
 
 // NewMetrics registers the metrics on a fresh registry (with Go and process collectors).
@@ -37,8 +40,11 @@ func NewMetrics() *Metrics {
 			Name: "stsdiag_diagnosis_duration_seconds", Help: "Time to diagnose one StatefulSet from the informer caches.",
 			Buckets: prometheus.ExponentialBuckets(0.0001, 4, 10),
 		}),
+		Startup: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "stsdiag_startup_seconds", Help: "Seconds from the process's start to the informer caches synced (phase synced) and to the first diagnosis of every StatefulSet (phase diagnosed), in the current leader term.",
+		}, []string{"phase"}),
 	}
-	m.Registry.MustRegister(m.findings, m.FindingsTotal, m.Repairs, m.CanarySteps, m.Latency,
+	m.Registry.MustRegister(m.findings, m.FindingsTotal, m.Repairs, m.CanarySteps, m.Latency, m.Startup,
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	return m
 }

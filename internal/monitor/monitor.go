@@ -58,6 +58,12 @@ type Options struct {
 	// NoConditions turns off the kstatus Stalled condition written on StatefulSets whose error
 	// finding held for Hold (conditions.go).
 	NoConditions bool
+	// Events is the client Events are posted through (clients.Kube if nil): watch gives it its
+	// own rate limit, so a burst of Events does not wait behind the informers' requests.
+	Events typedcorev1.EventsGetter
+	// EventShards is how many Events are posted at once, each object's always by the same one
+	// of them (events.go; 0: defaultEventShards).
+	EventShards int
 	// Clock times findings, the repair budget and requeues (real time if nil).
 	Clock clock.WithTicker
 }
@@ -80,6 +86,10 @@ type Controller struct {
 	// awaiting maps a StatefulSet key to the pod its last repair removed: no further pod of
 	// that StatefulSet is repaired until the pod is back (a new UID) and Ready.
 	awaiting map[string]removedPod
+
+	// initial holds the StatefulSets found when the caches synced until each is first
+	// diagnosed (start-up, stsdiag_startup_seconds).
+	initial map[string]bool
 
 	conds conditions // the Stalled conditions written (conditions.go)
 	// canaries remembers, per annotated StatefulSet, when its step first looked healthy (canary.go).
@@ -108,6 +118,9 @@ func New(c gather.Clients, scope gather.Scope, opts Options, metrics *Metrics) *
 	if opts.Log == nil {
 		opts.Log = io.Discard
 	}
+	if opts.EventShards == 0 {
+		opts.EventShards = defaultEventShards
+	}
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
@@ -124,10 +137,13 @@ func (c *Controller) Ready() bool { return c.ready.Load() }
 
 // Run starts the informers and workers and blocks until ctx ends.
 func (c *Controller) Run(ctx context.Context) error {
-	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.clients.Kube.CoreV1().Events("")})
-	defer broadcaster.Shutdown()
-	c.recorder = broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "stsdiag"})
+	events := c.opts.Events
+	if events == nil {
+		events = c.clients.Kube.CoreV1()
+	}
+	recorder := newShardedRecorder(ctx, c.opts.EventShards, &typedcorev1.EventSinkImpl{Interface: events.Events("")}, scheme.Scheme, "stsdiag")
+	defer recorder.Shutdown()
+	c.recorder = recorder
 
 	live, warnings, err := gather.StartLive(ctx, c.clients, c.scope, c.enqueueFor)
 	if err != nil {
@@ -136,8 +152,21 @@ func (c *Controller) Run(ctx context.Context) error {
 	for _, w := range warnings {
 		c.logf("warning: %s", w)
 	}
+	synced := time.Since(processStart)
+	c.metrics.Startup.WithLabelValues("synced").Set(synced.Seconds())
+	c.logf("caches synced %.2fs after start", synced.Seconds())
+	keys := live.StatefulSetKeys()
+	c.mu.Lock()
+	c.initial = make(map[string]bool, len(keys))
+	for _, key := range keys {
+		c.initial[key] = true
+	}
+	c.mu.Unlock()
+	if len(keys) == 0 {
+		c.diagnosed("")
+	}
 	c.live.Store(live)
-	for _, key := range c.allKeys() {
+	for _, key := range keys {
 		c.queue.Add(key)
 	}
 	var wg sync.WaitGroup
@@ -165,16 +194,11 @@ func scopeName(ns string) string {
 	return "namespace " + ns
 }
 
-// allKeys lists the StatefulSets known when the caches synced.
-func (c *Controller) allKeys() []string {
-	return c.live.Load().StatefulSetKeys()
-}
-
 // enqueueFor maps a changed object to the StatefulSets it concerns.
 func (c *Controller) enqueueFor(obj any) {
 	live := c.live.Load()
 	if live == nil {
-		return // initial fill: allKeys enqueues everything once the caches synced
+		return // initial fill: Run enqueues everything once the caches synced
 	}
 	switch o := obj.(type) {
 	case *appsv1.StatefulSet:
@@ -232,7 +256,32 @@ func (c *Controller) processNext(ctx context.Context) bool {
 		return true
 	}
 	c.queue.Forget(key)
+	c.diagnosed(key)
 	return true
+}
+
+// processStart is when this program started (package initialisation, before main).
+var processStart = time.Now()
+
+// diagnosed notes that key was diagnosed; after the last of the StatefulSets found at start-up it
+// sets stsdiag_startup_seconds{phase="diagnosed"} and logs it.
+func (c *Controller) diagnosed(key string) {
+	c.mu.Lock()
+	if c.initial == nil || (key != "" && !c.initial[key]) {
+		c.mu.Unlock()
+		return
+	}
+	delete(c.initial, key)
+	left := len(c.initial)
+	if left == 0 {
+		c.initial = nil
+	}
+	c.mu.Unlock()
+	if left == 0 {
+		d := time.Since(processStart)
+		c.metrics.Startup.WithLabelValues("diagnosed").Set(d.Seconds())
+		c.logf("first diagnosis of every StatefulSet complete %.2fs after start", d.Seconds())
+	}
 }
 
 func findingKey(f model.Finding) string {

@@ -218,3 +218,37 @@ func TestOnePodPerPass(t *testing.T) {
 		t.Errorf("deleted %v: the second repair removed the same pod", got)
 	}
 }
+
+// Start-up: stsdiag_startup_seconds{phase="synced"} once the caches synced, then
+// {phase="diagnosed"} only once every StatefulSet found then was diagnosed (its finding counted).
+// Events go through Options.Events when set, not through the informers' client.
+func TestStartupSecondsAndEventsClient(t *testing.T) {
+	kube := fake.NewClientset(stuckObjects()...)
+	events := fake.NewClientset()
+	metrics, _ := run(t, kube, monitor.Options{Events: events.CoreV1()})
+	err := wait.PollUntilContextTimeout(context.Background(), 5*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
+		return testutil.ToFloat64(metrics.Startup.WithLabelValues("diagnosed")) > 0, nil
+	})
+	if err != nil {
+		t.Fatal("stsdiag_startup_seconds{phase=diagnosed} never set")
+	}
+	if got := testutil.ToFloat64(metrics.FindingsTotal.WithLabelValues("StaleRevisionStuck", "shop")); got != 1 {
+		t.Fatalf("diagnosed set with %v findings counted; want 1", got)
+	}
+	synced, diagnosed := testutil.ToFloat64(metrics.Startup.WithLabelValues("synced")), testutil.ToFloat64(metrics.Startup.WithLabelValues("diagnosed"))
+	if synced <= 0 || diagnosed < synced {
+		t.Fatalf("synced %vs, diagnosed %vs; want 0 < synced ≤ diagnosed", synced, diagnosed)
+	}
+	err = wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
+		list, err := events.CoreV1().Events("shop").List(context.Background(), metav1.ListOptions{})
+		return err == nil && len(list.Items) == 1 && list.Items[0].Reason == "StaleRevisionStuck", nil
+	})
+	if err != nil {
+		t.Fatal("no StaleRevisionStuck Event through Options.Events")
+	}
+	for _, a := range kube.Actions() {
+		if a.GetResource().Resource == "events" && a.GetVerb() != "list" && a.GetVerb() != "watch" {
+			t.Fatalf("the informers' client was used to %s an Event", a.GetVerb())
+		}
+	}
+}

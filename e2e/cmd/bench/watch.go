@@ -42,10 +42,14 @@ type watchResult struct {
 	ready         time.Duration // process start → /readyz 200
 	initialEvents int           // Events for the synthetic cluster's findings
 	initialTime   time.Duration // process start → the last of them
+	initialRate   float64       // initial Events / (first of them → last), Events/s posted
+	synced        time.Duration // process start → caches synced (stsdiag_startup_seconds)
+	diagnosed     time.Duration // process start → first diagnosis of every StatefulSet
 	updates       int
-	updateRate    float64 // updates / (first scheduled → last response)
-	events        int     // CurrentRevisionFailing Events matched to an update
-	eventRate     float64 // events / (first scheduled update → last event)
+	updateRate    float64       // updates / (first scheduled → last response)
+	updateP50     time.Duration // an update's request → its response, median (the API server's pace)
+	events        int           // CurrentRevisionFailing Events matched to an update
+	eventRate     float64       // events / (first scheduled update → last event)
 	p50, p99, max time.Duration
 	missing       []string // updated pods whose Event never came
 	rssKiB        int64    // watch's VmHWM
@@ -56,6 +60,7 @@ type watchResult struct {
 type eventLog struct {
 	mu      sync.Mutex
 	total   int
+	first   time.Time
 	last    time.Time
 	arrived map[string]time.Time // namespace/StatefulSet → first CurrentRevisionFailing Event
 	message map[string]string
@@ -66,6 +71,9 @@ func (l *eventLog) add(e *corev1.Event, now time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.total++
+	if l.total == 1 {
+		l.first = now
+	}
 	l.last = now
 	if e.Reason == string(apiv1.CurrentRevisionFailing) && e.InvolvedObject.Kind == "StatefulSet" {
 		key := e.InvolvedObject.Namespace + "/" + e.InvolvedObject.Name
@@ -219,6 +227,11 @@ func measureWatch(ctx context.Context, cfg *rest.Config, env []string, stsdiag s
 		n, last := events.counts()
 		if n >= want {
 			res.initialEvents, res.initialTime = n, last.Sub(started)
+			events.mu.Lock()
+			if span := last.Sub(events.first).Seconds(); span > 0 {
+				res.initialRate = float64(n-1) / span
+			}
+			events.mu.Unlock()
 			break
 		}
 		if time.Now().After(deadline) {
@@ -229,22 +242,22 @@ func measureWatch(ctx context.Context, cfg *rest.Config, env []string, stsdiag s
 		case <-time.After(time.Second):
 		}
 	}
+	// watch's own start-up (process start → caches synced → every StatefulSet diagnosed once).
+	for {
+		synced, diagnosed, err := startup("http://" + addr + "/metrics")
+		if err == nil && diagnosed > 0 {
+			res.synced, res.diagnosed = synced, diagnosed
+			break
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("no stsdiag_startup_seconds{phase=\"diagnosed\"} after 3m (%v); see %s", err, load.logPath)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 	time.Sleep(time.Second) // let the work queue drain
 
 	// The load: one pod per healthy set, at a fixed schedule (open loop).
-	type target struct {
-		set, namespace, pod, image string
-	}
-	var targets []target
-	limit := int(load.rate * load.duration.Seconds())
-	for i, set := range syn.StatefulSets {
-		if synth.Kind(i) != "healthy" || len(targets) >= limit {
-			continue
-		}
-		ordinal := i % int(*set.Spec.Replicas)
-		targets = append(targets, target{set: set.Name, namespace: set.Namespace,
-			pod: fmt.Sprintf("%s-%d", set.Name, ordinal), image: set.Spec.Template.Spec.Containers[0].Image})
-	}
+	targets := loadTargets(syn, load)
 	if len(targets) == 0 {
 		return nil, errors.New("no healthy StatefulSet to update")
 	}
@@ -253,6 +266,7 @@ func measureWatch(ctx context.Context, cfg *rest.Config, env []string, stsdiag s
 		return nil, err
 	}
 	done := make([]time.Time, len(targets))
+	sent := make([]time.Time, len(targets))
 	next := make(chan int, len(targets))
 	var wg sync.WaitGroup
 	var errMu sync.Mutex
@@ -263,6 +277,7 @@ func measureWatch(ctx context.Context, cfg *rest.Config, env []string, stsdiag s
 			defer wg.Done()
 			for k := range next {
 				t := targets[k]
+				sent[k] = time.Now()
 				body, err := json.Marshal(map[string]any{"status": synth.PullBackOff(t.image)})
 				if err == nil {
 					_, err = writer.CoreV1().Pods(t.namespace).Patch(ctx, t.pod, types.MergePatchType, body, metav1.PatchOptions{}, "status")
@@ -295,6 +310,12 @@ func measureWatch(ctx context.Context, cfg *rest.Config, env []string, stsdiag s
 		}
 	}
 	res.updates = len(targets)
+	took := make([]time.Duration, len(targets))
+	for k := range targets {
+		took[k] = done[k].Sub(sent[k])
+	}
+	sort.Slice(took, func(i, j int) bool { return took[i] < took[j] })
+	res.updateP50 = quantile(took, 0.5)
 	res.updateRate = float64(len(targets)) / lastDone.Sub(first).Seconds()
 
 	// Every update's Event, or 10 s after the last update.
@@ -414,4 +435,104 @@ func findingsTotal(url string) (float64, error) {
 		}
 	}
 	return sum, s.Err()
+}
+
+// startup reads stsdiag_startup_seconds' phases synced and diagnosed (0 while not set).
+func startup(url string) (synced, diagnosed time.Duration, err error) {
+	client := http.Client{Timeout: 5 * time.Second}
+	resp, err := client.Get(url)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer resp.Body.Close()
+	s := bufio.NewScanner(resp.Body)
+	for s.Scan() {
+		line := s.Text()
+		var dst *time.Duration
+		switch {
+		case strings.HasPrefix(line, `stsdiag_startup_seconds{phase="synced"} `):
+			dst = &synced
+		case strings.HasPrefix(line, `stsdiag_startup_seconds{phase="diagnosed"} `):
+			dst = &diagnosed
+		default:
+			continue
+		}
+		fields := strings.Fields(line)
+		v, err := strconv.ParseFloat(fields[len(fields)-1], 64)
+		if err != nil {
+			return 0, 0, err
+		}
+		*dst = time.Duration(v * float64(time.Second))
+	}
+	return synced, diagnosed, s.Err()
+}
+
+// target is a pod the load turns into an ImagePullBackOff pod, one of a healthy set.
+type target struct {
+	set, namespace, pod, image string
+}
+
+// loadTargets are the pods the load changes: one per healthy set, at most rate × duration.
+func loadTargets(syn *synth.Cluster, load watchLoad) []target {
+	var targets []target
+	limit := int(load.rate * load.duration.Seconds())
+	for i, set := range syn.StatefulSets {
+		if synth.Kind(i) != "healthy" || len(targets) >= limit {
+			continue
+		}
+		ordinal := i % int(*set.Spec.Replicas)
+		targets = append(targets, target{set: set.Name, namespace: set.Namespace,
+			pod: fmt.Sprintf("%s-%d", set.Name, ordinal), image: set.Spec.Template.Spec.Containers[0].Image})
+	}
+	return targets
+}
+
+// restoreTargets writes back the synthetic status of the pods a load with these settings changes
+// and deletes stsdiag's Events, so that a cluster held by -hold can be measured again with -kubeconfig.
+func restoreTargets(ctx context.Context, cfg *rest.Config, syn *synth.Cluster, load watchLoad) error {
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	status := map[string]corev1.PodStatus{}
+	for i := range syn.Pods {
+		status[syn.Pods[i].Namespace+"/"+syn.Pods[i].Name] = syn.Pods[i].Status
+	}
+	next := make(chan target)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var errs error
+	for w := 0; w < 32; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for t := range next {
+				body, err := json.Marshal(map[string]any{"status": status[t.namespace+"/"+t.pod]})
+				if err == nil {
+					_, err = kube.CoreV1().Pods(t.namespace).Patch(ctx, t.pod, types.MergePatchType, body, metav1.PatchOptions{}, "status")
+				}
+				if err != nil {
+					mu.Lock()
+					errs = errors.Join(errs, fmt.Errorf("restoring pod %s/%s: %w", t.namespace, t.pod, err))
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	for _, t := range loadTargets(syn, load) {
+		next <- t
+	}
+	close(next)
+	wg.Wait()
+	if errs != nil {
+		return errs
+	}
+	// And the Events stsdiag posted then (the load's watch of Events starts from none).
+	for _, ns := range syn.Namespaces {
+		err := kube.CoreV1().Events(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{FieldSelector: "source=stsdiag"})
+		if err != nil {
+			return fmt.Errorf("deleting stsdiag's Events in %s: %w", ns, err)
+		}
+	}
+	return nil
 }
