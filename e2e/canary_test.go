@@ -153,6 +153,17 @@ type podState struct {
 	Ready    bool
 }
 
+// belowCanaryUnchanged fails when a pod below the canary (web-0..2 of the 4-replica set) is not
+// the same object in the same state as before: UID, restarts, revision and readiness.
+func belowCanaryUnchanged(before, now map[string]podState, verb string) error {
+	for _, p := range []string{"web-0", "web-1", "web-2"} {
+		if now[p] != before[p] {
+			return fmt.Errorf("%s %s: %+v → %+v", p, verb, before[p], now[p])
+		}
+	}
+	return nil
+}
+
 func podStates(ctx context.Context, t *testing.T, cs kubernetes.Interface, ns string) map[string]podState {
 	t.Helper()
 	pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=web"})
@@ -259,12 +270,7 @@ func canaryBadFeature() features.Feature {
 				if set.Status.CurrentRevision != good || set.Status.UpdateRevision == good || now["web-3"].Revision != set.Status.UpdateRevision || now["web-3"].Ready {
 					return fmt.Errorf("moved: current %s update %s web-3 %+v", set.Status.CurrentRevision, set.Status.UpdateRevision, now["web-3"])
 				}
-				for _, p := range []string{"web-0", "web-1", "web-2"} {
-					if now[p] != before[p] {
-						return fmt.Errorf("%s changed: %+v → %+v", p, before[p], now[p])
-					}
-				}
-				return nil
+				return belowCanaryUnchanged(before, now, "changed")
 			})
 			return ctx
 		}).
@@ -312,10 +318,8 @@ func canaryBadFeature() features.Feature {
 			if w3 := now["web-3"]; !w3.Ready || w3.Revision != good || w3.UID == before["web-3"].UID {
 				t.Errorf("web-3 %+v: want a new pod Ready on %s", w3, good)
 			}
-			for _, p := range []string{"web-0", "web-1", "web-2"} {
-				if now[p] != before[p] {
-					t.Errorf("%s was touched: %+v → %+v", p, before[p], now[p])
-				}
+			if err := belowCanaryUnchanged(before, now, "was touched"); err != nil {
+				t.Error(err)
 			}
 			harness.ClaimsKept(ctx, t, cs, ns, claims)
 			return ctx
@@ -382,10 +386,8 @@ func canaryBadImageFeature() features.Feature {
 				t.Errorf("partition %d image %s update %s current %s", partition, set.Spec.Template.Spec.Containers[0].Image, set.Status.UpdateRevision, set.Status.CurrentRevision)
 			}
 			now := podStates(ctx, t, cs, ns)
-			for _, p := range []string{"web-0", "web-1", "web-2"} {
-				if now[p] != before[p] {
-					t.Errorf("%s was touched: %+v → %+v", p, before[p], now[p])
-				}
+			if err := belowCanaryUnchanged(before, now, "was touched"); err != nil {
+				t.Error(err)
 			}
 			if w3 := now["web-3"]; !w3.Ready || w3.Revision != good {
 				t.Errorf("web-3 %+v: want Ready on %s", w3, good)

@@ -161,12 +161,7 @@ func canaryWatchBadFeature() features.Feature {
 				if partition != 3 || set.Status.UpdateRevision == good || now["web-3"].Revision != set.Status.UpdateRevision || now["web-3"].Ready {
 					return fmt.Errorf("moved: partition %d update %s web-3 %+v", partition, set.Status.UpdateRevision, now["web-3"])
 				}
-				for _, p := range []string{"web-0", "web-1", "web-2"} {
-					if now[p] != before[p] {
-						return fmt.Errorf("%s changed: %+v → %+v", p, before[p], now[p])
-					}
-				}
-				return nil
+				return belowCanaryUnchanged(before, now, "changed")
 			})
 			return ctx
 		}).
@@ -183,10 +178,8 @@ func canaryWatchBadFeature() features.Feature {
 			if w3 := now["web-3"]; !w3.Ready || w3.Revision != good || w3.UID == before["web-3"].UID {
 				t.Errorf("web-3 %+v: want a new pod Ready on %s", w3, good)
 			}
-			for _, p := range []string{"web-0", "web-1", "web-2"} {
-				if now[p] != before[p] {
-					t.Errorf("%s was touched: %+v → %+v", p, before[p], now[p])
-				}
+			if err := belowCanaryUnchanged(before, now, "was touched"); err != nil {
+				t.Error(err)
 			}
 			harness.ClaimsKept(ctx, t, cs, ns, claims)
 			if ev := eventReasons(ctx, t, cs, ns); ev["CanaryRolledBack"] != 1 || ev["CanaryStep"] != 1 {
