@@ -44,7 +44,8 @@ func (ix *index) startupProblem(pod *corev1.Pod) *Startup {
 	}
 	check := func(statuses []corev1.ContainerStatus, init bool) *Startup {
 		for _, st := range statuses {
-			// A sidecar is restarted whatever its exit code, like an app container.
+			// A sidecar is restarted whatever its exit code, like an app container
+			// (computeInitContainerActions, kuberuntime_container.go:1207-1209@v1.37.2).
 			runsToCompletion := init && !sidecars[st.Name]
 			p := ix.containerProblem(st, runsToCompletion)
 			if p == nil {
