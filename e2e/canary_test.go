@@ -34,7 +34,7 @@ const goodImage2 = "registry.k8s.io/nginx-slim:0.28"
 func TestCanary(t *testing.T) {
 	t.Parallel() // isolated namespaces; runs after the serial tests (TestWatch restarts kube-apiserver)
 	testenv.TestInParallel(t, canaryGoodFeature(), canaryBadFeature(), canaryBadImageFeature(), canaryConcurrentEditFeature(),
-		canaryWatchGoodFeature(), canaryWatchBadFeature())
+		canaryWatchGoodFeature(), canaryWatchBadFeature(), canaryUnsteppedFeature())
 }
 
 // partitionLog records, from a watch of the StatefulSet (not from stsdiag's output), each

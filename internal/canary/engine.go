@@ -20,10 +20,10 @@ import (
 // Annotations of a canary declared on a StatefulSet, for watch.
 const (
 	// AnnotationSteps declares the steps ("1,50%"), as --steps.
-	AnnotationSteps = "stsdiag.io/canary-steps"
+	AnnotationSteps = apiv1.AnnotationCanarySteps
 	// AnnotationHold is how long each step must stay healthy ("5m"), as --hold; watch's --hold
 	// when absent.
-	AnnotationHold = "stsdiag.io/canary-hold"
+	AnnotationHold = apiv1.AnnotationCanaryHold
 	// AnnotationStep is written by watch with each partition it sets: the step, its partition and
 	// the revision it rolls out. For people and tools; watch never reads it back.
 	AnnotationStep = "stsdiag.io/canary-step"

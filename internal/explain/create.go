@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strings"
 
+	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/admission"
 	"github.com/stsdiag/stsdiag/internal/controller"
 	"github.com/stsdiag/stsdiag/internal/stuck"
@@ -170,4 +171,12 @@ func (w words) neverObserved(s stuck.NeverObserved) {
 	f.Message = fmt.Sprintf("StatefulSet %s has existed for %s and the StatefulSet controller has never synced it (status.observedGeneration is 0): no pod is created or updated until kube-controller-manager runs with its statefulset controller", f.StatefulSet, s.For)
 	f.Short = fmt.Sprintf("never synced by the StatefulSet controller in %s", s.For)
 	f.Remedy = "check that kube-controller-manager runs (its pod, leader election Lease kube-system/kube-controller-manager) and that --controllers includes statefulset; nothing to delete"
+}
+
+func (w words) canaryNotStarted(s stuck.CanaryNotStarted) {
+	f := w.f
+	f.Message = fmt.Sprintf("StatefulSet %s declares a canary (%s) and its revision %s has waited %s with the partition at %d of %d replicas: no pod moves until stsdiag watch sets the first step, and no watch has", f.StatefulSet, apiv1.AnnotationCanarySteps, s.Revision, s.For, s.Partition, s.Replicas)
+	f.Short = fmt.Sprintf("canary of revision %s not started in %s", s.Revision, s.For)
+	f.Remedy = fmt.Sprintf("run stsdiag watch with deploy/watch-fix's rights (it steps the canary), or step it by hand: %s stsdiag canary %s -n %s --steps %s; or remove the annotation %s and lower the partition; nothing to delete",
+		w.cli, f.StatefulSet, f.Namespace, s.Steps, apiv1.AnnotationCanarySteps)
 }

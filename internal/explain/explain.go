@@ -72,6 +72,8 @@ func Finding(f *model.Finding, opts Options) {
 		w.waitBlocked(facts)
 	case stuck.NeverObserved:
 		w.neverObserved(facts)
+	case stuck.CanaryNotStarted:
+		w.canaryNotStarted(facts)
 	default:
 		w.image(facts)
 	}

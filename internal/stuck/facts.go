@@ -450,3 +450,16 @@ type NeverObserved struct {
 
 // Code of the facts.
 func (NeverObserved) Code() apiv1.Code { return apiv1.RolloutBlocked }
+
+// CanaryNotStarted: a canary is declared on the StatefulSet, its new revision waits, and the
+// partition (at or above spec.replicas) lets no pod move: nobody steps the canary.
+type CanaryNotStarted struct {
+	// Revision waiting, and the steps the annotation declares.
+	Revision, Steps     string
+	Partition, Replicas int32
+	// For is how long the revision has existed.
+	For time.Duration
+}
+
+// Code of the facts.
+func (CanaryNotStarted) Code() apiv1.Code { return apiv1.RolloutBlocked }

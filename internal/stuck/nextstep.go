@@ -253,3 +253,44 @@ func (ix *index) initWait(pod *corev1.Pod) *InitWait {
 	}
 	return nil
 }
+
+// canaryNotStarted reports a StatefulSet that declares a canary (apiv1.AnnotationCanarySteps)
+// whose new revision has waited longer than missingAfter with the partition at or above
+// spec.replicas: the controller updates only the pods at or above the partition
+// (stateful_set_control.go:744-750@v1.37.2), so none moves until `stsdiag watch` sets the first
+// step's partition, which it does within seconds of the change (internal/monitor/canary.go). Nobody
+// steps it: no watch runs, or it lacks the rights of deploy/watch-fix. A partition held on purpose
+// without the annotation is a user's canary and not reported.
+func (d *diagnosis) canaryNotStarted(set *appsv1.StatefulSet) {
+	if _, declared := set.Annotations[apiv1.AnnotationCanarySteps]; !declared {
+		return
+	}
+	st := set.Status
+	if st.ObservedGeneration < set.Generation || st.UpdateRevision == "" || st.UpdateRevision == st.CurrentRevision {
+		return
+	}
+	replicas := int32(1)
+	if set.Spec.Replicas != nil {
+		replicas = *set.Spec.Replicas
+	}
+	ru := set.Spec.UpdateStrategy.RollingUpdate
+	if set.Spec.UpdateStrategy.Type == appsv1.OnDeleteStatefulSetStrategyType || ru == nil || ru.Partition == nil || *ru.Partition < replicas {
+		return
+	}
+	created := d.ix.revisionCreated(set, st.UpdateRevision)
+	if created.IsZero() {
+		return
+	}
+	if waited := d.ix.now.Sub(created); waited < missingAfter {
+		d.ix.wake(created.Add(missingAfter))
+		return
+	}
+	f := model.Finding{Finding: apiv1.Finding{Code: apiv1.RolloutBlocked, Severity: apiv1.SeverityError,
+		Namespace: set.Namespace, StatefulSet: set.Name, Reason: "CanaryNotStarted"}}
+	facts := CanaryNotStarted{Revision: st.UpdateRevision, Steps: set.Annotations[apiv1.AnnotationCanarySteps],
+		Partition: *ru.Partition, Replicas: replicas, For: d.ix.now.Sub(created).Round(time.Second)}
+	f.Details.WaitingFor = "CanaryStep"
+	f.Details.WaitedFor = facts.For.String()
+	f.Facts = facts
+	d.add(f)
+}

@@ -184,6 +184,7 @@ func (d *diagnosis) statefulSet(set *appsv1.StatefulSet) {
 		return
 	}
 	d.neverObserved(set)
+	d.canaryNotStarted(set)
 	from := len(d.findings)
 	r := d.view(set)
 	defer d.nextSteps(r, from)
