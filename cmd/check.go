@@ -133,7 +133,13 @@ func (o *CheckOptions) Run(ctx context.Context) error {
 			return withCode(ExitError, err)
 		}
 		src := source(c, o.scope.Scope, o.admission)
-		if o.print.OutputFormat == render.FormatHTML {
+		html := o.print.OutputFormat == render.FormatHTML
+		if o.scope.Namespace == "" && len(o.scope.Names) == 0 && !o.admission {
+			// All namespaces: read and diagnosed one namespace at a time.
+			if rep, explanations, err = diagnose.AllNamespaces(ctx, c, o.scope.Scope, o.diagnosis, html); err != nil {
+				return withCode(ExitError, err)
+			}
+		} else if html {
 			// The page draws each set's ordinals: its explanation, from the same diagnosis.
 			snap, warnings, err := src.Snapshot(ctx)
 			if err != nil {

@@ -28,6 +28,9 @@ type resource struct {
 	// name is the plural resource, as in RBAC and in errors.
 	name          string
 	clusterScoped bool
+	// whole kinds are read whole even by EachNamespace: the diagnosis of a namespace reads
+	// other namespaces' objects of the kind.
+	whole bool
 	// required kinds fail gathering when they cannot be read; the others are left out.
 	required bool
 	// fieldSelector filters the LIST and the WATCH.
@@ -156,7 +159,10 @@ var resources = []resource{
 			return coreinformers.NewFilteredNamespaceInformer(c.reader(), 0, byNamespace, tweak)
 		},
 		put: func(s *snapshot.Snapshot, objs []runtime.Object) { s.Namespaces = items[corev1.Namespace](objs) }},
-	{name: "imagestreams", warning: "ImageStream checks skipped: cannot list imagestreams.image.openshift.io: %[2]v",
+	// An image may name another namespace's ImageStream (resolver: "ns/stream:tag" under the
+	// resolve-names annotation, the internal registry's ns/name), and a tag may follow another
+	// namespace's ImageStreamTag.
+	{name: "imagestreams", whole: true, warning: "ImageStream checks skipped: cannot list imagestreams.image.openshift.io: %[2]v",
 		when: func(e env) bool { return e.openShift && e.imageClient },
 		list: func(ctx context.Context, c Clients, ns string, _ metav1.ListOptions) (runtime.Object, error) {
 			streams, err := openshift.ListImageStreams(ctx, c.Image, ns)

@@ -64,11 +64,7 @@ type Result struct {
 func Diagnose(s *snapshot.Snapshot, opts Options) Result {
 	ix := newIndex(s, opts.Settle)
 	ix.notReadyAfter = opts.NotReadyAfter
-	rules, err := RulesFor(s.ServerVersion, opts.FeatureGates)
-	if err != nil {
-		// A version that does not parse (a fork's naming): the newest rules, gates as asked.
-		rules, _ = RulesFor("", opts.FeatureGates)
-	}
+	rules := RulesOrNewest(s.ServerVersion, opts.FeatureGates)
 	d := &diagnosis{ix: ix, opts: opts, snap: s, rules: rules, views: map[string]*controller.View{}}
 	res := Result{Rules: rules, Views: d.views}
 	for i := range s.StatefulSets {
@@ -85,6 +81,16 @@ func Diagnose(s *snapshot.Snapshot, opts Options) Result {
 	res.RecheckAt = ix.recheckAt
 	model.SortFindings(res.Findings)
 	return res
+}
+
+// RulesOrNewest is RulesFor, or for a version that does not parse (a fork's naming) the newest
+// rules, gates as asked.
+func RulesOrNewest(serverVersion string, gates map[string]bool) Rules {
+	rules, err := RulesFor(serverVersion, gates)
+	if err != nil {
+		rules, _ = RulesFor("", gates)
+	}
+	return rules
 }
 
 type diagnosis struct {

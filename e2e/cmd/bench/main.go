@@ -35,6 +35,7 @@ import (
 
 	"github.com/stsdiag/stsdiag/e2e/internal/cluster"
 	"github.com/stsdiag/stsdiag/e2e/internal/synth"
+	"github.com/stsdiag/stsdiag/internal/gather"
 )
 
 func main() {
@@ -237,13 +238,19 @@ func run() error {
 			failures = append(failures, fmt.Sprintf("check -A's peak RSS is %.2f× the decoded LISTs' (target ≤ 0.6×)", r))
 		}
 	}
-	// check's requests: discovery of the image API and of the server version, one LIST per kind,
-	// and the ImageStreams in pages of 500 (openshift.ListImageStreams).
-	if want := 11 + max(1, (len(syn.ImageStreams)+499)/500); check[0].requests != want {
-		failures = append(failures, fmt.Sprintf("check made %d requests, want %d (11 + one per 500 ImageStreams)", check[0].requests, want))
+	// check's requests: discovery of the image API and of the server version; StorageClasses,
+	// Nodes and Namespaces whole, the ImageStreams in pages of 500 (openshift.ListImageStreams);
+	// the namespaced kinds in pages of gather.PageSize (gather.EachNamespace): StatefulSets,
+	// Pods, ControllerRevisions, PVCs, and Warning Events and Services (none created here but
+	// the kubernetes Service: one page each).
+	pages := func(n, size int) int { return max(1, (n+size-1)/size) }
+	paged := pages(len(syn.StatefulSets), int(gather.PageSize)) + pages(len(syn.Pods), int(gather.PageSize)) +
+		pages(len(syn.Revisions), int(gather.PageSize)) + pages(len(syn.PVCs), int(gather.PageSize)) + 2
+	if want := 2 + 3 + pages(len(syn.ImageStreams), 500) + paged; check[0].requests != want {
+		failures = append(failures, fmt.Sprintf("check made %d requests, want %d (discovery 2, 3 cluster-scoped kinds, ImageStreams by 500, namespaced kinds by %d: %d)", check[0].requests, want, gather.PageSize, paged))
 	}
-	if check[0].requests != decoded[0].requests+2 {
-		failures = append(failures, fmt.Sprintf("check made %d requests, the bare LISTs %d: want the LISTs + 2 discovery", check[0].requests, decoded[0].requests))
+	if want := decoded[0].requests + 2 + paged - 6; check[0].requests != want {
+		failures = append(failures, fmt.Sprintf("check made %d requests, the bare LISTs %d: want %d (the LISTs + 2 discovery + the namespaced kinds' further pages)", check[0].requests, decoded[0].requests, want))
 	}
 	if w != nil {
 		if w.updateRate < 100 {

@@ -1,0 +1,66 @@
+package diagnose
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/internal/gather"
+	"github.com/stsdiag/stsdiag/internal/model"
+	"github.com/stsdiag/stsdiag/internal/snapshot"
+	"github.com/stsdiag/stsdiag/internal/stuck"
+)
+
+// AllNamespaces diagnoses every namespace of the scope (all namespaces, by selector only) one at
+// a time as gather.EachNamespace reads them, and dropping each after: the report is Report's of
+// one snapshot of everything, in the memory of one namespace. With explanations it also returns
+// ReportWithExplanations' explanations. When the LISTs cannot be read namespace by namespace
+// (gather.ErrRestart) it gathers everything at once instead.
+func AllNamespaces(ctx context.Context, c gather.Clients, scope gather.Scope, opts stuck.Options, explanations bool) (*model.Report, map[string]*apiv1.Explanation, error) {
+	var findings []model.Finding
+	var sets []apiv1.StatefulSetSummary
+	var recheck time.Time
+	var explained map[string]*apiv1.Explanation
+	if explanations {
+		explained = map[string]*apiv1.Explanation{}
+	}
+	read, err := gather.EachNamespace(ctx, c, scope, func(snap *snapshot.Snapshot) error {
+		rep, views := report(snap, opts)
+		findings = append(findings, rep.Findings...)
+		sets = append(sets, rep.StatefulSets...)
+		if !rep.RecheckAt.IsZero() && (recheck.IsZero() || rep.RecheckAt.Before(recheck)) {
+			recheck = rep.RecheckAt
+		}
+		if explanations {
+			for i := range snap.StatefulSets {
+				s := &snap.StatefulSets[i]
+				explained[snapshot.Key(s.Namespace, s.Name)] = explanation(snap, rep, views, s)
+			}
+		}
+		return nil
+	})
+	if errors.Is(err, gather.ErrRestart) {
+		src := gather.Lister{Clients: c, Scope: scope}
+		if explanations {
+			snap, warnings, err := src.Snapshot(ctx)
+			if err != nil {
+				return nil, nil, err
+			}
+			rep, explained := ReportWithExplanations(snap, opts)
+			rep.Warnings = warnings
+			return rep, explained, nil
+		}
+		rep, _, err := FromSource(ctx, src, opts)
+		return rep, nil, err
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	rep := model.NewReport(read.OpenShift, sets, findings)
+	rep.RecheckAt = recheck
+	rules := stuck.RulesOrNewest(read.ServerVersion, opts.FeatureGates)
+	rep.Server = &apiv1.ServerInfo{Version: read.ServerVersion, Rules: rules.Version, AssumedFeatureGates: rules.Gates}
+	rep.Warnings = read.Warnings
+	return rep, explained, nil
+}

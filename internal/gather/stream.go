@@ -1,0 +1,350 @@
+package gather
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/stsdiag/stsdiag/internal/openshift"
+	"github.com/stsdiag/stsdiag/internal/snapshot"
+)
+
+// PageSize is the limit of each page of EachNamespace's LISTs (a variable for tests).
+var PageSize int64 = 5000
+
+// ErrRestart means EachNamespace could not finish namespace by namespace (a LIST did not come in
+// key order, or a page's continue token expired): the namespaces already handed out may have
+// been incomplete. Discard them and Gather instead.
+var ErrRestart = errors.New("the paged LISTs could not be read namespace by namespace")
+
+// Streamed is what EachNamespace read besides the namespaces' snapshots.
+type Streamed struct {
+	// OpenShift and ServerVersion are as in every snapshot.
+	OpenShift     bool
+	ServerVersion string
+	// Warnings name optional data that could not be read (as Gather's).
+	Warnings []string
+}
+
+// EachNamespace reads what Gather reads for all namespaces (scope.Namespace and scope.Names
+// must be empty), but hands out one snapshot per namespace, in turn, as soon as every kind of
+// that namespace is read, and drops it after fn returns: memory holds one namespace and a page
+// per kind, not the cluster. The namespaced kinds are read in pages of PageSize, in parallel, one
+// page ahead; the API server answers every LIST in key order (/<resource>/<namespace>/<name>),
+// namespace by namespace, which the pages are merged by. Cluster-scoped kinds, and the kinds a
+// namespace's diagnosis reads in other namespaces (ImageStreams), are read whole first and shared
+// by every snapshot. fn is called for every namespace holding any object read
+// (a namespace of orphaned pods alone counts), never concurrently. A LIST out of key order or an
+// expired continue token gives ErrRestart.
+//
+// Paged LISTs are served by the watch cache, as the unpaged ones: the first page is a consistent
+// read from the cache, every next page one from the cache's snapshot at the first page's
+// resourceVersion (k8s.io/apiserver@v0.37.2 pkg/storage/cacher/delegator/interface.go:38-62,
+// cacher.go:1437-1472; ListFromCacheSnapshot, on by default since 1.34,
+// pkg/features/kube_features.go:410-413), and the items come in key order from the cache's
+// ordered store (watch_cache.go waitAndListExactRV, OrderedListPrefix); older releases read the
+// pages from etcd, also in key order.
+func EachNamespace(ctx context.Context, c Clients, scope Scope, fn func(*snapshot.Snapshot) error) (*Streamed, error) {
+	if scope.Namespace != "" || len(scope.Names) > 0 {
+		return nil, errors.New("gather: EachNamespace reads all namespaces, by selector only")
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	out := &Streamed{}
+	shared := &snapshot.Snapshot{Now: time.Now()}
+	g, gctx := errgroup.WithContext(ctx)
+	environment := sync.OnceValues(func() (env, error) {
+		e, err := readEnv(gctx, c, scope)
+		out.OpenShift = e.openShift
+		return e, err
+	})
+	g.Go(func() error {
+		out.ServerVersion = serverVersion(c)
+		return nil
+	})
+	var mu sync.Mutex
+	var missing []unread
+	streams := make([]*pageStream, len(resources))
+	for i := range resources {
+		r := &resources[i]
+		if r.clusterScoped || r.whole {
+			g.Go(func() error {
+				if e, err := environment(); err != nil || !r.wanted(e) {
+					return err
+				}
+				l, err := r.listAll(gctx, c, "")
+				mu.Lock()
+				defer mu.Unlock()
+				switch {
+				case err == nil:
+					r.put(shared, nil)
+					if !setItems(shared, l) {
+						return fmt.Errorf("gather: no snapshot field for %s", r.name)
+					}
+				case r.required:
+					return r.listError("", err)
+				default:
+					missing = append(missing, unread{r, err})
+				}
+				return nil
+			})
+			continue
+		}
+		s := &pageStream{r: r, pages: make(chan runtime.Object, 1)}
+		streams[i] = s
+		go s.read(ctx, c, environment)
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	var active []*pageStream
+	for _, s := range streams {
+		if s == nil {
+			continue
+		}
+		if err := s.next(); err != nil {
+			return nil, err
+		}
+		if s.unread != nil {
+			missing = append(missing, unread{s.r, s.unread})
+		}
+		if s.listed {
+			active = append(active, s)
+		}
+	}
+	warned := map[string]bool{}
+	owners := newMapper(c)
+	for {
+		ns, ok := "", false
+		for _, s := range active {
+			if head, more := s.head(); more && (!ok || namespaceBefore(head, ns)) {
+				ns, ok = head, true
+			}
+		}
+		if !ok {
+			break
+		}
+		snap := new(snapshot.Snapshot)
+		*snap = *shared
+		snap.ServerVersion, snap.OpenShift = out.ServerVersion, out.OpenShift
+		for _, s := range active {
+			items, err := s.take(ns)
+			if err != nil {
+				return nil, err
+			}
+			s.r.put(snap, nil)
+			if !setSlice(snap, items) {
+				return nil, fmt.Errorf("gather: no snapshot field for %s", s.r.name)
+			}
+		}
+		for _, w := range warnings(snap, "", missing) {
+			if !warned[w] {
+				warned[w] = true
+				out.Warnings = append(out.Warnings, w)
+			}
+		}
+		var ownerWarnings []string
+		snap.Owners, ownerWarnings = lookUpOwners(ctx, c, owners, snapshot.TerminatingOwners(snap.StatefulSets))
+		for _, w := range ownerWarnings {
+			if !warned[w] {
+				warned[w] = true
+				out.Warnings = append(out.Warnings, w)
+			}
+		}
+		if err := selectStatefulSets(snap, scope); err != nil {
+			return nil, err
+		}
+		if err := fn(snap); err != nil {
+			return nil, err
+		}
+	}
+	if len(warned) == 0 {
+		// No namespace: the warnings of an empty cluster.
+		out.Warnings = warnings(&snapshot.Snapshot{}, "", missing)
+	}
+	return out, nil
+}
+
+// readEnv is the environment of an all-namespaces read: whether the image API is in use.
+func readEnv(ctx context.Context, c Clients, scope Scope) (env, error) {
+	on, err := openshift.Enabled(ctx, scope.OpenShift, c.Kube.Discovery())
+	return env{allNamespaces: true, openShift: on, imageClient: c.Image != nil}, err
+}
+
+// pageStream reads one namespaced kind page by page, one page ahead of its reader, and hands its
+// items out namespace by namespace.
+type pageStream struct {
+	r     *resource
+	pages chan runtime.Object
+	err   error // set before pages is closed
+	// listed is false when the kind is not read here (not wanted, or unread).
+	listed bool
+	unread error
+	// items of the current page from at on; last is the namespace of the item before at.
+	items reflect.Value
+	at    int
+	// itemsType is the type of the kind's Items (of the first page).
+	itemsType reflect.Type
+}
+
+// read LISTs the kind page by page into s.pages; it closes s.pages at the end, with s.err set
+// when a page could not be read. The first page decides whether an optional kind is read at all.
+func (s *pageStream) read(ctx context.Context, c Clients, environment func() (env, error)) {
+	defer close(s.pages)
+	if s.r.when != nil {
+		if e, err := environment(); err != nil || !s.r.wanted(e) {
+			s.err = err
+			return
+		}
+	}
+	o := metav1.ListOptions{FieldSelector: s.r.fieldSelector, Limit: PageSize}
+	for first := true; ; first = false {
+		l, err := s.r.list(ctx, c, "", o)
+		if err != nil {
+			switch {
+			case first && !s.r.required:
+				s.unread = err
+			case first:
+				s.err = s.r.listError("", err)
+			case apierrors.IsResourceExpired(err) || apierrors.IsGone(err):
+				s.err = fmt.Errorf("%w: listing %s: %v", ErrRestart, s.r.name, err)
+			default:
+				s.err = s.r.listError("", err)
+			}
+			return
+		}
+		objs, err := meta.ExtractList(l)
+		if err != nil {
+			s.err = err
+			return
+		}
+		for _, obj := range objs {
+			_, _ = snapshot.Slim(obj)
+		}
+		select {
+		case s.pages <- l:
+		case <-ctx.Done():
+			s.err = ctx.Err()
+			return
+		}
+		lm, err := meta.ListAccessor(l)
+		if err != nil {
+			s.err = err
+			return
+		}
+		if lm.GetContinue() == "" {
+			return
+		}
+		o.Continue = lm.GetContinue()
+	}
+}
+
+// next moves to the next page with items; at the end s.items is empty. The first call decides
+// s.listed.
+func (s *pageStream) next() error {
+	for {
+		l, ok := <-s.pages
+		if !ok {
+			s.items = reflect.Value{}
+			return s.err
+		}
+		s.items, s.at = reflect.ValueOf(l).Elem().FieldByName("Items"), 0
+		s.listed, s.itemsType = true, s.items.Type()
+		if s.items.Len() > 0 {
+			return nil
+		}
+	}
+}
+
+// head is the namespace of the next item, if any.
+func (s *pageStream) head() (string, bool) {
+	if !s.items.IsValid() || s.at >= s.items.Len() {
+		return "", false
+	}
+	return namespaceOf(s.items.Index(s.at)), true
+}
+
+// take returns the items of namespace ns at the head of the stream (none when it is at another
+// namespace), reading pages as needed: a slice of the page when they are all in one, else a copy.
+func (s *pageStream) take(ns string) (reflect.Value, error) {
+	var out reflect.Value
+	for {
+		if !s.items.IsValid() {
+			break
+		}
+		from := s.at
+		for s.at < s.items.Len() {
+			// Each item's namespace is checked against the one before it: a stream's namespaces
+			// never go back (ns is the smallest head of all streams).
+			if item := namespaceOf(s.items.Index(s.at)); item != ns {
+				if namespaceBefore(item, ns) {
+					return out, fmt.Errorf("%w: %s: namespace %q after %q", ErrRestart, s.r.name, item, ns)
+				}
+				break
+			}
+			s.at++
+		}
+		// Capped: an append to the snapshot's slice must not write over the page's next items.
+		part := s.items.Slice3(from, s.at, s.at)
+		switch {
+		case !out.IsValid():
+			out = part
+		case part.Len() > 0:
+			out = reflect.AppendSlice(reflect.MakeSlice(out.Type(), 0, out.Len()+part.Len()), out)
+			out = reflect.AppendSlice(out, part)
+		}
+		if s.at < s.items.Len() {
+			break
+		}
+		if err := s.next(); err != nil {
+			return out, err
+		}
+	}
+	if !out.IsValid() {
+		out = reflect.MakeSlice(s.itemsType, 0, 0)
+	}
+	return out, nil
+}
+
+// namespaceOf is the namespace of an item of a list's Items.
+func namespaceOf(item reflect.Value) string {
+	return item.Addr().Interface().(metav1.Object).GetNamespace()
+}
+
+// namespaceBefore reports whether namespace a's objects come before b's in the API server's key
+// order: keys are <prefix>/<namespace>/<name>, so "a-b" (then '-') comes before "a" (then '/').
+func namespaceBefore(a, b string) bool {
+	n := min(len(a), len(b))
+	if a[:n] != b[:n] {
+		return a[:n] < b[:n]
+	}
+	switch {
+	case len(a) == len(b):
+		return false
+	case len(a) < len(b):
+		return '/' < b[n]
+	default:
+		return a[n] < '/'
+	}
+}
+
+// setSlice stores items in the snapshot's field of their type; false when it has none.
+func setSlice(s *snapshot.Snapshot, items reflect.Value) bool {
+	fields := reflect.ValueOf(s).Elem()
+	for i := 0; i < fields.NumField(); i++ {
+		if f := fields.Field(i); f.Type() == items.Type() {
+			f.Set(items)
+			return true
+		}
+	}
+	return false
+}
