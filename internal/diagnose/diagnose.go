@@ -27,6 +27,12 @@ func Report(snap *snapshot.Snapshot, opts stuck.Options) *model.Report {
 
 // report is Report, with the controller model each StatefulSet's findings come from.
 func report(snap *snapshot.Snapshot, opts stuck.Options) (*model.Report, map[string]*controller.View) {
+	if snap.Shared == nil {
+		// Indexed once for both analyzers.
+		indexed := *snap
+		indexed.Shared = snapshot.NewShared(snap)
+		snap = &indexed
+	}
 	res := stuck.Diagnose(snap, opts)
 	findings := append(res.Findings, resolver.Diagnose(snap)...)
 	linkUnresolvedImages(findings)

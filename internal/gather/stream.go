@@ -121,6 +121,7 @@ func EachNamespace(ctx context.Context, c Clients, scope Scope, fn func(*snapsho
 			active = append(active, s)
 		}
 	}
+	shared.Shared = snapshot.NewShared(shared)
 	warned := map[string]bool{}
 	owners := newMapper(c)
 	for {

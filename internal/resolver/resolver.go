@@ -74,17 +74,8 @@ func diagnose(s *snapshot.Snapshot, ask func(snapshot.AdmissionQuestion)) []mode
 	if !s.OpenShift {
 		return nil
 	}
-	streams := map[string]*imagev1.ImageStream{}
-	streamNamespaces := map[string]bool{}
-	for i := range s.ImageStreams {
-		is := &s.ImageStreams[i]
-		streams[snapshot.Key(is.Namespace, is.Name)] = is
-		streamNamespaces[is.Namespace] = true
-	}
-	namespaces := map[string]*corev1.Namespace{}
-	for i := range s.Namespaces {
-		namespaces[s.Namespaces[i].Name] = &s.Namespaces[i]
-	}
+	shared := s.Indexed()
+	streams, streamNamespaces, namespaces := shared.ImageStreams, shared.StreamNamespaces, shared.Namespaces
 	owned := statefulset.ByController(s)
 	adm := &Admission{Stream: func(ns, name string) *imagev1.ImageStream { return streams[snapshot.Key(ns, name)] }}
 	var out []model.Finding

@@ -63,10 +63,7 @@ func newIndex(s *snapshot.Snapshot, settle time.Duration) *index {
 		sort.SliceStable(list, func(i, j int) bool { return eventTime(list[i]).After(eventTime(list[j])) })
 	}
 	if s.NodesListed {
-		ix.nodes = make(map[string]*corev1.Node, len(s.Nodes))
-		for i := range s.Nodes {
-			ix.nodes[s.Nodes[i].Name] = &s.Nodes[i]
-		}
+		ix.nodes = s.Indexed().Nodes
 	}
 	if s.StorageClassesListed {
 		ix.storageClasses = map[string]*storagev1.StorageClass{}

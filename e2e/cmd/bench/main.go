@@ -114,10 +114,10 @@ func run() error {
 	env := append(os.Environ(), "KUBECONFIG="+kubeconfig, "STSDIAG_REQUEST_STATS=1")
 	load := watchLoad{rate: *watchRate, duration: time.Duration(*watchSeconds * float64(time.Second)),
 		workers: 64, logPath: "e2e/_artifacts/bench/watch.log"}
-	if *useKubeconfig != "" && *watchSeconds > 0 {
+	if *useKubeconfig != "" {
 		// An earlier run's watch load changed pods of the held cluster: undo it.
 		start := time.Now()
-		if err := restoreTargets(ctx, cfg, syn, load); err != nil {
+		if err := restoreTargets(ctx, cfg, syn); err != nil {
 			return err
 		}
 		fmt.Printf("restored the statuses of the pods a watch load changes, deleted stsdiag's Events, in %s\n", time.Since(start).Round(100*time.Millisecond))

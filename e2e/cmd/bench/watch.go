@@ -20,10 +20,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/pager"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/e2e/internal/synth"
@@ -257,7 +259,7 @@ func measureWatch(ctx context.Context, cfg *rest.Config, env []string, stsdiag s
 	time.Sleep(time.Second) // let the work queue drain
 
 	// The load: one pod per healthy set, at a fixed schedule (open loop).
-	targets := loadTargets(syn, load)
+	targets := loadTargets(syn, int(load.rate*load.duration.Seconds()))
 	if len(targets) == 0 {
 		return nil, errors.New("no healthy StatefulSet to update")
 	}
@@ -473,9 +475,8 @@ type target struct {
 }
 
 // loadTargets are the pods the load changes: one per healthy set, at most rate × duration.
-func loadTargets(syn *synth.Cluster, load watchLoad) []target {
+func loadTargets(syn *synth.Cluster, limit int) []target {
 	var targets []target
-	limit := int(load.rate * load.duration.Seconds())
 	for i, set := range syn.StatefulSets {
 		if synth.Kind(i) != "healthy" || len(targets) >= limit {
 			continue
@@ -487,9 +488,9 @@ func loadTargets(syn *synth.Cluster, load watchLoad) []target {
 	return targets
 }
 
-// restoreTargets writes back the synthetic status of the pods a load with these settings changes
+// restoreTargets writes back the synthetic status of the pods any earlier load changed
 // and deletes stsdiag's Events, so that a cluster held by -hold can be measured again with -kubeconfig.
-func restoreTargets(ctx context.Context, cfg *rest.Config, syn *synth.Cluster, load watchLoad) error {
+func restoreTargets(ctx context.Context, cfg *rest.Config, syn *synth.Cluster) error {
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return err
@@ -519,8 +520,29 @@ func restoreTargets(ctx context.Context, cfg *rest.Config, syn *synth.Cluster, l
 			}
 		}()
 	}
-	for _, t := range loadTargets(syn, load) {
-		next <- t
+	// Any earlier load's targets (its rate and length may have been other than this one's): the
+	// healthy sets' pods that are waiting now.
+	waiting := map[string]bool{}
+	err = pager.New(func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+		return kube.CoreV1().Pods("").List(ctx, o)
+	}).EachListItem(ctx, metav1.ListOptions{}, func(obj runtime.Object) error {
+		p := obj.(*corev1.Pod)
+		for _, c := range p.Status.ContainerStatuses {
+			if c.State.Waiting != nil {
+				waiting[p.Namespace+"/"+p.Name] = true
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		close(next)
+		wg.Wait()
+		return err
+	}
+	for _, t := range loadTargets(syn, len(syn.StatefulSets)) {
+		if waiting[t.namespace+"/"+t.pod] {
+			next <- t
+		}
 	}
 	close(next)
 	wg.Wait()
