@@ -45,6 +45,9 @@ type resource struct {
 	// whether the kind may be read at all.
 	list  func(ctx context.Context, c Clients, ns string, o metav1.ListOptions) (runtime.Object, error)
 	probe func(ctx context.Context, c Clients, ns string) error
+	// newList, for a namespaced kind read in pages, is an empty list of the kind (for
+	// slimpb.Pager).
+	newList func() runtime.Object
 	// informer watches the kind; matters, if set, tells an update that diagnosis reads from one
 	// it does not (a node's heartbeat).
 	informer func(c Clients, ns string, tweak func(*metav1.ListOptions)) cache.SharedIndexInformer
@@ -66,6 +69,7 @@ var byNamespace = cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexF
 // resources is what a diagnosis reads, for Gather and Live alike.
 var resources = []resource{
 	{name: "statefulsets", required: true,
+		newList: func() runtime.Object { return &appsv1.StatefulSetList{} },
 		list: func(ctx context.Context, c Clients, ns string, o metav1.ListOptions) (runtime.Object, error) {
 			return listSlim(ctx, c, ns, o, func() (*appsv1.StatefulSetList, error) { return c.reader().AppsV1().StatefulSets(ns).List(ctx, o) })
 		},
@@ -74,6 +78,7 @@ var resources = []resource{
 		},
 		put: func(s *snapshot.Snapshot, objs []runtime.Object) { s.StatefulSets = items[appsv1.StatefulSet](objs) }},
 	{name: "pods", required: true,
+		newList: func() runtime.Object { return &corev1.PodList{} },
 		list: func(ctx context.Context, c Clients, ns string, o metav1.ListOptions) (runtime.Object, error) {
 			return listSlim(ctx, c, ns, o, func() (*corev1.PodList, error) { return c.reader().CoreV1().Pods(ns).List(ctx, o) })
 		},
@@ -82,6 +87,7 @@ var resources = []resource{
 		},
 		put: func(s *snapshot.Snapshot, objs []runtime.Object) { s.Pods = items[corev1.Pod](objs) }},
 	{name: "controllerrevisions", required: true,
+		newList: func() runtime.Object { return &appsv1.ControllerRevisionList{} },
 		list: func(ctx context.Context, c Clients, ns string, o metav1.ListOptions) (runtime.Object, error) {
 			return listSlim(ctx, c, ns, o, func() (*appsv1.ControllerRevisionList, error) {
 				return c.reader().AppsV1().ControllerRevisions(ns).List(ctx, o)
@@ -94,6 +100,7 @@ var resources = []resource{
 			s.Revisions = items[appsv1.ControllerRevision](objs)
 		}},
 	{name: "persistentvolumeclaims", required: true,
+		newList: func() runtime.Object { return &corev1.PersistentVolumeClaimList{} },
 		list: func(ctx context.Context, c Clients, ns string, o metav1.ListOptions) (runtime.Object, error) {
 			return listSlim(ctx, c, ns, o, func() (*corev1.PersistentVolumeClaimList, error) {
 				return c.reader().CoreV1().PersistentVolumeClaims(ns).List(ctx, o)
@@ -104,6 +111,7 @@ var resources = []resource{
 		},
 		put: func(s *snapshot.Snapshot, objs []runtime.Object) { s.PVCs = items[corev1.PersistentVolumeClaim](objs) }},
 	{name: "events", fieldSelector: "type=" + corev1.EventTypeWarning,
+		newList: func() runtime.Object { return &corev1.EventList{} },
 		warning: "findings carry no pod events: listing events in %s: %v",
 		list: func(ctx context.Context, c Clients, ns string, o metav1.ListOptions) (runtime.Object, error) {
 			return listSlim(ctx, c, ns, o, func() (*corev1.EventList, error) { return c.reader().CoreV1().Events(ns).List(ctx, o) })
@@ -127,6 +135,7 @@ var resources = []resource{
 		}},
 	// The governing Services (spec.serviceName): worth a warning only when a StatefulSet names one.
 	{name: "services", warning: "governing Service checks skipped: listing services in %s: %v", warnIf: namesService,
+		newList: func() runtime.Object { return &corev1.ServiceList{} },
 		list: func(ctx context.Context, c Clients, ns string, o metav1.ListOptions) (runtime.Object, error) {
 			return listSlim(ctx, c, ns, o, func() (*corev1.ServiceList, error) { return c.reader().CoreV1().Services(ns).List(ctx, o) })
 		},

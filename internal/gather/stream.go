@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/stsdiag/stsdiag/internal/openshift"
+	"github.com/stsdiag/stsdiag/internal/slimpb"
 	"github.com/stsdiag/stsdiag/internal/snapshot"
 )
 
@@ -199,6 +200,9 @@ type pageStream struct {
 
 // read LISTs the kind page by page into s.pages; it closes s.pages at the end, with s.err set
 // when a page could not be read. The first page decides whether an optional kind is read at all.
+// Through a slimpb.Pager the next page is asked for as soon as this one's continue token
+// arrives, while this one is still read (at most pagesAhead pages asked for and not yet taken
+// here); else one page after the other.
 func (s *pageStream) read(ctx context.Context, c Clients, environment func() (env, error)) {
 	defer close(s.pages)
 	if s.r.when != nil {
@@ -208,8 +212,15 @@ func (s *pageStream) read(ctx context.Context, c Clients, environment func() (en
 		}
 	}
 	o := metav1.ListOptions{FieldSelector: s.r.fieldSelector, Limit: PageSize}
+	pages := sequentialPages(ctx, c, s.r, o)
+	if p, ok := c.Read.(slimpb.Pager); ok && s.r.newList != nil {
+		pages = pipelinedPages(ctx, p, s.r, o)
+	}
 	for first := true; ; first = false {
-		l, err := s.r.list(ctx, c, "", o)
+		l, err, more := pages()
+		if !more {
+			return
+		}
 		if err != nil {
 			switch {
 			case first && !s.r.required:
@@ -237,15 +248,109 @@ func (s *pageStream) read(ctx context.Context, c Clients, environment func() (en
 			s.err = ctx.Err()
 			return
 		}
+	}
+}
+
+// pagesAhead bounds the pages of a kind asked for and not yet handed on (at least 2: a page
+// asks for the next while it is itself not handed on).
+const pagesAhead = 2
+
+// sequentialPages returns the pages of the kind one after the other: each call the next page,
+// or more false after the last (or after an error).
+func sequentialPages(ctx context.Context, c Clients, r *resource, o metav1.ListOptions) func() (runtime.Object, error, bool) {
+	done := false
+	return func() (runtime.Object, error, bool) {
+		if done {
+			return nil, nil, false
+		}
+		l, err := r.list(ctx, c, "", o)
+		if err != nil {
+			done = true
+			return nil, err, true
+		}
 		lm, err := meta.ListAccessor(l)
 		if err != nil {
-			s.err = err
-			return
-		}
-		if lm.GetContinue() == "" {
-			return
+			done = true
+			return nil, err, true
 		}
 		o.Continue = lm.GetContinue()
+		done = o.Continue == ""
+		return l, nil, true
+	}
+}
+
+// fetched is one page, or why it could not be read.
+type fetched struct {
+	list runtime.Object
+	err  error
+}
+
+// pipelinedPages returns the pages of the kind in order, each asked for as soon as the page
+// before it told its continue token.
+func pipelinedPages(ctx context.Context, p slimpb.Pager, r *resource, o metav1.ListOptions) func() (runtime.Object, error, bool) {
+	slots := make(chan struct{}, pagesAhead)
+	// order holds each page's result channel, in page order; it is closed after the last page
+	// or a failed one.
+	order := make(chan chan fetched, pagesAhead+1)
+	var fetch func(cont string)
+	fetch = func(cont string) {
+		res := make(chan fetched, 1)
+		order <- res
+		go func() {
+			page := o
+			page.Continue = cont
+			into := r.newList()
+			asked := false
+			next := func(token string) {
+				if asked || token == "" {
+					return
+				}
+				asked = true
+				select {
+				case slots <- struct{}{}:
+					fetch(token)
+				case <-ctx.Done():
+					close(order)
+				}
+			}
+			err := p.ListPage(ctx, "", page, into, func(m metav1.ListMeta) { next(m.Continue) })
+			if err == nil && !asked {
+				// No metadata before the items (or none at all): ask now.
+				if lm, lerr := meta.ListAccessor(into); lerr == nil {
+					next(lm.GetContinue())
+				}
+			}
+			if err != nil || !asked {
+				if asked {
+					// The next page is on its way and will close order; this one's error comes first.
+					res <- fetched{nil, err}
+					return
+				}
+				res <- fetched{into, err}
+				close(order)
+				return
+			}
+			res <- fetched{into, nil}
+		}()
+	}
+	slots <- struct{}{}
+	fetch(o.Continue)
+	return func() (runtime.Object, error, bool) {
+		res, ok := <-order
+		if !ok {
+			return nil, nil, false
+		}
+		var f fetched
+		select {
+		case f = <-res:
+		case <-ctx.Done():
+			return nil, ctx.Err(), true
+		}
+		<-slots
+		if f.err != nil {
+			return nil, f.err, true
+		}
+		return f.list, nil, true
 	}
 }
 

@@ -3,9 +3,11 @@ package slimpb_test
 import (
 	"context"
 	"encoding/binary"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -120,4 +122,59 @@ func TestClientsetDecodesSlim(t *testing.T) {
 func slimmed(p *corev1.Pod) bool {
 	return p.ManagedFields == nil && len(p.Spec.Containers) == 1 && p.Spec.Containers[0].Image == "app:1" &&
 		p.Spec.Containers[0].ReadinessProbe == nil && p.ResourceVersion == "7"
+}
+
+// TestListPageTellsTheContinueTokenFirst: ListPage tells a page's metadata as soon as it is read,
+// before the rest of the body has even been sent (the next page can be asked for meanwhile);
+// the page is then decoded whole.
+func TestListPageTellsTheContinueTokenFirst(t *testing.T) {
+	pods := &corev1.PodList{ListMeta: metav1.ListMeta{ResourceVersion: "7", Continue: "next-page"}}
+	for i := range 200 {
+		pods.Items = append(pods.Items, corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("db-%d", i), Namespace: "shop"},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app:1"}}}})
+	}
+	body, err := slimpb.Encode(pods, corev1.SchemeGroupVersion.WithKind("PodList"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	told := make(chan struct{})
+	var restSent atomic.Bool
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/vnd.kubernetes.protobuf")
+		half := len(body) / 2
+		_, _ = w.Write(body[:half])
+		w.(http.Flusher).Flush()
+		select {
+		case <-told:
+		case <-time.After(5 * time.Second):
+		}
+		restSent.Store(true)
+		_, _ = w.Write(body[half:])
+	}))
+	defer server.Close()
+	cfg := &rest.Config{Host: server.URL, ContentConfig: rest.ContentConfig{ContentType: "application/vnd.kubernetes.protobuf"}}
+	base, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := slimpb.NewClientset(cfg, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got corev1.PodList
+	var token string
+	var early bool
+	err = c.(slimpb.Pager).ListPage(context.Background(), "", metav1.ListOptions{Limit: 200}, &got, func(m metav1.ListMeta) {
+		token, early = m.Continue, !restSent.Load()
+		close(told)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "next-page" || !early {
+		t.Errorf("told %q, before the rest of the body: %v", token, early)
+	}
+	if len(got.Items) != 200 || got.Items[199].Name != "db-199" || got.Continue != "next-page" {
+		t.Errorf("decoded %d pods, continue %q", len(got.Items), got.Continue)
+	}
 }

@@ -148,6 +148,9 @@ func register[T any, L any, PT object[T], PL object[L]](item schema.GroupVersion
 				if err := l.Unmarshal(protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), v)); err != nil {
 					return err
 				}
+				if ls.listed != nil {
+					ls.listed(listMeta(l))
+				}
 			case 2:
 				if len(items) == cap(items) {
 					items = grow(items, total-ls.left-len(v), ls.left+len(v))

@@ -22,7 +22,19 @@ type Lister interface {
 	ListInto(ctx context.Context, namespace string, opts metav1.ListOptions, into runtime.Object) error
 }
 
-var _ Lister = clientset{}
+// Pager is a Lister that tells a page's continue token as soon as it arrives: a list's metadata
+// comes before its items on the wire, so the next page can be asked for while this one is still
+// read and decoded.
+type Pager interface {
+	// ListPage is ListInto; listed, if set, is called with the list's metadata once it is read
+	// (before the items of a protobuf answer, after them otherwise).
+	ListPage(ctx context.Context, namespace string, opts metav1.ListOptions, into runtime.Object, listed func(metav1.ListMeta)) error
+}
+
+var (
+	_ Lister = clientset{}
+	_ Pager  = clientset{}
+)
 
 // resources are the REST resources of the list types ListInto knows, and their clients.
 var resources = map[reflect.Type]struct {
@@ -60,6 +72,11 @@ func init() {
 // all or for a cluster-scoped kind), decoding the response as it streams in. A response that is
 // not protobuf is decoded whole, as usual.
 func (c clientset) ListInto(ctx context.Context, namespace string, opts metav1.ListOptions, into runtime.Object) error {
+	return c.ListPage(ctx, namespace, opts, into, nil)
+}
+
+// ListPage is ListInto, telling listed the list's metadata as soon as it is read.
+func (c clientset) ListPage(ctx context.Context, namespace string, opts metav1.ListOptions, into runtime.Object, listed func(metav1.ListMeta)) error {
 	r, ok := resources[reflect.TypeOf(into)]
 	if !ok {
 		return fmt.Errorf("slimpb: cannot list into %T", into)
@@ -70,12 +87,17 @@ func (c clientset) ListInto(ctx context.Context, namespace string, opts metav1.L
 		return err
 	}
 	defer body.Close()
-	return DecodeStream(body, into)
+	return decodeStream(body, into, listed)
 }
 
 // DecodeStream decodes a LIST response from r into into, a list type of this package's kinds:
 // protobuf item by item, anything else (JSON) whole with client-go's decoder.
 func DecodeStream(r io.Reader, into runtime.Object) error {
+	return decodeStream(r, into, nil)
+}
+
+// decodeStream is DecodeStream, telling listed (if set) the list's metadata once it is read.
+func decodeStream(r io.Reader, into runtime.Object, listed func(metav1.ListMeta)) error {
 	k, ok := kinds[kindOf[reflect.TypeOf(into)]]
 	if !ok || k.stream == nil {
 		return fmt.Errorf("slimpb: cannot decode a stream into %T", into)
@@ -93,7 +115,9 @@ func DecodeStream(r io.Reader, into runtime.Object) error {
 		if len(data) == 0 {
 			return errors.New("slimpb: an empty response")
 		}
-		_, _, err = scheme.Codecs.UniversalDeserializer().Decode(data, nil, into)
+		if _, _, err = scheme.Codecs.UniversalDeserializer().Decode(data, nil, into); err == nil && listed != nil {
+			listed(listMeta(into))
+		}
 		return err
 	}
 	if _, err := br.Discard(len(magic)); err != nil {
@@ -140,7 +164,7 @@ func DecodeStream(r io.Reader, into runtime.Object) error {
 			if !sawKind {
 				return errors.New("slimpb: an object before its kind")
 			}
-			if err := k.stream(&limited{s: s, left: n}, into); err != nil {
+			if err := k.stream(&limited{s: s, left: n, listed: listed}, into); err != nil {
 				return err
 			}
 			sawList = true
@@ -233,6 +257,17 @@ func (s *stream) next(n int) ([]byte, error) {
 type limited struct {
 	s    *stream
 	left int
+	// listed, if set, is told a list's metadata once it is decoded.
+	listed func(metav1.ListMeta)
+}
+
+// listMeta is the ListMeta of a list of this package's kinds.
+func listMeta(list runtime.Object) metav1.ListMeta {
+	m, ok := reflect.ValueOf(list).Elem().FieldByName("ListMeta").Interface().(metav1.ListMeta)
+	if !ok {
+		return metav1.ListMeta{}
+	}
+	return m
 }
 
 // field reads the message's next field: its number and, when length-delimited, its value
