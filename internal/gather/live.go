@@ -165,14 +165,13 @@ func (l *Live) CachedOf(namespace string, names ...string) *snapshot.Snapshot {
 
 // NamespaceSnapshots returns a function that builds, for one namespace, the snapshot
 // CachedOf(namespace) builds but with every StatefulSet of the namespace in scope (Selected nil).
-// The cluster-scoped kinds (Nodes, StorageClasses, Namespaces) are read from the caches once,
-// now, and shared by every snapshot it builds: a diagnosis only reads a snapshot. It may be
-// called from several goroutines at once.
+// The Nodes and StorageClasses are read from the caches once, now, and shared by every snapshot
+// it builds: a diagnosis only reads a snapshot. It may be called from several goroutines at once.
 func (l *Live) NamespaceSnapshots() func(namespace string) *snapshot.Snapshot {
-	shared := &snapshot.Snapshot{Namespaces: l.namespaces}
+	shared := &snapshot.Snapshot{}
 	for i := range resources {
 		r := &resources[i]
-		if lister, ok := l.listers[r.name]; ok && r.clusterScoped {
+		if lister, ok := l.listers[r.name]; ok && sharable(r) {
 			r.put(shared, cached(lister, true, ""))
 		}
 	}
@@ -182,6 +181,9 @@ func (l *Live) NamespaceSnapshots() func(namespace string) *snapshot.Snapshot {
 		return s
 	}
 }
+
+// sharable kinds are those a snapshot of one namespace holds all of.
+func sharable(r *resource) bool { return r.clusterScoped && r.name != "namespaces" }
 
 // StatefulSet returns a copy of the cached StatefulSet (nil when it is not cached).
 func (l *Live) StatefulSet(namespace, name string) *appsv1.StatefulSet {
@@ -203,22 +205,29 @@ func (l *Live) ServerVersion() string { return l.serverVersion }
 // read builds a snapshot of the caches: of one namespace, or of all ("").
 func (l *Live) read(namespace string) *snapshot.Snapshot { return l.readWith(namespace, nil) }
 
-// readWith is read, with the cluster-scoped kinds taken from shared when it is not nil.
+// readWith is read, with the Nodes and StorageClasses taken from shared when it is not nil.
 func (l *Live) readWith(namespace string, shared *snapshot.Snapshot) *snapshot.Snapshot {
 	s := &snapshot.Snapshot{Now: time.Now(), OpenShift: l.openShift, ServerVersion: l.serverVersion, Namespaces: l.namespaces}
 	for i := range resources {
 		r := &resources[i]
-		if shared != nil && r.clusterScoped {
-			continue
-		}
-		if lister, ok := l.listers[r.name]; ok {
+		lister, ok := l.listers[r.name]
+		switch {
+		case !ok:
+		case shared != nil && sharable(r):
+		case r.name == "namespaces" && namespace != "":
+			// The namespace itself, not a copy of every namespace.
+			var objs []runtime.Object
+			if obj, err := lister.Get(namespace); err == nil {
+				objs = append(objs, obj)
+			}
+			r.put(s, objs)
+		default:
 			r.put(s, cached(lister, r.clusterScoped, namespace))
 		}
 	}
 	if shared != nil {
 		s.Nodes, s.NodesListed = shared.Nodes, shared.NodesListed
 		s.StorageClasses, s.StorageClassesListed = shared.StorageClasses, shared.StorageClassesListed
-		s.Namespaces = shared.Namespaces
 	}
 	if namespace != "" {
 		var named []corev1.Namespace
