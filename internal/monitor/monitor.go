@@ -168,6 +168,11 @@ func (c *Controller) Run(ctx context.Context) error {
 		c.queue.ShutDown()
 		return nil
 	}
+	c.mu.Lock()
+	if len(c.verdicts) == 0 {
+		c.verdicts, c.touched = nil, nil // no StatefulSet: nothing to take, nothing to void
+	}
+	c.mu.Unlock()
 	diagnosed := time.Since(processStart)
 	c.metrics.Startup.WithLabelValues("diagnosed").Set(diagnosed.Seconds())
 	c.logf("first diagnosis of every StatefulSet (%d) complete %.2fs after start", len(keys), diagnosed.Seconds())
