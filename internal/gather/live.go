@@ -68,11 +68,13 @@ func StartLive(ctx context.Context, c Clients, scope Scope, onChange func(obj an
 	}
 	synced := make([]cache.InformerSynced, len(readable))
 	for i, r := range readable {
-		informer, err := l.watch(ctx, r, onChange)
+		registration, err := l.watch(ctx, r, onChange)
 		if err != nil {
 			return nil, nil, err
 		}
-		synced[i] = informer.HasSynced
+		// Synced once the cache is filled and onChange was called with every object of the
+		// initial fill: what onChange is called with from then on are changes.
+		synced[i] = registration.HasSynced
 	}
 	for i, r := range readable {
 		if !cache.WaitForCacheSync(ctx.Done(), synced[i]) {
@@ -83,7 +85,7 @@ func StartLive(ctx context.Context, c Clients, scope Scope, onChange func(obj an
 }
 
 // watch starts an informer for one kind, which signals changes and feeds a lister.
-func (l *Live) watch(ctx context.Context, r *resource, onChange func(obj any)) (cache.SharedIndexInformer, error) {
+func (l *Live) watch(ctx context.Context, r *resource, onChange func(obj any)) (cache.ResourceEventHandlerRegistration, error) {
 	informer, err := r.newInformer(l.clients, l.scope.Namespace)
 	if err != nil {
 		return nil, err
@@ -97,7 +99,7 @@ func (l *Live) watch(ctx context.Context, r *resource, onChange func(obj any)) (
 		}
 		signal(l.changed)
 	}
-	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	registration, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: changed,
 		UpdateFunc: func(old, obj any) {
 			if r.matters == nil || r.matters(old, obj) {
@@ -105,12 +107,13 @@ func (l *Live) watch(ctx context.Context, r *resource, onChange func(obj any)) (
 			}
 		},
 		DeleteFunc: changed,
-	}); err != nil {
+	})
+	if err != nil {
 		return nil, err
 	}
 	l.listers[r.name] = cache.NewGenericLister(informer.GetIndexer(), schema.GroupResource{Resource: r.name})
 	go informer.RunWithContext(ctx)
-	return informer, nil
+	return registration, nil
 }
 
 // Changes receives a value (coalesced) whenever an object in scope changes.
@@ -160,14 +163,71 @@ func (l *Live) CachedOf(namespace string, names ...string) *snapshot.Snapshot {
 	return s
 }
 
+// NamespaceSnapshots returns a function that builds, for one namespace, the snapshot
+// CachedOf(namespace) builds but with every StatefulSet of the namespace in scope (Selected nil).
+// The Nodes and StorageClasses are read from the caches once, now, and shared by every snapshot
+// it builds: a diagnosis only reads a snapshot. It may be called from several goroutines at once.
+func (l *Live) NamespaceSnapshots() func(namespace string) *snapshot.Snapshot {
+	shared := &snapshot.Snapshot{}
+	for i := range resources {
+		r := &resources[i]
+		if lister, ok := l.listers[r.name]; ok && sharable(r) {
+			r.put(shared, cached(lister, true, ""))
+		}
+	}
+	return func(namespace string) *snapshot.Snapshot {
+		s := l.readWith(namespace, shared)
+		s.Selected = nil
+		return s
+	}
+}
+
+// sharable kinds are those a snapshot of one namespace holds all of.
+func sharable(r *resource) bool { return r.clusterScoped && r.name != "namespaces" }
+
+// StatefulSet returns a copy of the cached StatefulSet (nil when it is not cached).
+func (l *Live) StatefulSet(namespace, name string) *appsv1.StatefulSet {
+	obj, err := l.listers["statefulsets"].ByNamespace(namespace).Get(name)
+	if err != nil {
+		return nil
+	}
+	set, ok := obj.(*appsv1.StatefulSet)
+	if !ok {
+		return nil
+	}
+	out := *set
+	return &out
+}
+
+// ServerVersion is the API server's gitVersion, as snapshots carry it.
+func (l *Live) ServerVersion() string { return l.serverVersion }
+
 // read builds a snapshot of the caches: of one namespace, or of all ("").
-func (l *Live) read(namespace string) *snapshot.Snapshot {
+func (l *Live) read(namespace string) *snapshot.Snapshot { return l.readWith(namespace, nil) }
+
+// readWith is read, with the Nodes and StorageClasses taken from shared when it is not nil.
+func (l *Live) readWith(namespace string, shared *snapshot.Snapshot) *snapshot.Snapshot {
 	s := &snapshot.Snapshot{Now: time.Now(), OpenShift: l.openShift, ServerVersion: l.serverVersion, Namespaces: l.namespaces}
 	for i := range resources {
 		r := &resources[i]
-		if lister, ok := l.listers[r.name]; ok {
+		lister, ok := l.listers[r.name]
+		switch {
+		case !ok:
+		case shared != nil && sharable(r):
+		case r.name == "namespaces" && namespace != "":
+			// The namespace itself, not a copy of every namespace.
+			var objs []runtime.Object
+			if obj, err := lister.Get(namespace); err == nil {
+				objs = append(objs, obj)
+			}
+			r.put(s, objs)
+		default:
 			r.put(s, cached(lister, r.clusterScoped, namespace))
 		}
+	}
+	if shared != nil {
+		s.Nodes, s.NodesListed = shared.Nodes, shared.NodesListed
+		s.StorageClasses, s.StorageClassesListed = shared.StorageClasses, shared.StorageClassesListed
 	}
 	if namespace != "" {
 		var named []corev1.Namespace
@@ -202,6 +262,19 @@ func (l *Live) StatefulSetKeys() []string {
 	var out []string
 	for _, set := range items[appsv1.StatefulSet](cached(l.listers["statefulsets"], false, "")) {
 		out = append(out, snapshot.Key(set.Namespace, set.Name))
+	}
+	return out
+}
+
+// StatefulSetNamespaces lists the namespaces of the cached StatefulSets, each once.
+func (l *Live) StatefulSetNamespaces() []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, obj := range cached(l.listers["statefulsets"], false, "") {
+		if set, ok := obj.(*appsv1.StatefulSet); ok && !seen[set.Namespace] {
+			seen[set.Namespace] = true
+			out = append(out, set.Namespace)
+		}
 	}
 	return out
 }

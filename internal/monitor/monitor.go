@@ -87,9 +87,11 @@ type Controller struct {
 	// that StatefulSet is repaired until the pod is back (a new UID) and Ready.
 	awaiting map[string]removedPod
 
-	// initial holds the StatefulSets found when the caches synced until each is first
-	// diagnosed (start-up, stsdiag_startup_seconds).
-	initial map[string]bool
+	// verdicts holds the first pass's verdicts until the workers take them, touched the
+	// StatefulSets queued for a change since the first pass read the caches (firstpass.go);
+	// both nil once every verdict was taken.
+	verdicts map[string]passVerdict
+	touched  map[string]bool
 
 	conds conditions // the Stalled conditions written (conditions.go)
 	// canaries remembers, per annotated StatefulSet, when its step first looked healthy (canary.go).
@@ -155,17 +157,25 @@ func (c *Controller) Run(ctx context.Context) error {
 	synced := time.Since(processStart)
 	c.metrics.Startup.WithLabelValues("synced").Set(synced.Seconds())
 	c.logf("caches synced %.2fs after start", synced.Seconds())
-	keys := live.StatefulSetKeys()
 	c.mu.Lock()
-	c.initial = make(map[string]bool, len(keys))
-	for _, key := range keys {
-		c.initial[key] = true
+	c.verdicts, c.touched = map[string]passVerdict{}, map[string]bool{}
+	c.mu.Unlock()
+	// From here on, a change queues its StatefulSets (and voids their first-pass verdicts);
+	// the workers start once the first pass is done.
+	c.live.Store(live)
+	keys := c.firstPass(ctx, live)
+	if ctx.Err() != nil {
+		c.queue.ShutDown()
+		return nil
+	}
+	c.mu.Lock()
+	if len(c.verdicts) == 0 {
+		c.verdicts, c.touched = nil, nil // no StatefulSet: nothing to take, nothing to void
 	}
 	c.mu.Unlock()
-	if len(keys) == 0 {
-		c.diagnosed("")
-	}
-	c.live.Store(live)
+	diagnosed := time.Since(processStart)
+	c.metrics.Startup.WithLabelValues("diagnosed").Set(diagnosed.Seconds())
+	c.logf("first diagnosis of every StatefulSet (%d) complete %.2fs after start", len(keys), diagnosed.Seconds())
 	for _, key := range keys {
 		c.queue.Add(key)
 	}
@@ -202,14 +212,14 @@ func (c *Controller) enqueueFor(obj any) {
 	}
 	switch o := obj.(type) {
 	case *appsv1.StatefulSet:
-		c.queue.Add(snapshot.Key(o.Namespace, o.Name))
+		c.enqueue(snapshot.Key(o.Namespace, o.Name))
 	case *corev1.Pod:
 		if ref := metav1.GetControllerOfNoCopy(o); ref != nil && ref.Kind == "StatefulSet" {
-			c.queue.Add(snapshot.Key(o.Namespace, ref.Name))
+			c.enqueue(snapshot.Key(o.Namespace, ref.Name))
 		}
 	case *appsv1.ControllerRevision:
 		if ref := metav1.GetControllerOfNoCopy(o); ref != nil && ref.Kind == "StatefulSet" {
-			c.queue.Add(snapshot.Key(o.Namespace, ref.Name))
+			c.enqueue(snapshot.Key(o.Namespace, ref.Name))
 		}
 	case *corev1.Event:
 		if o.Source.Component == "stsdiag" || o.ReportingController == "stsdiag" {
@@ -218,7 +228,7 @@ func (c *Controller) enqueueFor(obj any) {
 		switch o.InvolvedObject.Kind {
 		case "Pod":
 			if name, ok := live.PodController(o.InvolvedObject.Namespace, o.InvolvedObject.Name); ok {
-				c.queue.Add(snapshot.Key(o.InvolvedObject.Namespace, name))
+				c.enqueue(snapshot.Key(o.InvolvedObject.Namespace, name))
 			}
 		case "PersistentVolumeClaim":
 			c.enqueueNamespace(live, o.InvolvedObject.Namespace)
@@ -233,14 +243,14 @@ func (c *Controller) enqueueFor(obj any) {
 		c.enqueueNamespace(live, o.Namespace)
 	case *storagev1.StorageClass:
 		for _, key := range live.StatefulSetKeys() {
-			c.queue.Add(key)
+			c.enqueue(key)
 		}
 	}
 }
 
 func (c *Controller) enqueueNamespace(live *gather.Live, ns string) {
 	for _, name := range live.StatefulSetNames(ns) {
-		c.queue.Add(snapshot.Key(ns, name))
+		c.enqueue(snapshot.Key(ns, name))
 	}
 }
 
@@ -256,33 +266,11 @@ func (c *Controller) processNext(ctx context.Context) bool {
 		return true
 	}
 	c.queue.Forget(key)
-	c.diagnosed(key)
 	return true
 }
 
 // processStart is when this program started (package initialisation, before main).
 var processStart = time.Now()
-
-// diagnosed notes that key was diagnosed; after the last of the StatefulSets found at start-up it
-// sets stsdiag_startup_seconds{phase="diagnosed"} and logs it.
-func (c *Controller) diagnosed(key string) {
-	c.mu.Lock()
-	if c.initial == nil || (key != "" && !c.initial[key]) {
-		c.mu.Unlock()
-		return
-	}
-	delete(c.initial, key)
-	left := len(c.initial)
-	if left == 0 {
-		c.initial = nil
-	}
-	c.mu.Unlock()
-	if left == 0 {
-		d := time.Since(processStart)
-		c.metrics.Startup.WithLabelValues("diagnosed").Set(d.Seconds())
-		c.logf("first diagnosis of every StatefulSet complete %.2fs after start", d.Seconds())
-	}
-}
 
 func findingKey(f model.Finding) string {
 	return strings.Join([]string{string(f.Code), f.Pod, f.Container, f.Image}, "/")
@@ -294,8 +282,13 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if err != nil {
 		return nil // not a key this monitor queued
 	}
-	start := time.Now()
 	live := c.live.Load()
+	if c.verdict(key, c.clock.Now()) {
+		if done, err := c.afterFirstPass(ctx, key, live, ns, name); done || err != nil {
+			return err
+		}
+	}
+	start := time.Now()
 	live.RefreshOwners(ctx, ns)
 	snap := live.CachedOf(ns, name)
 	rep := diagnose.Report(snap, c.opts.Diagnosis)

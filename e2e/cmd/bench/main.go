@@ -66,6 +66,7 @@ func run() error {
 	useKubeconfig := flag.String("kubeconfig", "", "measure the cluster of this kubeconfig, made by -hold with the same -sets and -replicas, instead of creating one")
 	profile := flag.String("profile", "", "write CPU and heap profiles of one more check -A and of watch to this directory (make bench PROFILE=1)")
 	hold := flag.Bool("hold", false, "after creating the cluster and checking its findings, print its kubeconfig and keep it until interrupted (no measurements)")
+	watchGoEnv := flag.String("watch-env", "", "extra environment of watch only, NAME=VALUE[,NAME=VALUE] (e.g. GOMEMLIMIT=1400MiB, GOGC=50)")
 	kubectlMaxPods := flag.Int("kubectl-max-pods", 20000, "skip the kubectl baseline above this many pods (kubectl get -o json needed 12 GiB at 100k pods)")
 	flag.Parse()
 
@@ -171,6 +172,10 @@ func run() error {
 		}
 		watchEnv = append(env[:len(env):len(env)], "STSDIAG_CPUPROFILE="+p("watch.cpu.pprof"), "STSDIAG_HEAPPROFILE="+p("watch.heap.pprof"))
 		fmt.Printf("profiles of check -A and watch in %s (go tool pprof -top %s %s)\n", *profile, *stsdiag, p("check.cpu.pprof"))
+	}
+	if *watchGoEnv != "" {
+		watchEnv = append(watchEnv[:len(watchEnv):len(watchEnv)], strings.Split(*watchGoEnv, ",")...)
+		fmt.Printf("watch runs with %s\n", *watchGoEnv)
 	}
 	// After the check measurements: the load changes pods, and so the findings.
 	var w *watchResult

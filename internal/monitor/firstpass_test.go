@@ -1,0 +1,145 @@
+package monitor_test
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/stsdiag/stsdiag/internal/diagnose"
+	"github.com/stsdiag/stsdiag/internal/model"
+	"github.com/stsdiag/stsdiag/internal/monitor"
+	"github.com/stsdiag/stsdiag/internal/snapshot"
+	"github.com/stsdiag/stsdiag/internal/snapshot/snapshottest"
+	"github.com/stsdiag/stsdiag/internal/stuck"
+)
+
+// findingsJSON is what a finding says, words and facts included.
+func findingsJSON(t *testing.T, findings []model.Finding) string {
+	t.Helper()
+	type said struct {
+		Finding any
+		Short   string
+		Facts   any
+	}
+	out := make([]said, 0, len(findings))
+	for _, f := range findings {
+		out = append(out, said{f.Finding, f.Short, f.Facts})
+	}
+	data, err := json.Marshal(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
+// TestFirstPassEqualsSyncs: the first pass diagnoses the StatefulSets of a namespace together
+// (Selected nil) where a worker's sync diagnoses one (Selected: that one). On every scenario of
+// testdata/stuck and testdata/resolver, each StatefulSet gets the same findings, in the same
+// order, both ways, and the pass's time to look again is never later than the sync's.
+func TestFirstPassEqualsSyncs(t *testing.T) {
+	files, err := filepath.Glob("../../testdata/*/*/objects.yaml")
+	if err != nil || len(files) < 80 {
+		t.Fatalf("%d scenarios: %v", len(files), err)
+	}
+	opts := stuck.DefaultOptions()
+	var multi, found, rechecks int
+	for _, file := range files {
+		snap, err := snapshot.LoadFile(file, snapshottest.Now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		snap.Selected = nil
+		together := diagnose.Report(snap, opts)
+		byKey := map[string][]model.Finding{}
+		for _, f := range together.Findings {
+			byKey[snapshot.Key(f.Namespace, f.StatefulSet)] = append(byKey[snapshot.Key(f.Namespace, f.StatefulSet)], f)
+		}
+		if len(snap.StatefulSets) > 1 {
+			multi++
+		}
+		for i := range snap.StatefulSets {
+			set := &snap.StatefulSets[i]
+			key := snapshot.Key(set.Namespace, set.Name)
+			one := *snap
+			one.Selected = map[string]bool{key: true}
+			alone := diagnose.Report(&one, opts)
+			if got, want := findingsJSON(t, byKey[key]), findingsJSON(t, alone.Findings); got != want {
+				t.Errorf("%s: %s: together\n%s\nalone\n%s", file, key, got, want)
+			}
+			found += len(alone.Findings)
+			if !alone.RecheckAt.IsZero() {
+				rechecks++
+				if together.RecheckAt.IsZero() || together.RecheckAt.After(alone.RecheckAt) {
+					t.Errorf("%s: %s: looks again at %v together, %v alone", file, key, together.RecheckAt, alone.RecheckAt)
+				}
+			}
+		}
+	}
+	t.Logf("%d scenarios with several StatefulSets, %d findings, %d rechecks", multi, found, rechecks)
+	// The comparison is not vacuous: scenarios with several StatefulSets, findings, rechecks.
+	if multi < 15 || found < 100 || rechecks < 10 {
+		t.Fatalf("%d scenarios with several StatefulSets, %d findings, %d rechecks", multi, found, rechecks)
+	}
+}
+
+// The first pass's verdict stands: after start-up no StatefulSet is diagnosed again
+// (stsdiag_diagnosis_duration_seconds counts the workers' diagnoses) unless it changes, and
+// its Stalled condition is still written from the first pass's findings; a change after the
+// first pass is diagnosed (its new finding reported).
+func TestFirstPassVerdictStands(t *testing.T) {
+	objs := stuckObjects()
+	healthy := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "shop", UID: "db-uid"}}
+	objs = append(objs, healthy)
+	kube := fake.NewClientset(objs...)
+	metrics, _ := run(t, kube, monitor.Options{Hold: time.Nanosecond})
+	waitStalled(t, kube, "web's Stalled=True from the first pass", func(c *appsv1.StatefulSetCondition) bool {
+		return c != nil && c.Status == corev1.ConditionTrue && c.Reason == "StaleRevisionStuck"
+	})
+	if got := testutil.ToFloat64(metrics.FindingsTotal.WithLabelValues("StaleRevisionStuck", "shop")); got != 1 {
+		t.Fatalf("StaleRevisionStuck counted %v times; want 1", got)
+	}
+	// web's status patch comes back through the informer and queues it again (a change): wait
+	// for that, then count the diagnoses.
+	time.Sleep(300 * time.Millisecond)
+	before := histogramCount(t, metrics)
+	t.Logf("%d diagnoses after the first pass", before)
+	if before > 1 {
+		t.Fatalf("%d diagnoses by the workers after the first pass; want at most web's after its patch", before)
+	}
+	// A change after the first pass is diagnosed.
+	ctx := context.Background()
+	healthy.Labels = map[string]string{"touched": "yes"}
+	if _, err := kube.AppsV1().StatefulSets("shop").Update(ctx, healthy, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	err := wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
+		return histogramCount(t, metrics) > before, nil
+	})
+	if err != nil {
+		t.Fatalf("db changed after the first pass and was not diagnosed again (%d diagnoses)", histogramCount(t, metrics))
+	}
+}
+
+func histogramCount(t *testing.T, metrics *monitor.Metrics) uint64 {
+	t.Helper()
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() == "stsdiag_diagnosis_duration_seconds" {
+			return f.GetMetric()[0].GetHistogram().GetSampleCount()
+		}
+	}
+	t.Fatal("no stsdiag_diagnosis_duration_seconds")
+	return 0
+}
