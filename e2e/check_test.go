@@ -118,6 +118,47 @@ func TestStuckRollout(t *testing.T) {
 			}
 			return ctx
 		}).
+		Assess("check -A in pages of one object from the real API server gives the same report", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			// Pages of one: every kind's namespaces across many pages, merged in the server's key
+			// order ("stuck-one/" before "stuck-three/"); the default reads each kind in one page.
+			paged := harness.Run(t, cfg.KubeconfigFile(), binDir, []string{"STSDIAG_PAGE_SIZE=1", "STSDIAG_REQUEST_STATS=1"}, stsdiag, "check", "-A", "-o", "json")
+			whole := harness.Run(t, cfg.KubeconfigFile(), binDir, []string{"STSDIAG_REQUEST_STATS=1"}, stsdiag, "check", "-A", "-o", "json")
+			if paged.Code != 1 || whole.Code != 1 {
+				t.Fatalf("exit %d in pages, %d whole; want 1 and 1", paged.Code, whole.Code)
+			}
+			requests := func(stderr string) int {
+				n := -1
+				if _, err := fmt.Sscanf(stderr[strings.LastIndex(stderr, "stsdiag: "):], "stsdiag: %d HTTP requests", &n); err != nil {
+					t.Fatalf("no request count: %q", stderr)
+				}
+				return n
+			}
+			if p, w := requests(paged.Stderr), requests(whole.Stderr); p < w+20 {
+				t.Errorf("%d requests in pages of one, %d whole: the LISTs were not paged", p, w)
+			}
+			for ns := range cases {
+				var got []string
+				for _, r := range []harness.Result{paged, whole} {
+					rep := harness.DecodeReport(t, r.Stdout)
+					var mine []string
+					for _, f := range rep.Findings {
+						if f.Namespace == ns {
+							mine = append(mine, fmt.Sprintf("%s %s %s", f.Code, f.Pod, f.Severity))
+						}
+					}
+					for _, set := range rep.StatefulSets {
+						if set.Namespace == ns {
+							mine = append(mine, fmt.Sprintf("%s %s", set.Name, set.Status))
+						}
+					}
+					got = append(got, strings.Join(mine, ", "))
+				}
+				if want := "StaleRevisionStuck web-0 error, web Stuck"; got[0] != want || got[1] != want {
+					t.Errorf("%s: in pages %q, whole %q; want %q", ns, got[0], got[1], want)
+				}
+			}
+			return ctx
+		}).
 		Assess("check -o html and explain -o html draw web-0 holding web-1 and web-2 (headless Chromium)", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			check := stsdiagRun(t, cfg, "check", "-n", "stuck-three", "-o", "html")
 			explain := stsdiagRun(t, cfg, "explain", "web", "-n", "stuck-three", "-o", "html")
