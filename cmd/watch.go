@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"sync"
 	"time"
 
+	"github.com/KimMachineGun/automemlimit/memlimit"
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -186,6 +188,12 @@ var listInformersOnce sync.Once
 // Run serves the monitor (monitor.Serve) until SIGTERM.
 func (o *WatchOptions) Run(ctx context.Context) error {
 	listInformersOnce.Do(func() { clientfeatures.ReplaceFeatureGates(listInformers{clientfeatures.FeatureGates()}) })
+	// In a container with a memory limit, the Go heap is held to 90% of it (unless GOMEMLIMIT or
+	// AUTOMEMLIMIT say otherwise): watch's informer caches are most of its heap, and Go's default
+	// goal of twice the live heap would otherwise exceed a limit the caches fit in.
+	if limit, err := memlimit.Set(memlimit.WithRatio(0.9)); err == nil && limit > 0 && limit < math.MaxInt64 {
+		fmt.Fprintf(o.ErrOut, "stsdiag watch: Go memory limit %d MiB\n", limit>>20)
+	}
 	c, err := clients(o.configFlags, 0)
 	if err != nil {
 		return withCode(ExitError, err)

@@ -27,6 +27,7 @@ import (
 
 	imageclient "github.com/openshift/client-go/image/clientset/versioned"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -66,6 +67,7 @@ func run() error {
 	useKubeconfig := flag.String("kubeconfig", "", "measure the cluster of this kubeconfig, made by -hold with the same -sets and -replicas, instead of creating one")
 	profile := flag.String("profile", "", "write CPU and heap profiles of one more check -A and of watch to this directory (make bench PROFILE=1)")
 	hold := flag.Bool("hold", false, "after creating the cluster and checking its findings, print its kubeconfig and keep it until interrupted (no measurements)")
+	watchMemoryLimit := flag.String("watch-memory-limit", "", "run watch in a cgroup with this memory limit, as a container's (e.g. 1600Mi; needs cgroup v2 and root)")
 	watchGoEnv := flag.String("watch-env", "", "extra environment of watch only, NAME=VALUE[,NAME=VALUE] (e.g. GOMEMLIMIT=1400MiB, GOGC=50)")
 	kubectlMaxPods := flag.Int("kubectl-max-pods", 20000, "skip the kubectl baseline above this many pods (kubectl get -o json needed 12 GiB at 100k pods)")
 	flag.Parse()
@@ -172,6 +174,14 @@ func run() error {
 		}
 		watchEnv = append(env[:len(env):len(env)], "STSDIAG_CPUPROFILE="+p("watch.cpu.pprof"), "STSDIAG_HEAPPROFILE="+p("watch.heap.pprof"))
 		fmt.Printf("profiles of check -A and watch in %s (go tool pprof -top %s %s)\n", *profile, *stsdiag, p("check.cpu.pprof"))
+	}
+	if *watchMemoryLimit != "" {
+		q, err := resource.ParseQuantity(*watchMemoryLimit)
+		if err != nil {
+			return fmt.Errorf("-watch-memory-limit: %w", err)
+		}
+		load.memoryLimit = q.Value()
+		fmt.Printf("watch runs in a cgroup with memory.max %s\n", *watchMemoryLimit)
 	}
 	if *watchGoEnv != "" {
 		watchEnv = append(watchEnv[:len(watchEnv):len(watchEnv)], strings.Split(*watchGoEnv, ",")...)

@@ -37,6 +37,9 @@ type watchLoad struct {
 	duration time.Duration // at most this long (fewer when the healthy sets run out)
 	workers  int           // goroutines writing the updates
 	logPath  string        // watch's stderr
+	// memoryLimit, if set, runs watch in a cgroup v2 with this memory.max, as a container's
+	// memory limit would (watch holds its Go heap to 90% of it).
+	memoryLimit int64
 }
 
 // watchResult is what the load phase measured.
@@ -178,6 +181,15 @@ func measureWatch(ctx context.Context, cfg *rest.Config, env []string, stsdiag s
 	defer logFile.Close()
 	cmd := exec.Command(stsdiag, "watch", "-A", "--metrics-addr", addr, "--health-addr", addr, "--metrics-insecure")
 	cmd.Env, cmd.Stdout, cmd.Stderr = env, logFile, logFile
+	if load.memoryLimit > 0 {
+		cgroup, err := limitedCgroup(load.memoryLimit)
+		if err != nil {
+			return nil, err
+		}
+		defer cgroup.Close()
+		defer os.Remove(cgroup.Name())
+		cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: int(cgroup.Fd())}
+	}
 	started := time.Now()
 	if err := cmd.Start(); err != nil {
 		return nil, err
@@ -557,4 +569,23 @@ func restoreTargets(ctx context.Context, cfg *rest.Config, syn *synth.Cluster) e
 		}
 	}
 	return nil
+}
+
+// limitedCgroup makes a cgroup v2 below the root with memory.max = limit and opens it (for
+// SysProcAttr.CgroupFD); remove its directory once the process in it has exited.
+func limitedCgroup(limit int64) (*os.File, error) {
+	dir := filepath.Join("/sys/fs/cgroup", fmt.Sprintf("stsdiag-bench-watch-%d", os.Getpid()))
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("a cgroup for watch's memory limit (cgroup v2, root): %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "memory.max"), []byte(strconv.FormatInt(limit, 10)), 0o644); err != nil {
+		_ = os.Remove(dir)
+		return nil, fmt.Errorf("setting memory.max: %w", err)
+	}
+	f, err := os.Open(dir)
+	if err != nil {
+		_ = os.Remove(dir)
+		return nil, err
+	}
+	return f, nil
 }
