@@ -67,7 +67,7 @@ func run() error {
 	useKubeconfig := flag.String("kubeconfig", "", "measure the cluster of this kubeconfig, made by -hold with the same -sets and -replicas, instead of creating one")
 	profile := flag.String("profile", "", "write CPU and heap profiles of one more check -A and of watch to this directory (make bench PROFILE=1)")
 	hold := flag.Bool("hold", false, "after creating the cluster and checking its findings, print its kubeconfig and keep it until interrupted (no measurements)")
-	watchMemoryLimit := flag.String("watch-memory-limit", "", "run watch in a cgroup with this memory limit, as a container's (e.g. 1600Mi; needs cgroup v2 and root)")
+	watchMemoryLimit := flag.String("watch-memory-limit", "", "run watch in a memory cgroup with this limit, as a container's (e.g. 1600Mi; needs root)")
 	watchGoEnv := flag.String("watch-env", "", "extra environment of watch only, NAME=VALUE[,NAME=VALUE] (e.g. GOMEMLIMIT=1400MiB, GOGC=50)")
 	kubectlMaxPods := flag.Int("kubectl-max-pods", 20000, "skip the kubectl baseline above this many pods (kubectl get -o json needed 12 GiB at 100k pods)")
 	flag.Parse()

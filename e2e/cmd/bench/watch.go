@@ -37,7 +37,7 @@ type watchLoad struct {
 	duration time.Duration // at most this long (fewer when the healthy sets run out)
 	workers  int           // goroutines writing the updates
 	logPath  string        // watch's stderr
-	// memoryLimit, if set, runs watch in a cgroup v2 with this memory.max, as a container's
+	// memoryLimit, if set, runs watch in a memory cgroup with this limit, as a container's
 	// memory limit would (watch holds its Go heap to 90% of it).
 	memoryLimit int64
 }
@@ -180,16 +180,17 @@ func measureWatch(ctx context.Context, cfg *rest.Config, env []string, stsdiag s
 	}
 	defer logFile.Close()
 	cmd := exec.Command(stsdiag, "watch", "-A", "--metrics-addr", addr, "--health-addr", addr, "--metrics-insecure")
-	cmd.Env, cmd.Stdout, cmd.Stderr = env, logFile, logFile
 	if load.memoryLimit > 0 {
 		cgroup, err := limitedCgroup(load.memoryLimit)
 		if err != nil {
 			return nil, err
 		}
-		defer cgroup.Close()
-		defer os.Remove(cgroup.Name())
-		cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: int(cgroup.Fd())}
+		defer os.Remove(cgroup)
+		// Joins the cgroup, then becomes watch (same process): watch starts inside its limit.
+		cmd = exec.Command("/bin/sh", "-c", `echo $$ > "$0/cgroup.procs" && exec "$@"`, cgroup, stsdiag, "watch", "-A",
+			"--metrics-addr", addr, "--health-addr", addr, "--metrics-insecure")
 	}
+	cmd.Env, cmd.Stdout, cmd.Stderr = env, logFile, logFile
 	started := time.Now()
 	if err := cmd.Start(); err != nil {
 		return nil, err
@@ -571,21 +572,20 @@ func restoreTargets(ctx context.Context, cfg *rest.Config, syn *synth.Cluster) e
 	return nil
 }
 
-// limitedCgroup makes a cgroup v2 below the root with memory.max = limit and opens it (for
-// SysProcAttr.CgroupFD); remove its directory once the process in it has exited.
-func limitedCgroup(limit int64) (*os.File, error) {
-	dir := filepath.Join("/sys/fs/cgroup", fmt.Sprintf("stsdiag-bench-watch-%d", os.Getpid()))
+// limitedCgroup makes a memory cgroup with the limit (cgroup v2's memory.max, or v1's
+// memory.limit_in_bytes) and returns its directory; remove it once its process has exited.
+func limitedCgroup(limit int64) (string, error) {
+	root, file := "/sys/fs/cgroup", "memory.max"
+	if _, err := os.Stat(filepath.Join(root, "cgroup.controllers")); err != nil {
+		root, file = "/sys/fs/cgroup/memory", "memory.limit_in_bytes"
+	}
+	dir := filepath.Join(root, fmt.Sprintf("stsdiag-bench-watch-%d", os.Getpid()))
 	if err := os.Mkdir(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("a cgroup for watch's memory limit (cgroup v2, root): %w", err)
+		return "", fmt.Errorf("a memory cgroup for watch's limit (needs root): %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "memory.max"), []byte(strconv.FormatInt(limit, 10)), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, file), []byte(strconv.FormatInt(limit, 10)), 0o644); err != nil {
 		_ = os.Remove(dir)
-		return nil, fmt.Errorf("setting memory.max: %w", err)
+		return "", fmt.Errorf("setting %s: %w", file, err)
 	}
-	f, err := os.Open(dir)
-	if err != nil {
-		_ = os.Remove(dir)
-		return nil, err
-	}
-	return f, nil
+	return dir, nil
 }
