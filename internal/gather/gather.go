@@ -177,17 +177,7 @@ func setItems(s *snapshot.Snapshot, list runtime.Object) bool {
 		return false
 	}
 	items := v.Elem().FieldByName("Items")
-	if !items.IsValid() {
-		return false
-	}
-	fields := reflect.ValueOf(s).Elem()
-	for i := 0; i < fields.NumField(); i++ {
-		if f := fields.Field(i); f.Type() == items.Type() {
-			f.Set(items)
-			return true
-		}
-	}
-	return false
+	return items.IsValid() && setSlice(s, items)
 }
 
 // selectStatefulSets marks the StatefulSets in scope. All StatefulSets of the namespace stay in the

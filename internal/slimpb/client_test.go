@@ -74,16 +74,7 @@ func TestClientsetDecodesSlim(t *testing.T) {
 		}
 	}))
 	defer server.Close()
-	cfg := &rest.Config{Host: server.URL, ContentConfig: rest.ContentConfig{ContentType: "application/vnd.kubernetes.protobuf",
-		AcceptContentTypes: "application/vnd.kubernetes.protobuf,application/json"}}
-	base, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := slimpb.NewClientset(cfg, base)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := protobufClientset(t, server.URL)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
@@ -152,15 +143,7 @@ func TestListPageTellsTheContinueTokenFirst(t *testing.T) {
 		_, _ = w.Write(body[half:])
 	}))
 	defer server.Close()
-	cfg := &rest.Config{Host: server.URL, ContentConfig: rest.ContentConfig{ContentType: "application/vnd.kubernetes.protobuf"}}
-	base, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := slimpb.NewClientset(cfg, base)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := protobufClientset(t, server.URL)
 	var got corev1.PodList
 	var token string
 	var early bool
@@ -177,4 +160,20 @@ func TestListPageTellsTheContinueTokenFirst(t *testing.T) {
 	if len(got.Items) != 200 || got.Items[199].Name != "db-199" || got.Continue != "next-page" {
 		t.Errorf("decoded %d pods, continue %q", len(got.Items), got.Continue)
 	}
+}
+
+// protobufClientset is slimpb's clientset for a server at url, asking for protobuf.
+func protobufClientset(t *testing.T, url string) kubernetes.Interface {
+	t.Helper()
+	cfg := &rest.Config{Host: url, ContentConfig: rest.ContentConfig{ContentType: "application/vnd.kubernetes.protobuf",
+		AcceptContentTypes: "application/vnd.kubernetes.protobuf,application/json"}}
+	base, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := slimpb.NewClientset(cfg, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
