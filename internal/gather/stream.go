@@ -73,7 +73,8 @@ func EachNamespace(ctx context.Context, c Clients, scope Scope, fn func(*snapsho
 		return nil
 	})
 	var mu sync.Mutex
-	var missing []unread
+	// unreadErr[i] is why optional kind resources[i] could not be read.
+	unreadErr := make([]error, len(resources))
 	streams := make([]*pageStream, len(resources))
 	for i := range resources {
 		r := &resources[i]
@@ -94,7 +95,7 @@ func EachNamespace(ctx context.Context, c Clients, scope Scope, fn func(*snapsho
 				case r.required:
 					return r.listError("", err)
 				default:
-					missing = append(missing, unread{r, err})
+					unreadErr[i] = err
 				}
 				return nil
 			})
@@ -108,7 +109,7 @@ func EachNamespace(ctx context.Context, c Clients, scope Scope, fn func(*snapsho
 		return nil, err
 	}
 	var active []*pageStream
-	for _, s := range streams {
+	for i, s := range streams {
 		if s == nil {
 			continue
 		}
@@ -116,13 +117,19 @@ func EachNamespace(ctx context.Context, c Clients, scope Scope, fn func(*snapsho
 			return nil, err
 		}
 		if s.unread != nil {
-			missing = append(missing, unread{s.r, s.unread})
+			unreadErr[i] = s.unread
 		}
 		if s.listed {
 			active = append(active, s)
 		}
 	}
 	shared.Shared = snapshot.NewShared(shared)
+	var missing []unread // in the table's order, as Gather's
+	for i, err := range unreadErr {
+		if err != nil {
+			missing = append(missing, unread{&resources[i], err})
+		}
+	}
 	warned := map[string]bool{}
 	owners := newMapper(c)
 	for {

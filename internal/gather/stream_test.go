@@ -3,6 +3,7 @@ package gather_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	imagefake "github.com/openshift/client-go/image/clientset/versioned/fake"
@@ -20,14 +21,16 @@ import (
 // namespace) for optional ones, the same kinds marked listed.
 func TestEachNamespaceReadPolicy(t *testing.T) {
 	governed := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "other"}, Spec: appsv1.StatefulSetSpec{ServiceName: "db"}}
-	for _, forbidden := range []string{"", "pods", "statefulsets", "events", "services", "nodes", "storageclasses", "imagestreams", "namespaces"} {
+	for _, forbidden := range []string{"", "pods", "statefulsets", "events", "services", "nodes", "storageclasses", "imagestreams", "namespaces", "imagestreams,services,events"} {
 		t.Run(forbidden, func(t *testing.T) {
 			objs := append(objects(2), governed)
 			kube := fake.NewClientset(objs...)
 			image := imagefake.NewClientset()
-			if forbidden != "" {
-				kube.PrependReactor("list", forbidden, forbid(forbidden))
-				image.PrependReactor("list", forbidden, forbid(forbidden))
+			for _, kind := range strings.Split(forbidden, ",") {
+				if kind != "" {
+					kube.PrependReactor("list", kind, forbid(kind))
+					image.PrependReactor("list", kind, forbid(kind))
+				}
 			}
 			c := gather.Clients{Kube: kube, Image: image}
 			scope := gather.Scope{OpenShift: openshift.ModeAlways}
