@@ -39,8 +39,8 @@ type Streamed struct {
 // EachNamespace reads what Gather reads for all namespaces (scope.Namespace and scope.Names
 // must be empty), but hands out one snapshot per namespace, in turn, as soon as every kind of
 // that namespace is read, and drops it after fn returns: memory holds one namespace and a page
-// per kind, not the cluster. The namespaced kinds are read in pages of PageSize, in parallel, one
-// page ahead; the API server answers every LIST in key order (/<resource>/<namespace>/<name>),
+// per kind, not the cluster. The namespaced kinds are read in pages of PageSize, in parallel, up
+// to two pages ahead; the API server answers every LIST in key order (/<resource>/<namespace>/<name>),
 // namespace by namespace, which the pages are merged by. Cluster-scoped kinds, and the kinds a
 // namespace's diagnosis reads in other namespaces (ImageStreams), are read whole first and shared
 // by every snapshot. fn is called for every namespace holding any object read
@@ -189,8 +189,8 @@ func readEnv(ctx context.Context, c Clients, scope Scope) (env, error) {
 	return env{allNamespaces: true, openShift: on, imageClient: c.Image != nil}, err
 }
 
-// pageStream reads one namespaced kind page by page, one page ahead of its reader, and hands its
-// items out namespace by namespace.
+// pageStream reads one namespaced kind page by page, ahead of its reader, and hands its items out
+// namespace by namespace.
 type pageStream struct {
 	r     *resource
 	pages chan runtime.Object
