@@ -183,7 +183,11 @@ func (o *CheckOptions) fleet() ([]diagnose.Target, error) {
 		if err != nil {
 			return nil, fmt.Errorf("context %s: %w", name, err)
 		}
-		targets = append(targets, diagnose.Target{Context: name, Clients: c, Scope: scope, Source: source(c, scope, o.admission)})
+		t := diagnose.Target{Context: name, Clients: c, Scope: scope}
+		if o.admission {
+			t.Source = source(c, scope, o.admission)
+		}
+		targets = append(targets, t)
 	}
 	return targets, nil
 }

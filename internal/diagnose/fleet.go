@@ -39,6 +39,11 @@ func RunFleet(ctx context.Context, targets []Target, opts stuck.Options) (rep *m
 	outcomes := fleet.Run(ctx, targets, func(ctx context.Context, t Target) outcome {
 		src := t.Source
 		if src == nil {
+			if t.Scope.Namespace == "" && len(t.Scope.Names) == 0 {
+				// All namespaces: one namespace at a time, as check -A.
+				r, _, err := AllNamespaces(ctx, t.Clients, t.Scope, opts, false)
+				return outcome{r, err}
+			}
 			src = gather.Lister{Clients: t.Clients, Scope: t.Scope}
 		}
 		r, _, err := FromSource(ctx, src, opts)
