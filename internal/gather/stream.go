@@ -155,15 +155,9 @@ func EachNamespace(ctx context.Context, c Clients, scope Scope, fn func(*snapsho
 				return nil, fmt.Errorf("gather: no snapshot field for %s", s.r.name)
 			}
 		}
-		for _, w := range warnings(snap, "", missing) {
-			if !warned[w] {
-				warned[w] = true
-				out.Warnings = append(out.Warnings, w)
-			}
-		}
 		var ownerWarnings []string
 		snap.Owners, ownerWarnings = lookUpOwners(ctx, c, owners, snapshot.TerminatingOwners(snap.StatefulSets))
-		for _, w := range ownerWarnings {
+		for _, w := range append(warnings(snap, "", missing), ownerWarnings...) {
 			if !warned[w] {
 				warned[w] = true
 				out.Warnings = append(out.Warnings, w)

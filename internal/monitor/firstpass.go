@@ -37,7 +37,16 @@ type passVerdict struct {
 // the keys of the StatefulSets diagnosed. It stops early, returning nil, when ctx ends.
 func (c *Controller) firstPass(ctx context.Context, live *gather.Live) []string {
 	live.RefreshOwners(ctx, "")
-	read := live.NamespaceSnapshots()
+	namespaceSnapshot := live.NamespaceSnapshots()
+	// Every namespace's snapshot holds the same Nodes: indexed once, not once per namespace.
+	var nodes *snapshot.Shared
+	var indexNodes sync.Once
+	read := func(ns string) *snapshot.Snapshot {
+		s := namespaceSnapshot(ns)
+		indexNodes.Do(func() { nodes = snapshot.NewShared(s) })
+		s.Shared = nodes.For(s)
+		return s
+	}
 	namespaces := live.StatefulSetNamespaces()
 	next := make(chan string)
 	var (

@@ -127,11 +127,18 @@ type Shared struct {
 
 // NewShared indexes the shared kinds of s.
 func NewShared(s *Snapshot) *Shared {
-	x := &Shared{Nodes: make(map[string]*corev1.Node, len(s.Nodes)), Namespaces: make(map[string]*corev1.Namespace, len(s.Namespaces)),
-		ImageStreams: make(map[string]*imagev1.ImageStream, len(s.ImageStreams)), StreamNamespaces: map[string]bool{}}
+	nodes := make(map[string]*corev1.Node, len(s.Nodes))
 	for i := range s.Nodes {
-		x.Nodes[s.Nodes[i].Name] = &s.Nodes[i]
+		nodes[s.Nodes[i].Name] = &s.Nodes[i]
 	}
+	return (&Shared{Nodes: nodes}).For(s)
+}
+
+// For indexes s's Namespaces and ImageStreams, with x's index of the Nodes (s holds the same
+// Nodes): snapshots of one namespace each share the cluster's Nodes, not their namespace's.
+func (x *Shared) For(s *Snapshot) *Shared {
+	x = &Shared{Nodes: x.Nodes, Namespaces: make(map[string]*corev1.Namespace, len(s.Namespaces)),
+		ImageStreams: make(map[string]*imagev1.ImageStream, len(s.ImageStreams)), StreamNamespaces: map[string]bool{}}
 	for i := range s.Namespaces {
 		x.Namespaces[s.Namespaces[i].Name] = &s.Namespaces[i]
 	}
