@@ -11,7 +11,9 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	clientfeatures "k8s.io/client-go/features"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/watchlist"
 
 	"github.com/stsdiag/stsdiag/internal/openshift"
 	"github.com/stsdiag/stsdiag/internal/snapshot"
@@ -36,16 +38,41 @@ type Live struct {
 }
 
 // StartLive starts informers for the scope and waits for their caches to fill. They stop with ctx.
-// onChange, if set, is called with every object added, updated or deleted (also during the
-// initial fill), but for a Node only when its Ready status changes.
-func StartLive(ctx context.Context, c Clients, scope Scope, onChange func(obj any)) (*Live, []string, error) {
+// onChange, if set, is called with every object added, updated or deleted, initial when it is
+// one of a cache's initial fill (its first LIST), but for a Node only when its Ready status
+// changes.
+func StartLive(ctx context.Context, c Clients, scope Scope, onChange func(obj any, initial bool)) (*Live, []string, error) {
+	l, warns, _, err := startLive(ctx, c, scope, onChange, nil)
+	return l, warns, err
+}
+
+// StartLiveDiagnosing is StartLive, with each namespace's snapshot handed to diagnose while the
+// caches fill, as EachNamespace hands them out: for all namespaces (by selector only), when the
+// informers fill by LISTs (not WATCH lists: client-go's WatchListClient), their first LISTs are
+// EachNamespace's paged LISTs, read once for both. diagnosed reports whether every namespace was
+// handed to diagnose: not when the scope or the informers do not allow it (none was), nor when
+// the paged LISTs could not go namespace by namespace (ErrRestart), failed, or diagnose failed
+// (some may have been). Then the caches filled with the kinds read to the end, and by their own
+// LISTs with the others.
+func StartLiveDiagnosing(ctx context.Context, c Clients, scope Scope, onChange func(obj any, initial bool), diagnose func(*snapshot.Snapshot) error) (live *Live, warnings []string, diagnosed bool, err error) {
+	// As a reflector decides to fill its cache by a WATCH list (client-go@v0.35.4
+	// tools/cache/reflector.go:300-309).
+	watchLists := clientfeatures.FeatureGates().Enabled(clientfeatures.WatchListClient) &&
+		!watchlist.DoesClientNotSupportWatchListSemantics(c.reader())
+	if scope.Namespace != "" || len(scope.Names) > 0 || watchLists {
+		diagnose = nil
+	}
+	return startLive(ctx, c, scope, onChange, diagnose)
+}
+
+func startLive(ctx context.Context, c Clients, scope Scope, onChange func(obj any, initial bool), diagnose func(*snapshot.Snapshot) error) (*Live, []string, bool, error) {
 	namespaces, err := checkNamespace(ctx, c, scope.Namespace)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
 	enabled, err := openshift.Enabled(ctx, scope.OpenShift, c.Kube.Discovery())
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
 	l := &Live{scope: scope, openShift: enabled, changed: make(chan struct{}, 1), namespaces: namespaces,
 		listers: map[string]cache.GenericLister{}, clients: c, owners: ownerCache{ttl: 10 * time.Second},
@@ -59,54 +86,71 @@ func StartLive(ctx context.Context, c Clients, scope Scope, onChange func(obj an
 		}
 		if err := r.check(ctx, c, scope.Namespace); err != nil {
 			if r.required {
-				return nil, nil, r.listError(scope.Namespace, err)
+				return nil, nil, false, r.listError(scope.Namespace, err)
 			}
 			l.missing = append(l.missing, unread{r, err})
 			continue
 		}
 		readable = append(readable, r)
 	}
+	var first map[string]*firstList
+	if diagnose != nil {
+		first = map[string]*firstList{}
+		for _, r := range readable {
+			if !r.unversioned {
+				first[r.name] = newFirstList()
+			}
+		}
+	}
 	synced := make([]cache.InformerSynced, len(readable))
 	for i, r := range readable {
-		registration, err := l.watch(ctx, r, onChange)
+		registration, err := l.watch(ctx, r, onChange, first[r.name])
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, false, err
 		}
 		// Synced once the cache is filled and onChange was called with every object of the
-		// initial fill: what onChange is called with from then on are changes.
+		// initial fill.
 		synced[i] = registration.HasSynced
+	}
+	diagnosed := false
+	if diagnose != nil {
+		// Whatever fails here (ErrRestart, a page that could not be read) the informers read again
+		// by themselves, with their own retries.
+		_, err := eachNamespace(ctx, c, scope, diagnose, first)
+		diagnosed = err == nil
 	}
 	for i, r := range readable {
 		if !cache.WaitForCacheSync(ctx.Done(), synced[i]) {
-			return nil, nil, fmt.Errorf("informer for %s did not sync: %w", r.name, context.Cause(ctx))
+			return nil, nil, false, fmt.Errorf("informer for %s did not sync: %w", r.name, context.Cause(ctx))
 		}
 	}
-	return l, warnings(l.read(""), scope.Namespace, l.missing), nil
+	return l, warnings(l.read(""), scope.Namespace, l.missing), diagnosed, nil
 }
 
-// watch starts an informer for one kind, which signals changes and feeds a lister.
-func (l *Live) watch(ctx context.Context, r *resource, onChange func(obj any)) (cache.ResourceEventHandlerRegistration, error) {
-	informer, err := r.newInformer(l.clients, l.scope.Namespace)
+// watch starts an informer for one kind, which signals changes and feeds a lister; first, if
+// set, is its first LIST.
+func (l *Live) watch(ctx context.Context, r *resource, onChange func(obj any, initial bool), first *firstList) (cache.ResourceEventHandlerRegistration, error) {
+	informer, err := r.newInformer(l.clients, l.scope.Namespace, first)
 	if err != nil {
 		return nil, err
 	}
-	changed := func(obj any) {
+	changed := func(obj any, initial bool) {
 		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 			obj = d.Obj
 		}
 		if onChange != nil {
-			onChange(obj)
+			onChange(obj, initial)
 		}
 		signal(l.changed)
 	}
-	registration, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	registration, err := informer.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
 		AddFunc: changed,
 		UpdateFunc: func(old, obj any) {
 			if r.matters == nil || r.matters(old, obj) {
-				changed(obj)
+				changed(obj, false)
 			}
 		},
-		DeleteFunc: changed,
+		DeleteFunc: func(obj any) { changed(obj, false) },
 	})
 	if err != nil {
 		return nil, err

@@ -2,27 +2,34 @@ package gather_test
 
 import (
 	"context"
+	"fmt"
 	"reflect"
+	"slices"
 	"sort"
+	"sync"
 	"testing"
+	"time"
 
 	imagev1 "github.com/openshift/api/image/v1"
 	imagefake "github.com/openshift/client-go/image/clientset/versioned/fake"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/stsdiag/stsdiag/internal/gather"
 	"github.com/stsdiag/stsdiag/internal/openshift"
 	"github.com/stsdiag/stsdiag/internal/snapshot"
 )
 
-// TestNamespaceSnapshots: watch's first pass reads each namespace as a worker's sync does
-// (CachedOf), every StatefulSet of it in scope, with the cluster-scoped kinds read once.
-func TestNamespaceSnapshots(t *testing.T) {
+// twoNamespaces is one object of each kind read in namespaces shop and bank (two StatefulSets
+// each), a Node and a StorageClass; and their ImageStreams.
+func twoNamespaces() ([]runtime.Object, *imagefake.Clientset) {
 	var objs []runtime.Object
 	for _, ns := range []string{"shop", "bank"} {
 		objs = append(objs, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
@@ -38,6 +45,13 @@ func TestNamespaceSnapshots(t *testing.T) {
 		&storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "standard"}})
 	images := imagefake.NewClientset(&imagev1.ImageStream{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "shop"}},
 		&imagev1.ImageStream{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "bank"}})
+	return objs, images
+}
+
+// TestNamespaceSnapshots: watch's first pass reads each namespace as a worker's sync does
+// (CachedOf), every StatefulSet of it in scope, with the cluster-scoped kinds read once.
+func TestNamespaceSnapshots(t *testing.T) {
+	objs, images := twoNamespaces()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	live, _, err := gather.StartLive(ctx, gather.Clients{Kube: fake.NewClientset(objs...), Image: images}, gather.Scope{OpenShift: openshift.ModeAlways}, nil)
@@ -73,4 +87,121 @@ func TestNamespaceSnapshots(t *testing.T) {
 // sortSets orders the StatefulSets by name (a cache lists them in no order).
 func sortSets(s *snapshot.Snapshot) {
 	sort.Slice(s.StatefulSets, func(i, j int) bool { return s.StatefulSets[i].Name < s.StatefulSets[j].Name })
+}
+
+// TestStartLiveDiagnosing: for all namespaces, the caches' first LISTs are the paged LISTs that
+// hand each namespace to diagnose (one LIST of a kind besides the probe, not two), the caches
+// hold what they read, the objects of the initial fill reach onChange as initial and a later
+// change as a change. When the paged LISTs cannot go namespace by namespace the caches still
+// fill with what they read; when one fails, or a namespace is named, the caches fill by their own
+// LISTs.
+func TestStartLiveDiagnosing(t *testing.T) {
+	cases := []struct {
+		name      string
+		scope     gather.Scope
+		reversed  bool // the API server answers pods out of key order
+		failList  int  // the API server fails this pods LIST (1: the first)
+		diagnosed bool
+		handed    string
+		podLists  int
+	}{
+		{name: "all namespaces", scope: gather.Scope{OpenShift: openshift.ModeAlways},
+			diagnosed: true, handed: "[bank:2/1 shop:2/1]", podLists: 2},
+		{name: "pods out of key order", scope: gather.Scope{OpenShift: openshift.ModeAlways}, reversed: true,
+			// bank is handed out before shop's pods came; every pod was read, and fills the cache.
+			diagnosed: false, handed: "[bank:2/0]", podLists: 2},
+		{name: "the paged pods LIST fails", scope: gather.Scope{OpenShift: openshift.ModeAlways}, failList: 2,
+			diagnosed: false, handed: "[]", podLists: 3},
+		{name: "a namespace named", scope: gather.Scope{Namespace: "shop", OpenShift: openshift.ModeAlways},
+			diagnosed: false, handed: "[]", podLists: 2},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			objs, images := twoNamespaces()
+			kube := fake.NewClientset(objs...)
+			if tc.reversed {
+				kube.PrependReactor("list", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+					obj, err := kube.Tracker().List(corev1.SchemeGroupVersion.WithResource("pods"), corev1.SchemeGroupVersion.WithKind("Pod"), a.GetNamespace())
+					if err != nil {
+						return true, nil, err
+					}
+					l := obj.(*corev1.PodList)
+					slices.Reverse(l.Items)
+					return true, l, nil
+				})
+			}
+			if tc.failList > 0 {
+				lists := 0
+				kube.PrependReactor("list", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+					if lists++; lists == tc.failList {
+						return true, nil, apierrors.NewResourceExpired("too old")
+					}
+					return false, nil, nil
+				})
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			var mu sync.Mutex
+			initial, changes := 0, map[string]bool{}
+			onChange := func(obj any, first bool) {
+				mu.Lock()
+				defer mu.Unlock()
+				if first {
+					initial++
+				} else if o, ok := obj.(metav1.Object); ok {
+					changes[o.GetName()] = true
+				}
+			}
+			var handed []string
+			live, _, diagnosed, err := gather.StartLiveDiagnosing(ctx, gather.Clients{Kube: kube, Image: images}, tc.scope, onChange, func(s *snapshot.Snapshot) error {
+				handed = append(handed, fmt.Sprintf("%s:%d/%d", s.StatefulSets[0].Namespace, len(s.StatefulSets), len(s.Pods)))
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diagnosed != tc.diagnosed || fmt.Sprint(handed) != tc.handed {
+				t.Errorf("diagnosed %v, namespaces handed %v; want %v, %s", diagnosed, handed, tc.diagnosed, tc.handed)
+			}
+			if got := verbs(kube.Actions())["list/pods"]; got != tc.podLists {
+				t.Errorf("pods LISTed %d times; want %d", got, tc.podLists)
+			}
+			cached, err := live.Cached()
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := 4
+			if tc.scope.Namespace != "" {
+				want = 2
+			}
+			if len(cached.StatefulSets) != want || len(cached.Pods) != want/2 || len(cached.Revisions) != want/2 || len(cached.Nodes) != 1 {
+				t.Errorf("cached %d sets, %d pods, %d revisions, %d nodes", len(cached.StatefulSets), len(cached.Pods), len(cached.Revisions), len(cached.Nodes))
+			}
+			mu.Lock()
+			if initial < 10 || len(changes) != 0 {
+				t.Errorf("initial fill: %d objects as initial, %v as changes", initial, changes)
+			}
+			mu.Unlock()
+			// A pod created once the pods' informer WATCHes (the fake's WATCH does not start at the
+			// LIST's resourceVersion) is a change.
+			err = wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+				return verbs(kube.Actions())["watch/pods"] > 0, nil
+			})
+			if err != nil {
+				t.Fatal("pods are not watched")
+			}
+			late := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "late", Namespace: "shop"}}
+			if _, err := kube.CoreV1().Pods("shop").Create(ctx, late, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			err = wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+				mu.Lock()
+				defer mu.Unlock()
+				return changes["late"], nil
+			})
+			if err != nil {
+				t.Errorf("a pod created after the start is no change: %v", changes)
+			}
+		})
+	}
 }

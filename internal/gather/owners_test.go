@@ -129,7 +129,7 @@ func TestLiveIgnoresNodeHeartbeats(t *testing.T) {
 	seen := make(chan string, 10)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	_, _, err := gather.StartLive(ctx, gather.Clients{Kube: kube}, gather.Scope{Namespace: "shop", OpenShift: openshift.ModeNever}, func(obj any) {
+	_, _, err := gather.StartLive(ctx, gather.Clients{Kube: kube}, gather.Scope{Namespace: "shop", OpenShift: openshift.ModeNever}, func(obj any, _ bool) {
 		if n, ok := obj.(*corev1.Node); ok {
 			seen <- fmt.Sprintf("%s Ready=%s", n.Name, n.Status.Conditions[0].Status)
 		}

@@ -5,16 +5,13 @@ import (
 	"fmt"
 
 	imagev1 "github.com/openshift/api/image/v1"
-	imageinformers "github.com/openshift/client-go/image/informers/externalversions/image/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	appsinformers "k8s.io/client-go/informers/apps/v1"
-	coreinformers "k8s.io/client-go/informers/core/v1"
-	storageinformers "k8s.io/client-go/informers/storage/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/stsdiag/stsdiag/internal/openshift"
@@ -45,12 +42,14 @@ type resource struct {
 	// whether the kind may be read at all.
 	list  func(ctx context.Context, c Clients, ns string, o metav1.ListOptions) (runtime.Object, error)
 	probe func(ctx context.Context, c Clients, ns string) error
+	// unversioned lists (read by client-go's pager) carry no resourceVersion to WATCH from.
+	unversioned bool
 	// newList, for a namespaced kind read in pages, is an empty list of the kind (for
 	// slimpb.Pager).
 	newList func() runtime.Object
-	// informer watches the kind; matters, if set, tells an update that diagnosis reads from one
-	// it does not (a node's heartbeat).
-	informer func(c Clients, ns string, tweak func(*metav1.ListOptions)) cache.SharedIndexInformer
+	// informer is how the kind's informer LISTs and WATCHes it in ns; matters, if set, tells
+	// an update that diagnosis reads from one it does not (a node's heartbeat).
+	informer func(c Clients, ns string) kindClient
 	matters  func(old, obj any) bool
 	// put stores the objects in the snapshot (and marks the kind read).
 	put func(s *snapshot.Snapshot, objs []runtime.Object)
@@ -73,8 +72,9 @@ var resources = []resource{
 		list: func(ctx context.Context, c Clients, ns string, o metav1.ListOptions) (runtime.Object, error) {
 			return listSlim(ctx, c, ns, o, func() (*appsv1.StatefulSetList, error) { return c.reader().AppsV1().StatefulSets(ns).List(ctx, o) })
 		},
-		informer: func(c Clients, ns string, tweak func(*metav1.ListOptions)) cache.SharedIndexInformer {
-			return appsinformers.NewFilteredStatefulSetInformer(c.reader(), ns, 0, byNamespace, tweak)
+		informer: func(c Clients, ns string) kindClient {
+			kind := c.reader().AppsV1().StatefulSets(ns)
+			return kindClient{listFunc(kind.List), kind.Watch, c.reader(), &appsv1.StatefulSet{}}
 		},
 		put: func(s *snapshot.Snapshot, objs []runtime.Object) { s.StatefulSets = items[appsv1.StatefulSet](objs) }},
 	{name: "pods", required: true,
@@ -82,8 +82,9 @@ var resources = []resource{
 		list: func(ctx context.Context, c Clients, ns string, o metav1.ListOptions) (runtime.Object, error) {
 			return listSlim(ctx, c, ns, o, func() (*corev1.PodList, error) { return c.reader().CoreV1().Pods(ns).List(ctx, o) })
 		},
-		informer: func(c Clients, ns string, tweak func(*metav1.ListOptions)) cache.SharedIndexInformer {
-			return coreinformers.NewFilteredPodInformer(c.reader(), ns, 0, byNamespace, tweak)
+		informer: func(c Clients, ns string) kindClient {
+			kind := c.reader().CoreV1().Pods(ns)
+			return kindClient{listFunc(kind.List), kind.Watch, c.reader(), &corev1.Pod{}}
 		},
 		put: func(s *snapshot.Snapshot, objs []runtime.Object) { s.Pods = items[corev1.Pod](objs) }},
 	{name: "controllerrevisions", required: true,
@@ -93,8 +94,9 @@ var resources = []resource{
 				return c.reader().AppsV1().ControllerRevisions(ns).List(ctx, o)
 			})
 		},
-		informer: func(c Clients, ns string, tweak func(*metav1.ListOptions)) cache.SharedIndexInformer {
-			return appsinformers.NewFilteredControllerRevisionInformer(c.reader(), ns, 0, byNamespace, tweak)
+		informer: func(c Clients, ns string) kindClient {
+			kind := c.reader().AppsV1().ControllerRevisions(ns)
+			return kindClient{listFunc(kind.List), kind.Watch, c.reader(), &appsv1.ControllerRevision{}}
 		},
 		put: func(s *snapshot.Snapshot, objs []runtime.Object) {
 			s.Revisions = items[appsv1.ControllerRevision](objs)
@@ -106,8 +108,9 @@ var resources = []resource{
 				return c.reader().CoreV1().PersistentVolumeClaims(ns).List(ctx, o)
 			})
 		},
-		informer: func(c Clients, ns string, tweak func(*metav1.ListOptions)) cache.SharedIndexInformer {
-			return coreinformers.NewFilteredPersistentVolumeClaimInformer(c.reader(), ns, 0, byNamespace, tweak)
+		informer: func(c Clients, ns string) kindClient {
+			kind := c.reader().CoreV1().PersistentVolumeClaims(ns)
+			return kindClient{listFunc(kind.List), kind.Watch, c.reader(), &corev1.PersistentVolumeClaim{}}
 		},
 		put: func(s *snapshot.Snapshot, objs []runtime.Object) { s.PVCs = items[corev1.PersistentVolumeClaim](objs) }},
 	{name: "events", fieldSelector: "type=" + corev1.EventTypeWarning,
@@ -116,8 +119,9 @@ var resources = []resource{
 		list: func(ctx context.Context, c Clients, ns string, o metav1.ListOptions) (runtime.Object, error) {
 			return listSlim(ctx, c, ns, o, func() (*corev1.EventList, error) { return c.reader().CoreV1().Events(ns).List(ctx, o) })
 		},
-		informer: func(c Clients, ns string, tweak func(*metav1.ListOptions)) cache.SharedIndexInformer {
-			return coreinformers.NewFilteredEventInformer(c.reader(), ns, 0, byNamespace, tweak)
+		informer: func(c Clients, ns string) kindClient {
+			kind := c.reader().CoreV1().Events(ns)
+			return kindClient{listFunc(kind.List), kind.Watch, c.reader(), &corev1.Event{}}
 		},
 		put: func(s *snapshot.Snapshot, objs []runtime.Object) { s.Events = items[corev1.Event](objs) }},
 	// StorageClasses explain claims; without them a claim's class is not judged.
@@ -127,8 +131,9 @@ var resources = []resource{
 				return c.reader().StorageV1().StorageClasses().List(ctx, o)
 			})
 		},
-		informer: func(c Clients, _ string, tweak func(*metav1.ListOptions)) cache.SharedIndexInformer {
-			return storageinformers.NewFilteredStorageClassInformer(c.reader(), 0, byNamespace, tweak)
+		informer: func(c Clients, _ string) kindClient {
+			kind := c.reader().StorageV1().StorageClasses()
+			return kindClient{listFunc(kind.List), kind.Watch, c.reader(), &storagev1.StorageClass{}}
 		},
 		put: func(s *snapshot.Snapshot, objs []runtime.Object) {
 			s.StorageClasses, s.StorageClassesListed = items[storagev1.StorageClass](objs), true
@@ -139,8 +144,9 @@ var resources = []resource{
 		list: func(ctx context.Context, c Clients, ns string, o metav1.ListOptions) (runtime.Object, error) {
 			return listSlim(ctx, c, ns, o, func() (*corev1.ServiceList, error) { return c.reader().CoreV1().Services(ns).List(ctx, o) })
 		},
-		informer: func(c Clients, ns string, tweak func(*metav1.ListOptions)) cache.SharedIndexInformer {
-			return coreinformers.NewFilteredServiceInformer(c.reader(), ns, 0, byNamespace, tweak)
+		informer: func(c Clients, ns string) kindClient {
+			kind := c.reader().CoreV1().Services(ns)
+			return kindClient{listFunc(kind.List), kind.Watch, c.reader(), &corev1.Service{}}
 		},
 		put: func(s *snapshot.Snapshot, objs []runtime.Object) {
 			s.Services, s.ServicesListed = items[corev1.Service](objs), true
@@ -151,8 +157,9 @@ var resources = []resource{
 		list: func(ctx context.Context, c Clients, _ string, o metav1.ListOptions) (runtime.Object, error) {
 			return listSlim(ctx, c, "", o, func() (*corev1.NodeList, error) { return c.reader().CoreV1().Nodes().List(ctx, o) })
 		},
-		informer: func(c Clients, _ string, tweak func(*metav1.ListOptions)) cache.SharedIndexInformer {
-			return coreinformers.NewFilteredNodeInformer(c.reader(), 0, byNamespace, tweak)
+		informer: func(c Clients, _ string) kindClient {
+			kind := c.reader().CoreV1().Nodes()
+			return kindClient{listFunc(kind.List), kind.Watch, c.reader(), &corev1.Node{}}
 		},
 		put: func(s *snapshot.Snapshot, objs []runtime.Object) {
 			s.Nodes, s.NodesListed = items[corev1.Node](objs), true
@@ -164,14 +171,15 @@ var resources = []resource{
 		list: func(ctx context.Context, c Clients, _ string, o metav1.ListOptions) (runtime.Object, error) {
 			return listSlim(ctx, c, "", o, func() (*corev1.NamespaceList, error) { return c.reader().CoreV1().Namespaces().List(ctx, o) })
 		},
-		informer: func(c Clients, _ string, tweak func(*metav1.ListOptions)) cache.SharedIndexInformer {
-			return coreinformers.NewFilteredNamespaceInformer(c.reader(), 0, byNamespace, tweak)
+		informer: func(c Clients, _ string) kindClient {
+			kind := c.reader().CoreV1().Namespaces()
+			return kindClient{listFunc(kind.List), kind.Watch, c.reader(), &corev1.Namespace{}}
 		},
 		put: func(s *snapshot.Snapshot, objs []runtime.Object) { s.Namespaces = items[corev1.Namespace](objs) }},
 	// An image may name another namespace's ImageStream (resolver: "ns/stream:tag" under the
 	// resolve-names annotation, the internal registry's ns/name), and a tag may follow another
 	// namespace's ImageStreamTag.
-	{name: "imagestreams", whole: true, warning: "ImageStream checks skipped: cannot list imagestreams.image.openshift.io: %[2]v",
+	{name: "imagestreams", whole: true, unversioned: true, warning: "ImageStream checks skipped: cannot list imagestreams.image.openshift.io: %[2]v",
 		when: func(e env) bool { return e.openShift && e.imageClient },
 		list: func(ctx context.Context, c Clients, ns string, _ metav1.ListOptions) (runtime.Object, error) {
 			streams, err := openshift.ListImageStreams(ctx, c.Image, ns)
@@ -181,8 +189,9 @@ var resources = []resource{
 			_, err := c.Image.ImageV1().ImageStreams(ns).List(ctx, metav1.ListOptions{Limit: 1})
 			return err
 		},
-		informer: func(c Clients, ns string, tweak func(*metav1.ListOptions)) cache.SharedIndexInformer {
-			return imageinformers.NewFilteredImageStreamInformer(c.Image, ns, 0, byNamespace, tweak)
+		informer: func(c Clients, ns string) kindClient {
+			kind := c.Image.ImageV1().ImageStreams(ns)
+			return kindClient{listFunc(kind.List), kind.Watch, c.Image, &imagev1.ImageStream{}}
 		},
 		put: func(s *snapshot.Snapshot, objs []runtime.Object) { s.ImageStreams = items[imagev1.ImageStream](objs) }},
 }
@@ -254,13 +263,38 @@ func (r *resource) listError(ns string, err error) error {
 	return fmt.Errorf("listing %s in %s: %w", r.name, where(r.namespace(ns)), err)
 }
 
-// newInformer watches the kind in ns, slimming every object before it is cached.
-func (r *resource) newInformer(c Clients, ns string) (cache.SharedIndexInformer, error) {
-	var tweak func(*metav1.ListOptions)
-	if r.fieldSelector != "" {
-		tweak = func(o *metav1.ListOptions) { o.FieldSelector = r.fieldSelector }
+// kindClient is a typed client's List and Watch of one kind.
+type kindClient struct {
+	list  func(context.Context, metav1.ListOptions) (runtime.Object, error)
+	watch func(context.Context, metav1.ListOptions) (watch.Interface, error)
+	// clientset tells client-go whether it supports WATCH lists (fakes do not).
+	clientset any
+	example   runtime.Object
+}
+
+func listFunc[L runtime.Object](list func(context.Context, metav1.ListOptions) (L, error)) func(context.Context, metav1.ListOptions) (runtime.Object, error) {
+	return func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return list(ctx, o) }
+}
+
+// newInformer watches the kind in ns, slimming every object before it is cached, as client-go's
+// generated informers do (client-go@v0.35.4 informers/core/v1/pod.go) but with the kind's
+// field selector, and with first, once delivered, as its first LIST (nil: LIST).
+func (r *resource) newInformer(c Clients, ns string, first *firstList) (cache.SharedIndexInformer, error) {
+	k := r.informer(c, r.namespace(ns))
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			if l := first.take(ctx); l != nil {
+				return l, nil
+			}
+			o.FieldSelector = r.fieldSelector
+			return k.list(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.FieldSelector = r.fieldSelector
+			return k.watch(ctx, o)
+		},
 	}
-	informer := r.informer(c, r.namespace(ns), tweak)
+	informer := cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, k.clientset), k.example, 0, byNamespace)
 	return informer, informer.SetTransform(snapshot.Slim)
 }
 

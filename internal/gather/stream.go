@@ -55,9 +55,20 @@ type Streamed struct {
 // ordered store (watch_cache.go waitAndListExactRV, OrderedListPrefix); older releases read the
 // pages from etcd, also in key order.
 func EachNamespace(ctx context.Context, c Clients, scope Scope, fn func(*snapshot.Snapshot) error) (*Streamed, error) {
+	return eachNamespace(ctx, c, scope, fn, nil)
+}
+
+// eachNamespace is EachNamespace, also delivering every kind it reads to first[kind] when
+// there is one (by resource name): the kind's items, once all are read, or nothing.
+func eachNamespace(ctx context.Context, c Clients, scope Scope, fn func(*snapshot.Snapshot) error, first map[string]*firstList) (*Streamed, error) {
 	if scope.Namespace != "" || len(scope.Names) > 0 {
 		return nil, errors.New("gather: EachNamespace reads all namespaces, by selector only")
 	}
+	defer func() {
+		for _, f := range first {
+			f.deliver(false) // not read to the end (a no-op for the lists delivered)
+		}
+	}()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	out := &Streamed{}
@@ -84,6 +95,12 @@ func EachNamespace(ctx context.Context, c Clients, scope Scope, fn func(*snapsho
 					return err
 				}
 				l, err := r.listAll(gctx, c, "")
+				if err == nil {
+					if err := first[r.name].add(l); err != nil {
+						return err
+					}
+					first[r.name].deliver(true)
+				}
 				mu.Lock()
 				defer mu.Unlock()
 				switch {
@@ -101,7 +118,7 @@ func EachNamespace(ctx context.Context, c Clients, scope Scope, fn func(*snapsho
 			})
 			continue
 		}
-		s := &pageStream{r: r, pages: make(chan runtime.Object, 1)}
+		s := &pageStream{r: r, pages: make(chan runtime.Object, 1), first: first[r.name]}
 		streams[i] = s
 		go s.read(ctx, c, environment)
 	}
@@ -197,6 +214,8 @@ type pageStream struct {
 	at    int
 	// itemsType is the type of the kind's Items (of the first page).
 	itemsType reflect.Type
+	// first, if set, is given every page read, and the end.
+	first *firstList
 }
 
 // read LISTs the kind page by page into s.pages; it closes s.pages at the end, with s.err set
@@ -206,6 +225,8 @@ type pageStream struct {
 // here); else one page after the other.
 func (s *pageStream) read(ctx context.Context, c Clients, environment func() (env, error)) {
 	defer close(s.pages)
+	complete := false
+	defer func() { s.first.deliver(complete) }()
 	if s.r.when != nil {
 		if e, err := environment(); err != nil || !s.r.wanted(e) {
 			s.err = err
@@ -220,6 +241,7 @@ func (s *pageStream) read(ctx context.Context, c Clients, environment func() (en
 	for first := true; ; first = false {
 		l, err, more := pages()
 		if !more {
+			complete = ctx.Err() == nil // a canceled read ends its pages early
 			return
 		}
 		if err != nil {
@@ -242,6 +264,10 @@ func (s *pageStream) read(ctx context.Context, c Clients, environment func() (en
 		}
 		for _, obj := range objs {
 			_, _ = snapshot.Slim(obj)
+		}
+		if err := s.first.add(l); err != nil {
+			s.err = err
+			return
 		}
 		select {
 		case s.pages <- l:

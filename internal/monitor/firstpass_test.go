@@ -7,16 +7,21 @@ import (
 	"testing"
 	"time"
 
+	imagefake "github.com/openshift/client-go/image/clientset/versioned/fake"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/stsdiag/stsdiag/internal/diagnose"
+	"github.com/stsdiag/stsdiag/internal/gather"
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/monitor"
+	"github.com/stsdiag/stsdiag/internal/openshift"
 	"github.com/stsdiag/stsdiag/internal/snapshot"
 	"github.com/stsdiag/stsdiag/internal/snapshot/snapshottest"
 	"github.com/stsdiag/stsdiag/internal/stuck"
@@ -142,4 +147,70 @@ func histogramCount(t *testing.T, metrics *monitor.Metrics) uint64 {
 	}
 	t.Fatal("no stsdiag_diagnosis_duration_seconds")
 	return 0
+}
+
+// TestFirstPassWhileCachesFill: watching all namespaces, the first pass diagnoses each namespace
+// as the caches' first LISTs read it (pods are LISTed once besides the probe, not again by their
+// informer), and a change made before every cache is filled (here: while the ImageStreams'
+// informer still LISTs) voids its StatefulSet's verdict: a worker diagnoses it again.
+func TestFirstPassWhileCachesFill(t *testing.T) {
+	healthy := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "bank", UID: "db-uid"}}
+	objs := append(stuckObjects(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "bank"}}, healthy)
+	kube := fake.NewClientset(objs...)
+	images := imagefake.NewClientset()
+	release := make(chan struct{})
+	images.PrependReactor("list", "imagestreams", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.(k8stesting.ListActionImpl).ListOptions.ResourceVersion == "0" { // the informer's
+			<-release
+		}
+		return false, nil, nil
+	})
+	metrics := monitor.NewMetrics()
+	ctrl := monitor.New(gather.Clients{Kube: kube, Image: images}, gather.Scope{OpenShift: openshift.ModeAlways},
+		monitor.Options{Hold: time.Nanosecond, NoConditions: true}, metrics)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = ctrl.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+
+	err := wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return countActions(kube, "watch", "statefulsets") > 0, nil
+	})
+	if err != nil {
+		t.Fatal("StatefulSets are not watched")
+	}
+	if ctrl.Ready() {
+		t.Fatal("ready while the ImageStreams' informer still LISTs")
+	}
+	healthy.Labels = map[string]string{"touched": "yes"}
+	if _, err := kube.AppsV1().StatefulSets("bank").Update(ctx, healthy, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond) // for the change to reach the informer before the caches are filled
+	close(release)
+	err = wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return histogramCount(t, metrics) > 0, nil
+	})
+	if err != nil {
+		t.Fatalf("db changed during start-up and was not diagnosed again (%d diagnoses)", histogramCount(t, metrics))
+	}
+	if got := testutil.ToFloat64(metrics.FindingsTotal.WithLabelValues("StaleRevisionStuck", "shop")); got != 1 {
+		t.Errorf("StaleRevisionStuck counted %v times; want 1 (the first pass's)", got)
+	}
+	if got := countActions(kube, "list", "pods"); got != 2 {
+		t.Errorf("pods LISTed %d times; want 2 (the probe and the first pass's, which fills the cache)", got)
+	}
+	if got := histogramCount(t, metrics); got != 1 {
+		t.Errorf("%d diagnoses by the workers; want 1 (db's)", got)
+	}
+}
+
+func countActions(kube *fake.Clientset, verb, resource string) int {
+	n := 0
+	for _, a := range kube.Actions() {
+		if a.GetVerb() == verb && a.GetResource().Resource == resource {
+			n++
+		}
+	}
+	return n
 }

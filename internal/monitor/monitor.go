@@ -92,6 +92,8 @@ type Controller struct {
 	// both nil once every verdict was taken.
 	verdicts map[string]passVerdict
 	touched  map[string]bool
+	// early holds the objects changed before the caches were filled (nil after).
+	early []any
 
 	conds conditions // the Stalled conditions written (conditions.go)
 	// canaries remembers, per annotated StatefulSet, when its step first looked healthy (canary.go).
@@ -147,7 +149,18 @@ func (c *Controller) Run(ctx context.Context) error {
 	defer recorder.Shutdown()
 	c.recorder = recorder
 
-	live, warnings, err := gather.StartLive(ctx, c.clients, c.scope, c.enqueueFor)
+	c.mu.Lock()
+	c.verdicts, c.touched = map[string]passVerdict{}, map[string]bool{}
+	c.mu.Unlock()
+	// The first pass: every namespace diagnosed as the caches' first LISTs read it, or when
+	// that cannot be, from the caches once they are filled (firstpass.go).
+	var keys []string
+	var diagnosed time.Duration
+	live, warnings, streamed, err := gather.StartLiveDiagnosing(ctx, c.clients, c.scope, c.changed, func(snap *snapshot.Snapshot) error {
+		keys = append(keys, c.diagnoseNamespace(snap)...)
+		diagnosed = time.Since(processStart)
+		return nil
+	})
 	if err != nil {
 		return err
 	}
@@ -157,13 +170,21 @@ func (c *Controller) Run(ctx context.Context) error {
 	synced := time.Since(processStart)
 	c.metrics.Startup.WithLabelValues("synced").Set(synced.Seconds())
 	c.logf("caches synced %.2fs after start", synced.Seconds())
+	// From here on, a change queues its StatefulSets (and voids their first-pass verdicts),
+	// those since the caches' first LISTs included; the workers start once the first pass is
+	// done.
 	c.mu.Lock()
-	c.verdicts, c.touched = map[string]passVerdict{}, map[string]bool{}
-	c.mu.Unlock()
-	// From here on, a change queues its StatefulSets (and voids their first-pass verdicts);
-	// the workers start once the first pass is done.
 	c.live.Store(live)
-	keys := c.firstPass(ctx, live)
+	early := c.early
+	c.early = nil
+	c.mu.Unlock()
+	for _, obj := range early {
+		c.enqueueFor(obj)
+	}
+	if !streamed {
+		keys = c.firstPass(ctx, live)
+		diagnosed = time.Since(processStart)
+	}
 	if ctx.Err() != nil {
 		c.queue.ShutDown()
 		return nil
@@ -173,7 +194,9 @@ func (c *Controller) Run(ctx context.Context) error {
 		c.verdicts, c.touched = nil, nil // no StatefulSet: nothing to take, nothing to void
 	}
 	c.mu.Unlock()
-	diagnosed := time.Since(processStart)
+	if diagnosed == 0 {
+		diagnosed = synced // no namespace to diagnose
+	}
 	c.metrics.Startup.WithLabelValues("diagnosed").Set(diagnosed.Seconds())
 	c.logf("first diagnosis of every StatefulSet (%d) complete %.2fs after start", len(keys), diagnosed.Seconds())
 	for _, key := range keys {
@@ -202,6 +225,23 @@ func scopeName(ns string) string {
 		return "all namespaces"
 	}
 	return "namespace " + ns
+}
+
+// changed is told every object the informers add, update or delete. The objects of the caches'
+// initial fill are no change: the first pass diagnoses every StatefulSet with them. A change
+// before the caches are filled waits for them, to be looked up.
+func (c *Controller) changed(obj any, initial bool) {
+	if initial {
+		return
+	}
+	c.mu.Lock()
+	if c.live.Load() == nil {
+		c.early = append(c.early, obj)
+		c.mu.Unlock()
+		return
+	}
+	c.mu.Unlock()
+	c.enqueueFor(obj)
 }
 
 // enqueueFor maps a changed object to the StatefulSets it concerns.
