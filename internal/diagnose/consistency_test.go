@@ -2,11 +2,14 @@ package diagnose_test
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"sort"
 	"testing"
 	"time"
 
+	imagev1 "github.com/openshift/api/image/v1"
+	imagefake "github.com/openshift/client-go/image/clientset/versioned/fake"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -123,4 +126,58 @@ func equal(a, b []string) bool {
 		}
 	}
 	return true
+}
+
+// TestWatchSeesOtherNamespacesStreams: a StatefulSet's image trigger follows an ImageStreamTag
+// of another namespace, whose ImageStreams hold no such stream: check -A judges it, and so does
+// the snapshot of one namespace a watch -A worker diagnoses (the ImageStreams of every namespace
+// are found in the cache).
+func TestWatchSeesOtherNamespacesStreams(t *testing.T) {
+	snap, err := snapshot.LoadFile(filepath.Join("..", "..", "testdata", "resolver", "triggers-invalid", "objects.yaml"), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kubeObjs, imageObjs []runtime.Object
+	kubeObjs = append(kubeObjs, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "elsewhere"}})
+	for i := range snap.StatefulSets {
+		kubeObjs = append(kubeObjs, &snap.StatefulSets[i])
+	}
+	for i := range snap.ImageStreams {
+		imageObjs = append(imageObjs, &snap.ImageStreams[i])
+	}
+	imageObjs = append(imageObjs, &imagev1.ImageStream{ObjectMeta: metav1.ObjectMeta{Name: "base", Namespace: "elsewhere"}})
+	clients := gather.Clients{Kube: fake.NewClientset(kubeObjs...), Image: imagefake.NewClientset(imageObjs...)}
+	scope := gather.Scope{OpenShift: openshift.ModeAlways}
+	opts := stuck.DefaultOptions()
+	checked, _, err := diagnose.AllNamespaces(context.Background(), clients, scope, opts, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, f := range checked.Findings {
+		if f.StatefulSet == "otherns" {
+			want = append(want, said(f))
+		}
+	}
+	if fmt.Sprint(want) != "[ImageTriggerInvalid//StreamNotFound ServiceMissing/NotFound/NotFound]" {
+		t.Fatalf("check -A on otherns: %v; want [ImageTriggerInvalid//StreamNotFound ServiceMissing/NotFound/NotFound]", want)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	live, _, err := gather.StartLive(ctx, clients, scope, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range diagnose.Report(live.CachedOf("shop", "otherns"), opts).Findings {
+		got = append(got, said(f))
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("watch -A's sync of otherns: %v; check -A: %v", got, want)
+	}
+}
+
+// said is a finding's code, reason and reason in details.
+func said(f model.Finding) string {
+	return string(f.Code) + "/" + f.Reason + "/" + f.Details.Reason
 }

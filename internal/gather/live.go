@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	imagev1 "github.com/openshift/api/image/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -35,6 +36,8 @@ type Live struct {
 	clients       Clients
 	owners        ownerCache
 	serverVersion string
+	// streams is the ImageStreams' cache, when they are read.
+	streams cache.Indexer
 }
 
 // StartLive starts informers for the scope and waits for their caches to fill. They stop with ctx.
@@ -156,6 +159,9 @@ func (l *Live) watch(ctx context.Context, r *resource, onChange func(obj any, in
 		return nil, err
 	}
 	l.listers[r.name] = cache.NewGenericLister(informer.GetIndexer(), schema.GroupResource{Resource: r.name})
+	if r.whole {
+		l.streams = informer.GetIndexer()
+	}
 	go informer.RunWithContext(ctx)
 	return registration, nil
 }
@@ -273,6 +279,11 @@ func (l *Live) readWith(namespace string, shared *snapshot.Snapshot) *snapshot.S
 		s.Nodes, s.NodesListed = shared.Nodes, shared.NodesListed
 		s.StorageClasses, s.StorageClassesListed = shared.StorageClasses, shared.StorageClassesListed
 	}
+	if namespace != "" && l.scope.Namespace == "" && l.streams != nil {
+		// A namespace's diagnosis may read other namespaces' ImageStreams: found in the cache
+		// (not copied into every snapshot).
+		s.Streams = cachedStreams{l.streams}
+	}
 	if namespace != "" {
 		var named []corev1.Namespace
 		for _, ns := range s.Namespaces {
@@ -346,6 +357,23 @@ func (l *Live) PodController(namespace, name string) (string, bool) {
 		return ref.Name, true
 	}
 	return "", false
+}
+
+// cachedStreams finds ImageStreams in their cache.
+type cachedStreams struct{ cache.Indexer }
+
+func (c cachedStreams) Stream(namespace, name string) *imagev1.ImageStream {
+	obj, found, err := c.GetByKey(snapshot.Key(namespace, name))
+	if err != nil || !found {
+		return nil
+	}
+	is, _ := obj.(*imagev1.ImageStream)
+	return is
+}
+
+func (c cachedStreams) HasStreams(namespace string) bool {
+	keys, err := c.IndexKeys(cache.NamespaceIndex, namespace)
+	return err == nil && len(keys) > 0
 }
 
 func signal(ch chan struct{}) {

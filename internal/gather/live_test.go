@@ -75,6 +75,14 @@ func TestNamespaceSnapshots(t *testing.T) {
 				ns, len(got.StatefulSets), len(got.Pods), len(got.Revisions), len(got.PVCs), len(got.Services), len(got.Events), len(got.ImageStreams),
 				len(got.Nodes), len(got.StorageClasses), len(got.Namespaces))
 		}
+		// Another namespace's ImageStream is found, as check -A finds it.
+		other := map[string]string{"shop": "bank", "bank": "shop"}[ns]
+		if is := got.Indexed().Streams.Stream(other, "app"); is == nil || is.Namespace != other || !got.Indexed().Streams.HasStreams(other) {
+			t.Errorf("%s: ImageStream %s/app not found: %v", ns, other, is)
+		}
+		if got.Indexed().Streams.HasStreams("nowhere") || got.Indexed().Streams.Stream(other, "none") != nil {
+			t.Errorf("%s: ImageStreams found where there are none", ns)
+		}
 		got.Now, got.Selected = want.Now, want.Selected
 		sortSets(got)
 		sortSets(want)

@@ -4,7 +4,6 @@ import (
 	"sort"
 	"strings"
 
-	imagev1 "github.com/openshift/api/image/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -75,30 +74,29 @@ func diagnose(s *snapshot.Snapshot, ask func(snapshot.AdmissionQuestion)) []mode
 		return nil
 	}
 	shared := s.Indexed()
-	streams, streamNamespaces, namespaces := shared.ImageStreams, shared.StreamNamespaces, shared.Namespaces
 	owned := statefulset.ByController(s)
-	adm := &Admission{Stream: func(ns, name string) *imagev1.ImageStream { return streams[snapshot.Key(ns, name)] }}
+	adm := &Admission{Stream: shared.Streams.Stream}
 	var out []model.Finding
 	for i := range s.StatefulSets {
 		set := &s.StatefulSets[i]
 		if !s.InScope(set.Namespace, set.Name) || set.DeletionTimestamp != nil {
 			continue
 		}
-		c := &checker{set: set, adm: adm, ns: namespaces[set.Namespace], pods: owned.Pods[set.UID], revs: owned.Revisions[set.UID],
-			streamNamespaces: streamNamespaces, answers: s.Admission, ask: ask}
+		c := &checker{set: set, adm: adm, ns: shared.Namespaces[set.Namespace], pods: owned.Pods[set.UID], revs: owned.Revisions[set.UID],
+			hasStreams: shared.Streams.HasStreams, answers: s.Admission, ask: ask}
 		out = append(out, c.check()...)
 	}
 	return out
 }
 
 type checker struct {
-	set              *appsv1.StatefulSet
-	adm              *Admission
-	ns               *corev1.Namespace
-	pods             []*corev1.Pod
-	revs             []*appsv1.ControllerRevision
-	decoded          []revision
-	streamNamespaces map[string]bool
+	set        *appsv1.StatefulSet
+	adm        *Admission
+	ns         *corev1.Namespace
+	pods       []*corev1.Pod
+	revs       []*appsv1.ControllerRevision
+	decoded    []revision
+	hasStreams func(namespace string) bool
 	// answers are admission's answers (nil: not asked); ask is told each question.
 	answers map[snapshot.AdmissionQuestion]snapshot.AdmissionAnswer
 	ask     func(snapshot.AdmissionQuestion)

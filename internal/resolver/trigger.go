@@ -258,7 +258,7 @@ func (c *checker) checkTrigger(i int, t objectFieldTrigger) (*model.Finding, str
 	facts.StreamNamespace, facts.Stream, facts.Tag = ns, name, tag
 	stream := c.adm.Stream(ns, name)
 	switch {
-	case stream == nil && (ns == c.set.Namespace || c.streamNamespaces[ns]):
+	case stream == nil && (ns == c.set.Namespace || c.hasStreams(ns)):
 		return model.Ptr(c.invalidTrigger(f, TriggerStreamNotFound, facts)), ""
 	case stream == nil:
 		return nil, "" // ImageStreams of namespace ns were not read: nothing to judge

@@ -59,6 +59,10 @@ type Snapshot struct {
 	// Shared, when set, indexes Nodes, Namespaces and ImageStreams, shared with other snapshots
 	// (see Shared; Indexed).
 	Shared *Shared
+	// Streams, when set, finds the ImageStreams of every namespace where ImageStreams holds
+	// those of the snapshot's namespace only (a watch cache's: an image may name another
+	// namespace's ImageStream).
+	Streams StreamIndex
 
 	// Admission holds what the API server's admission wrote for images when asked (a server-side
 	// dry-run create of a probe pod, --confirm-with-admission); nil when it was not asked.
@@ -117,12 +121,19 @@ func (s *Snapshot) InScope(namespace, name string) bool {
 // once for all of them instead of once per namespace (at 3000 namespaces, 3000 ImageStreams
 // and 3000 Namespaces, that was 18 million map entries).
 type Shared struct {
-	// Nodes by name, Namespaces by name, ImageStreams by Key(namespace, name); StreamNamespaces
-	// are the namespaces holding an ImageStream.
-	Nodes            map[string]*corev1.Node
-	Namespaces       map[string]*corev1.Namespace
-	ImageStreams     map[string]*imagev1.ImageStream
-	StreamNamespaces map[string]bool
+	// Nodes by name, Namespaces by name.
+	Nodes      map[string]*corev1.Node
+	Namespaces map[string]*corev1.Namespace
+	// Streams finds ImageStreams.
+	Streams StreamIndex
+}
+
+// StreamIndex finds ImageStreams.
+type StreamIndex interface {
+	// Stream is the ImageStream namespace/name, nil when there is none.
+	Stream(namespace, name string) *imagev1.ImageStream
+	// HasStreams reports whether namespace holds an ImageStream.
+	HasStreams(namespace string) bool
 }
 
 // NewShared indexes the shared kinds of s.
@@ -134,21 +145,41 @@ func NewShared(s *Snapshot) *Shared {
 	return (&Shared{Nodes: nodes}).For(s)
 }
 
-// For indexes s's Namespaces and ImageStreams, with x's index of the Nodes (s holds the same
-// Nodes): snapshots of one namespace each share the cluster's Nodes, not their namespace's.
+// For indexes s's Namespaces and ImageStreams (or takes s.Streams), with x's index of the Nodes
+// (s holds the same Nodes): snapshots of one namespace each share the cluster's Nodes, not their
+// namespace's.
 func (x *Shared) For(s *Snapshot) *Shared {
-	x = &Shared{Nodes: x.Nodes, Namespaces: make(map[string]*corev1.Namespace, len(s.Namespaces)),
-		ImageStreams: make(map[string]*imagev1.ImageStream, len(s.ImageStreams)), StreamNamespaces: map[string]bool{}}
+	x = &Shared{Nodes: x.Nodes, Namespaces: make(map[string]*corev1.Namespace, len(s.Namespaces)), Streams: s.Streams}
 	for i := range s.Namespaces {
 		x.Namespaces[s.Namespaces[i].Name] = &s.Namespaces[i]
 	}
-	for i := range s.ImageStreams {
-		is := &s.ImageStreams[i]
-		x.ImageStreams[Key(is.Namespace, is.Name)] = is
-		x.StreamNamespaces[is.Namespace] = true
+	if x.Streams == nil {
+		x.Streams = indexStreams(s.ImageStreams)
 	}
 	return x
 }
+
+// streamMap indexes a list of ImageStreams.
+type streamMap struct {
+	byKey      map[string]*imagev1.ImageStream
+	namespaces map[string]bool
+}
+
+func indexStreams(streams []imagev1.ImageStream) streamMap {
+	m := streamMap{byKey: make(map[string]*imagev1.ImageStream, len(streams)), namespaces: map[string]bool{}}
+	for i := range streams {
+		is := &streams[i]
+		m.byKey[Key(is.Namespace, is.Name)] = is
+		m.namespaces[is.Namespace] = true
+	}
+	return m
+}
+
+func (m streamMap) Stream(namespace, name string) *imagev1.ImageStream {
+	return m.byKey[Key(namespace, name)]
+}
+
+func (m streamMap) HasStreams(namespace string) bool { return m.namespaces[namespace] }
 
 // Indexed is s.Shared, or when it is not set an index of s built now.
 func (s *Snapshot) Indexed() *Shared {
