@@ -17,7 +17,8 @@ type Metrics struct {
 	CanarySteps *prometheus.CounterVec
 	Latency     prometheus.Histogram
 	// Startup is stsdiag_startup_seconds{phase}: from the process's start to the informer
-	// caches synced ("synced") and to the first diagnosis of every StatefulSet ("diagnosed").
+	// caches synced ("synced") and to the first diagnosis of every StatefulSet ("diagnosed"),
+	// which with all namespaces happens as the caches' first LISTs are read, often before sync.
 	Startup *prometheus.GaugeVec
 }
 
@@ -41,7 +42,7 @@ func NewMetrics() *Metrics {
 			Buckets: prometheus.ExponentialBuckets(0.0001, 4, 10),
 		}),
 		Startup: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "stsdiag_startup_seconds", Help: "Seconds from the process's start to the informer caches synced (phase synced) and to the first diagnosis of every StatefulSet (phase diagnosed), in the current leader term.",
+			Name: "stsdiag_startup_seconds", Help: "Seconds from the process's start to the informer caches synced (phase synced) and to the first diagnosis of every StatefulSet (phase diagnosed; with all namespaces made while the caches fill, so it may come first), in the current leader term.",
 		}, []string{"phase"}),
 	}
 	m.Registry.MustRegister(m.findings, m.FindingsTotal, m.Repairs, m.CanarySteps, m.Latency, m.Startup,

@@ -222,10 +222,12 @@ func run() error {
 
 	large := *sets**replicas >= 10000
 	if w != nil {
-		fmt.Printf("\n| size | watch start-up: synced / diagnosed (/ decoded LISTs) | ready / initial %d Events (Events/s posted) | pod status updates (rate, response p50) | CurrentRevisionFailing Events (rate) | lost | update → Event p50 / p99 / max | watch peak RSS |\n", w.initialEvents)
+		// Start-up is until both the caches are synced and every StatefulSet is diagnosed: watch -A
+		// diagnoses as its caches' first LISTs read, so the second may come first.
+		fmt.Printf("\n| size | watch start-up: synced / diagnosed (both / decoded LISTs) | ready / initial %d Events (Events/s posted) | pod status updates (rate, response p50) | CurrentRevisionFailing Events (rate) | lost | update → Event p50 / p99 / max | watch peak RSS |\n", w.initialEvents)
 		fmt.Printf("|---|---|---|---|---|---|---|---|\n")
 		fmt.Printf("| %d×%d | %.2fs / %.2fs (%.2f×) | %.1fs / %.1fs (%.0f/s) | %d (%.0f/s, %s) | %d (%.0f/s) | %d | %s / %s / %s | %.0f MiB |\n",
-			*sets, *replicas, w.synced.Seconds(), w.diagnosed.Seconds(), w.diagnosed.Seconds()/decMed,
+			*sets, *replicas, w.synced.Seconds(), w.diagnosed.Seconds(), w.startup().Seconds()/decMed,
 			w.ready.Seconds(), w.initialTime.Seconds(), w.initialRate,
 			w.updates, w.updateRate, ms(w.updateP50), w.events, w.eventRate, len(w.missing), ms(w.p50), ms(w.p99), ms(w.max),
 			float64(w.rssKiB)/1024)
@@ -281,8 +283,8 @@ func run() error {
 			failures = append(failures, fmt.Sprintf("watch: %.0f Events/s posted (target ≥ 500/s)", w.initialRate))
 		}
 		if pods >= 100000 {
-			if r := w.diagnosed.Seconds() / decMed; r > 1.0 {
-				failures = append(failures, fmt.Sprintf("watch start-up (to every StatefulSet diagnosed) took %.2f× the decoded LISTs (target ≤ 1.0×)", r))
+			if r := w.startup().Seconds() / decMed; r > 1.0 {
+				failures = append(failures, fmt.Sprintf("watch start-up (to the caches synced and every StatefulSet diagnosed) took %.2f× the decoded LISTs (target ≤ 1.0×)", r))
 			}
 			if w.rssKiB > 1536*1024 {
 				failures = append(failures, fmt.Sprintf("watch: peak RSS %d MiB at %d pods (target ≤ 1536 MiB)", w.rssKiB/1024, pods))

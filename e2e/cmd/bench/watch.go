@@ -452,6 +452,9 @@ func findingsTotal(url string) (float64, error) {
 	return sum, s.Err()
 }
 
+// startup is watch's start-up: process start → the caches synced and every StatefulSet diagnosed.
+func (w *watchResult) startup() time.Duration { return max(w.synced, w.diagnosed) }
+
 // startup reads stsdiag_startup_seconds' phases synced and diagnosed (0 while not set).
 func startup(url string) (synced, diagnosed time.Duration, err error) {
 	client := http.Client{Timeout: 5 * time.Second}
