@@ -35,7 +35,8 @@ type resource struct {
 	// when says whether the kind is read at all in this environment; nil: always.
 	when func(env) bool
 	// warning, for an optional kind, is what its absence costs: a format of the namespaces read
-	// and the error's first line; "" for none. warnIf, if set, limits it to snapshots it concerns.
+	// and the error's first line; "" for none. warnIf, if set, limits it to snapshots it concerns
+	// (by their StatefulSets only: Live.missingWarnings).
 	warning string
 	warnIf  func(*snapshot.Snapshot) bool
 	// list reads every object with one LIST; probe (nil: list with a limit of one) tells
