@@ -152,7 +152,8 @@ func histogramCount(t *testing.T, metrics *monitor.Metrics) uint64 {
 // TestFirstPassWhileCachesFill: watching all namespaces, the first pass diagnoses each namespace
 // as the caches' first LISTs read it (pods are LISTed once besides the probe, not again by their
 // informer), and a change made before every cache is filled (here: while the ImageStreams'
-// informer still LISTs) voids its StatefulSet's verdict: a worker diagnoses it again.
+// informer still LISTs) voids its StatefulSet's verdict: a worker diagnoses it again. The first
+// pass's Events are held until the caches are filled.
 func TestFirstPassWhileCachesFill(t *testing.T) {
 	healthy := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "bank", UID: "db-uid"}}
 	objs := append(stuckObjects(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "bank"}}, healthy)
@@ -187,6 +188,13 @@ func TestFirstPassWhileCachesFill(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(100 * time.Millisecond) // for the change to reach the informer before the caches are filled
+	// web's finding is known (the first pass is done), its Event held until the caches are filled.
+	if got := testutil.ToFloat64(metrics.FindingsTotal.WithLabelValues("StaleRevisionStuck", "shop")); got != 1 {
+		t.Errorf("StaleRevisionStuck counted %v times before the caches are filled; want 1", got)
+	}
+	if n := countActions(kube, "create", "events"); n != 0 {
+		t.Errorf("%d Events written while the caches fill; want them held", n)
+	}
 	close(release)
 	err = wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
 		return histogramCount(t, metrics) > 0, nil
@@ -202,6 +210,20 @@ func TestFirstPassWhileCachesFill(t *testing.T) {
 	}
 	if got := histogramCount(t, metrics); got != 1 {
 		t.Errorf("%d diagnoses by the workers; want 1 (db's)", got)
+	}
+	err = wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return countActions(kube, "create", "events") == 1, nil
+	})
+	if err != nil {
+		t.Errorf("%d Events written once the caches are filled; want web's", countActions(kube, "create", "events"))
+	}
+	for _, a := range kube.Actions() {
+		if a.GetVerb() == "create" && a.GetResource().Resource == "events" {
+			e := a.(k8stesting.CreateAction).GetObject().(*corev1.Event)
+			if got := e.InvolvedObject.Kind + "/" + e.InvolvedObject.Namespace + "/" + e.InvolvedObject.Name + "/" + string(e.InvolvedObject.UID) + " " + e.Reason; got != "StatefulSet/shop/web/set-uid StaleRevisionStuck" {
+				t.Errorf("Event about %s", got)
+			}
+		}
 	}
 }
 

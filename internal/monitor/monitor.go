@@ -94,6 +94,10 @@ type Controller struct {
 	touched  map[string]bool
 	// early holds the objects changed before the caches were filled (nil after).
 	early []any
+	// holding: the Events of findings are held (in held) until the caches are filled, not
+	// written while the API server serves their first LISTs.
+	holding bool
+	held    []heldEvent
 
 	conds conditions // the Stalled conditions written (conditions.go)
 	// canaries remembers, per annotated StatefulSet, when its step first looked healthy (canary.go).
@@ -151,6 +155,7 @@ func (c *Controller) Run(ctx context.Context) error {
 
 	c.mu.Lock()
 	c.verdicts, c.touched = map[string]passVerdict{}, map[string]bool{}
+	c.holding = true
 	c.mu.Unlock()
 	// The first pass: every namespace diagnosed as the caches' first LISTs read it, or when
 	// that cannot be, from the caches once they are filled (firstpass.go).
@@ -181,6 +186,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	for _, obj := range early {
 		c.enqueueFor(obj)
 	}
+	c.releaseEvents()
 	if !streamed {
 		keys = c.firstPass(ctx, live)
 		diagnosed = time.Since(processStart)
@@ -469,8 +475,38 @@ func (c *Controller) report(key string, set *appsv1.StatefulSet, fresh []model.F
 			if f.Severity == apiv1.SeverityInfo {
 				eventType = corev1.EventTypeNormal
 			}
-			c.recorder.Event(set, eventType, string(f.Code), truncate(fmt.Sprintf("%s: %s Remedy: %s", f.Pod, f.Message, f.Remedy)))
+			c.event(set, eventType, string(f.Code), truncate(fmt.Sprintf("%s: %s Remedy: %s", f.Pod, f.Message, f.Remedy)))
 		}
+	}
+}
+
+// heldEvent is a finding's Event held while the caches fill.
+type heldEvent struct {
+	about                      *appsv1.StatefulSet // its identity only
+	eventType, reason, message string
+}
+
+// event records an Event about set, or holds it while the caches fill (Controller.held).
+func (c *Controller) event(set *appsv1.StatefulSet, eventType, reason, message string) {
+	c.mu.Lock()
+	if c.holding {
+		about := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: set.Name, Namespace: set.Namespace, UID: set.UID, ResourceVersion: set.ResourceVersion}}
+		c.held = append(c.held, heldEvent{about, eventType, reason, message})
+		c.mu.Unlock()
+		return
+	}
+	c.mu.Unlock()
+	c.recorder.Event(set, eventType, reason, message)
+}
+
+// releaseEvents records the Events held while the caches filled, and those to come.
+func (c *Controller) releaseEvents() {
+	c.mu.Lock()
+	held := c.held
+	c.held, c.holding = nil, false
+	c.mu.Unlock()
+	for _, e := range held {
+		c.recorder.Event(e.about, e.eventType, e.reason, e.message)
 	}
 }
 
