@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -159,10 +160,17 @@ func TestFirstPassWhileCachesFill(t *testing.T) {
 	objs := append(stuckObjects(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "bank"}}, healthy)
 	kube := fake.NewClientset(objs...)
 	images := imagefake.NewClientset()
+	// The ImageStreams' informer LISTs (resourceVersion 0) fail until release, and its reflector
+	// retries: its cache is not filled before. (A reactor that blocked would hold the fake's lock
+	// and block the first pass's own ImageStreams LIST too.)
 	release := make(chan struct{})
 	images.PrependReactor("list", "imagestreams", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		if a.(k8stesting.ListActionImpl).ListOptions.ResourceVersion == "0" { // the informer's
-			<-release
+		select {
+		case <-release:
+		default:
+			if a.(k8stesting.ListActionImpl).ListOptions.ResourceVersion == "0" {
+				return true, nil, apierrors.NewTooManyRequests("not yet", 1)
+			}
 		}
 		return false, nil, nil
 	})
@@ -188,9 +196,16 @@ func TestFirstPassWhileCachesFill(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(100 * time.Millisecond) // for the change to reach the informer before the caches are filled
-	// web's finding is known (the first pass is done), its Event held until the caches are filled.
-	if got := testutil.ToFloat64(metrics.FindingsTotal.WithLabelValues("StaleRevisionStuck", "shop")); got != 1 {
-		t.Errorf("StaleRevisionStuck counted %v times before the caches are filled; want 1", got)
+	// web's finding comes to be known (the first pass ends) while the caches fill; its Event is
+	// held until they are filled.
+	err = wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return testutil.ToFloat64(metrics.FindingsTotal.WithLabelValues("StaleRevisionStuck", "shop")) == 1, nil
+	})
+	if err != nil {
+		t.Errorf("StaleRevisionStuck not counted before the caches are filled")
+	}
+	if ctrl.Ready() {
+		t.Fatal("ready while the ImageStreams' informer still LISTs")
 	}
 	if n := countActions(kube, "create", "events"); n != 0 {
 		t.Errorf("%d Events written while the caches fill; want them held", n)
