@@ -70,7 +70,11 @@ func eachNamespace(ctx context.Context, c Clients, scope Scope, fn func(*snapsho
 		}
 	}()
 	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	var readers sync.WaitGroup
+	defer func() {
+		cancel()
+		readers.Wait() // no LIST of this read outlives it
+	}()
 	out := &Streamed{}
 	shared := &snapshot.Snapshot{Now: time.Now()}
 	g, gctx := errgroup.WithContext(ctx)
@@ -120,7 +124,11 @@ func eachNamespace(ctx context.Context, c Clients, scope Scope, fn func(*snapsho
 		}
 		s := &pageStream{r: r, pages: make(chan runtime.Object, 1), first: first[r.name]}
 		streams[i] = s
-		go s.read(ctx, c, environment)
+		readers.Add(1)
+		go func() {
+			defer readers.Done()
+			s.read(ctx, c, environment)
+		}()
 	}
 	if err := g.Wait(); err != nil {
 		return nil, err
