@@ -160,6 +160,22 @@ func TestStuckRollout(t *testing.T) {
 			}
 			return ctx
 		}).
+		Assess("watch -A diagnoses each stuck rollout from its caches' first LISTs, before they are filled", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			// The premise (web-0 left on the old revision by the real controller) was proven above.
+			w := startWatch(t, cfg.KubeconfigFile(), "-A", "--no-conditions", "--metrics-insecure")
+			log := w.log.String()
+			synced := strings.Index(log, "caches synced")
+			if synced < 0 {
+				t.Fatalf("no \"caches synced\" in the log of a ready watch:\n%s", log)
+			}
+			for ns := range cases {
+				line := ns + "/web: new finding error StaleRevisionStuck web-0"
+				if i := strings.Index(log, line); i < 0 || i > synced {
+					t.Errorf("%q at %d, caches synced at %d: want it before, from the first pass over the LISTs:\n%s", line, i, synced, log)
+				}
+			}
+			return ctx
+		}).
 		Assess("check -o html and explain -o html draw web-0 holding web-1 and web-2 (headless Chromium)", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			check := stsdiagRun(t, cfg, "check", "-n", "stuck-three", "-o", "html")
 			explain := stsdiagRun(t, cfg, "explain", "web", "-n", "stuck-three", "-o", "html")
