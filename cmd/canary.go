@@ -24,6 +24,7 @@ type CanaryFlags struct {
 	PrintFlags *render.PrintFlags
 	Scope      *scopeFlags
 	Hold       *holdFlags
+	Settle     settleFlag
 	Diagnosis  *diagnosisFlags
 	Steps      string
 	Images     []string
@@ -95,6 +96,7 @@ stuck or stopped; 2 bad input or no verdict (NotFound, Unevaluable); 3 --timeout
 	fs.DurationVar(&f.Timeout, "timeout", f.Timeout, "Give up (exit 3) after this long")
 	fs.BoolVar(&f.NoRollback, "no-rollback", false, "When a step fails, stop and report (exit 1) instead of rolling back")
 	f.Hold.AddFlags(c, 2*time.Minute, "stuck-grace", "How long each step must stay healthy, and how long a finding must hold for a step to fail")
+	f.Settle.AddFlags(c)
 	f.Diagnosis.AddFlags(c)
 	return c
 }
@@ -135,6 +137,9 @@ func (f *CanaryFlags) ToOptions(args []string) (*CanaryOptions, error) {
 	o := &CanaryOptions{configFlags: f.configFlags, IOStreams: f.IOStreams, print: f.PrintFlags,
 		canary: canary.Options{Namespace: ns, Name: args[0], Steps: steps, Images: images, Timeout: f.Timeout, NoRollback: f.NoRollback}}
 	if o.canary.Diagnosis, err = f.Diagnosis.ToOptions(); err != nil {
+		return nil, err
+	}
+	if o.canary.Steady, err = f.Settle.ToDuration(); err != nil {
 		return nil, err
 	}
 	if o.canary.Hold, err = f.Hold.ToDuration(); err != nil {

@@ -32,6 +32,7 @@ type FixFlags struct {
 	DryRun        string
 	Yes           bool
 	Wait          string
+	Settle        settleFlag
 	ForceLostNode bool
 	Rollback      bool
 	// ConfirmWithAdmission asks admission about each predicted image rewrite before planning.
@@ -137,6 +138,7 @@ by a signal (SIGINT, SIGTERM), at the question included.`,
 	fs.BoolVar(&f.Rollback, "rollback", false, "When the new template itself fails (CurrentRevisionFailing), roll spec.template back to the current revision while its pods are Ready, then delete the pods on the failing revision")
 	addConfirmFlag(c, &f.ConfirmWithAdmission)
 	fs.StringVar(&f.Disruption, "disruption", f.Disruption, disruptionUsage)
+	f.Settle.AddFlags(c)
 	f.Diagnosis.AddFlags(c)
 	return c
 }
@@ -175,8 +177,12 @@ func (f *FixFlags) ToOptions(args []string) (*FixOptions, error) {
 			return nil, fmt.Errorf("invalid --wait %q: want a duration such as 5m", f.Wait)
 		}
 	}
+	steady, err := f.Settle.ToDuration()
+	if err != nil {
+		return nil, err
+	}
 	o.fix = repair.FixOptions{Options: repair.Options{Scope: scope.Scope, DryRun: apiv1.DryRunMode(f.DryRun), Diagnosis: diagnosis,
-		Policy: repair.Policy{Rollback: f.Rollback, ForceLostNode: f.ForceLostNode}, Disruption: disruption}, Wait: wait}
+		Policy: repair.Policy{Rollback: f.Rollback, ForceLostNode: f.ForceLostNode}, Disruption: disruption}, Wait: wait, Steady: steady}
 	return o, nil
 }
 

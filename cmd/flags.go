@@ -13,6 +13,7 @@ import (
 	"github.com/stsdiag/stsdiag/internal/gather"
 	"github.com/stsdiag/stsdiag/internal/openshift"
 	"github.com/stsdiag/stsdiag/internal/probe"
+	"github.com/stsdiag/stsdiag/internal/rollout"
 	"github.com/stsdiag/stsdiag/internal/stuck"
 )
 
@@ -125,6 +126,30 @@ func (h *holdFlags) ToDuration() (time.Duration, error) {
 		return 0, errors.New("--hold must not be negative")
 	}
 	return h.Hold, nil
+}
+
+// settleFlag is how long every replica must have been Ready, its containers running and not
+// restarted, before a rollout the controller reports complete counts as Complete (wait, fix
+// --wait, canary's steps, watch's canary steps): a crash-looping pod without a readiness probe
+// is Ready for a second each run (kubernetes#133066).
+type settleFlag struct {
+	Settle time.Duration
+}
+
+func (s *settleFlag) AddFlags(c *cobra.Command) {
+	if s.Settle == 0 {
+		s.Settle = rollout.DefaultSettle
+	}
+	c.Flags().DurationVar(&s.Settle, "settle", s.Settle,
+		"How long every replica must have been Ready with no container restart before the rollout counts as complete (at least minReadySeconds and each liveness probe's failure window)")
+}
+
+// ToDuration checks the settle time.
+func (s *settleFlag) ToDuration() (time.Duration, error) {
+	if s.Settle < 0 {
+		return 0, errors.New("--settle must not be negative")
+	}
+	return s.Settle, nil
 }
 
 // diagnosisFlags are the thresholds and controller assumptions of the diagnosis, the same on

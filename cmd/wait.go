@@ -27,6 +27,7 @@ type WaitFlags struct {
 	PrintFlags *render.PrintFlags
 	Scope      *scopeFlags
 	Hold       *holdFlags
+	Settle     settleFlag
 	Diagnosis  *diagnosisFlags
 	JUnitFile  string
 	Timeout    time.Duration
@@ -70,11 +71,13 @@ func newWaitFlags(configFlags *genericclioptions.ConfigFlags, streams genericioo
 
 func (f *WaitFlags) command() *cobra.Command {
 	c := &cobra.Command{
-		Use:   "wait (NAME... | -l SELECTOR) [-n NAMESPACE | -A -l SELECTOR] [--timeout 10m] [--hold 30s] [--fix]",
+		Use:   "wait (NAME... | -l SELECTOR) [-n NAMESPACE | -A -l SELECTOR] [--timeout 10m] [--hold 30s] [--settle 10s] [--fix]",
 		Short: "Wait for StatefulSet rollouts; fail fast, with the reason, when one can never finish",
 		Long: `wait follows StatefulSets with watches until their rollouts are complete: the spec observed,
 every replica on the update revision, Ready and available for minReadySeconds, the partition
-respected. It prints one line per change on stderr; the verdict is the output (stdout).
+respected — and every replica Ready, with no container restarted, for --settle (at least
+minReadySeconds and each liveness probe's failure window), by the pods' own timestamps: a
+crash-looping pod is Ready for a second each run and the controller then counts it. It prints one line per change on stderr; the verdict is the output (stdout).
 
 As soon as a finding of check has held for --hold (a pod stuck at startup, an unresolved
 ImageStream name, an ImageStream tag not imported yet, OnDelete pods nobody deletes, ...) it
@@ -98,6 +101,7 @@ progressing; 130 interrupted by a signal (SIGINT, SIGTERM).`,
 	fs.StringVar(&f.JUnitFile, "junit-file", "", "Also write a JUnit XML report to this file")
 	fs.DurationVar(&f.Timeout, "timeout", f.Timeout, "Give up (exit 3) after this long")
 	f.Hold.AddFlags(c, 30*time.Second, "stuck-grace", "How long a finding must hold before the rollout counts as stuck")
+	f.Settle.AddFlags(c)
 	fs.BoolVar(&f.Fix, "fix", false, "Apply fix's safe repairs once when stuck, then keep waiting")
 	fs.BoolVar(&f.Rollback, "rollback", false, "With --fix: roll a failing new template back to the earlier revision whose pods are Ready (the deploy still fails: exit 1, result RolledBack)")
 	fs.StringVar(&f.Disruption, "disruption", string(apiv1.DisruptionDelete), "With --fix: "+disruptionUsage)
@@ -132,6 +136,9 @@ func (f *WaitFlags) ToOptions(args []string) (*WaitOptions, error) {
 		return nil, err
 	}
 	if o.gate.Hold, err = f.Hold.ToDuration(); err != nil {
+		return nil, err
+	}
+	if o.gate.Steady, err = f.Settle.ToDuration(); err != nil {
 		return nil, err
 	}
 	return o, nil

@@ -25,6 +25,7 @@ type WatchFlags struct {
 	genericiooptions.IOStreams
 	Scope             *scopeFlags
 	Hold              *holdFlags
+	Settle            settleFlag
 	Diagnosis         *diagnosisFlags
 	Fix               bool
 	Rollback          bool
@@ -106,6 +107,7 @@ stops cleanly, exit 0, on SIGTERM or SIGINT: a service's normal end.`,
 	fs.StringVar(&f.LeaseNamespace, "leader-elect-namespace", "", "Namespace of the Lease (default: $POD_NAMESPACE, else the current namespace)")
 	fs.StringVar(&f.LeaseName, "leader-elect-name", f.LeaseName, "Name of the Lease")
 	fs.BoolVar(&f.NoConditions, "no-conditions", false, "Do not set the kstatus Stalled condition on StatefulSets whose error finding held for --hold")
+	f.Settle.AddFlags(c)
 	f.Diagnosis.AddFlags(c)
 	return c
 }
@@ -134,6 +136,10 @@ func (f *WatchFlags) ToOptions(args []string) (*WatchOptions, error) {
 	if err != nil {
 		return nil, err
 	}
+	steady, err := f.Settle.ToDuration()
+	if err != nil {
+		return nil, err
+	}
 	if f.MetricsAddr != "" && f.MetricsAddr == f.HealthAddr && !f.MetricsInsecure {
 		return nil, errors.New("--metrics-addr and --health-addr must differ unless --metrics-insecure (/metrics is TLS, the probes plain HTTP)")
 	}
@@ -147,7 +153,7 @@ func (f *WatchFlags) ToOptions(args []string) (*WatchOptions, error) {
 	identity, _ := os.Hostname()
 	return &WatchOptions{configFlags: f.configFlags, IOStreams: f.IOStreams, serve: monitor.ServeOptions{
 		Scope: scope.Scope,
-		Monitor: monitor.Options{Fix: f.Fix, Rollback: f.Rollback, Disruption: disruption, Hold: hold, MaxRepairsPerHour: f.MaxRepairsPerHour, Log: f.ErrOut,
+		Monitor: monitor.Options{Fix: f.Fix, Rollback: f.Rollback, Disruption: disruption, Hold: hold, Steady: steady, MaxRepairsPerHour: f.MaxRepairsPerHour, Log: f.ErrOut,
 			Diagnosis: diagnosis, NoConditions: f.NoConditions},
 		MetricsAddr: f.MetricsAddr, MetricsInsecure: f.MetricsInsecure, MetricsCertDir: f.MetricsCertDir, HealthAddr: f.HealthAddr,
 		LeaderElect: f.LeaderElect, LeaseNamespace: leaseNamespace, LeaseName: f.LeaseName,

@@ -40,6 +40,12 @@ type FindingDetails struct {
 	// Events are the pod's last Warning events, newest first, as "Reason: message" with
 	// " (xN)" when repeated (findings about one pod of a live StatefulSet).
 	Events []string `json:"events,omitempty"`
+	// Expected names the change stsdiag expected the controller or the kubelet to make by
+	// itself and that did not come by its deadline (StaleRevisionStuck of a crash-looping pod
+	// the controller was to replace at its Ready moment: ReplacedWhenReady).
+	Expected string `json:"expected,omitempty"`
+	// ExpectedBy is that deadline (RFC 3339).
+	ExpectedBy string `json:"expectedBy,omitempty"`
 	// FailingPods are the pods whose container fails to pull or start the image
 	// (UnresolvedImageReference, ImageStreamTagNotFound, ImageTriggerStale).
 	FailingPods []string `json:"failingPods,omitempty"`
@@ -135,6 +141,11 @@ type FindingDetails struct {
 	// Quota is the ResourceQuota that refused the object (PodCreateFailed, reason
 	// QuotaExceeded).
 	Quota string `json:"quota,omitempty"`
+	// ReadinessGate is the pod readiness gate (spec.readinessGates conditionType) that keeps the
+	// pod not Ready (reason ReadinessGate).
+	ReadinessGate string `json:"readinessGate,omitempty"`
+	// ReadinessGateStatus is the gate's condition: Missing (nothing ever wrote it) or False.
+	ReadinessGateStatus string `json:"readinessGateStatus,omitempty"`
 	// Reason repeats the finding's reason (ServiceMissing, ImageResolutionSkipped,
 	// ImageTriggerInvalid).
 	Reason string `json:"reason,omitempty"`

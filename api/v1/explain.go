@@ -74,6 +74,11 @@ type OrdinalStep struct {
 	// Why is the finding that explains a wait that will not end by itself (its code and short
 	// message), empty when there is none.
 	Why string `json:"why,omitempty"`
+	// Expected is the change stsdiag expects the controller or the kubelet to make here by
+	// itself (ReplacedWhenReady), and ExpectedBy its deadline: once that
+	// passes without it, a finding names the failed prediction.
+	Expected   string       `json:"expected,omitempty"`
+	ExpectedBy *metav1.Time `json:"expectedBy,omitempty"`
 }
 
 // DeepCopyObject lets cli-runtime printers print the explanation.
@@ -81,6 +86,11 @@ func (e *Explanation) DeepCopyObject() runtime.Object {
 	c := *e
 	c.TemplateChanges = append([]string(nil), e.TemplateChanges...)
 	c.Ordinals = append([]OrdinalStep(nil), e.Ordinals...)
+	for i := range c.Ordinals {
+		if o := &c.Ordinals[i]; o.Since != nil || o.ExpectedBy != nil {
+			o.Since, o.ExpectedBy = o.Since.DeepCopy(), o.ExpectedBy.DeepCopy()
+		}
+	}
 	c.Findings = copyFindings(e.Findings)
 	return &c
 }

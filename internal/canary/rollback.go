@@ -77,7 +77,7 @@ func (r *runner) failed(ctx context.Context, step Resolved) error {
 	r.remember(after)
 	fmt.Fprintf(r.o.Log, "statefulset %s/%s: template rolled back to revision %s; waiting for %s Ready on it\n", r.o.Namespace, r.o.Name, rolled[0].Revision, strings.Join(canary, ", "))
 	stepFindings := r.res.Findings
-	res, err := gate.Run(ctx, r.live, gate.Options{Diagnosis: r.o.Diagnosis, Hold: r.o.Hold, Log: r.o.Log, Stop: r.stopIfChanged})
+	res, err := gate.Run(ctx, r.live, gate.Options{Diagnosis: r.o.Diagnosis, Hold: r.o.Hold, Steady: r.o.Steady, Log: r.o.Log, Stop: r.stopIfChanged})
 	if err != nil {
 		return err
 	}

@@ -32,7 +32,10 @@ type Options struct {
 	Images map[string]string
 	// Hold is how long a finding must hold for a step to fail, and how long a step's pods must
 	// stay Ready on the update revision with no finding for it to pass.
-	Hold      time.Duration
+	Hold time.Duration
+	// Steady is how long a step's pods must have been Ready, not restarted, by their own
+	// timestamps (rollout.Settled; --settle).
+	Steady    time.Duration
 	Diagnosis stuck.Options
 	// NoRollback only stops and reports when a step fails.
 	NoRollback bool
@@ -282,7 +285,7 @@ func (r *runner) stop(verdict apiv1.Verdict, message string) {
 func (r *runner) run(ctx context.Context, steps []Resolved) error {
 	step, index := steps[0], 0
 	for {
-		res, err := gate.Run(ctx, r.live, gate.Options{Diagnosis: r.o.Diagnosis, Hold: r.o.Hold, Settle: r.o.Hold, Log: r.o.Log, Stop: r.stopIfChanged})
+		res, err := gate.Run(ctx, r.live, gate.Options{Diagnosis: r.o.Diagnosis, Hold: r.o.Hold, Steady: r.o.Steady, Settle: r.o.Hold, Log: r.o.Log, Stop: r.stopIfChanged})
 		r.res.WaitResult = *res
 		if err != nil {
 			return err

@@ -26,7 +26,15 @@ func Report(snap *snapshot.Snapshot, opts stuck.Options) *model.Report {
 }
 
 // report is Report, with the controller model each StatefulSet's findings come from.
-func report(snap *snapshot.Snapshot, opts stuck.Options) (*model.Report, map[string]*controller.View) {
+// views are what explain shows of a diagnosis beyond its findings: the controller's next sync of
+// each StatefulSet (namespace/name) and the changes expected by themselves, by pod
+// (namespace/name).
+type views struct {
+	sets        map[string]*controller.View
+	predictions map[string]stuck.Prediction
+}
+
+func report(snap *snapshot.Snapshot, opts stuck.Options) (*model.Report, views) {
 	if snap.Shared == nil {
 		// Indexed once for both analyzers.
 		indexed := *snap
@@ -40,7 +48,7 @@ func report(snap *snapshot.Snapshot, opts stuck.Options) (*model.Report, map[str
 	rep := model.NewReport(snap.OpenShift, model.Summaries(res.StatefulSets, findings), findings)
 	rep.RecheckAt = res.RecheckAt
 	rep.Server = &apiv1.ServerInfo{Version: snap.ServerVersion, Rules: res.Rules.Version, AssumedFeatureGates: res.Rules.Gates}
-	return rep, res.Views
+	return rep, views{sets: res.Views, predictions: res.Predictions}
 }
 
 // Run gathers the scope (gather.Gather) and diagnoses it; gathering warnings go in the report.

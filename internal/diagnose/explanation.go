@@ -54,7 +54,7 @@ func ReportWithExplanations(snap *snapshot.Snapshot, opts stuck.Options) (*model
 	return rep, out
 }
 
-func explanation(snap *snapshot.Snapshot, rep *model.Report, views map[string]*controller.View, set *appsv1.StatefulSet) *apiv1.Explanation {
+func explanation(snap *snapshot.Snapshot, rep *model.Report, views views, set *appsv1.StatefulSet) *apiv1.Explanation {
 	namespace, name := set.Namespace, set.Name
 	e := &apiv1.Explanation{Namespace: namespace, StatefulSet: name, Server: rep.Server,
 		PodManagementPolicy: string(appsv1.OrderedReadyPodManagement), UpdateStrategy: string(appsv1.RollingUpdateStatefulSetStrategyType),
@@ -82,24 +82,29 @@ func explanation(snap *snapshot.Snapshot, rep *model.Report, views map[string]*c
 			why[f.Pod] = string(f.Code) + ": " + f.Short
 		}
 	}
-	if v := views[snapshot.Key(namespace, name)]; v != nil {
+	if v := views.sets[snapshot.Key(namespace, name)]; v != nil {
 		e.Partition = int32(v.Partition)
 		// The revision new pods get, also when the controller has not observed the spec yet.
 		e.UpdateRevision = v.Update
 		for _, o := range v.Ordinals {
-			e.Ordinals = append(e.Ordinals, step(o, why[o.Name]))
+			e.Ordinals = append(e.Ordinals, step(o, why[o.Name], views.predictions[snapshot.Key(namespace, o.Name)]))
 		}
 		for i := len(v.Condemned) - 1; i >= 0; i-- {
-			e.Ordinals = append(e.Ordinals, step(v.Condemned[i], why[v.Condemned[i].Name]))
+			c := v.Condemned[i]
+			e.Ordinals = append(e.Ordinals, step(c, why[c.Name], views.predictions[snapshot.Key(namespace, c.Name)]))
 		}
 	}
 	e.TemplateChanges = templateChanges(snap, set, e.CurrentRevision, e.UpdateRevision)
 	return e
 }
 
-func step(o controller.Ordinal, why string) apiv1.OrdinalStep {
+func step(o controller.Ordinal, why string, expected stuck.Prediction) apiv1.OrdinalStep {
 	s := apiv1.OrdinalStep{Ordinal: int32(o.Ordinal), Pod: o.Name, State: State(o.Pod), Revision: o.Revision,
 		TargetRevision: o.Target, Next: string(o.Next), Holds: o.Holds, Why: why}
+	if !expected.Deadline.IsZero() {
+		by := metav1.NewTime(expected.Deadline)
+		s.Expected, s.ExpectedBy = string(expected.Expected), &by
+	}
 	if !o.Since.IsZero() && o.Holds {
 		since := metav1.NewTime(o.Since)
 		s.Since = &since

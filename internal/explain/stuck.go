@@ -3,6 +3,7 @@ package explain
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/stsdiag/stsdiag/internal/stuck"
 )
@@ -13,18 +14,38 @@ func (w words) staleStuck(s stuck.StaleStuck) {
 	if s.Target == "" {
 		target = "the new template"
 	}
-	f.Message = fmt.Sprintf("%s runs old revision %s and is stuck at startup (%s%s): %s", f.Pod, s.Revision, p.Reason, containerSuffix(p), neverReplaced(s.Why))
+	why := neverReplaced(s.Why)
+	if s.Missed != nil {
+		why = missedPrediction(*s.Missed)
+	}
+	f.Message = fmt.Sprintf("%s runs old revision %s and is stuck at startup (%s%s): %s", f.Pod, s.Revision, p.Reason, containerSuffix(p), why)
 	if detail := startupDetail(p); detail != "" {
 		f.Message += "; " + detail
 	}
 	f.Message += w.blocks(s.Blocked)
 	f.Message += fmt.Sprintf("; deleting it makes the controller recreate it from %s, keeping its PersistentVolumeClaims", target)
 	f.Short = fmt.Sprintf("%s on old revision %s; never replaced", p.Reason, s.Revision)
+	if s.Missed != nil {
+		f.Short = fmt.Sprintf("%s on old revision %s; not replaced at its Ready moment by %s", p.Reason, s.Revision, clock(s.Missed.Deadline))
+	}
 	if len(s.Blocked) > 0 {
 		f.Short += "; blocks " + strings.Join(podNames(s.Blocked), ", ")
 	}
 	f.Remedy = fmt.Sprintf("%s delete pod %s -n %s", w.cli, f.Pod, f.Namespace)
 }
+
+// missedPrediction says which change was expected by itself and did not come by its deadline.
+func missedPrediction(m stuck.Prediction) string {
+	chance := "since the rollout began, no run of it came within the kubelet's longest crash-loop back-off (5m)"
+	if !m.Chance.IsZero() {
+		chance = fmt.Sprintf("its crash loop made it Ready for at most a moment (run ending %s), too briefly for the controller to see it", clock(m.Chance))
+	}
+	return fmt.Sprintf("the controller (OrderedReady, RollingUpdate) replaces an old-revision pod only in a sync that finds it Running and Ready, and was expected to replace it by %s (%s): %s, so it will not replace it by itself (kubernetes#67250)",
+		clock(m.Deadline), m.Expected, chance)
+}
+
+// clock is a moment as RFC 3339 in UTC, to the second.
+func clock(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 
 func neverReplaced(why stuck.NeverReplaced) string {
 	switch why.Kind {
@@ -81,6 +102,9 @@ func (w words) templateRemedy(fix stuck.TemplateFix, p stuck.Startup, ordered bo
 			return fmt.Sprintf("container %q refers to %s: create it or fix the reference in %s%s", p.Container, missingWords(p.Missing), set, after)
 		}
 		return fmt.Sprintf("container %q refers to configuration that is missing or invalid (a Secret, ConfigMap or key; see the message): create it or fix the reference in %s%s", p.Container, set, after)
+	case stuck.FixReadinessGate:
+		return fmt.Sprintf("find the controller that sets the pod condition %q (the load balancer controller or mesh the gate belongs to): check that it runs, watches namespace %s and has the rights to patch pods/status, and read its logs; if nothing should set it, remove the gate from spec.template.spec.readinessGates of %s%s",
+			p.Gate.Condition, f.Namespace, set, after)
 	case stuck.FixReadiness:
 		return fmt.Sprintf("container %q runs but never becomes Ready: read the probe failure in the message and `%s describe pod %s -n %s`, then fix the readiness probe, the configuration or the dependency it waits for in %s%s", p.Container, w.cli, f.Pod, f.Namespace, set, after)
 	case stuck.FixCrash:
@@ -141,6 +165,9 @@ func containerSuffix(p stuck.Startup) string {
 	if p.Volume != "" {
 		return fmt.Sprintf(", volume %q", p.Volume)
 	}
+	if p.Gate != nil {
+		return fmt.Sprintf(", readiness gate %q", p.Gate.Condition)
+	}
 	if p.Container == "" {
 		return ""
 	}
@@ -172,6 +199,13 @@ func missingWords(m *stuck.Missing) string {
 // startupDetail is what the kubelet, scheduler or controller says of a startup problem.
 func startupDetail(p stuck.Startup) string {
 	switch p.Kind {
+	case stuck.ReadinessGatePending:
+		state := fmt.Sprintf("is %s", p.Gate.Status)
+		if p.Gate.Status == "Missing" {
+			state = "is missing: nothing has ever written it"
+		}
+		return fmt.Sprintf("every container is Ready, but the pod has not been Ready for %s because the condition of its readiness gate %q %s; a controller of its own (a load balancer controller, a service mesh, ...) sets that condition, and it is absent, failing or does not know this pod",
+			p.NotReadyFor, p.Gate.Condition, state)
 	case stuck.ContainerNotReady:
 		detail := fmt.Sprintf("Running but not Ready for %s", p.NotReadyFor)
 		if p.Probe != "" {

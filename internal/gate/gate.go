@@ -35,6 +35,10 @@ type Options struct {
 	Log io.Writer
 	// Clock measures the grace and wakes the gate when a finding matures (real time if nil).
 	Clock clock.Clock
+	// Steady is how long every replica must have been Ready, its containers running and not
+	// restarted, before a rollout the controller reports complete is Complete (rollout.Settled;
+	// wait --settle). The pods' own timestamps measure it, so a crash between two looks counts.
+	Steady time.Duration
 	// Settle, if set, is how long the rollout must stay complete with no blocking finding before
 	// Run says Complete (canary's --hold); a blocking finding or an incomplete rollout restarts it.
 	Settle time.Duration
@@ -98,6 +102,17 @@ func Run(ctx context.Context, live Source, opts Options) (*model.WaitResult, err
 		now := opts.Clock.Now()
 		complete := progress(snap, lastLine, opts.Log)
 		expired, blocking, next := holdBlocking(&held, rep.Findings, now, opts)
+		if complete && blocking == 0 {
+			var unsettled rollout.Unsettled
+			complete, unsettled = podsSettled(snap, now, opts.Steady)
+			if line := unsettled.String(); !complete && lastLine[unsettledKey] != line {
+				fmt.Fprintf(opts.Log, "complete by the controller's status; %s\n", line)
+				lastLine[unsettledKey] = line
+			}
+			if !unsettled.At.IsZero() && (next.IsZero() || unsettled.At.Before(next)) {
+				next = unsettled.At
+			}
+		}
 		switch {
 		case len(expired) > 0 && opts.Repair != nil && !repaired:
 			repaired = true
@@ -197,6 +212,29 @@ func progress(snap *snapshot.Snapshot, last map[string]string, log io.Writer) bo
 		}
 	}
 	return complete
+}
+
+// unsettledKey keys the last unsettled line in progress's map (no StatefulSet key has a space).
+const unsettledKey = "unsettled pods"
+
+// podsSettled reports whether every selected StatefulSet's pods have been Ready for steady
+// (rollout.Settled), and the pod that settles last.
+func podsSettled(snap *snapshot.Snapshot, now time.Time, steady time.Duration) (bool, rollout.Unsettled) {
+	var last rollout.Unsettled
+	for i := range snap.StatefulSets {
+		set := &snap.StatefulSets[i]
+		if !snap.InScope(set.Namespace, set.Name) {
+			continue
+		}
+		ok, u := rollout.SettledAmong(set, snap.Pods, now, steady)
+		switch {
+		case !ok && u.NotReady:
+			return false, u
+		case !ok && (last.At.IsZero() || u.At.After(last.At)):
+			last = u
+		}
+	}
+	return last.Pod == "", last
 }
 
 func reasonSuffix(f model.Finding) string {

@@ -151,3 +151,83 @@ func TestStop(t *testing.T) {
 		t.Errorf("result %s: %s", res.Result, res.Message)
 	}
 }
+
+// seqSource serves one snapshot after the other, signalling a change after each (the
+// informers' view of a pod that changes).
+type seqSource struct {
+	clock   *clocktesting.FakeClock
+	snaps   []snapshot.Snapshot
+	next    int
+	changes chan struct{}
+}
+
+func (s *seqSource) Snapshot(context.Context) (*snapshot.Snapshot, []string, error) {
+	c := s.snaps[min(s.next, len(s.snaps)-1)]
+	s.next++
+	c.Now = s.clock.Now()
+	return &c, nil, nil
+}
+
+func (s *seqSource) Changes() <-chan struct{} { return s.changes }
+
+// blip: the controller's status says complete because web-0 was Ready for the second its run
+// lasted (a kubelet ≥ 1.34 crash loop without a readiness probe, kubernetes#133066).
+func blip(readyAt time.Time) snapshot.Snapshot {
+	s := complete()
+	s.Pods[0].Status.Conditions[0].LastTransitionTime = metav1.NewTime(readyAt)
+	s.Pods[0].Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", Ready: true, RestartCount: 1,
+		State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(readyAt)}}}}
+	return s
+}
+
+// TestSteadyWaitsOutTheReadyBlip: a rollout complete by the controller's status, whose pod
+// became Ready a second ago, is not Complete until it has stayed Ready for Steady; the gate
+// wakes up by itself then.
+func TestSteadyWaitsOutTheReadyBlip(t *testing.T) {
+	start := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	clock := clocktesting.NewFakeClock(start)
+	src := &fixedSource{clock: clock, snap: blip(start.Add(-time.Second))}
+	done := make(chan *model.WaitResult, 1)
+	go func() {
+		res, _ := gate.Run(context.Background(), src, gate.Options{Hold: 5 * time.Second, Steady: 10 * time.Second, Diagnosis: stuck.DefaultOptions(), Clock: clock})
+		done <- res
+	}()
+	waitForTimer(t, clock)
+	select {
+	case res := <-done:
+		t.Fatalf("%s while the pod had been Ready for 1s of the 10s", res.Result)
+	default:
+	}
+	clock.Step(9*time.Second + 10*time.Millisecond)
+	select {
+	case res := <-done:
+		if res.Result != apiv1.WaitComplete {
+			t.Fatalf("result %s: %s", res.Result, res.Message)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the gate did not wake up when the pod had been Ready for 10s")
+	}
+}
+
+// TestSteadyCrashAfterBlipIsNotComplete: the pod crashes after its Ready second and the status
+// goes back to incomplete: the gate never says Complete (here it runs into its deadline).
+func TestSteadyCrashAfterBlipIsNotComplete(t *testing.T) {
+	start := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	clock := clocktesting.NewFakeClock(start)
+	crashed := blip(start.Add(-time.Second))
+	crashed.StatefulSets[0].Status.ReadyReplicas, crashed.StatefulSets[0].Status.AvailableReplicas = 0, 0
+	crashed.Pods[0].Status.Conditions[0].Status = corev1.ConditionFalse
+	crashed.Pods[0].Status.ContainerStatuses[0].State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error",
+		StartedAt: metav1.NewTime(start.Add(-time.Second)), FinishedAt: metav1.NewTime(start)}}
+	src := &seqSource{clock: clock, snaps: []snapshot.Snapshot{blip(start.Add(-time.Second)), crashed}, changes: make(chan struct{}, 1)}
+	src.changes <- struct{}{}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	res, _ := gate.Run(ctx, src, gate.Options{Hold: time.Minute, Steady: 10 * time.Second, Diagnosis: stuck.DefaultOptions(), Clock: clock})
+	if res.Result != apiv1.WaitTimedOut {
+		t.Errorf("result %s (%s), want TimedOut: the pod crashed after its Ready second", res.Result, res.Message)
+	}
+	if src.next < 2 {
+		t.Errorf("the crash was never looked at (%d snapshots)", src.next)
+	}
+}

@@ -20,6 +20,7 @@ import (
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/render"
 	"github.com/stsdiag/stsdiag/internal/repair"
+	"github.com/stsdiag/stsdiag/internal/rollout"
 	"github.com/stsdiag/stsdiag/internal/snapshot"
 )
 
@@ -97,7 +98,15 @@ func (c *Controller) syncCanary(ctx context.Context, key string, set *appsv1.Sta
 	facts.Stuck = len(due) > 0
 	c.requeueAt(key, now, next)
 	step := fmt.Sprintf("%s/%d", set.Status.UpdateRevision, facts.Partition)
-	if facts.Observed && facts.Pending && canary.StepComplete(set) && len(blocking) == 0 {
+	stepComplete := facts.Observed && facts.Pending && canary.StepComplete(set) && len(blocking) == 0
+	if stepComplete {
+		// A pod Ready for a moment between two crashes is no healthy step: the pods' own
+		// timestamps must say Ready and not restarted for --settle.
+		var unsettled rollout.Unsettled
+		stepComplete, unsettled = rollout.SettledAmong(set, snap.Pods, now, c.opts.Steady)
+		c.requeueAt(key, now, unsettled.At)
+	}
+	if stepComplete {
 		mem.healthy.Observe(now, []string{step})
 	} else {
 		mem.healthy.Observe(now, nil)

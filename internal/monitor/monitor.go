@@ -48,6 +48,9 @@ type Options struct {
 	Disruption apiv1.DisruptionMode
 	// Hold is how long a finding must hold before it is repaired and sets Stalled (--hold).
 	Hold time.Duration
+	// Steady is how long a canary step's pods must have been Ready, not restarted, by their own
+	// timestamps, before the step counts as healthy (rollout.Settled; --settle).
+	Steady time.Duration
 	// MaxRepairsPerHour bounds repair actions per namespace (0: no bound).
 	MaxRepairsPerHour int
 	Workers           int

@@ -65,7 +65,7 @@ func ExplanationTable(w io.Writer, e *apiv1.Explanation, now time.Time) error {
 		{Name: "Revision", Type: "string"}, {Name: "State", Type: "string"}, {Name: "Next", Type: "string"},
 		{Name: "Waiting", Type: "string"}, {Name: "Why", Type: "string"},
 	}}
-	var holding []string
+	var holding, deadlines []string
 	for _, o := range e.Ordinals {
 		mark, waiting := "", ""
 		if o.Holds {
@@ -79,7 +79,12 @@ func ExplanationTable(w io.Writer, e *apiv1.Explanation, now time.Time) error {
 		if next == "" {
 			next = o.Next
 		}
-		table.Rows = append(table.Rows, metav1.TableRow{Cells: []any{mark, int64(o.Ordinal), o.Pod, dash(o.Revision), o.State, next, dash(waiting), dash(oneLine(o.Why))}})
+		why := o.Why
+		if why == "" && o.ExpectedBy != nil {
+			why = expectedWords(o, now)
+			deadlines = append(deadlines, o.Pod+" "+why)
+		}
+		table.Rows = append(table.Rows, metav1.TableRow{Cells: []any{mark, int64(o.Ordinal), o.Pod, dash(o.Revision), o.State, next, dash(waiting), dash(oneLine(why))}})
 	}
 	text, err := formatTable(table, false)
 	if err != nil {
@@ -93,7 +98,21 @@ func ExplanationTable(w io.Writer, e *apiv1.Explanation, now time.Time) error {
 		fmt.Fprintf(w, "%s %s %s: %s\n  remedy: %s\n", f.Severity, f.Code, dash(f.Pod), oneLine(f.Message), oneLine(f.Remedy))
 	}
 	_, err = fmt.Fprintln(w, verdict(e, holding))
+	for _, d := range deadlines {
+		fmt.Fprintf(w, "  %s\n", d)
+	}
 	return err
+}
+
+// expectedWords says what the ordinal is expected to do by itself, and by when: once the
+// deadline passes without it, check reports the pod.
+func expectedWords(o apiv1.OrdinalStep, now time.Time) string {
+	what := o.Expected
+	switch o.Expected {
+	case "ReplacedWhenReady":
+		what = "expected to be replaced by the controller at its next Ready moment"
+	}
+	return fmt.Sprintf("%s by %s (in %s); a finding if not", what, o.ExpectedBy.UTC().Format(time.RFC3339), o.ExpectedBy.Sub(now).Round(time.Second))
 }
 
 func verdict(e *apiv1.Explanation, holding []string) string {

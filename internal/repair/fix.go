@@ -8,6 +8,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/diagnose"
@@ -87,6 +88,9 @@ type FixOptions struct {
 	// writing their progress to RolloutLog.
 	Wait       time.Duration
 	RolloutLog io.Writer
+	// Steady is how long the followed rollouts' pods must have been Ready, not restarted,
+	// before the rollout counts as complete (rollout.Settled; fix --settle).
+	Steady time.Duration
 }
 
 // Fix diagnoses the scope, plans the safe repairs, asks, applies them and optionally follows the
@@ -153,6 +157,70 @@ func Fix(ctx context.Context, o FixOptions) (*model.FixResult, error) {
 	return result, nil
 }
 
+// followSettled follows one StatefulSet until the controller reports its rollout complete and
+// its pods have settled (rollout.Settled, read with a LIST of the set's pods): a pod that was
+// Ready for a moment and crashed sends it back to following.
+func followSettled(ctx context.Context, follow Follower, o FixOptions, namespace, name string, log io.Writer, result *model.FixResult) error {
+	last := ""
+	for {
+		var complete *appsv1.StatefulSet
+		err := follow(ctx, namespace, name, func(set *appsv1.StatefulSet) bool {
+			if line := rollout.Progress(set); line != last {
+				fmt.Fprintln(log, line)
+				last = line
+			}
+			if rollout.Complete(set) {
+				complete = set
+				return true
+			}
+			return false
+		})
+		if errors.Is(err, rollout.ErrTimeout) {
+			result.Rollout = apiv1.RolloutTimedOut
+			return fmt.Errorf("%w (%s)", err, last)
+		}
+		if err != nil {
+			return err
+		}
+		ok, u, err := settledNow(ctx, o.Clients, complete, o.Steady)
+		if err != nil || ok {
+			return err
+		}
+		if line := u.String(); line != last {
+			fmt.Fprintf(log, "statefulset %s/%s: complete by the controller's status; %s\n", namespace, name, line)
+			last = line
+		}
+		pause := time.Second
+		if !u.At.IsZero() {
+			pause = max(min(time.Until(u.At), 5*time.Second), 100*time.Millisecond)
+		}
+		select {
+		case <-time.After(pause):
+		case <-ctx.Done():
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				result.Rollout = apiv1.RolloutTimedOut
+				return fmt.Errorf("%w of statefulset %s/%s (%s)", rollout.ErrTimeout, namespace, name, last)
+			}
+			return fmt.Errorf("interrupted while following statefulset %s/%s: %w", namespace, name, ctx.Err())
+		}
+	}
+}
+
+// settledNow reads the StatefulSet's pods (its selector, in its namespace) and says whether
+// they have settled.
+func settledNow(ctx context.Context, c gather.Clients, set *appsv1.StatefulSet, steady time.Duration) (bool, rollout.Unsettled, error) {
+	selector, err := metav1.LabelSelectorAsSelector(set.Spec.Selector)
+	if err != nil {
+		return false, rollout.Unsettled{}, err
+	}
+	pods, err := c.Kube.CoreV1().Pods(set.Namespace).List(ctx, metav1.ListOptions{LabelSelector: selector.String()})
+	if err != nil {
+		return false, rollout.Unsettled{}, err
+	}
+	ok, u := rollout.SettledAmong(set, pods.Items, time.Now(), steady)
+	return ok, u, nil
+}
+
 // followRollouts follows every StatefulSet a repair was done for. "complete" is said only when
 // every StatefulSet with a planned action was repaired and has completed: never of a set whose
 // action was skipped or failed, which is likely still stuck. "timed out" is said only when the
@@ -178,19 +246,7 @@ func followRollouts(ctx context.Context, follow Follower, o FixOptions, deadline
 		}
 	}
 	for _, a := range order {
-		last := ""
-		err := follow(ctx, a.Namespace, a.StatefulSet, func(set *appsv1.StatefulSet) bool {
-			if line := rollout.Progress(set); line != last {
-				fmt.Fprintln(log, line)
-				last = line
-			}
-			return rollout.Complete(set)
-		})
-		if errors.Is(err, rollout.ErrTimeout) {
-			result.Rollout = apiv1.RolloutTimedOut
-			return fmt.Errorf("%w (%s)", err, last)
-		}
-		if err != nil {
+		if err := followSettled(ctx, follow, o, a.Namespace, a.StatefulSet, log, result); err != nil {
 			return err
 		}
 	}

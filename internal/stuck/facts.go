@@ -50,7 +50,20 @@ const (
 	ContainerCrashLoop
 	// VolumeMountFailed: the kubelet cannot set up a volume of the pod (a FailedMount Event).
 	VolumeMountFailed
+	// ReadinessGatePending: every container is Ready, but a readiness gate's condition is
+	// missing or not True, longer than the not-ready threshold (reason ReadinessGate).
+	ReadinessGatePending
 )
+
+// ReadinessGateReason is the reason of a finding about a pod held back by a readiness gate.
+const ReadinessGateReason = "ReadinessGate"
+
+// Gate is a pod readiness gate that keeps the pod not Ready: its condition type, and the
+// condition's status — "Missing" when nothing ever wrote it.
+type Gate struct {
+	Condition string
+	Status    string
+}
 
 // Startup is why a pod is stuck at startup.
 type Startup struct {
@@ -75,6 +88,9 @@ type Startup struct {
 	// readiness probe holds it back), so the StatefulSet controller sees it Running and Ready
 	// for a moment after each restart (reason CrashLoopBackOff).
 	ReadyInRuns bool
+	// RunStarted and RunEnded bound the container's latest run (a crash loop); RunEnded is zero
+	// while it runs.
+	RunStarted, RunEnded time.Time
 	// Volume is the pod volume the kubelet cannot set up (VolumeMountFailed).
 	Volume string
 	// Missing is the Secret or ConfigMap (or key of one) the kubelet's message says is missing
@@ -82,6 +98,8 @@ type Startup struct {
 	Missing *Missing
 	// NotReadyFor is how long the pod has not been Ready, rounded to seconds (ContainerNotReady).
 	NotReadyFor time.Duration
+	// Gate is the readiness gate that holds the pod not Ready (ReadinessGatePending).
+	Gate *Gate
 	// Probe is the message of the pod's last Unhealthy event, ReadyMessage its Ready
 	// condition's message (ContainerNotReady).
 	Probe, ReadyMessage string
@@ -193,14 +211,15 @@ type TemplateFix int
 
 // Template fixes, from the startup problem.
 const (
-	FixTemplate   TemplateFix = iota + 1 // nothing more specific is known
-	FixPullSecret                        // the registry refuses the credentials
-	FixImage                             // the image cannot be pulled
-	FixConfig                            // a Secret, ConfigMap or key is missing
-	FixReadiness                         // the container never becomes Ready
-	FixCrash                             // the container keeps exiting
-	FixRuntime                           // the runtime cannot create or start it
-	FixScheduling                        // no node can take the pod
+	FixTemplate      TemplateFix = iota + 1 // nothing more specific is known
+	FixPullSecret                           // the registry refuses the credentials
+	FixImage                                // the image cannot be pulled
+	FixConfig                               // a Secret, ConfigMap or key is missing
+	FixReadiness                            // the container never becomes Ready
+	FixCrash                                // the container keeps exiting
+	FixRuntime                              // the runtime cannot create or start it
+	FixScheduling                           // no node can take the pod
+	FixReadinessGate                        // nothing sets a readiness gate's condition
 )
 
 // NeverReplacedKind is why the controller never replaces a pod on an old revision.
@@ -242,6 +261,32 @@ type StaleStuck struct {
 	Target  string
 	Why     NeverReplaced
 	Blocked []Blocked
+	// Missed is the prediction that failed when the controller was expected to replace the
+	// pod by itself (its Ready moment in a crash loop) and has not by the deadline; nil for a
+	// pod it never replaces.
+	Missed *Prediction
+}
+
+// Expectation is a change the kubelet or the controller is expected to make by itself.
+type Expectation string
+
+// Expectations with a deadline.
+const (
+	// ReplacedWhenReady: an OrderedReady rolling update deletes an old-revision pod in a sync
+	// that finds it Running and Ready (stateful_set_control.go:476 and :749-759@v1.37.2); a
+	// crash-looping pod without a readiness probe is Ready for a moment each run.
+	ReplacedWhenReady Expectation = "ReplacedWhenReady"
+)
+
+// Prediction is what diagnosis expects to happen by itself, and by when: until Deadline the
+// pod is reported as waiting for it (explain shows it); after, a finding names it as missed.
+type Prediction struct {
+	Pod      string
+	Expected Expectation
+	// Chance is the moment the change could have happened (the pod's Ready moment); zero
+	// when none has come since the prediction began.
+	Chance   time.Time
+	Deadline time.Time
 }
 
 // Failing are the facts of CurrentRevisionFailing: a pod stuck at startup on the revision the

@@ -58,6 +58,7 @@ func (ix *index) containerProblem(st corev1.ContainerStatus, runsToCompletion bo
 		}
 		if w.Reason == CrashLoopBackOff {
 			p.State = StateWaiting
+			p.RunStarted, p.RunEnded = runOf(st)
 		}
 		p.Missing = missingConfig(w.Message)
 		return p
@@ -73,7 +74,20 @@ func (ix *index) containerProblem(st corev1.ContainerStatus, runsToCompletion bo
 	if t := latestExit(st); t != nil {
 		p.LastExit = exitOf(t)
 	}
+	p.RunStarted, p.RunEnded = runOf(st)
 	return p
+}
+
+// runOf bounds the container's latest run: the current one while it runs (ended zero), else
+// the newest termination's.
+func runOf(st corev1.ContainerStatus) (started, ended time.Time) {
+	if r := st.State.Running; r != nil {
+		return r.StartedAt.Time, time.Time{}
+	}
+	if t := latestExit(st); t != nil {
+		return t.StartedAt.Time, t.FinishedAt.Time
+	}
+	return time.Time{}, time.Time{}
 }
 
 // CrashLoopBackOff is the reason of every crash-loop finding, whatever the container's state

@@ -1,6 +1,7 @@
 package stuck
 
 import (
+	"regexp"
 	"strings"
 	"time"
 
@@ -98,6 +99,12 @@ func (ix *index) notReady(pod *corev1.Pod, images map[string]string) *Startup {
 		return nil
 	}
 	p := &Startup{Kind: ContainerNotReady, Reason: "NotReady", NotReadyFor: since.Round(time.Second), ReadyMessage: ready.Message}
+	if gate := pendingGate(ready); gate != nil {
+		// Every container is Ready: the gate alone holds the pod back, and only the controller
+		// that owns the gate writes its condition.
+		p.Kind, p.Reason, p.Gate = ReadinessGatePending, ReadinessGateReason, gate
+		return p
+	}
 	for _, st := range pod.Status.ContainerStatuses {
 		if !st.Ready {
 			p.Container, p.Image = st.Name, images[st.Name]
@@ -112,6 +119,33 @@ func (ix *index) notReady(pod *corev1.Pod, images map[string]string) *Startup {
 	}
 	return p
 }
+
+// pendingGate returns the first readiness gate that keeps a pod whose containers are all Ready
+// from being Ready, nil when none does. The kubelet's Ready condition is ContainersReady and
+// every gate's condition True; when only a gate is missing, it says so with reason
+// ReadinessGatesNotReady and, per gate, `corresponding condition of pod readiness gate "X" does
+// not exist.` or `the status of pod readiness gate "X" is not "True", but S`
+// (GeneratePodReadyCondition, pkg/kubelet/status/generate.go:127-167@v1.37.2). The condition
+// is read, not spec.readinessGates: pods are read slimmed of their spec (snapshot.Slim).
+func pendingGate(ready *corev1.PodCondition) *Gate {
+	if ready.Reason != readinessGatesNotReady {
+		return nil
+	}
+	if m := gateMissingRE.FindStringSubmatch(ready.Message); m != nil {
+		return &Gate{Condition: m[1], Status: "Missing"}
+	}
+	if m := gateStatusRE.FindStringSubmatch(ready.Message); m != nil {
+		return &Gate{Condition: m[1], Status: m[2]}
+	}
+	return nil
+}
+
+const readinessGatesNotReady = "ReadinessGatesNotReady"
+
+var (
+	gateMissingRE = regexp.MustCompile(`corresponding condition of pod readiness gate "([^"]+)" does not exist`)
+	gateStatusRE  = regexp.MustCompile(`the status of pod readiness gate "([^"]+)" is not "True", but (\w+)`)
+)
 
 // pendingClaim returns the first PVC of an unscheduled pod that will not bind by itself.
 // settling is true when a claim is Pending for a reason that may still resolve (a volume being

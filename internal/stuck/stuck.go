@@ -54,6 +54,10 @@ type Result struct {
 	// is seen now into a finding; zero when none is pending. Callers that follow the cluster
 	// diagnose again then, even if nothing changes.
 	RecheckAt time.Time
+	// Predictions are the changes the diagnosis expects the kubelet or the controller to make
+	// by themselves, by pod (namespace/name), each with its deadline: a finding names one once
+	// its deadline has passed.
+	Predictions map[string]Prediction
 	// Views are the controller's next sync of each live StatefulSet in scope, by namespace/name:
 	// the model the findings were derived from (explain shows it).
 	Views map[string]*controller.View
@@ -79,6 +83,7 @@ func Diagnose(s *snapshot.Snapshot, opts Options) Result {
 	d.orphans(s)
 	res.Findings = d.findings
 	res.RecheckAt = ix.recheckAt
+	res.Predictions = d.predictions
 	model.SortFindings(res.Findings)
 	return res
 }
@@ -94,12 +99,14 @@ func RulesOrNewest(serverVersion string, gates map[string]bool) Rules {
 }
 
 type diagnosis struct {
-	rules    Rules
-	snap     *snapshot.Snapshot
-	ix       *index
-	opts     Options
-	findings []model.Finding
-	views    map[string]*controller.View
+	// predictions are the changes expected by themselves, by pod (namespace/name).
+	predictions map[string]Prediction
+	rules       Rules
+	snap        *snapshot.Snapshot
+	ix          *index
+	opts        Options
+	findings    []model.Finding
+	views       map[string]*controller.View
 }
 
 func (d *diagnosis) add(f model.Finding) { d.findings = append(d.findings, f) }
@@ -221,8 +228,13 @@ func (d *diagnosis) statefulSet(set *appsv1.StatefulSet) {
 			}
 		case p.Kind == ClaimPending:
 			d.claimPending(r, pod, p)
-		case stale && !r.replaces(i) && !(p.ReadyInRuns && r.replacesWhenReady(i)):
-			d.staleStuck(r, i, pod, p)
+		case stale && !r.replaces(i) && p.ReadyInRuns && r.replacesWhenReady(i):
+			// The controller replaces it in the sync that finds it Ready, if that comes in time.
+			if missed := d.replacedWhenReady(r, pod, p); missed != nil {
+				d.staleStuck(r, i, pod, p, missed)
+			}
+		case stale && !r.replaces(i):
+			d.staleStuck(r, i, pod, p, nil)
 		case stale:
 			// The controller replaces it by itself.
 		case p.Kind == Unschedulable:
@@ -267,6 +279,9 @@ func (d *diagnosis) base(r *controllerView, code apiv1.Code, sev apiv1.Severity,
 			f.Details.RestartCount = model.Ptr(p.Restarts)
 		}
 		f.Details.Volume = p.Volume
+		if g := p.Gate; g != nil {
+			f.Details.ReadinessGate, f.Details.ReadinessGateStatus = g.Condition, g.Status
+		}
 		if m := p.Missing; m != nil {
 			if m.Name != "" {
 				f.Details.Missing = m.Kind + "/" + m.Name
@@ -325,9 +340,13 @@ func (d *diagnosis) neverReplaced(r *controllerView, i int) NeverReplaced {
 	return NeverReplaced{Kind: WaitsForReady, Policy: policy, Strategy: strategy}
 }
 
-func (d *diagnosis) staleStuck(r *controllerView, i int, pod *corev1.Pod, p *Startup) {
+func (d *diagnosis) staleStuck(r *controllerView, i int, pod *corev1.Pod, p *Startup, missed *Prediction) {
 	f := d.base(r, apiv1.StaleRevisionStuck, apiv1.SeverityError, pod, p)
-	facts := StaleStuck{Startup: *p, Revision: statefulset.PodRevision(pod), Target: r.target(i), Why: d.neverReplaced(r, i), Blocked: r.blocked(i)}
+	facts := StaleStuck{Startup: *p, Revision: statefulset.PodRevision(pod), Target: r.target(i), Why: d.neverReplaced(r, i), Blocked: r.blocked(i), Missed: missed}
+	if missed != nil {
+		f.Details.Expected = string(missed.Expected)
+		f.Details.ExpectedBy = missed.Deadline.UTC().Format(time.RFC3339)
+	}
 	if facts.Why.Kind == BudgetSpent {
 		f.Details.MaxUnavailable = model.Ptr(facts.Why.MaxUnavailable)
 		f.Details.UnavailablePods = model.Ptr(facts.Why.Unavailable)
@@ -359,6 +378,8 @@ func templateFix(p *Startup) TemplateFix {
 		return FixImage
 	case p.Reason == "CreateContainerConfigError":
 		return FixConfig
+	case p.Kind == ReadinessGatePending:
+		return FixReadinessGate
 	case p.Reason == "NotReady":
 		return FixReadiness
 	case p.Reason == CrashLoopBackOff:
@@ -487,4 +508,67 @@ func rolloutOf(set *appsv1.StatefulSet) model.Rollout {
 		Terminating: set.DeletionTimestamp != nil,
 		Complete:    rollout.Complete(set),
 	}
+}
+
+// controllerSlack is how long after a pod's Ready moment the controller's replacement of it may
+// take: the kubelet's status write triggers a sync at once (the pod informer's update handler),
+// which deletes the pod (stateful_set_control.go:749-759@v1.37.2).
+const controllerSlack = 15 * time.Second
+
+// maxCrashLoopBackOff is the kubelet's longest wait between two runs of a crash-looping
+// container (MaxContainerBackOff = 300 s, pkg/kubelet/apis/config/v1beta1/defaults.go:45 and
+// newCrashLoopBackOff, kubelet.go:353-366@v1.37.2): a run, with its Ready moment, comes at least
+// that often.
+const maxCrashLoopBackOff = 5 * time.Minute
+
+// replacedWhenReady predicts that an OrderedReady rolling update replaces a crash-looping
+// old-revision pod in the sync that finds it Ready for its moment (replacesWhenReady), and
+// returns the prediction once it has failed: the pod was Ready during a run since the
+// prediction began (the update revision's creation, or the other pods' Ready) and is still
+// there controllerSlack later, or no run came within the kubelet's longest back-off. Until
+// then the prediction is recorded (explain shows its deadline) and the diagnosis wakes at it.
+// A Ready moment seen only to the second (the Ready condition turned in the second the run
+// started) may never have reached the controller: the deadline says whether it did.
+func (d *diagnosis) replacedWhenReady(r *controllerView, pod *corev1.Pod, p *Startup) *Prediction {
+	since := d.ix.revisionCreated(r.set, r.update)
+	for k, other := range r.byIndex {
+		if other == nil || other == pod || k >= r.replicas {
+			continue
+		}
+		if c := statefulset.ReadyCondition(other); c != nil && c.LastTransitionTime.After(since) {
+			since = c.LastTransitionTime.Time
+		}
+	}
+	pred := Prediction{Pod: pod.Name, Expected: ReplacedWhenReady}
+	if !since.IsZero() {
+		pred.Deadline = since.Add(maxCrashLoopBackOff + controllerSlack)
+	}
+	// The pod's latest Ready moment: now, or during its latest run.
+	ready := statefulset.ReadyCondition(pod)
+	switch {
+	case statefulset.RunningAndReady(pod) && ready != nil:
+		pred.Chance = ready.LastTransitionTime.Time
+	case !p.RunEnded.IsZero():
+		pred.Chance = p.RunEnded
+	case ready != nil && !ready.LastTransitionTime.Before(&metav1.Time{Time: p.RunStarted}):
+		pred.Chance = ready.LastTransitionTime.Time
+	}
+	if !pred.Chance.IsZero() && !pred.Chance.Before(since) {
+		// A Ready moment since the prediction began: the controller had its chance then.
+		pred.Deadline = pred.Chance.Add(controllerSlack)
+	} else {
+		pred.Chance = time.Time{}
+	}
+	if pred.Deadline.IsZero() {
+		return nil // no time to measure from: the objects carry no timestamps
+	}
+	if d.ix.now.Before(pred.Deadline) {
+		d.ix.wake(pred.Deadline)
+		if d.predictions == nil {
+			d.predictions = map[string]Prediction{}
+		}
+		d.predictions[pod.Namespace+"/"+pod.Name] = pred
+		return nil
+	}
+	return &pred
 }
