@@ -14,6 +14,10 @@ type FindingDetails struct {
 	// AdmissionError is the API server's refusal of the object the controller tried to create,
 	// as its FailedCreate Event quotes it (PodCreateFailed).
 	AdmissionError string `json:"admissionError,omitempty"`
+	// BlockedBy is the lower pod whose refusal stops the controller's slow-start batch before it
+	// tries this one (PodCreateFailed under Parallel; the refusal's reason and details are that
+	// pod's).
+	BlockedBy string `json:"blockedBy,omitempty"`
 	// Blocks are the other pods a stuck pod keeps from being created, updated or Ready, each as
 	// "<pod> (not created|not updated|not ready)" (StaleRevisionStuck, CurrentRevisionFailing,
 	// PodUnschedulable, PodStuckTerminating).

@@ -13,7 +13,7 @@ import (
 
 // detailKeys are the public keys of details: scripts read them, so they change only additively.
 var detailKeys = []string{
-	"admission", "admissionError", "blocks", "cause", "checks", "claim", "claimEvents", "clusterIP", "currentOwnerUID", "currentUID", "events", "expected", "expectedBy",
+	"admission", "admissionError", "blockedBy", "blocks", "cause", "checks", "claim", "claimEvents", "clusterIP", "currentOwnerUID", "currentUID", "events", "expected", "expectedBy",
 	"failingPods", "fieldPath", "finalizers", "from", "imageStream", "initContainer", "kind",
 	"lastExitCode", "lastExitMessage", "lastExitReason", "logs", "maxUnavailable", "missing", "missingFor", "missingKey", "newOwnerRevisions", "node",
 	"nodeCondition", "nodeReady", "nodeReadySince", "nodeReason", "object", "ordinal", "overdue", "ownerKind", "ownerName", "ownerUID", "patch",

@@ -24,7 +24,12 @@ func (w words) createFailed(s stuck.CreateFailed) {
 	if s.Replaced {
 		next += "; the update deleted it, so the StatefulSet runs one replica short"
 	}
-	if r := s.Refusal; r != nil {
+	if r := s.Refusal; r != nil && s.BlockedBy != "" {
+		f.Message = fmt.Sprintf("the controller has not tried to create pod %s: it creates missing pods in slow-start batches and stops after a batch with a failure, and the API server refuses %s of an earlier batch (%s): %s; %s is created once %s is",
+			s.Pod, s.BlockedBy, r.Reason, r.Error, s.Pod, s.BlockedBy)
+		f.Short = fmt.Sprintf("not tried: %s is refused first: %s", s.BlockedBy, refusalShort(r))
+		f.Remedy = w.refusalRemedy(r)
+	} else if r != nil {
 		f.Message = fmt.Sprintf("the controller cannot create %s: the API server refuses it (%s): %s; %s", object, r.Reason, r.Error, next)
 		f.Short = fmt.Sprintf("cannot create %s: %s", shortObject(s), refusalShort(r))
 		f.Remedy = w.refusalRemedy(r)

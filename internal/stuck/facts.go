@@ -141,6 +141,9 @@ type CreateFailed struct {
 	Replaced bool
 	Blocked  []Blocked
 	Ordered  bool
+	// BlockedBy is the lower missing pod whose refusal (Refusal) ends the controller's
+	// slow-start batch before it tries this one (Parallel): this pod has no Event of its own.
+	BlockedBy string
 }
 
 // WaitBlocked: the controller waits on an ordinal for longer than any known cause explains.

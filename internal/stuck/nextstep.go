@@ -59,6 +59,10 @@ func (d *diagnosis) createFailed(r *controllerView, i int, o controller.Ordinal)
 	}
 	missing := d.ix.now.Sub(o.Since)
 	refusal := d.ix.refusal(r.set, o.Name, o.Since)
+	blockedBy := ""
+	if refusal == nil && !r.ordered() {
+		refusal, blockedBy = d.batchRefusal(r, i)
+	}
 	// Without an Event, a pod is missing for long only if the controller has seen the spec and
 	// the objects tell since when.
 	unobserved := r.set.Status.ObservedGeneration < r.set.Generation || o.Since.IsZero()
@@ -70,7 +74,7 @@ func (d *diagnosis) createFailed(r *controllerView, i int, o controller.Ordinal)
 	}
 	f := model.Finding{Finding: apiv1.Finding{Code: apiv1.PodCreateFailed, Severity: apiv1.SeverityError,
 		Namespace: r.set.Namespace, StatefulSet: r.set.Name, Pod: o.Name, Reason: string(admission.Unknown)}}
-	facts := CreateFailed{Pod: o.Name, Ordinal: o.Ordinal, Refusal: refusal, MissingFor: missing.Round(time.Second),
+	facts := CreateFailed{Pod: o.Name, Ordinal: o.Ordinal, Refusal: refusal, BlockedBy: blockedBy, MissingFor: missing.Round(time.Second),
 		Replaced: r.set.Status.Replicas < int32(r.replicas) && r.Current != "" && r.Current != r.update, Blocked: r.blocked(i), Ordered: r.ordered()}
 	f.Details.Object = "pod"
 	f.Details.Ordinal = model.Ptr(o.Ordinal)
@@ -80,9 +84,28 @@ func (d *diagnosis) createFailed(r *controllerView, i int, o controller.Ordinal)
 	if refusal != nil {
 		refusalDetails(&f, refusal)
 	}
+	f.Details.BlockedBy = blockedBy
 	f.Details.Reason = f.Reason
 	f.Facts = facts
 	d.add(f)
+}
+
+// batchRefusal returns the refusal of the lowest missing pod below index i that the API server
+// refused, and its name. Under Parallel the controller creates the missing pods in slow-start
+// batches (1, 2, 4, ... in ordinal order) and stops after the first batch with a failure
+// (runForAll and slowStartBatch, stateful_set_control.go:334-364 and :539-552@v1.37.2): a pod
+// above a refused one is never attempted and has no FailedCreate Event of its own.
+func (d *diagnosis) batchRefusal(r *controllerView, i int) (*admission.Refusal, string) {
+	for k := 0; k < i; k++ {
+		o := r.Ordinals[k]
+		if o.Pod != nil || o.Next != controller.Create {
+			continue
+		}
+		if refusal := d.ix.refusal(r.set, o.Name, o.Since); refusal != nil {
+			return refusal, o.Name
+		}
+	}
+	return nil, ""
 }
 
 func refusalDetails(f *model.Finding, r *admission.Refusal) {
