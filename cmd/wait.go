@@ -30,6 +30,7 @@ type WaitFlags struct {
 	Settle     settleFlag
 	Diagnosis  *diagnosisFlags
 	JUnitFile  string
+	Logs       int64
 	Timeout    time.Duration
 	Fix        bool
 	Rollback   bool
@@ -99,6 +100,7 @@ progressing; 130 interrupted by a signal (SIGINT, SIGTERM).`,
 	f.PrintFlags.AddFlags(c)
 	fs := c.Flags()
 	fs.StringVar(&f.JUnitFile, "junit-file", "", "Also write a JUnit XML report to this file")
+	fs.Int64Var(&f.Logs, "logs", 5, "When stuck, add the last N lines of the run that exited of each container a finding says exited (0: none)")
 	fs.DurationVar(&f.Timeout, "timeout", f.Timeout, "Give up (exit 3) after this long")
 	f.Hold.AddFlags(c, 30*time.Second, "stuck-grace", "How long a finding must hold before the rollout counts as stuck")
 	f.Settle.AddFlags(c)
@@ -117,6 +119,9 @@ func (f *WaitFlags) ToOptions(args []string) (*WaitOptions, error) {
 	if f.Timeout <= 0 {
 		return nil, errors.New("--timeout must be positive")
 	}
+	if f.Logs < 0 {
+		return nil, errors.New("--logs must not be negative")
+	}
 	if f.Rollback && !f.Fix {
 		return nil, errors.New("--rollback needs --fix")
 	}
@@ -125,7 +130,7 @@ func (f *WaitFlags) ToOptions(args []string) (*WaitOptions, error) {
 		return nil, err
 	}
 	o := &WaitOptions{configFlags: f.configFlags, IOStreams: f.IOStreams, print: f.PrintFlags, junitFile: f.JUnitFile,
-		gate: gate.WaitOptions{Timeout: f.Timeout, Fix: f.Fix, Rollback: f.Rollback, Disruption: disruption}}
+		gate: gate.WaitOptions{Timeout: f.Timeout, Fix: f.Fix, Rollback: f.Rollback, Disruption: disruption, Logs: f.Logs}}
 	if o.scope, err = f.Scope.ToScope(args); err != nil {
 		return nil, err
 	}

@@ -58,6 +58,9 @@ type WaitOptions struct {
 	Progress func(model.Action)
 	// Warn, if set, receives each warning about optional data that could not be read.
 	Warn func(string)
+	// Logs, if positive, adds to a Stuck verdict's findings about containers that exited the
+	// last Logs lines of the run that exited (gather.PreviousLogs; wait --logs).
+	Logs int64
 }
 
 // Wait follows the StatefulSets of scope in one cluster (Run over gather's informers) to a
@@ -78,6 +81,16 @@ func Wait(ctx context.Context, c gather.Clients, scope gather.Scope, opts WaitOp
 		gateOpts.Repair = repairOnce(c, scope, opts)
 	}
 	res, err := Run(ctx, live, gateOpts)
+	if res.Result == apiv1.WaitStuck && opts.Logs > 0 {
+		// The crash's own words; a log that cannot be read is a warning, never the verdict.
+		logCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		for _, w := range gather.PreviousLogs(logCtx, c.Kube, res.Findings, opts.Logs) {
+			if opts.Warn != nil {
+				opts.Warn(w)
+			}
+		}
+		cancel()
+	}
 	if res.Result == apiv1.WaitTimedOut {
 		res.Message = fmt.Sprintf("timed out after %s while the rollout was still progressing", opts.Timeout)
 		notObservedVerdict(res, opts.Timeout)

@@ -71,6 +71,9 @@ func WriteJUnit(w io.Writer, res *model.WaitResult, elapsed time.Duration) error
 			for _, f := range failing {
 				codes = append(codes, string(f.Code))
 				fmt.Fprintf(&text, "%s %s %s: %s\nremedy: %s\n", f.Severity, f.Code, f.Pod, f.Message, f.Remedy)
+				if len(f.Details.Logs) > 0 {
+					fmt.Fprintf(&text, "last log lines of the run that exited:\n  %s\n", strings.Join(f.Details.Logs, "\n  "))
+				}
 			}
 			tc.Failure = &junitFailure{Message: strings.Join(codes, ", "), Type: string(apiv1.WaitStuck), Text: text.String()}
 		case rolledBack(res, s) != nil:
