@@ -59,6 +59,14 @@ func neverReplaced(why stuck.NeverReplaced) string {
 		return fmt.Sprintf("the controller (Parallel, RollingUpdate, Kubernetes %s with %s on) counts %d unavailable pod(s) against maxUnavailable %d and deletes nothing, so the rollout never finishes (kubernetes#137409; Kubernetes v1.35.4 and v1.36 turn the gate off, v1.37 replaces such pods)",
 			why.Release, stuck.GateMaxUnavailable, why.Unavailable, why.MaxUnavailable)
 	}
+	if why.MinReady > 0 {
+		run := "under a second"
+		if why.Run >= time.Second {
+			run = "about " + why.Run.Round(time.Second).String()
+		}
+		return fmt.Sprintf("the controller (%s, %s) waits for it to be Running, Ready and Available (Ready for minReadySeconds, %s); its crash loop makes it Ready only for runs of %s, so it never is Available and the controller will never replace it (kubernetes#67250)",
+			why.Policy, why.Strategy, why.MinReady, run)
+	}
 	return fmt.Sprintf("the controller (%s, %s) waits for it to become Running and Ready and will never replace it (kubernetes#67250)", why.Policy, why.Strategy)
 }
 

@@ -89,8 +89,9 @@ type Startup struct {
 	// for a moment after each restart (reason CrashLoopBackOff).
 	ReadyInRuns bool
 	// RunStarted and RunEnded bound the container's latest run (a crash loop); RunEnded is zero
-	// while it runs.
+	// while it runs. LastRun is how long its latest terminated run lasted (zero: unknown).
 	RunStarted, RunEnded time.Time
+	LastRun              time.Duration
 	// Volume is the pod volume the kubelet cannot set up (VolumeMountFailed).
 	Volume string
 	// Missing is the Secret or ConfigMap (or key of one) the kubelet's message says is missing
@@ -252,6 +253,10 @@ type NeverReplaced struct {
 	Unavailable, MaxUnavailable int
 	// Policy and Strategy are the pod management policy and the update strategy (WaitsForReady).
 	Policy, Strategy string
+	// MinReady is spec.minReadySeconds when set, and Run how long the pod's last run lasted when
+	// a crash loop's runs are shorter than that: it is Ready for moments, never Available
+	// (WaitsForReady).
+	MinReady, Run time.Duration
 }
 
 // StaleStuck are the facts of StaleRevisionStuck: a pod on an old revision, stuck at startup,

@@ -59,6 +59,7 @@ func (ix *index) containerProblem(st corev1.ContainerStatus, runsToCompletion bo
 		if w.Reason == CrashLoopBackOff {
 			p.State = StateWaiting
 			p.RunStarted, p.RunEnded = runOf(st)
+			p.LastRun = lastRunLength(st)
 		}
 		p.Missing = missingConfig(w.Message)
 		return p
@@ -75,7 +76,18 @@ func (ix *index) containerProblem(st corev1.ContainerStatus, runsToCompletion bo
 		p.LastExit = exitOf(t)
 	}
 	p.RunStarted, p.RunEnded = runOf(st)
+	p.LastRun = lastRunLength(st)
 	return p
+}
+
+// lastRunLength is how long the container's newest terminated run lasted; zero when its times
+// are unknown.
+func lastRunLength(st corev1.ContainerStatus) time.Duration {
+	t := latestExit(st)
+	if t == nil || t.StartedAt.IsZero() || t.FinishedAt.IsZero() {
+		return 0
+	}
+	return t.FinishedAt.Sub(t.StartedAt.Time)
 }
 
 // runOf bounds the container's latest run: the current one while it runs (ended zero), else

@@ -163,10 +163,16 @@ func (r *controllerView) replaces(i int) bool {
 // off-revision pod at or above the partition (:749-759, and :919-931 with maxUnavailable). A
 // crash-looping container without a readiness probe makes its pod Ready for a moment after
 // each restart, and the status update that says so triggers such a sync: the controller
-// replaces the pod by itself, provided every other pod in range is Running and Ready.
-func (r *controllerView) replacesWhenReady(i int) bool {
+// replaces the pod by itself, provided every other pod in range is Running and Ready — and,
+// with minReadySeconds, Available: OrderedReady waits for each pod to be Available too before it
+// goes on (stateful_set_control.go:485@v1.37.2), so a pod whose runs last less than
+// minReadySeconds is never Available and never replaced.
+func (r *controllerView) replacesWhenReady(i int, p *Startup) bool {
 	t := r.set.Spec.UpdateStrategy.Type
 	if (t != "" && t != appsv1.RollingUpdateStatefulSetStrategyType) || i < r.partition || !r.ordered() {
+		return false
+	}
+	if minReady := time.Duration(r.set.Spec.MinReadySeconds) * time.Second; minReady > 0 && p.LastRun < minReady {
 		return false
 	}
 	for k, pod := range r.byIndex {
@@ -228,7 +234,7 @@ func (d *diagnosis) statefulSet(set *appsv1.StatefulSet) {
 			}
 		case p.Kind == ClaimPending:
 			d.claimPending(r, pod, p)
-		case stale && !r.replaces(i) && p.ReadyInRuns && r.replacesWhenReady(i):
+		case stale && !r.replaces(i) && p.ReadyInRuns && r.replacesWhenReady(i, p):
 			// The controller replaces it in the sync that finds it Ready, if that comes in time.
 			if missed := d.replacedWhenReady(r, pod, p); missed != nil {
 				d.staleStuck(r, i, pod, p, missed)
@@ -318,7 +324,7 @@ func (r *controllerView) blocked(k int) []Blocked {
 }
 
 // neverReplaced says why the controller never replaces the off-revision pod at index i.
-func (d *diagnosis) neverReplaced(r *controllerView, i int) NeverReplaced {
+func (d *diagnosis) neverReplaced(r *controllerView, i int, p *Startup) NeverReplaced {
 	switch {
 	case r.set.Spec.UpdateStrategy.Type == appsv1.OnDeleteStatefulSetStrategyType:
 		return NeverReplaced{Kind: OnDeleteStrategy}
@@ -337,12 +343,16 @@ func (d *diagnosis) neverReplaced(r *controllerView, i int) NeverReplaced {
 	if strategy == "" {
 		strategy = string(appsv1.RollingUpdateStatefulSetStrategyType)
 	}
-	return NeverReplaced{Kind: WaitsForReady, Policy: policy, Strategy: strategy}
+	why := NeverReplaced{Kind: WaitsForReady, Policy: policy, Strategy: strategy}
+	if minReady := time.Duration(r.set.Spec.MinReadySeconds) * time.Second; minReady > 0 && p != nil && p.ReadyInRuns && p.LastRun < minReady {
+		why.MinReady, why.Run = minReady, p.LastRun
+	}
+	return why
 }
 
 func (d *diagnosis) staleStuck(r *controllerView, i int, pod *corev1.Pod, p *Startup, missed *Prediction) {
 	f := d.base(r, apiv1.StaleRevisionStuck, apiv1.SeverityError, pod, p)
-	facts := StaleStuck{Startup: *p, Revision: statefulset.PodRevision(pod), Target: r.target(i), Why: d.neverReplaced(r, i), Blocked: r.blocked(i), Missed: missed}
+	facts := StaleStuck{Startup: *p, Revision: statefulset.PodRevision(pod), Target: r.target(i), Why: d.neverReplaced(r, i, p), Blocked: r.blocked(i), Missed: missed}
 	if missed != nil {
 		f.Details.Expected = string(missed.Expected)
 		f.Details.ExpectedBy = missed.Deadline.UTC().Format(time.RFC3339)
