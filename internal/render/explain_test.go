@@ -32,6 +32,7 @@ func TestExplainGolden(t *testing.T) {
 		"partition-below-stuck":                "",
 		"on-delete-healthy":                    "web",
 		"parallel-stale-stuck":                 "web",
+		"kubelet-crash-loop-replace-pending":   "staleflip",
 	}
 	seen := map[string]bool{}
 	names := make([]string, 0, len(scenarios))
