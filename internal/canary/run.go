@@ -47,24 +47,6 @@ type Options struct {
 	Progress func(model.Action)
 }
 
-// Result is a canary's verdict: wait's result (verdict, findings, actions) and the steps.
-type Result struct {
-	model.WaitResult
-	Namespace, StatefulSet string
-	PartitionBefore        int32
-	Steps                  []apiv1.CanaryStep
-}
-
-// Public is the CanaryResult document canary prints.
-func (r *Result) Public() *apiv1.CanaryResult {
-	w := r.WaitResult.Public()
-	out := apiv1.NewCanaryResult(r.Result, r.Message)
-	out.Elapsed, out.Namespace, out.StatefulSet, out.PartitionBefore = r.Elapsed, r.Namespace, r.StatefulSet, r.PartitionBefore
-	out.Steps = append(out.Steps, r.Steps...)
-	out.StatefulSets, out.Findings, out.Actions, out.RolledBack = w.StatefulSets, w.Findings, w.Actions, w.RolledBack
-	return out
-}
-
 // BadInputError is a canary that cannot start on this StatefulSet as it is (exit 2).
 type BadInputError struct{ Err error }
 
@@ -78,7 +60,7 @@ type runner struct {
 	o    Options
 	c    gather.Clients
 	live *gather.Live
-	res  *Result
+	res  *model.CanaryResult
 	// The StatefulSet as canary last read or wrote it: its UID, generation, partition and
 	// template. A change of replicas is no one's conflict (the steps follow it, Next); a
 	// change of anything else canary relies on stops it.
@@ -90,11 +72,11 @@ type runner struct {
 
 // Run runs a canary on one StatefulSet to a verdict. It returns an error (with a verdict in the
 // result) when it cannot start: BadInputError for a StatefulSet a canary cannot step.
-func Run(ctx context.Context, c gather.Clients, o Options) (*Result, error) {
+func Run(ctx context.Context, c gather.Clients, o Options) (*model.CanaryResult, error) {
 	if o.Log == nil {
 		o.Log = io.Discard
 	}
-	r := &runner{o: o, c: c, res: &Result{Namespace: o.Namespace, StatefulSet: o.Name}}
+	r := &runner{o: o, c: c, res: &model.CanaryResult{Namespace: o.Namespace, StatefulSet: o.Name}}
 	live, _, err := gather.StartLive(ctx, c, gather.Scope{Namespace: o.Namespace, Names: []string{o.Name}}, nil)
 	if err != nil {
 		r.res.WaitResult = *model.NewWaitResult(gate.VerdictOf(err), err.Error())

@@ -6,12 +6,12 @@ import (
 	"time"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
-	"github.com/stsdiag/stsdiag/internal/canary"
+	"github.com/stsdiag/stsdiag/internal/model"
 )
 
 // CanaryResult prints canary's verdict in the format of the -o flags: the CanaryResult document,
 // JUnit (wait's, one test case per StatefulSet), or wait's human form preceded by the steps.
-func CanaryResult(w io.Writer, res *canary.Result, flags *PrintFlags, elapsed time.Duration, color bool) error {
+func CanaryResult(w io.Writer, res *model.CanaryResult, flags *PrintFlags, elapsed time.Duration, color bool) error {
 	switch {
 	case flags.OutputFormat == FormatJUnit:
 		return WriteJUnit(w, &res.WaitResult, elapsed)

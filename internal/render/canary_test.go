@@ -8,13 +8,12 @@ import (
 	"time"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
-	"github.com/stsdiag/stsdiag/internal/canary"
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/render"
 )
 
-func canaryResult() *canary.Result {
-	res := &canary.Result{WaitResult: *model.NewWaitResult(apiv1.WaitComplete, "canary complete: every step passed"), Namespace: "shop", StatefulSet: "web",
+func canaryResult() *model.CanaryResult {
+	res := &model.CanaryResult{WaitResult: *model.NewWaitResult(apiv1.WaitComplete, "canary complete: every step passed"), Namespace: "shop", StatefulSet: "web",
 		Steps: []apiv1.CanaryStep{{Step: "1", Pods: 1, Partition: 3, Result: apiv1.StepPassed}, {Step: "100%", Pods: 4, Partition: 0, Result: apiv1.StepPassed}}}
 	res.Elapsed = "20s"
 	return res
