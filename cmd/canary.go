@@ -13,6 +13,7 @@ import (
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/canary"
+	"github.com/stsdiag/stsdiag/internal/explain"
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/render"
 )
@@ -162,7 +163,7 @@ func (o *CanaryOptions) Run(ctx context.Context) error {
 	}
 	opts := o.canary
 	opts.Log = o.ErrOut
-	opts.Progress = func(a model.Action) { fmt.Fprintln(o.ErrOut, render.ActionLine(a)) }
+	opts.Progress = func(a model.Action) { fmt.Fprintln(o.ErrOut, explain.ActionLine(a)) }
 	res, err := canary.Run(ctx, c, opts)
 	var bad *canary.BadInputError
 	if errors.As(err, &bad) {

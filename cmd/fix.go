@@ -16,6 +16,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/internal/explain"
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/render"
 	"github.com/stsdiag/stsdiag/internal/repair"
@@ -210,7 +211,7 @@ func (o *FixOptions) Run(ctx context.Context) error {
 		}
 	}
 	if human {
-		opts.Progress = func(a model.Action) { fmt.Fprintln(o.Out, render.ActionLine(a)) }
+		opts.Progress = func(a model.Action) { fmt.Fprintln(o.Out, explain.ActionLine(a)) }
 	}
 	if !o.yes {
 		opts.Confirm = func(*model.FixResult) (bool, error) {

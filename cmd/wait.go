@@ -15,6 +15,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/internal/explain"
 	"github.com/stsdiag/stsdiag/internal/gate"
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/render"
@@ -182,7 +183,7 @@ func (o *WaitOptions) gateOptions(prefix string) gate.WaitOptions {
 		log = &prefixWriter{prefix: prefix, w: o.ErrOut}
 	}
 	opts.Log = log
-	opts.Progress = func(a model.Action) { fmt.Fprintln(log, render.ActionLine(a)) }
+	opts.Progress = func(a model.Action) { fmt.Fprintln(log, explain.ActionLine(a)) }
 	opts.Warn = func(w string) { fmt.Fprintf(o.ErrOut, "Warning: %s%s\n", prefix, w) }
 	return opts
 }

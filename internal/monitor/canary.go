@@ -15,10 +15,10 @@ import (
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/canary"
+	"github.com/stsdiag/stsdiag/internal/explain"
 	"github.com/stsdiag/stsdiag/internal/gather"
 	"github.com/stsdiag/stsdiag/internal/hold"
 	"github.com/stsdiag/stsdiag/internal/model"
-	"github.com/stsdiag/stsdiag/internal/render"
 	"github.com/stsdiag/stsdiag/internal/repair"
 	"github.com/stsdiag/stsdiag/internal/rollout"
 	"github.com/stsdiag/stsdiag/internal/snapshot"
@@ -220,7 +220,7 @@ func (c *Controller) canaryRollBack(ctx context.Context, key string, set *appsv1
 			changed++
 		}
 		c.metrics.Repairs.WithLabelValues(string(a.Kind()), string(a.Result), a.Namespace).Inc()
-		c.logf("%s: canary rollback %s: %s: %s", key, a.Result, render.DescribeAction(a), a.Message)
+		c.logf("%s: canary rollback %s: %s: %s", key, a.Result, explain.Action(a), a.Message)
 	}
 	c.refundRepairs(set.Namespace, len(actions)-changed)
 	if rolled := repair.RolledBack(done); len(rolled) > 0 {

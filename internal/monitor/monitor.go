@@ -12,8 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/stsdiag/stsdiag/internal/explain"
 	"github.com/stsdiag/stsdiag/internal/gather"
-	"github.com/stsdiag/stsdiag/internal/render"
 	"github.com/stsdiag/stsdiag/internal/stuck"
 
 	imagev1 "github.com/openshift/api/image/v1"
@@ -574,8 +574,8 @@ func (c *Controller) repair(ctx context.Context, key string, set *appsv1.Statefu
 		if a.Result != apiv1.ResultDone {
 			eventType = corev1.EventTypeWarning
 		}
-		c.recorder.Event(set, eventType, reason, truncate(fmt.Sprintf("stsdiag repair %s: %s: %s", a.Result, render.DescribeAction(a), a.Message)))
-		c.logf("%s: repair %s: %s: %s", key, a.Result, render.DescribeAction(a), a.Message)
+		c.recorder.Event(set, eventType, reason, truncate(fmt.Sprintf("stsdiag repair %s: %s: %s", a.Result, explain.Action(a), a.Message)))
+		c.logf("%s: repair %s: %s: %s", key, a.Result, explain.Action(a), a.Message)
 	}
 	c.refundRepairs(set.Namespace, len(actions)-changed)
 	// Look again once the repair had time to work; a finding that holds is due again.

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/internal/explain"
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/render"
 	"github.com/stsdiag/stsdiag/internal/snapshot/snapshottest"
@@ -87,7 +88,7 @@ func TestDescribeEviction(t *testing.T) {
 		"":                     "delete pod/web-0 -n shop (uid u2)",
 	} {
 		a := model.Action{Action: apiv1.Action{Action: apiv1.DeletePod, Namespace: "shop", StatefulSet: "web", Pod: "web-0", UID: "u2", Disruption: mode}}
-		if got := render.DescribeAction(a); got != want {
+		if got := explain.Action(a); got != want {
 			t.Errorf("%q: %q, want %q", mode, got, want)
 		}
 	}

@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/internal/explain"
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/render"
 	"github.com/stsdiag/stsdiag/internal/repair"
@@ -108,7 +109,7 @@ func TestPlanRollback(t *testing.T) {
 	if del.Kind() != apiv1.DeletePod || del.Pod != "db-2" || !del.AfterPatch {
 		t.Errorf("delete %+v", del)
 	}
-	line := render.DescribeAction(rb)
+	line := explain.Action(rb)
 	for _, want := range []string{"roll back statefulset/db -n shop", "from failing revision db-bad to revision db-good", `container "db" image ` + badImage + " → " + goodImage} {
 		if !strings.Contains(line, want) {
 			t.Errorf("plan line %q lacks %q", line, want)
