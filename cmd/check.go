@@ -14,8 +14,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
-	"github.com/stsdiag/stsdiag/internal/diagnose"
-	"github.com/stsdiag/stsdiag/internal/gather"
+	"github.com/stsdiag/stsdiag/internal/check"
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/render"
 	"github.com/stsdiag/stsdiag/internal/stuck"
@@ -126,32 +125,20 @@ func (o *CheckOptions) Run(ctx context.Context) error {
 		if err != nil {
 			return withCode(ExitError, err)
 		}
-		rep, failed = diagnose.RunFleet(ctx, targets, o.diagnosis)
+		rep, failed = check.RunFleet(ctx, targets, o.diagnosis)
 	} else {
 		c, err := clients(o.configFlags, defaultRequestTimeout)
 		if err != nil {
 			return withCode(ExitError, err)
 		}
-		src := source(c, o.scope.Scope, o.admission)
-		html := o.print.OutputFormat == render.FormatHTML
-		if o.scope.Namespace == "" && len(o.scope.Names) == 0 && !o.admission {
-			// All namespaces: read and diagnosed one namespace at a time.
-			if rep, explanations, err = diagnose.AllNamespaces(ctx, c, o.scope.Scope, o.diagnosis, html); err != nil {
-				return withCode(ExitError, err)
-			}
-		} else if html {
+		opts := check.Options{Diagnosis: o.diagnosis, Logs: o.logs,
 			// The page draws each set's ordinals: its explanation, from the same diagnosis.
-			snap, warnings, err := src.Snapshot(ctx)
-			if err != nil {
-				return withCode(ExitError, err)
-			}
-			rep, explanations = diagnose.ReportWithExplanations(snap, o.diagnosis)
-			rep.Warnings = warnings
-		} else if rep, _, err = diagnose.FromSource(ctx, src, o.diagnosis); err != nil {
-			return withCode(ExitError, err)
+			Explanations: o.print.OutputFormat == render.FormatHTML}
+		if o.admission {
+			opts.Source = source(c, o.scope.Scope, true)
 		}
-		if o.logs > 0 {
-			rep.Warnings = append(rep.Warnings, gather.PreviousLogs(ctx, c.Kube, rep.Findings, o.logs)...)
+		if rep, explanations, err = check.Cluster(ctx, c, o.scope.Scope, opts); err != nil {
+			return withCode(ExitError, err)
 		}
 	}
 	for _, w := range rep.Warnings {
@@ -176,14 +163,14 @@ func (o *CheckOptions) Run(ctx context.Context) error {
 
 // fleet builds one target per context: its own clients and its namespace (-n, else the
 // context's own).
-func (o *CheckOptions) fleet() ([]diagnose.Target, error) {
-	var targets []diagnose.Target
+func (o *CheckOptions) fleet() ([]check.Target, error) {
+	var targets []check.Target
 	for _, name := range o.scope.contexts {
 		c, scope, err := contextTarget(o.configFlags, name, o.scope.allNamespaces, o.scope.Scope, defaultRequestTimeout)
 		if err != nil {
 			return nil, fmt.Errorf("context %s: %w", name, err)
 		}
-		t := diagnose.Target{Context: name, Clients: c, Scope: scope}
+		t := check.Target{Context: name, Clients: c, Scope: scope}
 		if o.admission {
 			t.Source = source(c, scope, o.admission)
 		}

@@ -10,7 +10,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
-	"github.com/stsdiag/stsdiag/internal/diagnose"
+	"github.com/stsdiag/stsdiag/internal/check"
 	"github.com/stsdiag/stsdiag/internal/gather"
 	"github.com/stsdiag/stsdiag/internal/render"
 	"github.com/stsdiag/stsdiag/internal/stuck"
@@ -93,7 +93,7 @@ func (o *ExplainOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return withCode(ExitError, err)
 	}
-	e, warnings, err := diagnose.Explain(ctx, gather.Lister{Clients: c, Scope: o.scope}, o.scope.Namespace, o.scope.Names[0], o.diagnosis)
+	e, warnings, err := check.Explain(ctx, gather.Lister{Clients: c, Scope: o.scope}, o.scope.Namespace, o.scope.Names[0], o.diagnosis)
 	if err != nil {
 		return withCode(ExitError, err)
 	}

@@ -1,5 +1,6 @@
 // Package diagnose runs every diagnosis (stuck, resolver) over a snapshot and assembles the
-// report. Report is pure; Run glues it to gathering.
+// report, and explains StatefulSets from the same diagnosis. It is pure: it reads a snapshot and
+// calls no API (package check reads the cluster for it).
 package diagnose
 
 import (
@@ -10,7 +11,6 @@ import (
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/controller"
 	"github.com/stsdiag/stsdiag/internal/explain"
-	"github.com/stsdiag/stsdiag/internal/gather"
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/resolver"
 	"github.com/stsdiag/stsdiag/internal/snapshot"
@@ -51,13 +51,14 @@ func report(snap *snapshot.Snapshot, opts stuck.Options) (*model.Report, views) 
 	return rep, views{sets: res.Views, predictions: res.Predictions}
 }
 
-// Run gathers the scope (gather.Gather) and diagnoses it; gathering warnings go in the report.
-func Run(ctx context.Context, c gather.Clients, scope gather.Scope, opts stuck.Options) (*model.Report, *snapshot.Snapshot, error) {
-	return FromSource(ctx, gather.Lister{Clients: c, Scope: scope}, opts)
+// Source is what a diagnosis reads: a snapshot and the warnings of reading it (gather.Source;
+// diagnose itself calls no API).
+type Source interface {
+	Snapshot(ctx context.Context) (*snapshot.Snapshot, []string, error)
 }
 
 // FromSource takes a snapshot from the source and diagnoses it; its warnings go in the report.
-func FromSource(ctx context.Context, src gather.Source, opts stuck.Options) (*model.Report, *snapshot.Snapshot, error) {
+func FromSource(ctx context.Context, src Source, opts stuck.Options) (*model.Report, *snapshot.Snapshot, error) {
 	snap, warnings, err := src.Snapshot(ctx)
 	if err != nil {
 		return nil, nil, err

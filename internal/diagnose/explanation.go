@@ -1,44 +1,31 @@
 package diagnose
 
 import (
-	"context"
-	"fmt"
-
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/controller"
-	"github.com/stsdiag/stsdiag/internal/gather"
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/snapshot"
 	"github.com/stsdiag/stsdiag/internal/statefulset"
 	"github.com/stsdiag/stsdiag/internal/stuck"
 )
 
-// Explain gathers one StatefulSet's namespace and explains it (see Explanation).
-func Explain(ctx context.Context, src gather.Source, namespace, name string, opts stuck.Options) (*apiv1.Explanation, []string, error) {
-	snap, warnings, err := src.Snapshot(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	e, err := Explanation(snap, namespace, name, opts)
-	return e, warnings, err
-}
-
 // Explanation is the controller's view of one StatefulSet: the rules, the revisions and what
 // changed between them, and per ordinal its state, the controller's next step and the finding
 // that says why it cannot take it. It comes from the same diagnosis as check's report, whose
 // findings about the set it carries, so the two never disagree.
-func Explanation(snap *snapshot.Snapshot, namespace, name string, opts stuck.Options) (*apiv1.Explanation, error) {
+// It is nil when the snapshot has no such StatefulSet.
+func Explanation(snap *snapshot.Snapshot, namespace, name string, opts stuck.Options) *apiv1.Explanation {
 	rep, views := report(snap, opts)
 	for i := range snap.StatefulSets {
 		if s := &snap.StatefulSets[i]; s.Namespace == namespace && s.Name == name {
-			return explanation(snap, rep, views, s), nil
+			return explanation(snap, rep, views, s)
 		}
 	}
-	return nil, &gather.NotFoundError{What: fmt.Sprintf("statefulset %q in namespace %q", name, namespace)}
+	return nil
 }
 
 // ReportWithExplanations is Report with the explanation of every StatefulSet of the snapshot,

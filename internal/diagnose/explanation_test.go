@@ -32,9 +32,9 @@ func TestCheckAndExplainAgree(t *testing.T) {
 			snap, opts := scenario(t, dir)
 			rep := diagnose.Report(snap, opts)
 			for _, set := range snap.StatefulSets {
-				e, err := diagnose.Explanation(snap, set.Namespace, set.Name, opts)
-				if err != nil {
-					t.Fatal(err)
+				e := diagnose.Explanation(snap, set.Namespace, set.Name, opts)
+				if e == nil {
+					t.Fatal("no such StatefulSet")
 				}
 				var errPods, holdPods []string
 				for _, f := range rep.Findings {
@@ -125,9 +125,9 @@ func TestReportWithExplanations(t *testing.T) {
 				t.Errorf("%d explanations for %d StatefulSets", len(explanations), len(snap.StatefulSets))
 			}
 			for _, set := range snap.StatefulSets {
-				want, err := diagnose.Explanation(snap, set.Namespace, set.Name, opts)
-				if err != nil {
-					t.Fatal(err)
+				want := diagnose.Explanation(snap, set.Namespace, set.Name, opts)
+				if want == nil {
+					t.Fatal("no such StatefulSet")
 				}
 				if got := explanations[set.Namespace+"/"+set.Name]; !equality.Semantic.DeepEqual(got, want) {
 					t.Errorf("%s/%s: explanation differs from explain's:\n got %+v\nwant %+v", set.Namespace, set.Name, got, want)

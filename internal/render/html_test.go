@@ -42,9 +42,9 @@ func explainPage(t *testing.T, scenario, name string) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := diagnose.Explanation(snap, snap.StatefulSets[0].Namespace, name, stuck.DefaultOptions())
-	if err != nil {
-		t.Fatal(err)
+	e := diagnose.Explanation(snap, snap.StatefulSets[0].Namespace, name, stuck.DefaultOptions())
+	if e == nil {
+		t.Fatalf("no StatefulSet %s", name)
 	}
 	flags := render.NewPrintFlags(render.FormatHTML)
 	flags.OutputFormat = "html"

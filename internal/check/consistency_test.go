@@ -1,4 +1,4 @@
-package diagnose_test
+package check_test
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/stsdiag/stsdiag/internal/check"
 	"github.com/stsdiag/stsdiag/internal/diagnose"
 	"github.com/stsdiag/stsdiag/internal/gather"
 	"github.com/stsdiag/stsdiag/internal/model"
@@ -40,7 +41,7 @@ func TestWatchSeesWhatCheckSees(t *testing.T) {
 	opts := stuck.DefaultOptions()
 	for _, ns := range []string{"", "s0"} {
 		scope := gather.Scope{Namespace: ns, OpenShift: openshift.ModeNever}
-		checked, _, err := diagnose.Run(context.Background(), clients, scope, opts)
+		checked, _, err := check.Run(context.Background(), clients, scope, opts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -149,7 +150,7 @@ func TestWatchSeesOtherNamespacesStreams(t *testing.T) {
 	clients := gather.Clients{Kube: fake.NewClientset(kubeObjs...), Image: imagefake.NewClientset(imageObjs...)}
 	scope := gather.Scope{OpenShift: openshift.ModeAlways}
 	opts := stuck.DefaultOptions()
-	checked, _, err := diagnose.AllNamespaces(context.Background(), clients, scope, opts, false)
+	checked, _, err := check.AllNamespaces(context.Background(), clients, scope, opts, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package diagnose_test
+package check_test
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
-	"github.com/stsdiag/stsdiag/internal/diagnose"
+	"github.com/stsdiag/stsdiag/internal/check"
 	"github.com/stsdiag/stsdiag/internal/gather"
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/openshift"
@@ -38,7 +38,7 @@ func TestRunFleet(t *testing.T) {
 		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "statefulsets"}, "", errors.New("no"))
 	})
 	scope := gather.Scope{OpenShift: openshift.ModeNever}
-	rep, failed := diagnose.RunFleet(context.Background(), []diagnose.Target{
+	rep, failed := check.RunFleet(context.Background(), []check.Target{
 		{Context: "prod-eu", Clients: gather.Clients{Kube: stuckCluster}, Scope: scope},
 		{Context: "prod-us", Clients: gather.Clients{Kube: healthy}, Scope: scope},
 		{Context: "lab", Clients: gather.Clients{Kube: refusing}, Scope: scope},
@@ -72,7 +72,7 @@ func TestRunFleetServer(t *testing.T) {
 	}
 	scope := gather.Scope{OpenShift: openshift.ModeNever}
 	run := func(east, west string) *model.Report {
-		rep, failed := diagnose.RunFleet(context.Background(), []diagnose.Target{
+		rep, failed := check.RunFleet(context.Background(), []check.Target{
 			{Context: "east", Clients: cluster(east), Scope: scope},
 			{Context: "west", Clients: cluster(west), Scope: scope},
 		}, stuck.DefaultOptions())

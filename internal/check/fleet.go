@@ -1,4 +1,4 @@
-package diagnose
+package check
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/internal/diagnose"
 	"github.com/stsdiag/stsdiag/internal/fleet"
 	"github.com/stsdiag/stsdiag/internal/gather"
 	"github.com/stsdiag/stsdiag/internal/model"
@@ -46,7 +47,7 @@ func RunFleet(ctx context.Context, targets []Target, opts stuck.Options) (rep *m
 			}
 			src = gather.Lister{Clients: t.Clients, Scope: t.Scope}
 		}
-		r, _, err := FromSource(ctx, src, opts)
+		r, _, err := diagnose.FromSource(ctx, src, opts)
 		return outcome{r, err}
 	}, nil)
 	var sets []apiv1.StatefulSetSummary

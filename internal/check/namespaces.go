@@ -1,11 +1,13 @@
-package diagnose
+package check
 
 import (
 	"context"
 	"errors"
+	"maps"
 	"time"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/internal/diagnose"
 	"github.com/stsdiag/stsdiag/internal/gather"
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/snapshot"
@@ -15,7 +17,7 @@ import (
 // AllNamespaces diagnoses every namespace of the scope (all namespaces, by selector only) one at
 // a time as gather.EachNamespace reads them, and dropping each after: the report is Report's of
 // one snapshot of everything, in the memory of one namespace. With explanations it also returns
-// ReportWithExplanations' explanations. When the LISTs cannot be read namespace by namespace
+// diagnose.ReportWithExplanations' explanations. When the LISTs cannot be read namespace by namespace
 // (gather.ErrRestart) it gathers everything at once instead.
 func AllNamespaces(ctx context.Context, c gather.Clients, scope gather.Scope, opts stuck.Options, explanations bool) (*model.Report, map[string]*apiv1.Explanation, error) {
 	var findings []model.Finding
@@ -26,18 +28,19 @@ func AllNamespaces(ctx context.Context, c gather.Clients, scope gather.Scope, op
 		explained = map[string]*apiv1.Explanation{}
 	}
 	read, err := gather.EachNamespace(ctx, c, scope, func(snap *snapshot.Snapshot) error {
-		rep, views := report(snap, opts)
+		var rep *model.Report
+		var here map[string]*apiv1.Explanation
+		if explanations {
+			rep, here = diagnose.ReportWithExplanations(snap, opts)
+		} else {
+			rep = diagnose.Report(snap, opts)
+		}
 		findings = append(findings, rep.Findings...)
 		sets = append(sets, rep.StatefulSets...)
 		if !rep.RecheckAt.IsZero() && (recheck.IsZero() || rep.RecheckAt.Before(recheck)) {
 			recheck = rep.RecheckAt
 		}
-		if explanations {
-			for i := range snap.StatefulSets {
-				s := &snap.StatefulSets[i]
-				explained[snapshot.Key(s.Namespace, s.Name)] = explanation(snap, rep, views, s)
-			}
-		}
+		maps.Copy(explained, here)
 		return nil
 	})
 	if errors.Is(err, gather.ErrRestart) {
@@ -47,11 +50,11 @@ func AllNamespaces(ctx context.Context, c gather.Clients, scope gather.Scope, op
 			if err != nil {
 				return nil, nil, err
 			}
-			rep, explained := ReportWithExplanations(snap, opts)
+			rep, explained := diagnose.ReportWithExplanations(snap, opts)
 			rep.Warnings = warnings
 			return rep, explained, nil
 		}
-		rep, _, err := FromSource(ctx, src, opts)
+		rep, _, err := diagnose.FromSource(ctx, src, opts)
 		return rep, nil, err
 	}
 	if err != nil {

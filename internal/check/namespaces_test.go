@@ -1,4 +1,4 @@
-package diagnose_test
+package check_test
 
 import (
 	"context"
@@ -26,7 +26,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
-	"github.com/stsdiag/stsdiag/internal/diagnose"
+	"github.com/stsdiag/stsdiag/internal/check"
 	"github.com/stsdiag/stsdiag/internal/gather"
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/openshift"
@@ -191,12 +191,12 @@ func TestAllNamespacesIsOneSnapshot(t *testing.T) {
 			p := &pager{}
 			p.install(kube, image)
 			c := gather.Clients{Kube: kube, Image: image}
-			want, _, err := diagnose.Run(context.Background(), c, scope, opts)
+			want, _, err := check.Run(context.Background(), c, scope, opts)
 			if err != nil {
 				t.Fatal(err)
 			}
 			p.reset()
-			got, explained, err := diagnose.AllNamespaces(context.Background(), c, scope, opts, true)
+			got, explained, err := check.AllNamespaces(context.Background(), c, scope, opts, true)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -244,14 +244,14 @@ func TestAllNamespacesFallsBack(t *testing.T) {
 			kube, image, _ := scenarioCluster(t)
 			p.install(kube, image)
 			c := gather.Clients{Kube: kube, Image: image}
-			got, _, err := diagnose.AllNamespaces(context.Background(), c, scope, opts, false)
+			got, _, err := check.AllNamespaces(context.Background(), c, scope, opts, false)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if p.lists[0] == 0 {
 				t.Errorf("no unpaged LIST after the failure: %v", p.lists)
 			}
-			want, _, err := diagnose.Run(context.Background(), c, scope, opts)
+			want, _, err := check.Run(context.Background(), c, scope, opts)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,0 +1,82 @@
+// Package check is the check and explain use cases: it reads the cluster (package gather) the way
+// the scope asks — one LIST of a namespace or of named StatefulSets, all namespaces one at a
+// time, or a fleet of contexts — and diagnoses what it read (package diagnose, pure), adding the
+// previous logs of crashed containers when asked.
+package check
+
+import (
+	"context"
+	"fmt"
+
+	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/internal/diagnose"
+	"github.com/stsdiag/stsdiag/internal/gather"
+	"github.com/stsdiag/stsdiag/internal/model"
+	"github.com/stsdiag/stsdiag/internal/snapshot"
+	"github.com/stsdiag/stsdiag/internal/stuck"
+)
+
+// Options say what one cluster's check reads and returns.
+type Options struct {
+	Diagnosis stuck.Options
+	// Source, if set, is where a namespace's or named StatefulSets' snapshot comes from instead
+	// of a fresh LIST of the scope (one that also asks admission, probe.Source).
+	Source gather.Source
+	// Explanations also returns each StatefulSet's explanation, from the same diagnosis (the
+	// HTML report draws each set's ordinals from them).
+	Explanations bool
+	// Logs, if positive, adds the last Logs lines of the run that exited to each finding about a
+	// container that exited (gather.PreviousLogs).
+	Logs int64
+}
+
+// Cluster checks one cluster's scope: all namespaces (no namespace, no names, no Source) one
+// namespace at a time (AllNamespaces), else one snapshot of the scope.
+func Cluster(ctx context.Context, c gather.Clients, scope gather.Scope, o Options) (*model.Report, map[string]*apiv1.Explanation, error) {
+	var rep *model.Report
+	var explanations map[string]*apiv1.Explanation
+	var err error
+	if scope.Namespace == "" && len(scope.Names) == 0 && o.Source == nil {
+		rep, explanations, err = AllNamespaces(ctx, c, scope, o.Diagnosis, o.Explanations)
+	} else {
+		src := o.Source
+		if src == nil {
+			src = gather.Lister{Clients: c, Scope: scope}
+		}
+		var snap *snapshot.Snapshot
+		var warnings []string
+		if snap, warnings, err = src.Snapshot(ctx); err == nil {
+			if o.Explanations {
+				rep, explanations = diagnose.ReportWithExplanations(snap, o.Diagnosis)
+			} else {
+				rep = diagnose.Report(snap, o.Diagnosis)
+			}
+			rep.Warnings = warnings
+		}
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	if o.Logs > 0 {
+		rep.Warnings = append(rep.Warnings, gather.PreviousLogs(ctx, c.Kube, rep.Findings, o.Logs)...)
+	}
+	return rep, explanations, nil
+}
+
+// Run gathers the scope (gather.Gather) and diagnoses it; gathering warnings go in the report.
+func Run(ctx context.Context, c gather.Clients, scope gather.Scope, opts stuck.Options) (*model.Report, *snapshot.Snapshot, error) {
+	return diagnose.FromSource(ctx, gather.Lister{Clients: c, Scope: scope}, opts)
+}
+
+// Explain gathers one StatefulSet's namespace and explains it (diagnose.Explanation).
+func Explain(ctx context.Context, src gather.Source, namespace, name string, opts stuck.Options) (*apiv1.Explanation, []string, error) {
+	snap, warnings, err := src.Snapshot(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	e := diagnose.Explanation(snap, namespace, name, opts)
+	if e == nil {
+		return nil, nil, &gather.NotFoundError{What: fmt.Sprintf("statefulset %q in namespace %q", name, namespace)}
+	}
+	return e, warnings, nil
+}
