@@ -18,6 +18,7 @@ import (
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/explain"
 	"github.com/stsdiag/stsdiag/internal/model"
+	"github.com/stsdiag/stsdiag/internal/plan"
 	"github.com/stsdiag/stsdiag/internal/render"
 	"github.com/stsdiag/stsdiag/internal/repair"
 	"github.com/stsdiag/stsdiag/internal/rollout"
@@ -183,7 +184,7 @@ func (f *FixFlags) ToOptions(args []string) (*FixOptions, error) {
 		return nil, err
 	}
 	o.fix = repair.FixOptions{Options: repair.Options{Scope: scope.Scope, DryRun: apiv1.DryRunMode(f.DryRun), Diagnosis: diagnosis,
-		Policy: repair.Policy{Rollback: f.Rollback, ForceLostNode: f.ForceLostNode}, Disruption: disruption}, Wait: wait, Steady: steady}
+		Policy: plan.Policy{Rollback: f.Rollback, ForceLostNode: f.ForceLostNode}, Disruption: disruption}, Wait: wait, Steady: steady}
 	return o, nil
 }
 

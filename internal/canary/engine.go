@@ -8,7 +8,7 @@ import (
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/model"
-	"github.com/stsdiag/stsdiag/internal/repair"
+	"github.com/stsdiag/stsdiag/internal/plan"
 	"github.com/stsdiag/stsdiag/internal/rollout"
 	"github.com/stsdiag/stsdiag/internal/snapshot"
 )
@@ -105,9 +105,9 @@ func Decide(steps []Step, f Facts) (Decision, error) {
 // and guards) for the StatefulSet, keeping only its Rollback and the deletes, after it, of canary
 // pods (at or above the partition). why is set when the plan has no rollback.
 func RollbackActions(rep *model.Report, snap *snapshot.Snapshot, set *appsv1.StatefulSet, partition int32) (actions []model.Action, why string) {
-	plan := repair.Planner{Policy: repair.Policy{Rollback: true}}.Plan(rep, snap)
+	planned := plan.Planner{Policy: plan.Policy{Rollback: true}}.Plan(rep, snap)
 	canary := CanaryPods(set, partition)
-	for _, a := range plan.For(set.Namespace, set.Name) {
+	for _, a := range planned.For(set.Namespace, set.Name) {
 		switch {
 		case a.Kind() == apiv1.Rollback:
 			actions = append(actions, a)
@@ -118,7 +118,7 @@ func RollbackActions(rep *model.Report, snap *snapshot.Snapshot, set *appsv1.Sta
 	if len(actions) > 0 && actions[0].Kind() == apiv1.Rollback {
 		return actions, ""
 	}
-	for _, f := range plan.Unrepaired {
+	for _, f := range planned.Unrepaired {
 		if f.Details.Rollback != "" && f.Namespace == set.Namespace && f.StatefulSet == set.Name {
 			return nil, "not rolled back: " + f.Details.Rollback
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/stsdiag/stsdiag/internal/gate"
 	"github.com/stsdiag/stsdiag/internal/gather"
 	"github.com/stsdiag/stsdiag/internal/model"
+	"github.com/stsdiag/stsdiag/internal/plan"
 	"github.com/stsdiag/stsdiag/internal/repair"
 )
 
@@ -54,7 +55,7 @@ func (r *runner) failed(ctx context.Context, step Resolved) error {
 	canary := CanaryPods(set, r.partition)
 	scope := gather.Scope{Namespace: r.o.Namespace, Names: []string{r.o.Name}}
 	exec := repair.New(repair.Options{Clients: r.c, Scope: scope, Diagnosis: r.o.Diagnosis, DryRun: apiv1.DryRunNone,
-		Policy: repair.Policy{Rollback: true}, Progress: r.o.Progress})
+		Policy: plan.Policy{Rollback: true}, Progress: r.o.Progress})
 	applied, err := exec.Apply(ctx, actions)
 	r.res.Actions = append(r.res.Actions, applied...)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/stsdiag/stsdiag/internal/fleet"
 	"github.com/stsdiag/stsdiag/internal/gather"
 	"github.com/stsdiag/stsdiag/internal/model"
+	"github.com/stsdiag/stsdiag/internal/plan"
 	"github.com/stsdiag/stsdiag/internal/repair"
 	"github.com/stsdiag/stsdiag/internal/snapshot"
 )
@@ -101,7 +102,7 @@ func Wait(ctx context.Context, c gather.Clients, scope gather.Scope, opts WaitOp
 
 // repairOnce is wait --fix's repair: fix's safe actions, each reported to Progress.
 func repairOnce(c gather.Clients, scope gather.Scope, opts WaitOptions) func(context.Context, *model.Report, *snapshot.Snapshot) ([]model.Action, error) {
-	exec := repair.New(repair.Options{Clients: c, Scope: scope, Diagnosis: opts.Diagnosis, DryRun: apiv1.DryRunNone, Policy: repair.Policy{Rollback: opts.Rollback}, Disruption: opts.Disruption, Progress: opts.Progress})
+	exec := repair.New(repair.Options{Clients: c, Scope: scope, Diagnosis: opts.Diagnosis, DryRun: apiv1.DryRunNone, Policy: plan.Policy{Rollback: opts.Rollback}, Disruption: opts.Disruption, Progress: opts.Progress})
 	log := opts.Log
 	if log == nil {
 		log = io.Discard

@@ -19,6 +19,7 @@ import (
 	"github.com/stsdiag/stsdiag/internal/gather"
 	"github.com/stsdiag/stsdiag/internal/hold"
 	"github.com/stsdiag/stsdiag/internal/model"
+	"github.com/stsdiag/stsdiag/internal/plan"
 	"github.com/stsdiag/stsdiag/internal/repair"
 	"github.com/stsdiag/stsdiag/internal/rollout"
 	"github.com/stsdiag/stsdiag/internal/snapshot"
@@ -212,7 +213,7 @@ func (c *Controller) canaryRollBack(ctx context.Context, key string, set *appsv1
 	}
 	scope := gather.Scope{Namespace: set.Namespace, Names: []string{set.Name}, OpenShift: c.scope.OpenShift}
 	exec := repair.New(repair.Options{Clients: c.clients, Scope: scope, Diagnosis: c.opts.Diagnosis, DryRun: apiv1.DryRunNone,
-		Policy: repair.Policy{Rollback: true}, Disruption: c.opts.Disruption})
+		Policy: plan.Policy{Rollback: true}, Disruption: c.opts.Disruption})
 	done, err := exec.Apply(ctx, actions)
 	changed := 0
 	for _, a := range done {

@@ -33,6 +33,7 @@ import (
 	"github.com/stsdiag/stsdiag/internal/diagnose"
 	"github.com/stsdiag/stsdiag/internal/hold"
 	"github.com/stsdiag/stsdiag/internal/model"
+	"github.com/stsdiag/stsdiag/internal/plan"
 	"github.com/stsdiag/stsdiag/internal/repair"
 	"github.com/stsdiag/stsdiag/internal/snapshot"
 )
@@ -385,7 +386,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if !c.opts.Fix || set == nil {
 		return nil
 	}
-	actions := onePod(repair.Planner{Policy: repair.Policy{Rollback: c.opts.Rollback}}.Plan(rep, snap).For(ns, name))
+	actions := onePod(plan.Planner{Policy: plan.Policy{Rollback: c.opts.Rollback}}.Plan(rep, snap).For(ns, name))
 	if !c.heldForRepair(key, state, actions, now) {
 		return nil
 	}
@@ -555,7 +556,7 @@ func (c *Controller) repair(ctx context.Context, key string, set *appsv1.Statefu
 	}
 	scope := gather.Scope{Namespace: set.Namespace, Names: []string{set.Name}, OpenShift: c.scope.OpenShift}
 	exec := repair.New(repair.Options{Clients: c.clients, Scope: scope, Diagnosis: c.opts.Diagnosis, DryRun: apiv1.DryRunNone,
-		Policy: repair.Policy{Rollback: c.opts.Rollback}, Disruption: c.opts.Disruption})
+		Policy: plan.Policy{Rollback: c.opts.Rollback}, Disruption: c.opts.Disruption})
 	done, err := exec.Apply(ctx, actions)
 	changed := 0
 	for _, a := range done {

@@ -20,6 +20,7 @@ import (
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/model"
+	"github.com/stsdiag/stsdiag/internal/plan"
 	"github.com/stsdiag/stsdiag/internal/rollout"
 	"github.com/stsdiag/stsdiag/internal/snapshot"
 )
@@ -32,7 +33,7 @@ type Executor struct {
 	Kube   kubernetes.Interface
 	DryRun apiv1.DryRunMode
 	// Planner plans Repair.
-	Planner Planner
+	Planner plan.Planner
 	// Rediagnose diagnoses afresh: right before a delete and after a patch or a conflict, a
 	// fresh plan proves what is still called for. Without it the plan's own diagnosis is the
 	// proof.
@@ -155,13 +156,13 @@ func (e *Executor) proveSnap(ctx context.Context) (proofs, *snapshot.Snapshot, e
 	if e.Rediagnose == nil {
 		return nil, nil, nil
 	}
-	plan, snap, err := e.replanSnap(ctx)
+	fresh, snap, err := e.replanSnap(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
 	p := proofs{}
-	for _, a := range plan.Actions {
-		if isDelete(a.Kind()) && !a.AfterPatch && a.UID != "" {
+	for _, a := range fresh.Actions {
+		if plan.IsDelete(a.Kind()) && !a.AfterPatch && a.UID != "" {
 			p[proofKey(a.Kind(), a.Namespace, a.Pod)] = a
 		}
 	}
@@ -170,17 +171,17 @@ func (e *Executor) proveSnap(ctx context.Context) (proofs, *snapshot.Snapshot, e
 
 // replan diagnoses afresh and plans with every repair allowed: an action still called for is in
 // that plan, checked by the same invariants as the first.
-func (e *Executor) replan(ctx context.Context) (Plan, error) {
+func (e *Executor) replan(ctx context.Context) (plan.Plan, error) {
 	plan, _, err := e.replanSnap(ctx)
 	return plan, err
 }
 
-func (e *Executor) replanSnap(ctx context.Context) (Plan, *snapshot.Snapshot, error) {
+func (e *Executor) replanSnap(ctx context.Context) (plan.Plan, *snapshot.Snapshot, error) {
 	rep, snap, err := e.Rediagnose(ctx)
 	if err != nil {
-		return Plan{}, nil, &UnavailableError{Err: err}
+		return plan.Plan{}, nil, &UnavailableError{Err: err}
 	}
-	return Planner{Policy: everything}.Plan(rep, snap), snap, nil
+	return plan.Planner{Policy: plan.Everything}.Plan(rep, snap), snap, nil
 }
 
 // deleteProven deletes each pod only if a diagnosis made right now still proves it stuck, with a
@@ -346,11 +347,11 @@ func (e *Executor) sendPatch(ctx context.Context, a *model.Action) (*appsv1.Stat
 
 // freshPatch diagnoses again and returns the same container's patch, if it is still needed.
 func (e *Executor) freshPatch(ctx context.Context, a model.Action) (model.Action, bool, error) {
-	plan, err := e.replan(ctx)
+	replanned, err := e.replan(ctx)
 	if err != nil {
 		return a, false, err
 	}
-	for _, fresh := range plan.Actions {
+	for _, fresh := range replanned.Actions {
 		if fresh.Kind() == apiv1.PatchImage && fresh.Namespace == a.Namespace && fresh.StatefulSet == a.StatefulSet && fresh.Container == a.Container {
 			return fresh, true, nil
 		}

@@ -15,6 +15,7 @@ import (
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/model"
+	"github.com/stsdiag/stsdiag/internal/plan"
 	"github.com/stsdiag/stsdiag/internal/repair"
 	"github.com/stsdiag/stsdiag/internal/snapshot"
 )
@@ -126,14 +127,14 @@ func TestForceDeleteOnlyOnALostNode(t *testing.T) {
 		return model.NewReport(false, nil, []model.Finding{{Finding: apiv1.Finding{Code: apiv1.PodStuckTerminating, Severity: apiv1.SeverityError, Namespace: "shop",
 			StatefulSet: "web", Pod: "web-1"}, LostNode: lost, Target: &model.PodRef{Name: "web-1", UID: "uid-web-1"}}})
 	}
-	forced, _ := plan(repair.Policy{ForceLostNode: true}, stuck("node-1"), snap())
+	forced, _ := planOf(plan.Policy{ForceLostNode: true}, stuck("node-1"), snap())
 	if len(forced) != 1 || forced[0].Kind() != apiv1.ForceDeletePod || forced[0].UID != "uid-web-1" {
 		t.Fatalf("plan %+v", forced)
 	}
-	if p, _ := plan(repair.Policy{ForceLostNode: true}, stuck(""), snap()); len(p) != 0 {
+	if p, _ := planOf(plan.Policy{ForceLostNode: true}, stuck(""), snap()); len(p) != 0 {
 		t.Errorf("a node that is not lost: no force delete, got %+v", p)
 	}
-	if p, _ := plan(repair.Policy{}, stuck("node-1"), snap()); len(p) != 0 {
+	if p, _ := planOf(plan.Policy{}, stuck("node-1"), snap()); len(p) != 0 {
 		t.Errorf("without --force-lost-node: no force delete, got %+v", p)
 	}
 

@@ -14,6 +14,7 @@ import (
 	"github.com/stsdiag/stsdiag/internal/diagnose"
 	"github.com/stsdiag/stsdiag/internal/gather"
 	"github.com/stsdiag/stsdiag/internal/model"
+	"github.com/stsdiag/stsdiag/internal/plan"
 	"github.com/stsdiag/stsdiag/internal/rollout"
 	"github.com/stsdiag/stsdiag/internal/snapshot"
 	"github.com/stsdiag/stsdiag/internal/stuck"
@@ -34,7 +35,7 @@ type Options struct {
 	// Progress, if set, is told about each action as it completes.
 	Progress func(model.Action)
 	// Policy says which optional repairs to plan (--rollback, --force-lost-node).
-	Policy
+	plan.Policy
 	// Disruption is how a pod proven stuck is removed (--disruption): delete (default) or evict.
 	Disruption apiv1.DisruptionMode
 }
@@ -57,7 +58,7 @@ func New(o Options) *Executor {
 		Kube:       o.Clients.Kube,
 		DryRun:     o.DryRun,
 		Progress:   o.Progress,
-		Planner:    Planner{Policy: o.Policy},
+		Planner:    plan.Planner{Policy: o.Policy},
 		Rediagnose: o.diagnoser(),
 		Disruption: o.Disruption,
 	}
@@ -102,8 +103,8 @@ func Fix(ctx context.Context, o FixOptions) (*model.FixResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	plan := Planner{Policy: o.Policy}.Plan(rep, snap)
-	result := &model.FixResult{DryRun: o.DryRun, Actions: plan.Actions, Unrepaired: plan.Unrepaired}
+	planned := plan.Planner{Policy: o.Policy}.Plan(rep, snap)
+	result := &model.FixResult{DryRun: o.DryRun, Actions: planned.Actions, Unrepaired: planned.Unrepaired}
 	if result.Actions == nil {
 		result.Actions = []model.Action{}
 	}

@@ -18,14 +18,14 @@ import (
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/diagnose"
 	"github.com/stsdiag/stsdiag/internal/model"
-	"github.com/stsdiag/stsdiag/internal/repair"
+	"github.com/stsdiag/stsdiag/internal/plan"
 	"github.com/stsdiag/stsdiag/internal/snapshot"
 	"github.com/stsdiag/stsdiag/internal/snapshot/snapshottest"
 	"github.com/stsdiag/stsdiag/internal/stuck"
 )
 
 // policies is every combination of the planner's options.
-var policies = []repair.Policy{{}, {Rollback: true}, {ForceLostNode: true}, {Rollback: true, ForceLostNode: true}}
+var policies = []plan.Policy{{}, {Rollback: true}, {ForceLostNode: true}, {Rollback: true, ForceLostNode: true}}
 
 // TestPlanInvariantsOverEveryScenario plans every scenario of testdata/stuck and
 // testdata/resolver, as diagnosed, under every policy, and checks the safety invariants on each
@@ -54,7 +54,7 @@ func TestPlanInvariantsOverEveryScenario(t *testing.T) {
 			snap, rep := load(t)
 			for _, policy := range policies {
 				t.Run(fmt.Sprintf("rollback=%v,force-lost-node=%v", policy.Rollback, policy.ForceLostNode), func(t *testing.T) {
-					plan := repair.Planner{Policy: policy}.Plan(rep, snap)
+					plan := plan.Planner{Policy: policy}.Plan(rep, snap)
 					for _, v := range violations(rep, snap, plan.Actions) {
 						t.Error(v)
 					}
@@ -260,7 +260,7 @@ func findPod(snap *snapshot.Snapshot, namespace, name string) *corev1.Pod {
 // it, and the invariant check must reject the plan a planner trusting LostNode would make.
 func TestNoForceDeleteOfAFinalizedPod(t *testing.T) {
 	snap, rep := diagnoseScenario(t, filepath.Join("..", "..", "testdata", "stuck", "pod-stuck-terminating-lost-node"))
-	force := repair.Planner{Policy: repair.Policy{ForceLostNode: true}}
+	force := plan.Planner{Policy: plan.Policy{ForceLostNode: true}}
 	trusting := force.Plan(rep, snap).Actions
 	if len(trusting) != 1 || trusting[0].Kind() != apiv1.ForceDeletePod || trusting[0].Pod != "web-1" || trusting[0].UID != "pod-1" {
 		t.Fatalf("unmutated: planned %+v, want ForceDeletePod web-1 (pod-1)", trusting)

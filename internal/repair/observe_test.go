@@ -15,6 +15,7 @@ import (
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/model"
+	"github.com/stsdiag/stsdiag/internal/plan"
 	"github.com/stsdiag/stsdiag/internal/repair"
 	"github.com/stsdiag/stsdiag/internal/rollout"
 	"github.com/stsdiag/stsdiag/internal/snapshot"
@@ -63,7 +64,7 @@ func TestSlowControllerUsesTheWaitBudget(t *testing.T) {
 			return fmt.Errorf("%w of statefulset %s/%s", rollout.ErrTimeout, ns, name)
 		},
 	}
-	actions, _ := plan(repair.Policy{}, unresolvedReport("myapp:1"), snap())
+	actions, _ := planOf(plan.Policy{}, unresolvedReport("myapp:1"), snap())
 	done, err := exec.Apply(context.Background(), actions)
 	if err != nil || len(done) != 2 {
 		t.Fatalf("%+v %v", done, err)
@@ -97,7 +98,7 @@ func TestBudgetSpentBeforeTheWait(t *testing.T) {
 			followed = true
 			return nil
 		}}
-	actions, _ := plan(repair.Policy{}, unresolvedReport("myapp:1"), snap())
+	actions, _ := planOf(plan.Policy{}, unresolvedReport("myapp:1"), snap())
 	done, err := exec.Apply(context.Background(), actions)
 	if err != nil || followed || done[1].Result != apiv1.ResultSkipped || !strings.Contains(done[1].Message, "did not observe the patch") {
 		t.Fatalf("followed %v, %+v %v", followed, done, err)
@@ -126,7 +127,7 @@ func TestFreshDiagnosisTrustedOnlyOnceObserved(t *testing.T) {
 		},
 		Follow: func(context.Context, string, string, func(*appsv1.StatefulSet) bool) error { return nil },
 	}
-	actions, _ := plan(repair.Policy{}, unresolvedReport("myapp:1"), snap())
+	actions, _ := planOf(plan.Policy{}, unresolvedReport("myapp:1"), snap())
 	done, err := exec.Apply(context.Background(), actions)
 	if err != nil || len(done) != 2 || done[1].Result != apiv1.ResultDone {
 		t.Fatalf("%+v %v (diagnoses saw generations %v)", done, err, seen)

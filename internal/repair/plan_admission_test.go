@@ -8,7 +8,7 @@ import (
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/diagnose"
 	"github.com/stsdiag/stsdiag/internal/model"
-	"github.com/stsdiag/stsdiag/internal/repair"
+	"github.com/stsdiag/stsdiag/internal/plan"
 	"github.com/stsdiag/stsdiag/internal/snapshot"
 	"github.com/stsdiag/stsdiag/internal/stuck"
 )
@@ -40,7 +40,7 @@ func TestPlanAdmission(t *testing.T) {
 		{Action: apiv1.Action{Action: apiv1.PatchImage, Namespace: "shop", StatefulSet: "web", Container: "app", From: "myapp:1.0.1", To: resolved, UID: "web-uid",
 			Admission: confirmed}, Cause: apiv1.UnresolvedImageReference, Path: path},
 	}
-	actions, _ := plan(repair.Policy{}, diagnose.Report(snap, stuck.DefaultOptions()), snap)
+	actions, _ := planOf(plan.Policy{}, diagnose.Report(snap, stuck.DefaultOptions()), snap)
 	if !reflect.DeepEqual(actions, want) {
 		t.Errorf("planned\n%+v\nwant\n%+v", actions, want)
 	}

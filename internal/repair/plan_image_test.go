@@ -12,7 +12,7 @@ import (
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/diagnose"
 	"github.com/stsdiag/stsdiag/internal/model"
-	"github.com/stsdiag/stsdiag/internal/repair"
+	"github.com/stsdiag/stsdiag/internal/plan"
 	"github.com/stsdiag/stsdiag/internal/snapshot"
 	"github.com/stsdiag/stsdiag/internal/stuck"
 )
@@ -50,7 +50,7 @@ func TestPlanImageFindings(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			actions, _ := plan(repair.Policy{}, diagnose.Report(snap, stuck.DefaultOptions()), snap)
+			actions, _ := planOf(plan.Policy{}, diagnose.Report(snap, stuck.DefaultOptions()), snap)
 			if len(actions) != len(c.want) {
 				t.Fatalf("planned %+v, want %+v", actions, c.want)
 			}
@@ -90,7 +90,7 @@ func TestPlanPatchGuards(t *testing.T) {
 		noPatch,
 		onPod,
 	}}
-	actions, unrepaired := plan(repair.Policy{}, rep, snap)
+	actions, unrepaired := planOf(plan.Policy{}, rep, snap)
 	if len(actions) != 2 || actions[0].StatefulSet != "e" || actions[0].To != "quay.io/upstream/app:1" || actions[1].StatefulSet != "f" || actions[1].To != appImage {
 		t.Fatalf("planned %+v, want the patches of e and f only", actions)
 	}

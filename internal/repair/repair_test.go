@@ -19,6 +19,7 @@ import (
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/model"
+	"github.com/stsdiag/stsdiag/internal/plan"
 	"github.com/stsdiag/stsdiag/internal/repair"
 	"github.com/stsdiag/stsdiag/internal/snapshot"
 )
@@ -64,9 +65,9 @@ func snap() *snapshot.Snapshot {
 	return s
 }
 
-// plan plans with the policy and returns the plan's two lists.
-func plan(policy repair.Policy, rep *model.Report, s *snapshot.Snapshot) ([]model.Action, []model.Finding) {
-	p := repair.Planner{Policy: policy}.Plan(rep, s)
+// planOf plans with the policy and returns the plan's two lists.
+func planOf(policy plan.Policy, rep *model.Report, s *snapshot.Snapshot) ([]model.Action, []model.Finding) {
+	p := plan.Planner{Policy: policy}.Plan(rep, s)
 	return p.Actions, p.Unrepaired
 }
 
@@ -87,7 +88,7 @@ func onlySafeWrites(t *testing.T, kube *fake.Clientset) {
 }
 
 func TestPlan(t *testing.T) {
-	actions, unrepaired := plan(repair.Policy{}, unresolvedReport("myapp:1"), snap())
+	actions, unrepaired := planOf(plan.Policy{}, unresolvedReport("myapp:1"), snap())
 	if len(actions) != 2 || actions[0].Kind() != apiv1.PatchImage || actions[1].Kind() != apiv1.DeletePod || !actions[1].AfterPatch {
 		t.Fatalf("actions %+v", actions)
 	}
@@ -102,7 +103,7 @@ func TestPlan(t *testing.T) {
 		{Finding: apiv1.Finding{Code: apiv1.VolumeClaimPending, Severity: apiv1.SeverityError, Pod: "web-1"}},
 		{Finding: apiv1.Finding{Code: apiv1.OnDeleteStale, Severity: apiv1.SeverityInfo}},
 	})
-	actions, unrepaired = plan(repair.Policy{}, rep, snap())
+	actions, unrepaired = planOf(plan.Policy{}, rep, snap())
 	if len(actions) != 0 || len(unrepaired) != 2 {
 		t.Errorf("CurrentRevisionFailing and VolumeClaimPending have no safe repair: actions %v unrepaired %v", actions, unrepaired)
 	}
@@ -110,7 +111,7 @@ func TestPlan(t *testing.T) {
 
 func TestDeleteWithPreconditions(t *testing.T) {
 	kube := fake.NewClientset(objects()...)
-	actions, _ := plan(repair.Policy{}, stuckReport("web-0"), snap())
+	actions, _ := planOf(plan.Policy{}, stuckReport("web-0"), snap())
 	done, err := (&repair.Executor{Kube: kube, DryRun: apiv1.DryRunNone}).Apply(context.Background(), actions)
 	if err != nil || len(done) != 1 || done[0].Result != apiv1.ResultDone {
 		t.Fatalf("%+v %v", done, err)
@@ -168,7 +169,7 @@ func TestPatchTestsTheDiagnosedImage(t *testing.T) {
 	exec := &repair.Executor{Kube: kube, DryRun: apiv1.DryRunNone, Rediagnose: func(context.Context) (*model.Report, *snapshot.Snapshot, error) {
 		return model.NewReport(true, nil, nil), snap(), nil
 	}}
-	actions, _ := plan(repair.Policy{}, unresolvedReport("myapp:1"), snap())
+	actions, _ := planOf(plan.Policy{}, unresolvedReport("myapp:1"), snap())
 	done, err := exec.Apply(context.Background(), actions[:1])
 	if err != nil || done[0].Result != apiv1.ResultDone {
 		t.Fatalf("%+v %v", done, err)
@@ -208,7 +209,7 @@ func TestStatefulSetChangedBeforePatch(t *testing.T) {
 				diagnosed++
 				return tc.fresh, snap(), nil
 			}}
-			actions, _ := plan(repair.Policy{}, unresolvedReport("myapp:1"), snap())
+			actions, _ := planOf(plan.Policy{}, unresolvedReport("myapp:1"), snap())
 			done, err := exec.Apply(context.Background(), actions)
 			if err != nil || done[0].Result != tc.wantResult || len(sent) != tc.patches || diagnosed != 1 {
 				t.Fatalf("result %+v patches %d diagnoses %d err %v", done[0], len(sent), diagnosed, err)
@@ -236,6 +237,6 @@ func TestDryRunServer(t *testing.T) {
 }
 
 func mustPlan(rep *model.Report) []model.Action {
-	actions, _ := plan(repair.Policy{}, rep, snap())
+	actions, _ := planOf(plan.Policy{}, rep, snap())
 	return actions
 }

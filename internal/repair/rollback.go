@@ -4,235 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sort"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/model"
-	"github.com/stsdiag/stsdiag/internal/snapshot"
-	"github.com/stsdiag/stsdiag/internal/statefulset"
 )
-
-// fix --rollback: the StatefulSet documentation's forced rollback. When the update revision
-// itself fails at startup (CurrentRevisionFailing), return spec.template to the earlier revision
-// whose pods are Ready, then delete the pods still on the failing revision: under OrderedReady
-// the controller never replaces a pod that is not Running and Ready, so reverting the template
-// alone (what `kubectl rollout undo` does) leaves the rollout stuck exactly as in
-// kubernetes#67250.
-//
-// kubectl's StatefulSetRollbacker (k8s.io/kubectl@v0.35.4 pkg/polymorphichelpers/rollback.go:349-402)
-// is not reused, on purpose:
-//   - it GETs the StatefulSet and LISTs its ControllerRevisions itself (statefulSetHistory,
-//     rollback.go:362), where stsdiag plans from the one snapshot it diagnosed;
-//   - it sends the revision's data as a strategic merge patch with no precondition
-//     (rollback.go:397): a template changed by someone between plan and patch would be
-//     overwritten. stsdiag sends a JSON patch that tests the UID, the generation and the current
-//     image of every container first;
-//   - "toRevision 0" means the revision numbered just before the newest (findHistory), whatever
-//     its pods did; stsdiag returns only to status.currentRevision, and only while pods of it are
-//     Ready;
-//   - its client dry run decodes the template into this client's Go types (applyRevision,
-//     rollback.go:408-416), dropping fields a newer server knows. stsdiag writes the revision's
-//     own template JSON.
-// The data is the same: a StatefulSet ControllerRevision holds {"spec":{"template":{...,
-// "$patch":"replace"}}} (getPatch, pkg/controller/statefulset/stateful_set_utils.go:552-570@v1.37.2),
-// so writing its template back is what applying it does.
-//
-// Once the template equals the revision's again, the controller reuses that ControllerRevision
-// as the update revision, incrementing its Revision number (getStatefulSetRevisions,
-// stateful_set_control.go:292-305@v1.37.2): status.updateRevision becomes the good revision,
-// the failing pods are then off-revision, and a fresh diagnosis proves them StaleRevisionStuck.
-
-// planRollbacks extends the default plan (its actions and the findings it left unrepaired)
-// with fix --rollback: for each StatefulSet whose update revision fails at startup
-// (CurrentRevisionFailing on pods of status.updateRevision) and whose status.currentRevision is
-// an earlier revision with Ready pods, a Rollback to that revision, then a delete of each failing
-// pod once the controller has observed the rollback (proven again then). Its findings leave the
-// unrepaired list. A StatefulSet with no such revision — broken since it was created, or whose
-// earlier revision has no Ready pod left to prove it worked — is never rolled back: its findings
-// stay unrepaired, with the reason in their remedy and in details.rollback. StatefulSets the plan
-// already patches are left to the patch. It reads the findings' typed fields and the snapshot,
-// never details.
-func planRollbacks(o objects, actions []model.Action, unrepaired []model.Finding) (rollbacks, deletes []model.Action, left []model.Finding) {
-	patched := map[string]bool{}
-	for _, a := range actions {
-		if a.Kind() == apiv1.PatchImage || a.Kind() == apiv1.Rollback {
-			patched[snapshot.Key(a.Namespace, a.StatefulSet)] = true
-		}
-	}
-	failing := map[string][]model.Finding{}
-	var order []string
-	for _, f := range unrepaired {
-		key := snapshot.Key(f.Namespace, f.StatefulSet)
-		if f.Code != apiv1.CurrentRevisionFailing || f.Target == nil || patched[key] {
-			continue
-		}
-		if _, ok := failing[key]; !ok {
-			order = append(order, key)
-		}
-		failing[key] = append(failing[key], f)
-	}
-	if len(order) == 0 {
-		return nil, nil, unrepaired
-	}
-	reasons := map[string]string{}
-	repaired := map[string]bool{}
-	for _, key := range order {
-		rollback, pods, reason := planRollback(o, key, failing[key])
-		if reason != "" {
-			reasons[key] = reason
-			continue
-		}
-		rollbacks = append(rollbacks, rollback)
-		for _, pod := range pods {
-			repaired[snapshot.Key(rollback.Namespace, pod)] = true
-			deletes = append(deletes, model.Action{Action: apiv1.Action{Action: apiv1.DeletePod, Namespace: rollback.Namespace, StatefulSet: rollback.StatefulSet, Pod: pod}, Cause: apiv1.CurrentRevisionFailing, AfterPatch: true})
-		}
-	}
-	for _, f := range unrepaired {
-		key := snapshot.Key(f.Namespace, f.StatefulSet)
-		switch {
-		case f.Code != apiv1.CurrentRevisionFailing:
-			left = append(left, f)
-		case repaired[snapshot.Key(f.Namespace, f.Pod)]:
-		case reasons[key] != "":
-			left = append(left, notRolledBack(f, reasons[key]))
-		default:
-			left = append(left, f)
-		}
-	}
-	return rollbacks, deletes, left
-}
-
-// notRolledBack returns a copy of the finding that says why it was not rolled back.
-func notRolledBack(f model.Finding, reason string) model.Finding {
-	c := f.DeepCopy()
-	c.Details.Rollback = reason
-	c.Remedy = "not rolled back: " + reason + "; " + c.Remedy
-	return c
-}
-
-// planRollback decides one StatefulSet: the Rollback and the pods to delete after it, or why not.
-func planRollback(o objects, key string, failing []model.Finding) (model.Action, []string, string) {
-	set, snap := o.sets[key], o.snap
-	switch {
-	case set == nil:
-		return model.Action{Action: apiv1.Action{}}, nil, "the StatefulSet is not in the snapshot"
-	case set.DeletionTimestamp != nil:
-		return model.Action{Action: apiv1.Action{}}, nil, "the StatefulSet is being deleted"
-	case set.Status.ObservedGeneration < set.Generation || set.Status.UpdateRevision == "":
-		return model.Action{Action: apiv1.Action{}}, nil, "the controller has not observed the latest template yet; run again once it has"
-	}
-	update, current := set.Status.UpdateRevision, set.Status.CurrentRevision
-	pods := map[string]*corev1.Pod{}
-	for i := range snap.Pods {
-		pod := &snap.Pods[i]
-		if pod.Namespace == set.Namespace && metav1.IsControlledBy(pod, set) {
-			pods[pod.Name] = pod
-		}
-	}
-	var bad []string
-	for _, f := range failing {
-		if pod := pods[f.Target.Name]; pod != nil && pod.UID == f.Target.UID && statefulset.PodRevision(pod) == update {
-			bad = append(bad, pod.Name)
-		}
-	}
-	switch {
-	case len(bad) == 0:
-		return model.Action{Action: apiv1.Action{}}, nil, fmt.Sprintf("the failing pods do not run the update revision %s (they run the current revision, below the partition): a rollback would not change their template", update)
-	case current == "" || current == update:
-		// At creation the controller makes the first revision the current one without any pod
-		// being Ready (stateful_set_control.go:326-329@v1.37.2); afterwards only a completed
-		// rollout, every replica updated and Ready, promotes one (completeUpdate,
-		// stateful_set_utils.go:644-650@v1.37.2).
-		return model.Action{Action: apiv1.Action{}}, nil, fmt.Sprintf("no earlier revision was Ready: %s is both the current and the update revision (the StatefulSet has been failing since it was created, or since its last rollout completed); fix the template", update)
-	}
-	var rev *appsv1.ControllerRevision
-	for i := range snap.Revisions {
-		r := &snap.Revisions[i]
-		if r.Namespace == set.Namespace && r.Name == current && metav1.IsControlledBy(r, set) {
-			rev = r
-		}
-	}
-	if rev == nil {
-		return model.Action{Action: apiv1.Action{}}, nil, fmt.Sprintf("the ControllerRevision %s of the current revision no longer exists", current)
-	}
-	ready := 0
-	for _, pod := range pods {
-		if statefulset.PodRevision(pod) == current && pod.DeletionTimestamp == nil && statefulset.RunningAndReady(pod) {
-			ready++
-		}
-	}
-	if ready == 0 {
-		return model.Action{Action: apiv1.Action{}}, nil, fmt.Sprintf("no pod of the earlier revision %s is Ready, so nothing proves it worked; stsdiag never rolls back past a revision that was not Ready", current)
-	}
-	raw, tmpl, err := revisionTemplate(rev)
-	if err != nil {
-		return model.Action{Action: apiv1.Action{}}, nil, fmt.Sprintf("the ControllerRevision %s cannot be read: %v", current, err)
-	}
-	sort.Strings(bad)
-	a := model.Action{Action: apiv1.Action{Action: apiv1.Rollback, Namespace: set.Namespace, StatefulSet: set.Name, UID: string(set.UID),
-		Rollback: &apiv1.RollbackTarget{Revision: current, FromRevision: update, Images: imageChanges(&set.Spec.Template, tmpl)}},
-		Cause: apiv1.CurrentRevisionFailing,
-		Guard: &model.RollbackPlan{Template: raw, Generation: set.Generation, Tests: imageFields(&set.Spec.Template)}}
-	return a, bad, ""
-}
-
-// revisionTemplate is the revision's template (statefulset.RevisionTemplate), which a rollback
-// writes only if it has containers.
-func revisionTemplate(rev *appsv1.ControllerRevision) (json.RawMessage, *corev1.PodTemplateSpec, error) {
-	raw, tmpl, err := statefulset.RevisionTemplate(rev)
-	if err == nil && len(tmpl.Spec.Containers) == 0 {
-		err = fmt.Errorf("its template has no containers")
-	}
-	return raw, tmpl, err
-}
-
-// imageFields lists the image field of every container of a template, init containers first.
-func imageFields(t *corev1.PodTemplateSpec) []model.ImagePatch {
-	var out []model.ImagePatch
-	for i, c := range t.Spec.InitContainers {
-		out = append(out, model.ImagePatch{Path: fmt.Sprintf("/spec/template/spec/initContainers/%d/image", i), From: c.Image})
-	}
-	for i, c := range t.Spec.Containers {
-		out = append(out, model.ImagePatch{Path: fmt.Sprintf("/spec/template/spec/containers/%d/image", i), From: c.Image})
-	}
-	return out
-}
-
-// imageChanges lists the containers whose image differs between two templates, by name.
-func imageChanges(from, to *corev1.PodTemplateSpec) []apiv1.ImageChange {
-	images := func(t *corev1.PodTemplateSpec) (map[string]string, []string) {
-		m := map[string]string{}
-		var names []string
-		for _, cs := range [][]corev1.Container{t.Spec.InitContainers, t.Spec.Containers} {
-			for _, c := range cs {
-				m[c.Name] = c.Image
-				names = append(names, c.Name)
-			}
-		}
-		return m, names
-	}
-	a, names := images(from)
-	b, more := images(to)
-	var out []apiv1.ImageChange
-	seen := map[string]bool{}
-	for _, name := range append(names, more...) {
-		if seen[name] {
-			continue
-		}
-		seen[name] = true
-		if a[name] != b[name] {
-			out = append(out, apiv1.ImageChange{Container: name, From: a[name], To: b[name]})
-		}
-	}
-	return out
-}
 
 // rollbackOp is one JSON-patch operation of a rollback (values of several JSON types).
 type rollbackOp struct {
@@ -280,11 +60,11 @@ func (e *Executor) sendRollback(ctx context.Context, a *model.Action) (*appsv1.S
 
 // freshRollback diagnoses again and returns the StatefulSet's rollback, if one is still called for.
 func (e *Executor) freshRollback(ctx context.Context, a model.Action) (model.Action, bool, error) {
-	plan, err := e.replan(ctx)
+	replanned, err := e.replan(ctx)
 	if err != nil {
 		return a, false, err
 	}
-	for _, fresh := range plan.Actions {
+	for _, fresh := range replanned.Actions {
 		if fresh.Kind() == apiv1.Rollback && fresh.Namespace == a.Namespace && fresh.StatefulSet == a.StatefulSet {
 			return fresh, true, nil
 		}

@@ -20,6 +20,7 @@ import (
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/explain"
 	"github.com/stsdiag/stsdiag/internal/model"
+	"github.com/stsdiag/stsdiag/internal/plan"
 	"github.com/stsdiag/stsdiag/internal/render"
 	"github.com/stsdiag/stsdiag/internal/repair"
 	"github.com/stsdiag/stsdiag/internal/snapshot"
@@ -81,7 +82,7 @@ func failingReport(pods ...string) *model.Report {
 }
 
 func planWithRollbacks(rep *model.Report, s *snapshot.Snapshot) ([]model.Action, []model.Finding) {
-	return plan(repair.Policy{Rollback: true}, rep, s)
+	return planOf(plan.Policy{Rollback: true}, rep, s)
 }
 
 func TestPlanRollback(t *testing.T) {
@@ -151,7 +152,7 @@ func TestNoRollbackWithoutAReadyEarlierRevision(t *testing.T) {
 		})
 	}
 	// Without --rollback nothing changes.
-	actions, unrepaired := plan(repair.Policy{}, failingReport("db-2"), rolloutSnap("db-good"))
+	actions, unrepaired := planOf(plan.Policy{}, failingReport("db-2"), rolloutSnap("db-good"))
 	if len(actions) != 0 || len(unrepaired) != 1 || unrepaired[0].Details.Rollback != "" {
 		t.Errorf("Plan alone: %+v %+v", actions, unrepaired)
 	}

@@ -52,19 +52,19 @@ func statusFollower(set *appsv1.StatefulSet) Follower {
 
 // TestFollowSettledWaitsForThePods: fix --wait does not call a rollout complete on the
 // controller's status alone: its pod became Ready just now, and complete comes only once it has
-// been Ready for the settle time.
+// been Ready for the settle time (4s: more than the fake clientset takes to start under -race).
 func TestFollowSettledWaitsForThePods(t *testing.T) {
 	set := completeSet()
 	since := time.Now().Truncate(time.Second)
 	kube := fake.NewClientset(readyPodSince(since))
 	var log bytes.Buffer
-	o := FixOptions{Options: Options{Clients: gather.Clients{Kube: kube}}, Steady: 2 * time.Second}
+	o := FixOptions{Options: Options{Clients: gather.Clients{Kube: kube}}, Steady: 4 * time.Second}
 	var result model.FixResult
 	if err := followSettled(context.Background(), statusFollower(set), o, "shop", "web", &log, &result); err != nil {
 		t.Fatal(err)
 	}
-	if ready := time.Since(since); ready < 2*time.Second {
-		t.Errorf("complete when the pod had been Ready for %s, less than the 2s settle time", ready)
+	if ready := time.Since(since); ready < 4*time.Second {
+		t.Errorf("complete when the pod had been Ready for %s, less than the 4s settle time", ready)
 	}
 	if !strings.Contains(log.String(), "complete by the controller's status; pod web-0 Ready since") {
 		t.Errorf("log:\n%s", log.String())

@@ -1,4 +1,4 @@
-package repair_test
+package plan_test
 
 import (
 	"path/filepath"
@@ -9,7 +9,7 @@ import (
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/diagnose"
 	"github.com/stsdiag/stsdiag/internal/model"
-	"github.com/stsdiag/stsdiag/internal/repair"
+	"github.com/stsdiag/stsdiag/internal/plan"
 	"github.com/stsdiag/stsdiag/internal/snapshot"
 	"github.com/stsdiag/stsdiag/internal/stuck"
 )
@@ -38,7 +38,7 @@ func TestPlanFromDiagnosis(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			actions, _ := plan(repair.Policy{}, diagnose.Report(snap, stuck.DefaultOptions()), snap)
+			actions := plan.Planner{}.Plan(diagnose.Report(snap, stuck.DefaultOptions()), snap).Actions
 			if len(actions) != len(c.want) {
 				t.Fatalf("planned %+v, want %+v", actions, c.want)
 			}

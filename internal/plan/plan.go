@@ -2,7 +2,7 @@
 // patches a StatefulSet's image only if the image is still what was diagnosed, and deletes a pod
 // only if it is still the very pod proven stuck. It never deletes a PersistentVolumeClaim or a
 // StatefulSet, and never scales.
-package repair
+package plan
 
 import (
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"

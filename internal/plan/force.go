@@ -1,4 +1,4 @@
-package repair
+package plan
 
 import (
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"

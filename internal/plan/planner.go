@@ -1,4 +1,7 @@
-package repair
+// Package plan turns a diagnosis into the safe repairs fix, wait --fix, watch --fix and canary's
+// rollback make, and proves nothing unsafe can be planned (the invariants in planner.go). It is
+// pure: package repair applies a plan, each action proven again on fresh data first.
+package plan
 
 import (
 	"sort"
@@ -22,9 +25,9 @@ type Policy struct {
 	ForceLostNode bool
 }
 
-// everything is the policy of fresh re-planning: an action planned under any policy is proven
+// Everything is the policy of fresh re-planning: an action planned under any policy is proven
 // again by a fresh plan that may hold it.
-var everything = Policy{Rollback: true, ForceLostNode: true}
+var Everything = Policy{Rollback: true, ForceLostNode: true}
 
 // Planner turns a diagnosis into safe actions. fix, wait --fix, watch --fix and the executor's
 // fresh proofs all plan with it.
@@ -85,7 +88,7 @@ func (p Planner) Plan(rep *model.Report, snap *snapshot.Snapshot) Plan {
 func inOrder(actions, moreDeletes []model.Action) []model.Action {
 	var head, tail []model.Action
 	for _, a := range actions {
-		if isDelete(a.Kind()) {
+		if IsDelete(a.Kind()) {
 			tail = append(tail, a)
 		} else {
 			head = append(head, a)
@@ -101,7 +104,7 @@ func inOrder(actions, moreDeletes []model.Action) []model.Action {
 	return append(head, tail...)
 }
 
-func isDelete(kind apiv1.ActionKind) bool {
+func IsDelete(kind apiv1.ActionKind) bool {
 	return kind == apiv1.DeletePod || kind == apiv1.ForceDeletePod
 }
 
