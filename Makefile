@@ -8,7 +8,7 @@ FILE_PKGS = ./deploy/ ./release/...
 # The kwok suite: e2e/node (a real node) and e2e/openshift (OpenShift's image API) have their own targets.
 E2E_PKGS = $$($(GO) list ./e2e/... | grep -v -e '/e2e/node$$' -e '/e2e/openshift$$')
 
-.PHONY: all build test unit browser e2e e2e-node node-bins e2e-openshift openshift-bins e2e-versions bench cluster-bins demo deploy-demo cluster fuzz vet fmt clean image
+.PHONY: all build test unit browser e2e e2e-node oracle node-bins e2e-openshift openshift-bins e2e-versions bench cluster-bins demo deploy-demo cluster fuzz vet fmt clean image
 
 all: build
 
@@ -52,10 +52,28 @@ e2e: cluster-bins
 
 ## e2e-node: the kubelet's real states on a real node (containerd, runc, CNI, kubelet; needs root):
 ## ImagePullBackOff churn, crash loops, readiness, CreateContainerConfigError, FailedMount, init
-## containers, a lost node. node-bins installs the node's packages with apt when missing.
+## containers, a lost node; then the oracle's CI seeds (TestOracle, its lines and score printed
+## from e2e/_artifacts/oracle.log). node-bins installs the node's packages with apt when missing.
+ORACLE_CI_SEEDS ?= 37,54
+ORACLE_CI_N ?= 6
 e2e-node: node-bins
-	@t0=$$SECONDS; $(GO) test -count=1 -timeout 20m ./e2e/node/; rc=$$?; \
+	@rm -f e2e/_artifacts/oracle.log; t0=$$SECONDS; \
+	ORACLE_SEEDS=$(ORACLE_CI_SEEDS) ORACLE_N=$(ORACLE_CI_N) ORACLE_ONLY= ORACLE_STSDIAG= $(GO) test -count=1 -timeout 30m ./e2e/node/; rc=$$?; \
+	cat e2e/_artifacts/oracle.log 2>/dev/null; \
 	echo "e2e-node: suite $$((SECONDS-t0))s"; exit $$rc
+
+## oracle: random StatefulSet histories applied on the real node, `check` and `wait` scored against
+## what the real system did (docs/development.md#the-oracle). SEED (default: a new one each run),
+## N histories (24); ONLY=5 (or 5,9) replays those histories of the seed; ORACLE_STSDIAG=path
+## scores another binary. One line per history, then the score; the go test log in
+## e2e/_artifacts/oracle-go-test.log, a failing history's objects in e2e/_artifacts/oracle/<id>/.
+SEED ?= $(shell date +%s)
+N ?= 24
+oracle: node-bins
+	@mkdir -p e2e/_artifacts; set -o pipefail; \
+	ORACLE_SEEDS=$(SEED) ORACLE_N=$(N) ORACLE_ONLY=$(ONLY) ORACLE_STSDIAG=$(ORACLE_STSDIAG) \
+		$(GO) test -count=1 -timeout 60m -run '^TestOracle$$' -v ./e2e/node/ 2>&1 | tee e2e/_artifacts/oracle-go-test.log | \
+		grep -E '^(oracle:|s[0-9]+-h[0-9]+ |    [^ ]|--- |FAIL|ok |PASS$$|e2e-node: )'
 
 ## node-bins: containerd, runc, CNI plugins, iptables, conntrack (apt, when missing) and the
 ## control plane with the kubelet of its release (cluster-bins)

@@ -2,6 +2,8 @@
 // one-layer image by e2e/internal/cluster. Its behaviour comes from its arguments:
 //
 //	app serve [-unready]      serve HTTP on :8080; /ready answers 503 with -unready, else 200
+//	app serve -delay D        the same, but /ready answers 503 until D (a Go duration) has passed
+//	                          since start: a slow but healthy start
 //	app exit CODE MESSAGE...  print MESSAGE on stderr and exit with CODE
 //	app wait                  block until terminated (an init container that never completes)
 package main
@@ -14,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 )
 
 func main() {
@@ -31,8 +34,18 @@ func main() {
 	switch args[0] {
 	case "serve":
 		unready := len(args) > 1 && args[1] == "-unready"
+		var readyAt time.Time
+		if len(args) > 2 && args[1] == "-delay" {
+			d, err := time.ParseDuration(args[2])
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "app: -delay:", err)
+				os.Exit(2)
+			}
+			readyAt = time.Now().Add(d)
+			fmt.Printf("app: ready in %s\n", d)
+		}
 		http.HandleFunc("/ready", func(w http.ResponseWriter, _ *http.Request) {
-			if unready {
+			if unready || time.Now().Before(readyAt) {
 				http.Error(w, "not ready", http.StatusServiceUnavailable)
 				return
 			}
