@@ -109,7 +109,7 @@ func TestHoldFlag(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return o.gate.Hold
+		return o.wait.Hold
 	}
 	watchHold := func(args ...string) time.Duration {
 		f := newWatchFlags(configFlagsFor(kubeconfig), streams)

@@ -16,9 +16,9 @@ import (
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/explain"
-	"github.com/stsdiag/stsdiag/internal/gate"
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/render"
+	"github.com/stsdiag/stsdiag/internal/wait"
 )
 
 // WaitFlags are the flags of `stsdiag wait`, as typed.
@@ -45,7 +45,7 @@ type WaitOptions struct {
 	print     *render.PrintFlags
 	scope     scope
 	junitFile string
-	gate      gate.WaitOptions
+	wait      wait.WaitOptions
 }
 
 const waitExample = `  # A CI gate right after a rollout: fail within ~30s if it can never finish
@@ -131,53 +131,53 @@ func (f *WaitFlags) ToOptions(args []string) (*WaitOptions, error) {
 		return nil, err
 	}
 	o := &WaitOptions{configFlags: f.configFlags, IOStreams: f.IOStreams, print: f.PrintFlags, junitFile: f.JUnitFile,
-		gate: gate.WaitOptions{Timeout: f.Timeout, Fix: f.Fix, Rollback: f.Rollback, Disruption: disruption, Logs: f.Logs}}
+		wait: wait.WaitOptions{Timeout: f.Timeout, Fix: f.Fix, Rollback: f.Rollback, Disruption: disruption, Logs: f.Logs}}
 	if o.scope, err = f.Scope.ToScope(args); err != nil {
 		return nil, err
 	}
 	if err := f.PrintFlags.Validate(); err != nil {
 		return nil, err
 	}
-	if o.gate.Diagnosis, err = f.Diagnosis.ToOptions(); err != nil {
+	if o.wait.Diagnosis, err = f.Diagnosis.ToOptions(); err != nil {
 		return nil, err
 	}
-	if o.gate.Hold, err = f.Hold.ToDuration(); err != nil {
+	if o.wait.Hold, err = f.Hold.ToDuration(); err != nil {
 		return nil, err
 	}
-	if o.gate.Steady, err = f.Settle.ToDuration(); err != nil {
+	if o.wait.Steady, err = f.Settle.ToDuration(); err != nil {
 		return nil, err
 	}
 	return o, nil
 }
 
-// Run waits (gate.Wait in one cluster, gate.RunFleet over --contexts), prints the verdict and
+// Run waits (wait.Wait in one cluster, wait.RunFleet over --contexts), prints the verdict and
 // sets the exit code.
 func (o *WaitOptions) Run(ctx context.Context) error {
 	start := time.Now()
-	ctx, cancel := context.WithTimeout(ctx, o.gate.Timeout)
+	ctx, cancel := context.WithTimeout(ctx, o.wait.Timeout)
 	defer cancel()
 	if !o.scope.fleet() {
 		c, err := clients(o.configFlags, 0)
 		if err != nil {
 			return withCode(ExitError, err)
 		}
-		res, err := gate.Wait(ctx, c, o.scope.Scope, o.gateOptions(""))
+		res, err := wait.Wait(ctx, c, o.scope.Scope, o.waitOptions(""))
 		return o.finish(res, start, err)
 	}
-	res := gate.RunFleet(ctx, o.scope.contexts, func(ctx context.Context, name string) (*model.WaitResult, error) {
+	res := wait.RunFleet(ctx, o.scope.contexts, func(ctx context.Context, name string) (*model.WaitResult, error) {
 		c, scope, err := contextTarget(o.configFlags, name, o.scope.allNamespaces, o.scope.Scope, 0)
 		if err != nil {
 			return nil, err
 		}
-		return gate.Wait(ctx, c, scope, o.gateOptions(name+": "))
+		return wait.Wait(ctx, c, scope, o.waitOptions(name+": "))
 	})
 	return o.finish(res, start, nil)
 }
 
-// gateOptions are the options of one cluster's wait: its progress lines, repairs and warnings on
+// waitOptions are the options of one cluster's wait: its progress lines, repairs and warnings on
 // stderr, each starting with prefix (a fleet's context).
-func (o *WaitOptions) gateOptions(prefix string) gate.WaitOptions {
-	opts := o.gate
+func (o *WaitOptions) waitOptions(prefix string) wait.WaitOptions {
+	opts := o.wait
 	log := o.ErrOut
 	if prefix != "" {
 		log = &prefixWriter{prefix: prefix, w: o.ErrOut}

@@ -9,7 +9,7 @@ import (
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/diagnose"
-	"github.com/stsdiag/stsdiag/internal/gate"
+	"github.com/stsdiag/stsdiag/internal/follow"
 	"github.com/stsdiag/stsdiag/internal/gather"
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/plan"
@@ -78,7 +78,7 @@ func (r *runner) failed(ctx context.Context, step Resolved) error {
 	r.remember(after)
 	fmt.Fprintf(r.o.Log, "statefulset %s/%s: template rolled back to revision %s; waiting for %s Ready on it\n", r.o.Namespace, r.o.Name, rolled[0].Revision, strings.Join(canary, ", "))
 	stepFindings := r.res.Findings
-	res, err := gate.Run(ctx, r.live, gate.Options{Diagnosis: r.o.Diagnosis, Hold: r.o.Hold, Steady: r.o.Steady, Log: r.o.Log, Stop: r.stopIfChanged})
+	res, err := follow.Run(ctx, r.live, follow.Options{Diagnosis: r.o.Diagnosis, Hold: r.o.Hold, Steady: r.o.Steady, Log: r.o.Log, Stop: r.stopIfChanged})
 	if err != nil {
 		return err
 	}

@@ -16,7 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
-	"github.com/stsdiag/stsdiag/internal/gate"
+	"github.com/stsdiag/stsdiag/internal/follow"
 	"github.com/stsdiag/stsdiag/internal/gather"
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/snapshot"
@@ -79,7 +79,7 @@ func Run(ctx context.Context, c gather.Clients, o Options) (*model.CanaryResult,
 	r := &runner{o: o, c: c, res: &model.CanaryResult{Namespace: o.Namespace, StatefulSet: o.Name}}
 	live, _, err := gather.StartLive(ctx, c, gather.Scope{Namespace: o.Namespace, Names: []string{o.Name}}, nil)
 	if err != nil {
-		r.res.WaitResult = *model.NewWaitResult(gate.VerdictOf(err), err.Error())
+		r.res.WaitResult = *model.NewWaitResult(follow.VerdictOf(err), err.Error())
 		return r.res, err
 	}
 	r.live = live
@@ -96,7 +96,7 @@ func Run(ctx context.Context, c gather.Clients, o Options) (*model.CanaryResult,
 		}
 		// The deadline or a signal ended a patch or a read: the verdict says which.
 		actions := r.res.Actions
-		r.res.WaitResult = *model.NewWaitResult(gate.VerdictOf(ctx.Err()), fmt.Sprintf("%s while canary ran: %v", gate.VerdictOf(ctx.Err()), err))
+		r.res.WaitResult = *model.NewWaitResult(follow.VerdictOf(ctx.Err()), fmt.Sprintf("%s while canary ran: %v", follow.VerdictOf(ctx.Err()), err))
 		r.res.Actions = actions
 	}
 	return r.res, nil
@@ -107,7 +107,7 @@ func verdictOf(err error) apiv1.Verdict {
 	if errors.As(err, &bad) {
 		return apiv1.WaitUnevaluable
 	}
-	return gate.VerdictOf(err)
+	return follow.VerdictOf(err)
 }
 
 // observed waits until the controller has observed the StatefulSet's generation and returns it.
@@ -267,7 +267,7 @@ func (r *runner) stop(verdict apiv1.Verdict, message string) {
 func (r *runner) run(ctx context.Context, steps []Resolved) error {
 	step, index := steps[0], 0
 	for {
-		res, err := gate.Run(ctx, r.live, gate.Options{Diagnosis: r.o.Diagnosis, Hold: r.o.Hold, Steady: r.o.Steady, Settle: r.o.Hold, Log: r.o.Log, Stop: r.stopIfChanged})
+		res, err := follow.Run(ctx, r.live, follow.Options{Diagnosis: r.o.Diagnosis, Hold: r.o.Hold, Steady: r.o.Steady, Settle: r.o.Hold, Log: r.o.Log, Stop: r.stopIfChanged})
 		r.res.WaitResult = *res
 		if err != nil {
 			return err
@@ -289,7 +289,7 @@ func (r *runner) run(ctx context.Context, steps []Resolved) error {
 		}
 		set, err := r.observed(ctx)
 		if err != nil {
-			r.res.WaitResult = *model.NewWaitResult(gate.VerdictOf(err), err.Error())
+			r.res.WaitResult = *model.NewWaitResult(follow.VerdictOf(err), err.Error())
 			return nil
 		}
 		if v, msg := r.stopIfChanged(&snapshot.Snapshot{StatefulSets: []appsv1.StatefulSet{*set}}); v != "" {

@@ -7,7 +7,7 @@
 //   - check: a StatefulSet's summary status is Stuck when it has any error finding, at once
 //     (model.Summaries); nothing is held.
 //   - wait: the rollout is Stuck when a blocking finding (apiv1.Finding.Blocking: an error, or
-//     the info OnDeleteStale) has held for --hold (gate.Run).
+//     the info OnDeleteStale) has held for --hold (follow.Run).
 //   - watch: a StatefulSet is Stalled=True when an error finding has held for --hold (monitor's
 //     stalledWanted); watch --fix repairs a set once a finding behind one of its planned actions
 //     has held for --hold.

@@ -1,6 +1,7 @@
-// Package gate is wait's verdict: it follows StatefulSets from informer caches until their
-// rollouts complete, or a finding that keeps them from completing has held for a grace period.
-package gate
+// Package follow follows StatefulSets from informer caches (gather.Live), diagnosing on every
+// change and when a rule matures, until their rollouts complete and settle, or a finding that
+// keeps them from completing has held for a grace period: the loop of wait and canary.
+package follow
 
 import (
 	"context"
@@ -242,4 +243,21 @@ func reasonSuffix(f model.Finding) string {
 		return ""
 	}
 	return " (" + f.Reason + ")"
+}
+
+// VerdictOf is the verdict of a wait (or canary) that failed with err: NotFound when a StatefulSet or
+// namespace it names does not exist, Interrupted or TimedOut when its context ended first,
+// Unevaluable for anything else (forbidden, unreachable, an unusable kubeconfig, a repair that
+// could not be evaluated).
+func VerdictOf(err error) apiv1.Verdict {
+	var nf *gather.NotFoundError
+	switch {
+	case errors.As(err, &nf):
+		return apiv1.WaitNotFound
+	case errors.Is(err, context.DeadlineExceeded):
+		return apiv1.WaitTimedOut
+	case errors.Is(err, context.Canceled):
+		return apiv1.WaitInterrupted
+	}
+	return apiv1.WaitUnevaluable
 }

@@ -1,8 +1,9 @@
-package gate
+// Package wait is the wait use case: it follows StatefulSets (package follow) to a verdict in one
+// cluster or a fleet of contexts, repairing once when asked (wait --fix).
+package wait
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -10,44 +11,18 @@ import (
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/fleet"
+	"github.com/stsdiag/stsdiag/internal/follow"
 	"github.com/stsdiag/stsdiag/internal/gather"
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/plan"
 	"github.com/stsdiag/stsdiag/internal/repair"
 	"github.com/stsdiag/stsdiag/internal/snapshot"
+	"github.com/stsdiag/stsdiag/internal/verdict"
 )
-
-// precedence orders wait's verdicts from worst to best when several clusters are waited for:
-// one that could not be evaluated or whose StatefulSets do not exist, then a stuck rollout, a
-// rollback, a patch its controller never observed, a timeout, an interruption.
-var precedence = []apiv1.Verdict{apiv1.WaitUnevaluable, apiv1.WaitNotFound, apiv1.WaitStuck, apiv1.WaitRolledBack, apiv1.WaitNotObserved, apiv1.WaitTimedOut, apiv1.WaitInterrupted, apiv1.WaitComplete}
-
-// Decisive reports whether a verdict ends the wait for every cluster (fail fast): a stuck
-// rollout or a cluster that cannot be evaluated.
-func Decisive(result apiv1.Verdict) bool {
-	return result == apiv1.WaitUnevaluable || result == apiv1.WaitNotFound || result == apiv1.WaitStuck
-}
-
-// VerdictOf is the verdict of a wait that failed with err: NotFound when a StatefulSet or
-// namespace it names does not exist, Interrupted or TimedOut when its context ended first,
-// Unevaluable for anything else (forbidden, unreachable, an unusable kubeconfig, a repair that
-// could not be evaluated).
-func VerdictOf(err error) apiv1.Verdict {
-	var nf *gather.NotFoundError
-	switch {
-	case errors.As(err, &nf):
-		return apiv1.WaitNotFound
-	case errors.Is(err, context.DeadlineExceeded):
-		return apiv1.WaitTimedOut
-	case errors.Is(err, context.Canceled):
-		return apiv1.WaitInterrupted
-	}
-	return apiv1.WaitUnevaluable
-}
 
 // WaitOptions tune Wait.
 type WaitOptions struct {
-	Options
+	follow.Options
 	// Timeout is the deadline the caller gave ctx, named in a TimedOut verdict.
 	Timeout time.Duration
 	// Fix applies fix's safe repairs once when stuck, then keeps waiting (wait --fix); with
@@ -70,7 +45,7 @@ type WaitOptions struct {
 func Wait(ctx context.Context, c gather.Clients, scope gather.Scope, opts WaitOptions) (*model.WaitResult, error) {
 	live, warnings, err := gather.StartLive(ctx, c, scope, nil)
 	if err != nil {
-		return model.NewWaitResult(VerdictOf(err), err.Error()), err
+		return model.NewWaitResult(follow.VerdictOf(err), err.Error()), err
 	}
 	for _, w := range warnings {
 		if opts.Warn != nil {
@@ -81,7 +56,7 @@ func Wait(ctx context.Context, c gather.Clients, scope gather.Scope, opts WaitOp
 	if opts.Fix {
 		gateOpts.Repair = repairOnce(c, scope, opts)
 	}
-	res, err := Run(ctx, live, gateOpts)
+	res, err := follow.Run(ctx, live, gateOpts)
 	if res.Result == apiv1.WaitStuck && opts.Logs > 0 {
 		// The crash's own words; a log that cannot be read is a warning, never the verdict.
 		logCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
@@ -127,53 +102,13 @@ func RunFleet(ctx context.Context, contexts []string, wait func(ctx context.Cont
 		if err == nil {
 			return res
 		}
-		verdict := VerdictOf(err)
+		v := follow.VerdictOf(err)
 		if ctx.Err() != nil {
-			verdict = VerdictOf(ctx.Err())
+			v = follow.VerdictOf(ctx.Err())
 		}
-		return model.NewWaitResult(verdict, fmt.Sprintf("context %s: %v", name, err))
-	}, func(res *model.WaitResult) bool { return Decisive(res.Result) })
-	return MergeFleet(contexts, results)
-}
-
-// MergeFleet combines the verdicts of one wait per kubeconfig context into one: the worst verdict
-// wins, StatefulSets, findings and actions carry their context, and the message names each
-// context that did not complete.
-func MergeFleet(contexts []string, results []*model.WaitResult) *model.WaitResult {
-	worst := len(precedence) - 1
-	merged := model.NewWaitResult(apiv1.WaitComplete, "")
-	var messages []string
-	for i, res := range results {
-		name := contexts[i]
-		for rank, verdict := range precedence {
-			if res.Result == verdict && rank < worst {
-				worst = rank
-			}
-		}
-		if res.Result != apiv1.WaitComplete {
-			messages = append(messages, fmt.Sprintf("%s: %s: %s", name, res.Result, res.Message))
-		}
-		for _, s := range res.StatefulSets {
-			s.Context = name
-			merged.StatefulSets = append(merged.StatefulSets, s)
-		}
-		for _, f := range res.Findings {
-			f.Context = name
-			merged.Findings = append(merged.Findings, f)
-		}
-		for _, a := range res.Actions {
-			a.Context = name
-			merged.Actions = append(merged.Actions, a)
-		}
-		merged.RolledBack = append(merged.RolledBack, res.RolledBack...)
-	}
-	merged.Result = precedence[worst]
-	merged.Message = "every rollout complete"
-	if len(messages) > 0 {
-		merged.Message = strings.Join(messages, "; ")
-	}
-	model.SortFindings(merged.Findings)
-	return merged
+		return model.NewWaitResult(v, fmt.Sprintf("context %s: %v", name, err))
+	}, func(res *model.WaitResult) bool { return verdict.Decisive(res.Result) })
+	return verdict.MergeFleet(contexts, results)
 }
 
 // notObservedVerdict turns a TimedOut wait --fix whose patch the StatefulSet controller never

@@ -1,4 +1,4 @@
-package gate
+package wait
 
 import (
 	"testing"

@@ -1,4 +1,4 @@
-package gate_test
+package wait_test
 
 import (
 	"context"
@@ -14,58 +14,14 @@ import (
 	"k8s.io/utils/ptr"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
-	"github.com/stsdiag/stsdiag/internal/gate"
+	"github.com/stsdiag/stsdiag/internal/follow"
 	"github.com/stsdiag/stsdiag/internal/gather"
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/snapshot"
 	"github.com/stsdiag/stsdiag/internal/stuck"
+	"github.com/stsdiag/stsdiag/internal/verdict"
+	"github.com/stsdiag/stsdiag/internal/wait"
 )
-
-func TestMergeFleet(t *testing.T) {
-	stuck := model.NewWaitResult(apiv1.WaitStuck, "1 finding(s) held for 30s")
-	stuck.Findings = []model.Finding{{Finding: apiv1.Finding{Code: apiv1.StaleRevisionStuck, Severity: apiv1.SeverityError, StatefulSet: "web", Pod: "web-0"}}}
-	stuck.StatefulSets = []apiv1.StatefulSetSummary{{Name: "web", Status: apiv1.StatusStuck}}
-	done := model.NewWaitResult(apiv1.WaitComplete, "rollout complete")
-	done.StatefulSets = []apiv1.StatefulSetSummary{{Name: "web", Status: apiv1.StatusComplete}}
-	cut := model.NewWaitResult(apiv1.WaitInterrupted, "interrupted while the rollout was still progressing")
-
-	got := gate.MergeFleet([]string{"east", "west", "north"}, []*model.WaitResult{done, stuck, cut})
-	if got.Result != apiv1.WaitStuck || len(got.Findings) != 1 || got.Findings[0].Context != "west" {
-		t.Fatalf("%+v", got)
-	}
-	if len(got.StatefulSets) != 2 || got.StatefulSets[0].Context != "east" || got.StatefulSets[1].Context != "west" {
-		t.Errorf("statefulSets %+v", got.StatefulSets)
-	}
-	want := "west: Stuck: 1 finding(s) held for 30s; north: Interrupted: interrupted while the rollout was still progressing"
-	if got.Message != want {
-		t.Errorf("message %q, want %q", got.Message, want)
-	}
-	if all := gate.MergeFleet([]string{"a", "b"}, []*model.WaitResult{done, done}); all.Result != apiv1.WaitComplete || all.Message != "every rollout complete" {
-		t.Errorf("all complete: %+v", all)
-	}
-	timedOut := model.NewWaitResult(apiv1.WaitTimedOut, "timed out")
-	if r := gate.MergeFleet([]string{"a", "b"}, []*model.WaitResult{timedOut, model.NewWaitResult(apiv1.WaitNotFound, "gone")}); r.Result != apiv1.WaitNotFound {
-		t.Errorf("a cluster that cannot be evaluated is the worst: %s", r.Result)
-	}
-	if !gate.Decisive(apiv1.WaitStuck) || gate.Decisive(apiv1.WaitTimedOut) {
-		t.Error("only Stuck, NotFound and Unevaluable end every cluster's wait")
-	}
-}
-
-func TestMergeFleetActionsCarryTheirContext(t *testing.T) {
-	east := model.NewWaitResult(apiv1.WaitComplete, "rollout complete")
-	east.Actions = []model.Action{{Action: apiv1.Action{Action: apiv1.DeletePod, Namespace: "shop", StatefulSet: "web", Pod: "web-0", Result: apiv1.ResultDone}}}
-	west := model.NewWaitResult(apiv1.WaitComplete, "rollout complete")
-	west.Actions = []model.Action{{Action: apiv1.Action{Action: apiv1.DeletePod, Namespace: "shop", StatefulSet: "web", Pod: "web-1", Result: apiv1.ResultDone}}}
-	got := gate.MergeFleet([]string{"east", "west"}, []*model.WaitResult{east, west})
-	if len(got.Actions) != 2 || got.Actions[0].Context != "east" || got.Actions[0].Pod != "web-0" ||
-		got.Actions[1].Context != "west" || got.Actions[1].Pod != "web-1" {
-		t.Errorf("actions %+v, want web-0 in east and web-1 in west", got.Actions)
-	}
-	if east.Actions[0].Context != "" {
-		t.Errorf("the context's own result was changed: %+v", east.Actions[0])
-	}
-}
 
 func TestVerdictOf(t *testing.T) {
 	cases := []struct {
@@ -82,15 +38,15 @@ func TestVerdictOf(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			if got := gate.VerdictOf(c.err); got != c.want {
+			if got := follow.VerdictOf(c.err); got != c.want {
 				t.Errorf("VerdictOf(%v) = %s, want %s", c.err, got, c.want)
 			}
 		})
 	}
-	if !gate.Decisive(apiv1.WaitUnevaluable) {
+	if !verdict.Decisive(apiv1.WaitUnevaluable) {
 		t.Error("a cluster that cannot be evaluated ends every cluster's wait")
 	}
-	r := gate.MergeFleet([]string{"a", "b"}, []*model.WaitResult{model.NewWaitResult(apiv1.WaitNotFound, "gone"), model.NewWaitResult(apiv1.WaitUnevaluable, "forbidden")})
+	r := verdict.MergeFleet([]string{"a", "b"}, []*model.WaitResult{model.NewWaitResult(apiv1.WaitNotFound, "gone"), model.NewWaitResult(apiv1.WaitUnevaluable, "forbidden")})
 	if r.Result != apiv1.WaitUnevaluable {
 		t.Errorf("merged %s, want Unevaluable first", r.Result)
 	}
@@ -119,13 +75,13 @@ func TestRunFleetStuckEndsEveryWait(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	start := time.Now()
-	got := gate.RunFleet(ctx, []string{"east", "west", "north"}, func(ctx context.Context, name string) (*model.WaitResult, error) {
+	got := wait.RunFleet(ctx, []string{"east", "west", "north"}, func(ctx context.Context, name string) (*model.WaitResult, error) {
 		switch name {
 		case "east":
 			time.Sleep(50 * time.Millisecond) // west's gate is running by then
 			return stuckResult, nil
 		case "west":
-			return gate.Run(ctx, stillSource{}, gate.Options{Diagnosis: stuck.DefaultOptions(), Hold: time.Hour})
+			return follow.Run(ctx, stillSource{}, follow.Options{Diagnosis: stuck.DefaultOptions(), Hold: time.Hour})
 		}
 		<-ctx.Done() // north fails once its wait was ended, with an error that does not say so
 		return nil, errors.New("informer sync aborted")

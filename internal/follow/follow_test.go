@@ -1,4 +1,4 @@
-package gate_test
+package follow_test
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
-	"github.com/stsdiag/stsdiag/internal/gate"
+	"github.com/stsdiag/stsdiag/internal/follow"
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/snapshot"
 	"github.com/stsdiag/stsdiag/internal/stuck"
@@ -57,7 +57,7 @@ func TestWakesWhenARuleMatures(t *testing.T) {
 	src := &fixedSource{clock: clock, snap: unschedulable(start)}
 	done := make(chan *model.WaitResult, 1)
 	go func() {
-		res, _ := gate.Run(context.Background(), src, gate.Options{Hold: 5 * time.Second, Diagnosis: stuck.DefaultOptions(), Clock: clock})
+		res, _ := follow.Run(context.Background(), src, follow.Options{Hold: 5 * time.Second, Diagnosis: stuck.DefaultOptions(), Clock: clock})
 		done <- res
 	}()
 	// Settle (10 s) + grace (5 s): step the clock whenever the gate waits on it.
@@ -82,12 +82,12 @@ func TestInterruptedIsNotATimeout(t *testing.T) {
 	src := &fixedSource{clock: clocktesting.NewFakeClock(start), snap: unschedulable(start)}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if res, _ := gate.Run(ctx, src, gate.Options{Hold: time.Minute, Diagnosis: stuck.DefaultOptions(), Clock: src.clock}); res.Result != apiv1.WaitInterrupted {
+	if res, _ := follow.Run(ctx, src, follow.Options{Hold: time.Minute, Diagnosis: stuck.DefaultOptions(), Clock: src.clock}); res.Result != apiv1.WaitInterrupted {
 		t.Errorf("cancelled: %s, want Interrupted", res.Result)
 	}
 	ctx, cancel = context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
 	defer cancel()
-	if res, _ := gate.Run(ctx, src, gate.Options{Hold: time.Minute, Diagnosis: stuck.DefaultOptions(), Clock: src.clock}); res.Result != apiv1.WaitTimedOut {
+	if res, _ := follow.Run(ctx, src, follow.Options{Hold: time.Minute, Diagnosis: stuck.DefaultOptions(), Clock: src.clock}); res.Result != apiv1.WaitTimedOut {
 		t.Errorf("deadline: %s, want TimedOut", res.Result)
 	}
 }
@@ -119,7 +119,7 @@ func TestSettle(t *testing.T) {
 	src := &fixedSource{clock: clock, snap: complete()}
 	done := make(chan *model.WaitResult, 1)
 	go func() {
-		res, _ := gate.Run(context.Background(), src, gate.Options{Hold: 5 * time.Second, Settle: 30 * time.Second, Diagnosis: stuck.DefaultOptions(), Clock: clock})
+		res, _ := follow.Run(context.Background(), src, follow.Options{Hold: 5 * time.Second, Settle: 30 * time.Second, Diagnosis: stuck.DefaultOptions(), Clock: clock})
 		done <- res
 	}()
 	waitForTimer(t, clock)
@@ -143,7 +143,7 @@ func TestSettle(t *testing.T) {
 func TestStop(t *testing.T) {
 	start := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 	src := &fixedSource{clock: clocktesting.NewFakeClock(start), snap: complete()}
-	res, _ := gate.Run(context.Background(), src, gate.Options{Diagnosis: stuck.DefaultOptions(), Clock: src.clock,
+	res, _ := follow.Run(context.Background(), src, follow.Options{Diagnosis: stuck.DefaultOptions(), Clock: src.clock,
 		Stop: func(*snapshot.Snapshot) (apiv1.Verdict, string) {
 			return apiv1.CanaryStopped, "someone else changed it"
 		}})
@@ -189,7 +189,7 @@ func TestSteadyWaitsOutTheReadyBlip(t *testing.T) {
 	src := &fixedSource{clock: clock, snap: blip(start.Add(-time.Second))}
 	done := make(chan *model.WaitResult, 1)
 	go func() {
-		res, _ := gate.Run(context.Background(), src, gate.Options{Hold: 5 * time.Second, Steady: 10 * time.Second, Diagnosis: stuck.DefaultOptions(), Clock: clock})
+		res, _ := follow.Run(context.Background(), src, follow.Options{Hold: 5 * time.Second, Steady: 10 * time.Second, Diagnosis: stuck.DefaultOptions(), Clock: clock})
 		done <- res
 	}()
 	waitForTimer(t, clock)
@@ -223,7 +223,7 @@ func TestSteadyCrashAfterBlipIsNotComplete(t *testing.T) {
 	src.changes <- struct{}{}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	res, _ := gate.Run(ctx, src, gate.Options{Hold: time.Minute, Steady: 10 * time.Second, Diagnosis: stuck.DefaultOptions(), Clock: clock})
+	res, _ := follow.Run(ctx, src, follow.Options{Hold: time.Minute, Steady: 10 * time.Second, Diagnosis: stuck.DefaultOptions(), Clock: clock})
 	if res.Result != apiv1.WaitTimedOut {
 		t.Errorf("result %s (%s), want TimedOut: the pod crashed after its Ready second", res.Result, res.Message)
 	}
