@@ -13,6 +13,7 @@ import (
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/canary"
+	"github.com/stsdiag/stsdiag/internal/canary/engine"
 	"github.com/stsdiag/stsdiag/internal/explain"
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/render"
@@ -110,7 +111,7 @@ func (f *CanaryFlags) ToOptions(args []string) (*CanaryOptions, error) {
 	if f.Steps == "" {
 		return nil, errors.New("--steps is required, e.g. --steps 1,50%")
 	}
-	steps, err := canary.ParseSteps(f.Steps)
+	steps, err := engine.ParseSteps(f.Steps)
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/internal/canary/engine"
 	"github.com/stsdiag/stsdiag/internal/diagnose"
 	"github.com/stsdiag/stsdiag/internal/follow"
 	"github.com/stsdiag/stsdiag/internal/gather"
@@ -27,7 +28,7 @@ import (
 // which the rollback made the old one). Once status.updateRevision equals currentRevision no pod
 // can move whatever the partition is, and only then is the partition restored to its value
 // before the canary.
-func (r *runner) failed(ctx context.Context, step Resolved) error {
+func (r *runner) failed(ctx context.Context, step engine.Resolved) error {
 	finding := describeFindings(r.res.Findings)
 	if r.o.NoRollback {
 		r.stop(apiv1.WaitStuck, fmt.Sprintf("step %s failed: %s held for %s; --no-rollback: stopped, the partition stays %d", step.Step, finding, r.o.Hold, r.partition))
@@ -47,12 +48,12 @@ func (r *runner) failed(ctx context.Context, step Resolved) error {
 		r.stop(v, msg)
 		return nil
 	}
-	actions, why := RollbackActions(rep, snap, set, r.partition)
+	actions, why := engine.RollbackActions(rep, snap, set, r.partition)
 	if actions == nil {
 		r.stop(apiv1.WaitStuck, fmt.Sprintf("step %s failed: %s held for %s; %s; the partition stays %d", step.Step, finding, r.o.Hold, why, r.partition))
 		return nil
 	}
-	canary := CanaryPods(set, r.partition)
+	canary := engine.CanaryPods(set, r.partition)
 	scope := gather.Scope{Namespace: r.o.Namespace, Names: []string{r.o.Name}}
 	exec := repair.New(repair.Options{Clients: r.c, Scope: scope, Diagnosis: r.o.Diagnosis, DryRun: apiv1.DryRunNone,
 		Policy: plan.Policy{Rollback: true}, Progress: r.o.Progress})
@@ -71,7 +72,7 @@ func (r *runner) failed(ctx context.Context, step Resolved) error {
 	if err != nil {
 		return err
 	}
-	if after.UID != r.uid || Partition(after) != r.partition {
+	if after.UID != r.uid || engine.Partition(after) != r.partition {
 		r.stop(apiv1.CanaryStopped, describeChange(r.uid, r.generation, r.partition, nil, after, false)+" during the rollback; nothing overwritten")
 		return nil
 	}
@@ -90,11 +91,11 @@ func (r *runner) failed(ctx context.Context, step Resolved) error {
 		return nil
 	}
 	restored := ""
-	if set, err := r.observed(ctx); err == nil && set.Status.UpdateRevision == set.Status.CurrentRevision && Partition(set) != r.res.PartitionBefore &&
+	if set, err := r.observed(ctx); err == nil && set.Status.UpdateRevision == set.Status.CurrentRevision && engine.Partition(set) != r.res.PartitionBefore &&
 		!r.changed(set) {
-		body, err := PartitionPatch(set, r.res.PartitionBefore)
+		body, err := engine.PartitionPatch(set, r.res.PartitionBefore)
 		if err == nil {
-			if _, err = r.c.Kube.AppsV1().StatefulSets(set.Namespace).Patch(ctx, set.Name, types.JSONPatchType, body, metav1PatchOptions); err == nil {
+			if _, err = r.c.Kube.AppsV1().StatefulSets(set.Namespace).Patch(ctx, set.Name, types.JSONPatchType, body, engine.PatchOptions); err == nil {
 				restored = fmt.Sprintf("; partition restored to %d", r.res.PartitionBefore)
 			}
 		}

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/internal/canary/engine"
 	"github.com/stsdiag/stsdiag/internal/follow"
 	"github.com/stsdiag/stsdiag/internal/gather"
 	"github.com/stsdiag/stsdiag/internal/model"
@@ -26,7 +27,7 @@ import (
 // Options tune Run.
 type Options struct {
 	Namespace, Name string
-	Steps           []Step
+	Steps           []engine.Step
 	// Images (container name → reference) change the template in the same patch as the first
 	// step's partition (--image).
 	Images map[string]string
@@ -62,7 +63,7 @@ type runner struct {
 	live *gather.Live
 	res  *model.CanaryResult
 	// The StatefulSet as canary last read or wrote it: its UID, generation, partition and
-	// template. A change of replicas is no one's conflict (the steps follow it, Next); a
+	// template. A change of replicas is no one's conflict (the steps follow it, engine.Next); a
 	// change of anything else canary relies on stops it.
 	uid        types.UID
 	generation int64
@@ -143,22 +144,22 @@ func find(snap *snapshot.Snapshot, namespace, name string) *appsv1.StatefulSet {
 
 // start checks the StatefulSet and sets the first step's partition (with --image, in the same
 // patch as the template). It returns the steps resolved against spec.replicas.
-func (r *runner) start(ctx context.Context) ([]Resolved, error) {
+func (r *runner) start(ctx context.Context) ([]engine.Resolved, error) {
 	set, err := r.observed(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if err := CheckStrategy(set); err != nil {
+	if err := engine.CheckStrategy(set); err != nil {
 		return nil, &BadInputError{Err: err}
 	}
-	steps, merged, err := Resolve(r.o.Steps, Replicas(set))
+	steps, merged, err := engine.Resolve(r.o.Steps, engine.Replicas(set))
 	if err != nil {
 		return nil, &BadInputError{Err: err}
 	}
 	for _, m := range merged {
 		fmt.Fprintf(r.o.Log, "note: %s\n", m)
 	}
-	r.res.PartitionBefore = Partition(set)
+	r.res.PartitionBefore = engine.Partition(set)
 	for _, s := range steps {
 		r.res.Steps = append(r.res.Steps, apiv1.CanaryStep{Step: s.Step, Pods: s.Pods, Partition: s.Partition, Result: apiv1.StepPending})
 	}
@@ -168,15 +169,15 @@ func (r *runner) start(ctx context.Context) ([]Resolved, error) {
 	case len(r.o.Images) > 0 && pending:
 		return nil, badInput("statefulset %s/%s is already rolling out revision %s (current %s): --image starts a new template only from a finished rollout; run canary without --image to step this one", set.Namespace, set.Name, set.Status.UpdateRevision, set.Status.CurrentRevision)
 	case len(r.o.Images) > 0:
-		if body, err = ImagePatch(set, r.o.Images, first.Partition); err != nil {
+		if body, err = engine.ImagePatch(set, r.o.Images, first.Partition); err != nil {
 			return nil, &BadInputError{Err: err}
 		}
 	case !pending:
 		return nil, badInput("statefulset %s/%s has nothing to roll out: its update revision is its current revision (%s); change the template with --image, or change it with the partition held at %d or more first", set.Namespace, set.Name, set.Status.CurrentRevision, first.Partition)
-	case Partition(set) < first.Partition:
-		return nil, badInput("statefulset %s/%s has partition %d, below the first step's %d (step %s): the new revision may already be past the canary; hold the partition at %d or more before changing the template, or use --image", set.Namespace, set.Name, Partition(set), first.Partition, first.Step, Replicas(set))
-	case Partition(set) > first.Partition:
-		if body, err = PartitionPatch(set, first.Partition); err != nil {
+	case engine.Partition(set) < first.Partition:
+		return nil, badInput("statefulset %s/%s has partition %d, below the first step's %d (step %s): the new revision may already be past the canary; hold the partition at %d or more before changing the template, or use --image", set.Namespace, set.Name, engine.Partition(set), first.Partition, first.Step, engine.Replicas(set))
+	case engine.Partition(set) > first.Partition:
+		if body, err = engine.PartitionPatch(set, first.Partition); err != nil {
 			return nil, err
 		}
 	}
@@ -193,7 +194,7 @@ func (r *runner) start(ctx context.Context) ([]Resolved, error) {
 
 // patch sends a guarded patch and remembers what it wrote. A failed test (422) or a conflict
 // stops the canary: Stopped, naming what changed.
-func (r *runner) patch(ctx context.Context, set *appsv1.StatefulSet, body []byte, step Resolved) error {
+func (r *runner) patch(ctx context.Context, set *appsv1.StatefulSet, body []byte, step engine.Resolved) error {
 	out, err := r.c.Kube.AppsV1().StatefulSets(set.Namespace).Patch(ctx, set.Name, types.JSONPatchType, body, metav1.PatchOptions{FieldManager: "stsdiag-canary"})
 	switch {
 	case apierrors.IsInvalid(err) || apierrors.IsConflict(err) || apierrors.IsNotFound(err):
@@ -209,14 +210,14 @@ func (r *runner) patch(ctx context.Context, set *appsv1.StatefulSet, body []byte
 		what = " and the new template"
 	}
 	fmt.Fprintf(r.o.Log, "statefulset %s/%s: step %s: partition %d%s (%d of %d pods on the update revision: %s)\n",
-		set.Namespace, set.Name, step.Step, step.Partition, what, step.Pods, Replicas(out), strings.Join(CanaryPods(out, step.Partition), ", "))
+		set.Namespace, set.Name, step.Step, step.Partition, what, step.Pods, engine.Replicas(out), strings.Join(engine.CanaryPods(out, step.Partition), ", "))
 	return nil
 }
 
 var errStopped = errors.New("stopped")
 
 func (r *runner) remember(set *appsv1.StatefulSet) {
-	r.uid, r.generation, r.partition, r.template = set.UID, set.Generation, Partition(set), set.Spec.Template.DeepCopy()
+	r.uid, r.generation, r.partition, r.template = set.UID, set.Generation, engine.Partition(set), set.Spec.Template.DeepCopy()
 }
 
 // changedSince reads the StatefulSet afresh and says what differs from what canary read or wrote.
@@ -225,7 +226,7 @@ func (r *runner) changedSince(ctx context.Context, set *appsv1.StatefulSet) stri
 	if err != nil {
 		return fmt.Sprintf("statefulset %s/%s could not be read again: %v", set.Namespace, set.Name, err)
 	}
-	return describeChange(set.UID, set.Generation, Partition(set), &set.Spec.Template, now, true)
+	return describeChange(set.UID, set.Generation, engine.Partition(set), &set.Spec.Template, now, true)
 }
 
 // describeChange names what someone else changed: the object, its partition, its template or
@@ -234,8 +235,8 @@ func describeChange(uid types.UID, generation int64, partition int32, template *
 	switch {
 	case now.UID != uid:
 		return fmt.Sprintf("statefulset %s/%s was deleted and created again (UID %s, was %s)", now.Namespace, now.Name, now.UID, uid)
-	case Partition(now) != partition:
-		return fmt.Sprintf("someone else changed the partition of statefulset %s/%s from %d to %d", now.Namespace, now.Name, partition, Partition(now))
+	case engine.Partition(now) != partition:
+		return fmt.Sprintf("someone else changed the partition of statefulset %s/%s from %d to %d", now.Namespace, now.Name, partition, engine.Partition(now))
 	case template != nil && !apiequality.Semantic.DeepEqual(*template, now.Spec.Template):
 		return fmt.Sprintf("someone else changed the pod template of statefulset %s/%s (generation %d, was %d)", now.Namespace, now.Name, now.Generation, generation)
 	case generationCounts && now.Generation != generation:
@@ -247,7 +248,7 @@ func describeChange(uid types.UID, generation int64, partition int32, template *
 // changed reports whether the StatefulSet differs from what canary read or wrote in what canary
 // relies on: its UID, its partition, its template (not its replicas).
 func (r *runner) changed(set *appsv1.StatefulSet) bool {
-	return set.UID != r.uid || Partition(set) != r.partition || (r.template != nil && !apiequality.Semantic.DeepEqual(*r.template, set.Spec.Template))
+	return set.UID != r.uid || engine.Partition(set) != r.partition || (r.template != nil && !apiequality.Semantic.DeepEqual(*r.template, set.Spec.Template))
 }
 
 // stopIfChanged is the gate's Stop: a change canary did not make ends the canary.
@@ -264,7 +265,7 @@ func (r *runner) stop(verdict apiv1.Verdict, message string) {
 }
 
 // run gates each step and lowers the partition to the next.
-func (r *runner) run(ctx context.Context, steps []Resolved) error {
+func (r *runner) run(ctx context.Context, steps []engine.Resolved) error {
 	step, index := steps[0], 0
 	for {
 		res, err := follow.Run(ctx, r.live, follow.Options{Diagnosis: r.o.Diagnosis, Hold: r.o.Hold, Steady: r.o.Steady, Settle: r.o.Hold, Log: r.o.Log, Stop: r.stopIfChanged})
@@ -298,24 +299,24 @@ func (r *runner) run(ctx context.Context, steps []Resolved) error {
 		}
 		// The step held healthy: the engine decides, the steps re-resolved against the replicas
 		// of now (a scale during the canary moves the steps).
-		facts := FactsOf(set)
+		facts := engine.FactsOf(set)
 		facts.Healthy = true
-		d, err := Decide(r.o.Steps, facts)
+		d, err := engine.Decide(r.o.Steps, facts)
 		if err != nil {
 			r.stop(apiv1.WaitUnevaluable, err.Error())
 			return nil
 		}
-		if d.Verb == Done {
+		if d.Verb == engine.Done {
 			r.res.Message = fmt.Sprintf("canary complete: every step passed; %s", res.Message)
 			return nil
 		}
-		if d.Verb != Advance {
+		if d.Verb != engine.Advance {
 			continue // e.g. partition 0 complete but not yet promoted: the gate follows it
 		}
 		next := d.Step
 		index = r.stepIndex(next)
 		step = next
-		body, err := PartitionPatch(set, next.Partition)
+		body, err := engine.PartitionPatch(set, next.Partition)
 		if err != nil {
 			return err
 		}
@@ -329,7 +330,7 @@ func (r *runner) run(ctx context.Context, steps []Resolved) error {
 }
 
 // mark records a step's result (a step re-resolved after a scale is added).
-func (r *runner) mark(index int, step Resolved, result apiv1.CanaryStepResult) {
+func (r *runner) mark(index int, step engine.Resolved, result apiv1.CanaryStepResult) {
 	if index < 0 || index >= len(r.res.Steps) {
 		r.res.Steps = append(r.res.Steps, apiv1.CanaryStep{Step: step.Step, Pods: step.Pods, Partition: step.Partition})
 		index = len(r.res.Steps) - 1
@@ -338,7 +339,7 @@ func (r *runner) mark(index int, step Resolved, result apiv1.CanaryStepResult) {
 }
 
 // stepIndex finds a step in the recorded ones (-1 when the replicas changed it).
-func (r *runner) stepIndex(step Resolved) int {
+func (r *runner) stepIndex(step engine.Resolved) int {
 	for i, s := range r.res.Steps {
 		if s.Step == step.Step && s.Pods == step.Pods && s.Partition == step.Partition {
 			return i

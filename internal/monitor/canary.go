@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
-	"github.com/stsdiag/stsdiag/internal/canary"
+	"github.com/stsdiag/stsdiag/internal/canary/engine"
 	"github.com/stsdiag/stsdiag/internal/explain"
 	"github.com/stsdiag/stsdiag/internal/gather"
 	"github.com/stsdiag/stsdiag/internal/hold"
@@ -25,8 +25,8 @@ import (
 	"github.com/stsdiag/stsdiag/internal/snapshot"
 )
 
-// watch drives the canary declared on a StatefulSet by its annotations (canary.AnnotationSteps,
-// canary.AnnotationHold) with the engine `stsdiag canary` uses (canary.Decide) and the hold rules
+// watch drives the canary declared on a StatefulSet by its annotations (engine.AnnotationSteps,
+// engine.AnnotationHold) with the engine `stsdiag canary` uses (engine.Decide) and the hold rules
 // of wait: a step passes once its pods have been Ready on the update revision with no blocking
 // finding for the hold, and fails once a blocking finding has held for it. Its state is the
 // cluster's — the partition says which step the canary is at — so a restarted watch (or a new
@@ -70,7 +70,7 @@ func (c *Controller) forgetCanary(key string) {
 
 // annotated reports whether a canary is declared on the StatefulSet.
 func annotated(set *appsv1.StatefulSet) bool {
-	_, ok := set.Annotations[canary.AnnotationSteps]
+	_, ok := set.Annotations[engine.AnnotationSteps]
 	return ok && set.DeletionTimestamp == nil
 }
 
@@ -81,13 +81,13 @@ func (c *Controller) syncCanary(ctx context.Context, key string, set *appsv1.Sta
 	mem := c.canaryOf(key)
 	steps, holdFor, err := declared(set, c.opts.Hold)
 	if err == nil {
-		err = canary.CheckStrategy(set)
+		err = engine.CheckStrategy(set)
 	}
 	if err != nil {
 		c.canaryWarning(key, set, mem, "CanaryInvalid", err.Error())
 		return false, nil
 	}
-	facts := canary.FactsOf(set)
+	facts := engine.FactsOf(set)
 	running = facts.Observed && facts.Pending
 	var blocking []string
 	for k, f := range state.findings {
@@ -99,7 +99,7 @@ func (c *Controller) syncCanary(ctx context.Context, key string, set *appsv1.Sta
 	facts.Stuck = len(due) > 0
 	c.requeueAt(key, now, next)
 	step := fmt.Sprintf("%s/%d", set.Status.UpdateRevision, facts.Partition)
-	stepComplete := facts.Observed && facts.Pending && canary.StepComplete(set) && len(blocking) == 0
+	stepComplete := facts.Observed && facts.Pending && engine.StepComplete(set) && len(blocking) == 0
 	if stepComplete {
 		// A pod Ready for a moment between two crashes is no healthy step: the pods' own
 		// timestamps must say Ready and not restarted for --settle.
@@ -116,21 +116,21 @@ func (c *Controller) syncCanary(ctx context.Context, key string, set *appsv1.Sta
 	facts.Healthy = len(healthy) > 0
 	c.requeueAt(key, now, next)
 
-	d, err := canary.Decide(steps, facts)
+	d, err := engine.Decide(steps, facts)
 	if err != nil {
 		c.canaryWarning(key, set, mem, "CanaryInvalid", err.Error())
 		return false, nil
 	}
 	switch d.Verb {
-	case canary.Wait:
+	case engine.Wait:
 		if facts.Observed && facts.Pending {
 			c.setReconciling(ctx, key, set, corev1.ConditionTrue, "CanaryStep", fmt.Sprintf("canary of revision %s: partition %d, waiting for %s to be Ready on it for %s with no finding",
-				set.Status.UpdateRevision, facts.Partition, strings.Join(canary.CanaryPods(set, facts.Partition), ", "), holdFor))
+				set.Status.UpdateRevision, facts.Partition, strings.Join(engine.CanaryPods(set, facts.Partition), ", "), holdFor))
 		}
 		return running || !facts.Observed, nil
-	case canary.Advance:
+	case engine.Advance:
 		return true, c.canaryAdvance(ctx, key, set, d, holdFor, mem)
-	case canary.RollBack:
+	case engine.RollBack:
 		return true, c.canaryRollBack(ctx, key, set, snap, rep, state, due, facts.Partition, holdFor, mem)
 	}
 	// Done: park the partition at replicas for the next rollout.
@@ -143,21 +143,21 @@ func (c *Controller) syncCanary(ctx context.Context, key string, set *appsv1.Sta
 		return false, c.canaryPatchError(key, set, mem, err)
 	}
 	c.metrics.CanarySteps.WithLabelValues("parked", set.Namespace).Inc()
-	c.recorder.Event(set, corev1.EventTypeNormal, "CanaryParked", fmt.Sprintf("stsdiag holds the partition at %d (spec.replicas): revision %s is current, the next template change rolls out by %s", facts.Replicas, set.Status.CurrentRevision, canary.AnnotationSteps))
+	c.recorder.Event(set, corev1.EventTypeNormal, "CanaryParked", fmt.Sprintf("stsdiag holds the partition at %d (spec.replicas): revision %s is current, the next template change rolls out by %s", facts.Replicas, set.Status.CurrentRevision, engine.AnnotationSteps))
 	c.logf("%s: canary: %s", key, note)
 	return false, nil
 }
 
 // declared reads the canary's annotations.
-func declared(set *appsv1.StatefulSet, defaultHold time.Duration) ([]canary.Step, time.Duration, error) {
-	steps, err := canary.ParseSteps(set.Annotations[canary.AnnotationSteps])
+func declared(set *appsv1.StatefulSet, defaultHold time.Duration) ([]engine.Step, time.Duration, error) {
+	steps, err := engine.ParseSteps(set.Annotations[engine.AnnotationSteps])
 	if err != nil {
-		return nil, 0, fmt.Errorf("annotation %s: %w", canary.AnnotationSteps, err)
+		return nil, 0, fmt.Errorf("annotation %s: %w", engine.AnnotationSteps, err)
 	}
 	holdFor := defaultHold
-	if v, ok := set.Annotations[canary.AnnotationHold]; ok {
+	if v, ok := set.Annotations[engine.AnnotationHold]; ok {
 		if holdFor, err = time.ParseDuration(v); err != nil || holdFor < 0 {
-			return nil, 0, fmt.Errorf("annotation %s: %q is not a duration such as 5m", canary.AnnotationHold, v)
+			return nil, 0, fmt.Errorf("annotation %s: %q is not a duration such as 5m", engine.AnnotationHold, v)
 		}
 	}
 	return steps, holdFor, nil
@@ -170,7 +170,7 @@ func (c *Controller) requeueAt(key string, now, at time.Time) {
 }
 
 // canaryAdvance lowers the partition to the decided step, within the namespace's repair budget.
-func (c *Controller) canaryAdvance(ctx context.Context, key string, set *appsv1.StatefulSet, d canary.Decision, holdFor time.Duration, mem *canaryMemory) error {
+func (c *Controller) canaryAdvance(ctx context.Context, key string, set *appsv1.StatefulSet, d engine.Decision, holdFor time.Duration, mem *canaryMemory) error {
 	if !c.reserveRepairs(set.Namespace, 1) {
 		c.metrics.CanarySteps.WithLabelValues("ratelimited", set.Namespace).Inc()
 		c.recorder.Event(set, corev1.EventTypeWarning, "RepairRateLimited", fmt.Sprintf("stsdiag postponed canary step %s: --max-repairs-per-hour %d reached in this namespace", d.Step.Step, c.opts.MaxRepairsPerHour))
@@ -182,16 +182,16 @@ func (c *Controller) canaryAdvance(ctx context.Context, key string, set *appsv1.
 		c.refundRepairs(set.Namespace, 1)
 		return c.canaryPatchError(key, set, mem, err)
 	}
-	pods := canary.CanaryPods(set, d.Step.Partition)
+	pods := engine.CanaryPods(set, d.Step.Partition)
 	c.metrics.CanarySteps.WithLabelValues("advanced", set.Namespace).Inc()
 	c.recorder.Event(set, corev1.EventTypeNormal, "CanaryStep", truncate(fmt.Sprintf("stsdiag canary %s: %d of %d pods on revision %s (%s), each to be Ready for %s with no finding",
-		note, d.Step.Pods, canary.Replicas(set), set.Status.UpdateRevision, strings.Join(pods, ", "), holdFor)))
+		note, d.Step.Pods, engine.Replicas(set), set.Status.UpdateRevision, strings.Join(pods, ", "), holdFor)))
 	c.logf("%s: canary %s", key, note)
 	return nil
 }
 
 // canaryRollBack rolls the template back as fix --rollback does and deletes the proven-stuck
-// canary pods (canary.RollbackActions through the repair executor), within the budget.
+// canary pods (engine.RollbackActions through the repair executor), within the budget.
 func (c *Controller) canaryRollBack(ctx context.Context, key string, set *appsv1.StatefulSet, snap *snapshot.Snapshot, rep *model.Report, state *setState, due []string, partition int32, holdFor time.Duration, mem *canaryMemory) error {
 	var held []string
 	for _, k := range due {
@@ -199,7 +199,7 @@ func (c *Controller) canaryRollBack(ctx context.Context, key string, set *appsv1
 		held = append(held, strings.TrimSpace(f.Pod+" "+string(f.Code)+reasonOf(f)))
 	}
 	finding := strings.Join(held, ", ")
-	actions, why := canary.RollbackActions(rep, snap, set, partition)
+	actions, why := engine.RollbackActions(rep, snap, set, partition)
 	if actions == nil {
 		c.setReconciling(ctx, key, set, corev1.ConditionTrue, "CanaryStuck", truncate(fmt.Sprintf("canary of revision %s stuck: %s; %s", set.Status.UpdateRevision, finding, why)))
 		c.canaryWarning(key, set, mem, "CanaryStuck", fmt.Sprintf("stsdiag canary of revision %s stuck: %s held for %s; %s", set.Status.UpdateRevision, finding, holdFor, why))
@@ -242,9 +242,9 @@ func reasonOf(f model.Finding) string {
 }
 
 // patchPartition sets the partition with canary's guarded JSON patch (UID, generation and the
-// partition as read) and records the step in canary.AnnotationStep in the same patch.
+// partition as read) and records the step in engine.AnnotationStep in the same patch.
 func (c *Controller) patchPartition(ctx context.Context, set *appsv1.StatefulSet, partition int32, note string) error {
-	body, err := canary.PartitionPatch(set, partition)
+	body, err := engine.PartitionPatch(set, partition)
 	if err != nil {
 		return err
 	}
@@ -252,7 +252,7 @@ func (c *Controller) patchPartition(ctx context.Context, set *appsv1.StatefulSet
 	if err := json.Unmarshal(body, &ops); err != nil {
 		return err
 	}
-	ops = append(ops, map[string]any{"op": "add", "path": "/metadata/annotations/" + strings.ReplaceAll(canary.AnnotationStep, "/", "~1"), "value": note})
+	ops = append(ops, map[string]any{"op": "add", "path": "/metadata/annotations/" + strings.ReplaceAll(engine.AnnotationStep, "/", "~1"), "value": note})
 	if body, err = json.Marshal(ops); err != nil {
 		return err
 	}
@@ -269,7 +269,7 @@ func (c *Controller) canaryPatchError(key string, set *appsv1.StatefulSet, mem *
 		return nil
 	}
 	if apierrors.IsForbidden(err) {
-		c.canaryWarning(key, set, mem, "CanaryForbidden", fmt.Sprintf("stsdiag cannot drive the canary declared by %s: %v; grant patch on statefulsets and delete on pods (deploy/watch-fix)", canary.AnnotationSteps, err))
+		c.canaryWarning(key, set, mem, "CanaryForbidden", fmt.Sprintf("stsdiag cannot drive the canary declared by %s: %v; grant patch on statefulsets and delete on pods (deploy/watch-fix)", engine.AnnotationSteps, err))
 		return nil
 	}
 	return err
@@ -314,15 +314,15 @@ func (c *Controller) setReconciling(ctx context.Context, key string, set *appsv1
 }
 
 // releaseCanary gives the partition back when the canary annotation is removed: a StatefulSet that
-// still carries watch's canary.AnnotationStep with its partition parked at spec.replicas (or
+// still carries watch's engine.AnnotationStep with its partition parked at spec.replicas (or
 // above) would otherwise never roll out again. The partition goes to 0 and the annotation away, in
 // one guarded patch.
 func (c *Controller) releaseCanary(ctx context.Context, key string, set *appsv1.StatefulSet) error {
-	if _, ok := set.Annotations[canary.AnnotationStep]; !ok || set.DeletionTimestamp != nil ||
-		set.Status.ObservedGeneration < set.Generation || canary.Partition(set) < canary.Replicas(set) {
+	if _, ok := set.Annotations[engine.AnnotationStep]; !ok || set.DeletionTimestamp != nil ||
+		set.Status.ObservedGeneration < set.Generation || engine.Partition(set) < engine.Replicas(set) {
 		return nil
 	}
-	body, err := canary.PartitionPatch(set, 0)
+	body, err := engine.PartitionPatch(set, 0)
 	if err != nil {
 		return err
 	}
@@ -330,14 +330,14 @@ func (c *Controller) releaseCanary(ctx context.Context, key string, set *appsv1.
 	if err := json.Unmarshal(body, &ops); err != nil {
 		return err
 	}
-	ops = append(ops, map[string]any{"op": "remove", "path": "/metadata/annotations/" + strings.ReplaceAll(canary.AnnotationStep, "/", "~1")})
+	ops = append(ops, map[string]any{"op": "remove", "path": "/metadata/annotations/" + strings.ReplaceAll(engine.AnnotationStep, "/", "~1")})
 	if body, err = json.Marshal(ops); err != nil {
 		return err
 	}
 	if _, err := c.clients.Kube.AppsV1().StatefulSets(set.Namespace).Patch(ctx, set.Name, types.JSONPatchType, body, metav1.PatchOptions{FieldManager: "stsdiag-canary"}); err != nil {
 		return c.canaryPatchError(key, set, c.canaryOf(key), err)
 	}
-	c.recorder.Event(set, corev1.EventTypeNormal, "CanaryReleased", fmt.Sprintf("stsdiag: %s removed: partition %d (held by the canary) set back to 0", canary.AnnotationSteps, canary.Partition(set)))
-	c.logf("%s: canary: %s removed, partition %d set back to 0", key, canary.AnnotationSteps, canary.Partition(set))
+	c.recorder.Event(set, corev1.EventTypeNormal, "CanaryReleased", fmt.Sprintf("stsdiag: %s removed: partition %d (held by the canary) set back to 0", engine.AnnotationSteps, engine.Partition(set)))
+	c.logf("%s: canary: %s removed, partition %d set back to 0", key, engine.AnnotationSteps, engine.Partition(set))
 	return nil
 }

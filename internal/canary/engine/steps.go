@@ -9,7 +9,7 @@
 // stateful_set_utils.go:536-541@v1.37.2). So a step that puts n pods on the update revision sets
 // partition = replicas − n whatever ordinals.start is, and moves the pods of ordinals
 // start+replicas−n … start+replicas−1 (the highest, the ones the controller updates first).
-package canary
+package engine
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-package canary
+package engine
 
 import "testing"
 

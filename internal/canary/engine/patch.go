@@ -1,4 +1,4 @@
-package canary
+package engine
 
 import (
 	"encoding/json"
@@ -81,4 +81,5 @@ func partitionOps(set *appsv1.StatefulSet, partition int32) []op {
 	}
 }
 
-var metav1PatchOptions = metav1.PatchOptions{FieldManager: "stsdiag-canary"}
+// PatchOptions are the options of every canary patch: its field manager.
+var PatchOptions = metav1.PatchOptions{FieldManager: "stsdiag-canary"}
