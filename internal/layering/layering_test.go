@@ -1,0 +1,129 @@
+// Package layering holds the test of the project's floor plan: read → diagnose (pure) → words →
+// render | plan → apply, with the use cases side by side over that core.
+package layering
+
+import (
+	"encoding/json"
+	"io"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/stsdiag/stsdiag/"
+
+// core packages are pure: they read objects and return facts, words or plans, and never reach
+// the API themselves.
+var core = []string{
+	"internal/admission", "internal/canary/engine", "internal/controller", "internal/diagnose", "internal/explain",
+	"internal/hold", "internal/model", "internal/plan", "internal/resolver", "internal/rollout",
+	"internal/snapshot", "internal/statefulset", "internal/stuck", "internal/verdict",
+}
+
+// useCases are the commands' own packages: side by side, none imports another.
+var useCases = []string{"internal/check", "internal/wait", "internal/canary", "internal/monitor"}
+
+// clientMachinery are the client-go packages that talk to an API server: the clientsets, the
+// dynamic client, informers and their caches (k8s.io/client-go/kubernetes/scheme, a type
+// registry the YAML loader decodes with, is not one).
+var clientMachinery = []string{"k8s.io/client-go/kubernetes", "k8s.io/client-go/kubernetes/typed", "k8s.io/client-go/dynamic",
+	"k8s.io/client-go/tools/cache", "k8s.io/client-go/informers", "k8s.io/client-go/rest"}
+
+type pkg struct {
+	ImportPath string
+	Imports    []string
+	Deps       []string
+}
+
+func list(t *testing.T, patterns ...string) map[string]pkg {
+	t.Helper()
+	out, err := exec.Command("go", append([]string{"list", "-json=ImportPath,Imports,Deps"}, patterns...)...).Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	pkgs := map[string]pkg{}
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	for {
+		var p pkg
+		if err := dec.Decode(&p); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		pkgs[strings.TrimPrefix(p.ImportPath, module)] = p
+	}
+	return pkgs
+}
+
+func TestCoreReachesNoAPI(t *testing.T) {
+	pkgs := list(t, prefixed(core)...)
+	for _, name := range core {
+		for _, dep := range pkgs[name].Deps {
+			for _, bad := range clientMachinery {
+				if dep == bad || (strings.HasPrefix(dep, bad+"/") && bad != "k8s.io/client-go/kubernetes") {
+					t.Errorf("%s depends on %s: the core reads objects, it does not reach the API", name, dep)
+				}
+			}
+		}
+	}
+}
+
+func TestUseCasesSideBySide(t *testing.T) {
+	pkgs := list(t, prefixed(useCases)...)
+	for _, name := range useCases {
+		for _, dep := range pkgs[name].Deps {
+			if other := strings.TrimPrefix(dep, module); other != name && slices.Contains(useCases, other) {
+				t.Errorf("use case %s imports use case %s", name, other)
+			}
+		}
+	}
+}
+
+// TestRenderImportsItsInputsOnly: the printer depends on what it prints (model, api/v1) and the
+// words (explain) — never on a reader, an applier or a workflow.
+func TestRenderImportsItsInputsOnly(t *testing.T) {
+	allowed := []string{"api/v1", "internal/model", "internal/explain"}
+	for _, imp := range list(t, module+"internal/render")["internal/render"].Imports {
+		if own := strings.TrimPrefix(imp, module); own != imp && !slices.Contains(allowed, own) {
+			t.Errorf("internal/render imports %s; it may import only %v", own, allowed)
+		}
+	}
+}
+
+// TestLongestChain: below cmd, no chain of the project's own imports is longer than 8 packages.
+func TestLongestChain(t *testing.T) {
+	pkgs := list(t, module+"cmd/...", module+"internal/...", module+"api/...")
+	memo := map[string][]string{}
+	var longest func(string) []string
+	longest = func(name string) []string {
+		if c, ok := memo[name]; ok {
+			return c
+		}
+		best := []string{name}
+		for _, imp := range pkgs[name].Imports {
+			if own := strings.TrimPrefix(imp, module); own != imp {
+				if c := append([]string{name}, longest(own)...); len(c) > len(best) {
+					best = c
+				}
+			}
+		}
+		memo[name] = best
+		return best
+	}
+	for _, imp := range pkgs["cmd"].Imports {
+		if own := strings.TrimPrefix(imp, module); own != imp {
+			if c := longest(own); len(c) > 8 {
+				t.Errorf("chain of %d below cmd: %s", len(c), strings.Join(c, " → "))
+			}
+		}
+	}
+}
+
+func prefixed(names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = module + n
+	}
+	return out
+}
