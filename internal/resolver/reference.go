@@ -2,7 +2,7 @@
 // admission plugin (local ImageStream names) and the image trigger controller
 // (image.openshift.io/triggers) — and reports where the template does not say it. It is pure: it
 // reads a snapshot and returns findings. Every rule cites the upstream line it follows; the
-// commits are listed in README.md (OpenShift section).
+// commits are listed in docs/findings.md ("What is predicted is exactly what OpenShift writes").
 package resolver
 
 import (

@@ -13,7 +13,8 @@ import (
 	"github.com/stsdiag/stsdiag/internal/resolver"
 )
 
-// Upstream cases that cannot agree, each skipped with its reason (also listed in README.md).
+// Upstream cases that cannot agree, each skipped with its reason (also listed in docs/findings.md,
+// "The upstream test tables are ported").
 // None today: every case of parse.yaml and admission.yaml agrees.
 var upstreamSkips = map[string]string{}
 
