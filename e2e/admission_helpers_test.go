@@ -3,13 +3,10 @@ package e2e
 import (
 	"context"
 	"testing"
-	"time"
 
 	imagev1 "github.com/openshift/api/image/v1"
 	imageclient "github.com/openshift/client-go/image/clientset/versioned"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/kubernetes"
 )
 
 // streamTag is one tag of a test ImageStream: its spec referencePolicy and its status items.
@@ -41,22 +38,4 @@ func createImageStream(ctx context.Context, t *testing.T, images imageclient.Int
 	if _, err := images.ImageV1().ImageStreams(ns).UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// waitRevision waits until the StatefulSet has a ControllerRevision and returns its creation time.
-func waitRevision(ctx context.Context, t *testing.T, cs kubernetes.Interface, ns string) time.Time {
-	t.Helper()
-	var created time.Time
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		list, err := cs.AppsV1().ControllerRevisions(ns).List(ctx, metav1.ListOptions{})
-		if err != nil || len(list.Items) == 0 {
-			return false, nil
-		}
-		created = list.Items[0].CreationTimestamp.Time
-		return true, nil
-	})
-	if err != nil {
-		t.Fatalf("no ControllerRevision in %s: %v", ns, err)
-	}
-	return created
 }

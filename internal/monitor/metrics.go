@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 )
 
 // Metrics are the Prometheus metrics of the monitor, all prefixed stsdiag_.
@@ -46,7 +47,7 @@ func NewMetrics() *Metrics {
 		}, []string{"phase"}),
 	}
 	m.Registry.MustRegister(m.findings, m.FindingsTotal, m.Repairs, m.CanarySteps, m.Latency, m.Startup,
-		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 
