@@ -25,6 +25,13 @@ func TestPlanFromDiagnosis(t *testing.T) {
 		{"stuck/stale-revision-stuck-3-replicas", []model.Action{
 			{Action: apiv1.Action{Action: apiv1.DeletePod, Namespace: "shop", StatefulSet: "web", Pod: "web-0", UID: "web-0-uid"}, Cause: apiv1.StaleRevisionStuck},
 		}},
+		// A prediction that failed (the controller did not replace the crash-looping pod at its
+		// Ready moment by its deadline): the pod is deleted like any StaleRevisionStuck one.
+		{"stuck/kubelet-crash-loop-ready-missed", []model.Action{
+			{Action: apiv1.Action{Action: apiv1.DeletePod, Namespace: "shop", StatefulSet: "staleflip", Pod: "staleflip-1", UID: "staleflip-1-uid"}, Cause: apiv1.StaleRevisionStuck},
+		}},
+		// Still within the deadline: nothing to delete yet.
+		{"stuck/kubelet-crash-loop-replace-pending", nil},
 		{"resolver/seed", []model.Action{
 			{Action: apiv1.Action{Action: apiv1.PatchImage, Namespace: "demo", StatefulSet: "web", Container: "app", From: "statefulset-issue-demo:1.0.1",
 				To:  "image-registry.openshift-image-registry.svc:5000/demo/statefulset-issue-demo@sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
