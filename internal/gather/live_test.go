@@ -23,8 +23,8 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/stsdiag/stsdiag/internal/gather"
-	"github.com/stsdiag/stsdiag/internal/openshift"
 	"github.com/stsdiag/stsdiag/internal/snapshot"
+	"github.com/stsdiag/stsdiag/openshift"
 )
 
 // twoNamespaces is one object of each kind read in namespaces shop and bank (two StatefulSets

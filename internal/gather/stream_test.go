@@ -12,8 +12,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/stsdiag/stsdiag/internal/gather"
-	"github.com/stsdiag/stsdiag/internal/openshift"
 	"github.com/stsdiag/stsdiag/internal/snapshot"
+	"github.com/stsdiag/stsdiag/openshift"
 )
 
 // TestEachNamespaceReadPolicy: reading namespace by namespace treats each kind as Gather does

@@ -4,8 +4,12 @@ package layering
 
 import (
 	"encoding/json"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"io"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -19,6 +23,7 @@ var core = []string{
 	"internal/admission", "internal/canary/engine", "internal/controller", "internal/diagnose", "internal/explain",
 	"internal/hold", "internal/model", "internal/plan", "internal/resolver", "internal/rollout",
 	"internal/snapshot", "internal/statefulset", "internal/stuck", "internal/verdict",
+	"stuck", "resolver", // the public rule engine and image lookup model
 }
 
 // useCases are the commands' own packages: side by side, none imports another.
@@ -32,13 +37,15 @@ var clientMachinery = []string{"k8s.io/client-go/kubernetes", "k8s.io/client-go/
 
 type pkg struct {
 	ImportPath string
+	Dir        string
+	GoFiles    []string
 	Imports    []string
 	Deps       []string
 }
 
 func list(t *testing.T, patterns ...string) map[string]pkg {
 	t.Helper()
-	out, err := exec.Command("go", append([]string{"list", "-json=ImportPath,Imports,Deps"}, patterns...)...).Output()
+	out, err := exec.Command("go", append([]string{"list", "-json=ImportPath,Dir,GoFiles,Imports,Deps"}, patterns...)...).Output()
 	if err != nil {
 		t.Fatalf("go list: %v", err)
 	}
@@ -126,4 +133,110 @@ func prefixed(names []string) []string {
 		out[i] = module + n
 	}
 	return out
+}
+
+// public are the design card's packages others import: their exported API names no internal/
+// type (an importer could not name it).
+var public = []string{"stuck", "resolver", "openshift", "api/v1"}
+
+func TestPublicAPIExposesNoInternalType(t *testing.T) {
+	pkgs := list(t, prefixed(public)...)
+	for _, name := range public {
+		p := pkgs[name]
+		fset := token.NewFileSet()
+		for _, path := range p.GoFiles {
+			file, err := parser.ParseFile(fset, filepath.Join(p.Dir, path), nil, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkFile(t, name, path, file)
+		}
+	}
+}
+
+// checkFile reports every exported declaration of a public package's file that names a type of
+// an internal/ package.
+func checkFile(t *testing.T, name, path string, file *ast.File) {
+	t.Helper()
+	internal := map[string]string{}
+	for _, imp := range file.Imports {
+		ip := strings.Trim(imp.Path.Value, `"`)
+		if !strings.Contains(ip, "/internal/") {
+			continue
+		}
+		local := ip[strings.LastIndex(ip, "/")+1:]
+		if imp.Name != nil {
+			local = imp.Name.Name
+		}
+		internal[local] = ip
+	}
+	check := func(where string, n ast.Node) {
+		if n == nil {
+			return
+		}
+		ast.Inspect(n, func(n ast.Node) bool {
+			if sel, ok := n.(*ast.SelectorExpr); ok {
+				if x, ok := sel.X.(*ast.Ident); ok && internal[x.Name] != "" {
+					t.Errorf("%s: %s exposes %s.%s (%s)", filepath.Base(path), where, x.Name, sel.Sel.Name, internal[x.Name])
+				}
+			}
+			return true
+		})
+	}
+	for _, decl := range file.Decls {
+		switch d := decl.(type) {
+		case *ast.FuncDecl:
+			if d.Name.IsExported() && (d.Recv == nil || exportedRecv(d.Recv)) {
+				check(name+"."+d.Name.Name, d.Type)
+			}
+		case *ast.GenDecl:
+			for _, spec := range d.Specs {
+				switch s := spec.(type) {
+				case *ast.TypeSpec:
+					if s.Name.IsExported() {
+						checkType(name+"."+s.Name.Name, s.Type, check)
+					}
+				case *ast.ValueSpec:
+					for _, n := range s.Names {
+						if n.IsExported() {
+							check(name+"."+n.Name, s.Type)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// checkType checks a type's exported surface: a struct's exported fields, an interface's
+// methods, anything else whole.
+func checkType(where string, typ ast.Expr, check func(string, ast.Node)) {
+	st, ok := typ.(*ast.StructType)
+	if !ok {
+		check(where, typ)
+		return
+	}
+	for _, f := range st.Fields.List {
+		if len(f.Names) == 0 { // embedded: its exported members are promoted
+			check(where, f.Type)
+		}
+		for _, n := range f.Names {
+			if n.IsExported() {
+				check(where+"."+n.Name, f.Type)
+			}
+		}
+	}
+}
+
+func exportedRecv(recv *ast.FieldList) bool {
+	for _, f := range recv.List {
+		typ := f.Type
+		if star, ok := typ.(*ast.StarExpr); ok {
+			typ = star.X
+		}
+		if id, ok := typ.(*ast.Ident); ok && !id.IsExported() {
+			return false
+		}
+	}
+	return true
 }

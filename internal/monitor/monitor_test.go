@@ -19,7 +19,7 @@ import (
 
 	"github.com/stsdiag/stsdiag/internal/gather"
 	"github.com/stsdiag/stsdiag/internal/monitor"
-	"github.com/stsdiag/stsdiag/internal/openshift"
+	"github.com/stsdiag/stsdiag/openshift"
 )
 
 // stuckObjects: web-0 on the old revision in ImagePullBackOff under OrderedReady (kubernetes#67250).

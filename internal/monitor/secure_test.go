@@ -26,7 +26,7 @@ import (
 
 	"github.com/stsdiag/stsdiag/internal/gather"
 	"github.com/stsdiag/stsdiag/internal/monitor"
-	"github.com/stsdiag/stsdiag/internal/openshift"
+	"github.com/stsdiag/stsdiag/openshift"
 )
 
 // fakeReviewer answers TokenReviews (token "good" and "nobody" are users "scraper" and

@@ -16,7 +16,7 @@ import (
 
 	"github.com/stsdiag/stsdiag/internal/gather"
 	"github.com/stsdiag/stsdiag/internal/monitor"
-	"github.com/stsdiag/stsdiag/internal/openshift"
+	"github.com/stsdiag/stsdiag/openshift"
 )
 
 // TestLeaderThatCannotStartGivesTheLeaseBack: the ServiceAccount may not list pods; the replica

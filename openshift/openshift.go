@@ -1,4 +1,9 @@
-// Package openshift detects the OpenShift image API and lists ImageStreams.
+// Package openshift is verbs over OpenShift's image API, in the style of crane: detect the API
+// (Detect), list ImageStreams (ListImageStreams), say what the cluster's image lookup writes for
+// an image (Resolve, over package resolver's model of the ImagePolicy admission plugin), and pin
+// a StatefulSet container's image to a digest without overwriting a concurrent change
+// (PatchDigest). It works on any clientset, the fakes of k8s.io/client-go and
+// openshift/client-go included.
 package openshift
 
 import (

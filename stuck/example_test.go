@@ -1,0 +1,53 @@
+package stuck_test
+
+import (
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/stsdiag/stsdiag/stuck"
+)
+
+// kubernetes#67250, recorded from a v1.37 control plane: web-0 was rolled out with an image tag
+// that does not exist, the template was fixed, and the controller waits forever for web-0.
+func ExampleDiagnose() {
+	f, err := os.Open("../testdata/stuck/stale-revision-stuck-3-replicas/objects.yaml")
+	if err != nil {
+		panic(err)
+	}
+	defer f.Close()
+	objs, err := stuck.Load(f, time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC))
+	if err != nil {
+		panic(err)
+	}
+	res := stuck.Diagnose(objs, stuck.DefaultOptions())
+	for _, s := range res.StatefulSets {
+		fmt.Println(s.Name, s.Status)
+	}
+	for _, f := range res.Findings {
+		fmt.Println(f.Code, f.Pod, f.Reason)
+		fmt.Println("remedy:", f.Remedy)
+	}
+	// Output:
+	// web Stuck
+	// StaleRevisionStuck web-0 ImagePullBackOff
+	// remedy: kubectl delete pod web-0 -n shop
+}
+
+// The controller's behaviour depends on its release: a Parallel rolling update whose old pods are
+// unavailable never finishes on v1.35.0–v1.35.3, where MaxUnavailableStatefulSet is on by
+// default (kubernetes#137409).
+func ExampleRulesFor() {
+	for _, v := range []string{"v1.34.4", "v1.35.3", "v1.35.4", "v1.37.2"} {
+		r, err := stuck.RulesFor(v, nil)
+		if err != nil {
+			panic(err)
+		}
+		fmt.Println(r.Version, "MaxUnavailableStatefulSet:", r.FeatureGates["MaxUnavailableStatefulSet"])
+	}
+	// Output:
+	// v1.34.4 MaxUnavailableStatefulSet: false
+	// v1.35.3 MaxUnavailableStatefulSet: true
+	// v1.35.4 MaxUnavailableStatefulSet: false
+	// v1.37.2 MaxUnavailableStatefulSet: true
+}
