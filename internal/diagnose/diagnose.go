@@ -9,12 +9,12 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
-	"github.com/stsdiag/stsdiag/internal/controller"
 	"github.com/stsdiag/stsdiag/internal/explain"
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/resolver"
 	"github.com/stsdiag/stsdiag/internal/snapshot"
 	"github.com/stsdiag/stsdiag/internal/stuck"
+	"github.com/stsdiag/stsdiag/stuck/controller"
 )
 
 // Report diagnoses a snapshot: every analyzer establishes its facts, facts of one analyzer are

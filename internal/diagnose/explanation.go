@@ -6,11 +6,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
-	"github.com/stsdiag/stsdiag/internal/controller"
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/snapshot"
 	"github.com/stsdiag/stsdiag/internal/statefulset"
 	"github.com/stsdiag/stsdiag/internal/stuck"
+	"github.com/stsdiag/stsdiag/stuck/controller"
 )
 
 // Explanation is the controller's view of one StatefulSet: the rules, the revisions and what

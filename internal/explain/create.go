@@ -7,8 +7,8 @@ import (
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/admission"
-	"github.com/stsdiag/stsdiag/internal/controller"
 	"github.com/stsdiag/stsdiag/internal/stuck"
+	"github.com/stsdiag/stsdiag/stuck/controller"
 )
 
 func (w words) createFailed(s stuck.CreateFailed) {

@@ -20,7 +20,7 @@ const module = "github.com/stsdiag/stsdiag/"
 // core packages are pure: they read objects and return facts, words or plans, and never reach
 // the API themselves.
 var core = []string{
-	"internal/admission", "internal/canary/engine", "internal/controller", "internal/diagnose", "internal/explain",
+	"internal/admission", "internal/canary/engine", "stuck/controller", "internal/diagnose", "internal/explain",
 	"internal/hold", "internal/model", "internal/plan", "internal/resolver", "internal/rollout",
 	"internal/snapshot", "internal/statefulset", "internal/stuck", "internal/verdict",
 	"stuck", "resolver", // the public rule engine and image lookup model
@@ -137,7 +137,7 @@ func prefixed(names []string) []string {
 
 // public are the design card's packages others import: their exported API names no internal/
 // type (an importer could not name it).
-var public = []string{"stuck", "resolver", "openshift", "api/v1"}
+var public = []string{"stuck", "stuck/controller", "resolver", "openshift", "api/v1"}
 
 func TestPublicAPIExposesNoInternalType(t *testing.T) {
 	pkgs := list(t, prefixed(public)...)

@@ -8,7 +8,7 @@ import (
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/admission"
-	"github.com/stsdiag/stsdiag/internal/controller"
+	"github.com/stsdiag/stsdiag/stuck/controller"
 )
 
 // The facts below are what the rules establish about each finding, in types: model.Finding.Facts

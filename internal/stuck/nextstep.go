@@ -8,8 +8,8 @@ import (
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/admission"
-	"github.com/stsdiag/stsdiag/internal/controller"
 	"github.com/stsdiag/stsdiag/internal/model"
+	"github.com/stsdiag/stsdiag/stuck/controller"
 )
 
 // missingAfter is how long a pod the controller must create may be missing, with no Event saying

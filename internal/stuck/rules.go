@@ -7,7 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/version"
 
-	"github.com/stsdiag/stsdiag/internal/controller"
+	"github.com/stsdiag/stsdiag/stuck/controller"
 )
 
 // Feature gates of kube-controller-manager that change the StatefulSet controller's verdicts.

@@ -17,10 +17,10 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
-	"github.com/stsdiag/stsdiag/internal/controller"
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/snapshot"
 	"github.com/stsdiag/stsdiag/internal/statefulset"
+	"github.com/stsdiag/stsdiag/stuck/controller"
 )
 
 // Options tune the diagnosis.

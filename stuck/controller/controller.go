@@ -18,8 +18,8 @@ import (
 	"github.com/stsdiag/stsdiag/internal/statefulset"
 )
 
-// Behaviour is what differs between releases of the controller (see internal/stuck/rules.go for
-// where each comes from).
+// Behaviour is what differs between releases of the controller (the rules of each release, with
+// the upstream source of each, are in package stuck: RulesFor).
 type Behaviour struct {
 	// MaxUnavailable is the MaxUnavailableStatefulSet gate: the rolling update follows
 	// updateStatefulSetAfterInvariantEstablished.
