@@ -92,5 +92,6 @@ func (e *Explanation) DeepCopyObject() runtime.Object {
 		}
 	}
 	c.Findings = copyFindings(e.Findings)
+	c.Server = copyServer(e.Server)
 	return &c
 }

@@ -3,7 +3,6 @@ package v1
 import (
 	"maps"
 	"sort"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime"
 )
@@ -79,35 +78,60 @@ func FindingLess(a, b *Finding) bool {
 	return a.Container < b.Container
 }
 
-// Count returns how many findings are at least as severe as min.
-func (r *Report) Count(min Severity) int {
-	n := 0
-	for _, f := range r.Findings {
-		if f.Severity.Rank() >= min.Rank() {
-			n++
-		}
-	}
-	return n
-}
-
-// Blocking reports whether a finding keeps a rollout from completing by itself: every error, a
-// tag not imported yet, an orphan pod holding an ordinal's name, and OnDelete pods on an old
-// revision (they change only when someone deletes them).
-func (f Finding) Blocking() bool {
-	return f.Severity == SeverityError || f.Code == ImageStreamTagNotFound || f.Code == OnDeleteStale ||
-		(f.Code == OrphanedRevision && f.Pod != "")
-}
-
-// Key identifies a finding across diagnoses.
-func (f Finding) Key() string {
-	return strings.Join([]string{f.Context, string(f.Code), f.Namespace, f.StatefulSet, f.Pod, f.Container, f.Image}, "/")
-}
-
 // DeepCopy copies a finding and its details.
 func (f Finding) DeepCopy() Finding {
 	c := f
 	c.Details = f.Details.DeepCopy()
 	return c
+}
+
+// DeepCopy copies an action and what it points to.
+func (a Action) DeepCopy() Action {
+	c := a
+	c.Admission = clonePtr(a.Admission)
+	if a.Rollback != nil {
+		r := *a.Rollback
+		r.Images = append([]ImageChange(nil), a.Rollback.Images...)
+		c.Rollback = &r
+	}
+	if a.DisruptionBudget != nil {
+		b := *a.DisruptionBudget
+		b.DesiredHealthy, b.CurrentHealthy = clonePtr(b.DesiredHealthy), clonePtr(b.CurrentHealthy)
+		c.DisruptionBudget = &b
+	}
+	return c
+}
+
+func copyActions(in []Action) []Action {
+	if in == nil {
+		return nil
+	}
+	out := make([]Action, len(in))
+	for i, a := range in {
+		out[i] = a.DeepCopy()
+	}
+	return out
+}
+
+func copyRolledBack(in []RolledBack) []RolledBack {
+	if in == nil {
+		return nil
+	}
+	out := make([]RolledBack, len(in))
+	for i, r := range in {
+		out[i] = r
+		out[i].Images = append([]ImageChange(nil), r.Images...)
+	}
+	return out
+}
+
+func copyServer(s *ServerInfo) *ServerInfo {
+	if s == nil {
+		return nil
+	}
+	c := *s
+	c.AssumedFeatureGates = maps.Clone(s.AssumedFeatureGates)
+	return &c
 }
 
 func copyFindings(in []Finding) []Finding {
@@ -127,18 +151,14 @@ func (r *Report) DeepCopyObject() runtime.Object {
 	c.StatefulSets = append([]StatefulSetSummary(nil), r.StatefulSets...)
 	c.Findings = copyFindings(r.Findings)
 	c.Warnings = append([]string(nil), r.Warnings...)
-	if r.Server != nil {
-		server := *r.Server
-		server.AssumedFeatureGates = maps.Clone(r.Server.AssumedFeatureGates)
-		c.Server = &server
-	}
+	c.Server = copyServer(r.Server)
 	return &c
 }
 
 // DeepCopyObject lets cli-runtime printers print the result.
 func (r *FixResult) DeepCopyObject() runtime.Object {
 	c := *r
-	c.Actions = append([]Action(nil), r.Actions...)
+	c.Actions = copyActions(r.Actions)
 	c.Unrepaired = copyFindings(r.Unrepaired)
 	return &c
 }
@@ -148,7 +168,8 @@ func (r *WaitResult) DeepCopyObject() runtime.Object {
 	c := *r
 	c.StatefulSets = append([]StatefulSetSummary(nil), r.StatefulSets...)
 	c.Findings = copyFindings(r.Findings)
-	c.Actions = append([]Action(nil), r.Actions...)
+	c.Actions = copyActions(r.Actions)
+	c.RolledBack = copyRolledBack(r.RolledBack)
 	return &c
 }
 
@@ -156,17 +177,6 @@ func (r *WaitResult) DeepCopyObject() runtime.Object {
 func (v *Version) DeepCopyObject() runtime.Object {
 	c := *v
 	return &c
-}
-
-// Repaired reports whether every planned action was done and no error finding was left
-// unrepaired.
-func (r *FixResult) Repaired() bool {
-	for _, a := range r.Actions {
-		if a.Result != ResultDone {
-			return false
-		}
-	}
-	return len(r.Unrepaired) == 0
 }
 
 // NewCanaryResult returns a CanaryResult with a verdict.
@@ -182,7 +192,7 @@ func (r *CanaryResult) DeepCopyObject() runtime.Object {
 	c.Steps = append([]CanaryStep(nil), r.Steps...)
 	c.StatefulSets = append([]StatefulSetSummary(nil), r.StatefulSets...)
 	c.Findings = copyFindings(r.Findings)
-	c.Actions = append([]Action(nil), r.Actions...)
-	c.RolledBack = append([]RolledBack(nil), r.RolledBack...)
+	c.Actions = copyActions(r.Actions)
+	c.RolledBack = copyRolledBack(r.RolledBack)
 	return &c
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"maps"
 	"sort"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -307,3 +308,16 @@ func (r *WaitResult) Public() *apiv1.WaitResult {
 
 // Ptr returns a pointer to v (for the pointer fields of apiv1.FindingDetails).
 func Ptr[T any](v T) *T { return &v }
+
+// Blocking reports whether a finding keeps a rollout from completing by itself (wait's policy):
+// every error, a tag not imported yet, an orphan pod holding an ordinal's name, and OnDelete pods
+// on an old revision (they change only when someone deletes them).
+func (f Finding) Blocking() bool {
+	return f.Severity == apiv1.SeverityError || f.Code == apiv1.ImageStreamTagNotFound || f.Code == apiv1.OnDeleteStale ||
+		(f.Code == apiv1.OrphanedRevision && f.Pod != "")
+}
+
+// Key identifies a finding across diagnoses.
+func (f Finding) Key() string {
+	return strings.Join([]string{f.Context, string(f.Code), f.Namespace, f.StatefulSet, f.Pod, f.Container, f.Image}, "/")
+}
