@@ -21,7 +21,7 @@ const missingAfter = time.Minute
 const defaultBlockedAfter = 5 * time.Minute
 
 // nextSteps reports, for every ordinal the controller's next sync holds at (the model in
-// internal/controller), what keeps it there when no finding of this StatefulSet (those from
+// stuck/controller), what keeps it there when no finding of this StatefulSet (those from
 // `from` on) already says so: a pod it cannot create (PodCreateFailed), or a wait no known cause
 // explains (RolloutBlocked). So no rollout that cannot progress goes without an error finding.
 func (d *diagnosis) nextSteps(r *controllerView, from int) {

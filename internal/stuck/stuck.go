@@ -112,7 +112,7 @@ type diagnosis struct {
 func (d *diagnosis) add(f model.Finding) { d.findings = append(d.findings, f) }
 
 // controllerView is the controller's view of one StatefulSet: the model of its next sync
-// (internal/controller), with the pods by index.
+// (stuck/controller), with the pods by index.
 type controllerView struct {
 	*controller.View
 	rules     Rules
