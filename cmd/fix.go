@@ -17,6 +17,7 @@ import (
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/explain"
+	"github.com/stsdiag/stsdiag/internal/fix"
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/plan"
 	"github.com/stsdiag/stsdiag/internal/render"
@@ -48,13 +49,13 @@ type FixOptions struct {
 	genericiooptions.IOStreams
 	print *render.PrintFlags
 	yes   bool
-	fix   repair.FixOptions
+	fix   fix.Options
 	// admission: fresh diagnoses also ask admission (--confirm-with-admission).
 	admission bool
-	// confirm asks before anything changes (a terminal prompt); repairFix is repair.Fix. Tests
+	// confirm asks before anything changes (a terminal prompt); repairFix is fix.Run. Tests
 	// replace them.
 	confirm   func(ctx context.Context) (bool, error)
-	repairFix func(context.Context, repair.FixOptions) (*model.FixResult, error)
+	repairFix func(context.Context, fix.Options) (*model.FixResult, error)
 }
 
 const fixExample = `  # Show what would be repaired, without changing anything
@@ -147,7 +148,7 @@ by a signal (SIGINT, SIGTERM), at the question included.`,
 
 // ToOptions checks and parses the flags with the NAME arguments.
 func (f *FixFlags) ToOptions(args []string) (*FixOptions, error) {
-	o := &FixOptions{configFlags: f.configFlags, IOStreams: f.IOStreams, print: f.PrintFlags, yes: f.Yes, repairFix: repair.Fix,
+	o := &FixOptions{configFlags: f.configFlags, IOStreams: f.IOStreams, print: f.PrintFlags, yes: f.Yes, repairFix: fix.Run,
 		admission: f.ConfirmWithAdmission}
 	o.confirm = o.askOnTerminal
 	scope, err := f.Scope.ToScope(args)
@@ -183,12 +184,12 @@ func (f *FixFlags) ToOptions(args []string) (*FixOptions, error) {
 	if err != nil {
 		return nil, err
 	}
-	o.fix = repair.FixOptions{Options: repair.Options{Scope: scope.Scope, DryRun: apiv1.DryRunMode(f.DryRun), Diagnosis: diagnosis,
+	o.fix = fix.Options{Options: repair.Options{Scope: scope.Scope, DryRun: apiv1.DryRunMode(f.DryRun), Diagnosis: diagnosis,
 		Policy: plan.Policy{Rollback: f.Rollback, ForceLostNode: f.ForceLostNode}, Disruption: disruption}, Wait: wait, Steady: steady}
 	return o, nil
 }
 
-// Run repairs (repair.Fix), prints the outcome and sets the exit code. In the human formats the
+// Run repairs (fix.Run), prints the outcome and sets the exit code. In the human formats the
 // plan, each action's result and the summary go to stdout as they happen; warnings, the question
 // and --wait's rollout progress go to stderr.
 func (o *FixOptions) Run(ctx context.Context) error {
@@ -231,7 +232,7 @@ func (o *FixOptions) Run(ctx context.Context) error {
 		err = perr
 	}
 	switch {
-	case errors.Is(err, repair.ErrNotConfirmed):
+	case errors.Is(err, fix.ErrNotConfirmed):
 		return withCode(ExitFindings, err)
 	case errors.Is(err, rollout.ErrTimeout):
 		return withCode(ExitTimeout, err)

@@ -12,8 +12,8 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/internal/fix"
 	"github.com/stsdiag/stsdiag/internal/model"
-	"github.com/stsdiag/stsdiag/internal/repair"
 )
 
 func TestConfirmOnTerminal(t *testing.T) {
@@ -74,9 +74,9 @@ func TestConfirmInterrupted(t *testing.T) {
 	}
 }
 
-// fakeFix plans one DeletePod and follows repair.Fix's contract: OnPlan, Confirm (an error skips
+// fakeFix plans one DeletePod and follows fix.Run's contract: OnPlan, Confirm (an error skips
 // every action), Progress per applied action, the rollout log.
-func fakeFix(ctx context.Context, o repair.FixOptions) (*model.FixResult, error) {
+func fakeFix(ctx context.Context, o fix.Options) (*model.FixResult, error) {
 	plan := &model.FixResult{DryRun: o.DryRun}
 	plan.Actions = []model.Action{{Action: apiv1.Action{Action: apiv1.DeletePod, Namespace: "shop", StatefulSet: "web", Pod: "web-0", UID: "u1"}, Cause: apiv1.StaleRevisionStuck}}
 	o.OnPlan(plan, nil)
@@ -87,7 +87,7 @@ func fakeFix(ctx context.Context, o repair.FixOptions) (*model.FixResult, error)
 			return plan, nil
 		}
 		if !ok {
-			return plan, repair.ErrNotConfirmed
+			return plan, fix.ErrNotConfirmed
 		}
 	}
 	plan.Actions[0].Result, plan.Actions[0].Message = apiv1.ResultDone, "deleted"

@@ -11,10 +11,10 @@ import (
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/gather"
+	"github.com/stsdiag/stsdiag/internal/imageapi"
 	"github.com/stsdiag/stsdiag/internal/probe"
 	"github.com/stsdiag/stsdiag/internal/rollout"
 	"github.com/stsdiag/stsdiag/internal/stuck"
-	"github.com/stsdiag/stsdiag/openshift"
 )
 
 // scopeFlags select the StatefulSets a command works on: NAME arguments, -n (a kubeconfig
@@ -31,7 +31,7 @@ type scopeFlags struct {
 }
 
 func newScopeFlags(config *genericclioptions.ConfigFlags) *scopeFlags {
-	return &scopeFlags{config: config, OpenShift: string(openshift.ModeAuto)}
+	return &scopeFlags{config: config, OpenShift: string(imageapi.ModeAuto)}
 }
 
 // AddFlags registers -A, -l and --openshift.
@@ -75,7 +75,7 @@ func (s *scopeFlags) ToScope(names []string) (scope, error) {
 	}
 	out := scope{Scope: gather.Scope{Names: names}, allNamespaces: s.AllNamespaces, contexts: s.Contexts}
 	var err error
-	if out.OpenShift, err = openshift.ParseMode(s.OpenShift); err != nil {
+	if out.OpenShift, err = imageapi.ParseMode(s.OpenShift); err != nil {
 		return scope{}, err
 	}
 	if out.Selector, err = labels.Parse(s.Selector); err != nil {

@@ -19,10 +19,10 @@ import (
 	"github.com/stsdiag/stsdiag/internal/check"
 	"github.com/stsdiag/stsdiag/internal/diagnose"
 	"github.com/stsdiag/stsdiag/internal/gather"
+	"github.com/stsdiag/stsdiag/internal/imageapi"
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/snapshot"
 	"github.com/stsdiag/stsdiag/internal/stuck"
-	"github.com/stsdiag/stsdiag/openshift"
 )
 
 // TestWatchSeesWhatCheckSees: for the same cluster state, the informer snapshot behind wait and
@@ -40,7 +40,7 @@ func TestWatchSeesWhatCheckSees(t *testing.T) {
 	clients := gather.Clients{Kube: kube}
 	opts := stuck.DefaultOptions()
 	for _, ns := range []string{"", "s0"} {
-		scope := gather.Scope{Namespace: ns, OpenShift: openshift.ModeNever}
+		scope := gather.Scope{Namespace: ns, OpenShift: imageapi.ModeNever}
 		checked, _, err := check.Run(context.Background(), clients, scope, opts)
 		if err != nil {
 			t.Fatal(err)
@@ -148,7 +148,7 @@ func TestWatchSeesOtherNamespacesStreams(t *testing.T) {
 	}
 	imageObjs = append(imageObjs, &imagev1.ImageStream{ObjectMeta: metav1.ObjectMeta{Name: "base", Namespace: "elsewhere"}})
 	clients := gather.Clients{Kube: fake.NewClientset(kubeObjs...), Image: imagefake.NewClientset(imageObjs...)}
-	scope := gather.Scope{OpenShift: openshift.ModeAlways}
+	scope := gather.Scope{OpenShift: imageapi.ModeAlways}
 	opts := stuck.DefaultOptions()
 	checked, _, err := check.AllNamespaces(context.Background(), clients, scope, opts, false)
 	if err != nil {

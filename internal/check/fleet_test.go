@@ -18,10 +18,10 @@ import (
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/check"
 	"github.com/stsdiag/stsdiag/internal/gather"
+	"github.com/stsdiag/stsdiag/internal/imageapi"
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/snapshot"
 	"github.com/stsdiag/stsdiag/internal/stuck"
-	"github.com/stsdiag/stsdiag/openshift"
 )
 
 // TestRunFleet: two clusters and one that refuses: one report, findings and StatefulSets
@@ -37,7 +37,7 @@ func TestRunFleet(t *testing.T) {
 	refusing.PrependReactor("list", "*", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "statefulsets"}, "", errors.New("no"))
 	})
-	scope := gather.Scope{OpenShift: openshift.ModeNever}
+	scope := gather.Scope{OpenShift: imageapi.ModeNever}
 	rep, failed := check.RunFleet(context.Background(), []check.Target{
 		{Context: "prod-eu", Clients: gather.Clients{Kube: stuckCluster}, Scope: scope},
 		{Context: "prod-us", Clients: gather.Clients{Kube: healthy}, Scope: scope},
@@ -70,7 +70,7 @@ func TestRunFleetServer(t *testing.T) {
 		kube.Discovery().(*fakediscovery.FakeDiscovery).FakedServerVersion = &version.Info{Major: "1", Minor: "35", GitVersion: gitVersion}
 		return gather.Clients{Kube: kube}
 	}
-	scope := gather.Scope{OpenShift: openshift.ModeNever}
+	scope := gather.Scope{OpenShift: imageapi.ModeNever}
 	run := func(east, west string) *model.Report {
 		rep, failed := check.RunFleet(context.Background(), []check.Target{
 			{Context: "east", Clients: cluster(east), Scope: scope},

@@ -28,10 +28,10 @@ import (
 
 	"github.com/stsdiag/stsdiag/internal/check"
 	"github.com/stsdiag/stsdiag/internal/gather"
+	"github.com/stsdiag/stsdiag/internal/imageapi"
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/snapshot"
 	"github.com/stsdiag/stsdiag/internal/stuck"
-	"github.com/stsdiag/stsdiag/openshift"
 )
 
 // scenarioCluster puts every scenario of testdata/stuck and testdata/resolver in one cluster,
@@ -183,7 +183,7 @@ func key(obj runtime.Object) string {
 func TestAllNamespacesIsOneSnapshot(t *testing.T) {
 	defer func(size int64) { gather.PageSize = size }(gather.PageSize)
 	opts := stuck.DefaultOptions()
-	scope := gather.Scope{OpenShift: openshift.ModeAlways}
+	scope := gather.Scope{OpenShift: imageapi.ModeAlways}
 	for _, size := range []int64{1, 2, 7, 5000} {
 		t.Run(fmt.Sprintf("pages of %d", size), func(t *testing.T) {
 			gather.PageSize = size
@@ -228,7 +228,7 @@ func TestAllNamespacesFallsBack(t *testing.T) {
 	defer func(size int64) { gather.PageSize = size }(gather.PageSize)
 	gather.PageSize = 3
 	opts := stuck.DefaultOptions()
-	scope := gather.Scope{OpenShift: openshift.ModeAlways}
+	scope := gather.Scope{OpenShift: imageapi.ModeAlways}
 	cases := map[string]*pager{
 		"pods in reverse key order": {reorder: func(items []runtime.Object) {
 			if _, ok := items[0].(*corev1.Pod); ok {

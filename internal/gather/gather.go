@@ -23,8 +23,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/stsdiag/stsdiag/internal/imageapi"
 	"github.com/stsdiag/stsdiag/internal/snapshot"
-	"github.com/stsdiag/stsdiag/openshift"
 )
 
 // Clients are the API clients gathering uses. Image may be nil on plain Kubernetes; Dynamic
@@ -54,7 +54,7 @@ type Scope struct {
 	Names []string
 	// Selector filters StatefulSets by label.
 	Selector  labels.Selector
-	OpenShift openshift.Mode
+	OpenShift imageapi.Mode
 }
 
 // NotFoundError means a namespace or StatefulSet the user named does not exist.
@@ -136,7 +136,7 @@ type listing struct {
 func listResources(ctx context.Context, c Clients, scope Scope, s *snapshot.Snapshot) ([]listing, error) {
 	g, gctx := errgroup.WithContext(ctx)
 	environment := sync.OnceValues(func() (env, error) {
-		on, err := openshift.Enabled(gctx, scope.OpenShift, c.Kube.Discovery())
+		on, err := imageapi.Enabled(gctx, scope.OpenShift, c.Kube.Discovery())
 		return env{allNamespaces: scope.Namespace == "", openShift: on, imageClient: c.Image != nil}, err
 	})
 	g.Go(func() (err error) {

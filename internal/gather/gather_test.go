@@ -21,7 +21,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/stsdiag/stsdiag/internal/gather"
-	"github.com/stsdiag/stsdiag/openshift"
+	"github.com/stsdiag/stsdiag/internal/imageapi"
 )
 
 func objects(n int) []runtime.Object {
@@ -48,7 +48,7 @@ func verbs(actions []k8stesting.Action) map[string]int {
 func TestGatherListsOncePerResource(t *testing.T) {
 	for _, n := range []int{1, 50} {
 		kube := fake.NewClientset(objects(n)...)
-		s, warnings, err := gather.Gather(context.Background(), gather.Clients{Kube: kube}, gather.Scope{Namespace: "shop", OpenShift: openshift.ModeNever})
+		s, warnings, err := gather.Gather(context.Background(), gather.Clients{Kube: kube}, gather.Scope{Namespace: "shop", OpenShift: imageapi.ModeNever})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -67,7 +67,7 @@ func TestGatherListsOncePerResource(t *testing.T) {
 func TestGatherScope(t *testing.T) {
 	kube := fake.NewClientset(objects(4)...)
 	sel, _ := labels.Parse("tier=1")
-	s, _, err := gather.Gather(context.Background(), gather.Clients{Kube: kube}, gather.Scope{Namespace: "shop", Selector: sel, OpenShift: openshift.ModeNever})
+	s, _, err := gather.Gather(context.Background(), gather.Clients{Kube: kube}, gather.Scope{Namespace: "shop", Selector: sel, OpenShift: imageapi.ModeNever})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,12 +80,12 @@ func TestGatherScope(t *testing.T) {
 		t.Errorf("selected %v of %d", selected, len(s.StatefulSets))
 	}
 
-	_, _, err = gather.Gather(context.Background(), gather.Clients{Kube: kube}, gather.Scope{Namespace: "shop", Names: []string{"set-0", "nope"}, OpenShift: openshift.ModeNever})
+	_, _, err = gather.Gather(context.Background(), gather.Clients{Kube: kube}, gather.Scope{Namespace: "shop", Names: []string{"set-0", "nope"}, OpenShift: imageapi.ModeNever})
 	var nf *gather.NotFoundError
 	if !errors.As(err, &nf) || err.Error() != `statefulset "nope" in namespace "shop" not found` {
 		t.Errorf("unknown name: %v", err)
 	}
-	_, _, err = gather.Gather(context.Background(), gather.Clients{Kube: kube}, gather.Scope{Namespace: "gone", OpenShift: openshift.ModeNever})
+	_, _, err = gather.Gather(context.Background(), gather.Clients{Kube: kube}, gather.Scope{Namespace: "gone", OpenShift: imageapi.ModeNever})
 	if !errors.As(err, &nf) {
 		t.Errorf("missing namespace: %v", err)
 	}
@@ -96,7 +96,7 @@ func TestGatherForbidden(t *testing.T) {
 	kube.PrependReactor("list", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", errors.New("no"))
 	})
-	_, _, err := gather.Gather(context.Background(), gather.Clients{Kube: kube}, gather.Scope{Namespace: "shop", OpenShift: openshift.ModeNever})
+	_, _, err := gather.Gather(context.Background(), gather.Clients{Kube: kube}, gather.Scope{Namespace: "shop", OpenShift: imageapi.ModeNever})
 	if !apierrors.IsForbidden(err) {
 		t.Fatalf("want forbidden, got %v", err)
 	}
@@ -108,7 +108,7 @@ func TestGatherImageStreams(t *testing.T) {
 		{GroupVersion: "image.openshift.io/v1", APIResources: []metav1.APIResource{{Name: "imagestreams", Namespaced: true, Kind: "ImageStream"}}},
 	}
 	image := imagefake.NewClientset(&imagev1.ImageStream{ObjectMeta: metav1.ObjectMeta{Name: "myapp", Namespace: "shop"}})
-	s, warnings, err := gather.Gather(context.Background(), gather.Clients{Kube: kube, Image: image}, gather.Scope{Namespace: "shop", OpenShift: openshift.ModeAuto})
+	s, warnings, err := gather.Gather(context.Background(), gather.Clients{Kube: kube, Image: image}, gather.Scope{Namespace: "shop", OpenShift: imageapi.ModeAuto})
 	if err != nil || !s.OpenShift || len(s.ImageStreams) != 1 || len(warnings) != 0 {
 		t.Fatalf("openshift %v streams %d warnings %v err %v", s.OpenShift, len(s.ImageStreams), warnings, err)
 	}
@@ -116,7 +116,7 @@ func TestGatherImageStreams(t *testing.T) {
 	image.PrependReactor("list", "imagestreams", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "image.openshift.io", Resource: "imagestreams"}, "", errors.New("no"))
 	})
-	s, warnings, err = gather.Gather(context.Background(), gather.Clients{Kube: kube, Image: image}, gather.Scope{Namespace: "shop", OpenShift: openshift.ModeAuto})
+	s, warnings, err = gather.Gather(context.Background(), gather.Clients{Kube: kube, Image: image}, gather.Scope{Namespace: "shop", OpenShift: imageapi.ModeAuto})
 	if err != nil || len(warnings) != 1 || len(s.ImageStreams) != 0 {
 		t.Fatalf("forbidden imagestreams must only warn: warnings %v err %v", warnings, err)
 	}
@@ -127,7 +127,7 @@ func TestGatherWithoutEvents(t *testing.T) {
 	kube.PrependReactor("list", "events", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "events"}, "", errors.New("no"))
 	})
-	s, warnings, err := gather.Gather(context.Background(), gather.Clients{Kube: kube}, gather.Scope{Namespace: "shop", OpenShift: openshift.ModeNever})
+	s, warnings, err := gather.Gather(context.Background(), gather.Clients{Kube: kube}, gather.Scope{Namespace: "shop", OpenShift: imageapi.ModeNever})
 	if err != nil || len(warnings) != 1 || len(s.Pods) != 3 {
 		t.Fatalf("events are optional: err %v warnings %v", err, warnings)
 	}

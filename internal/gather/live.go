@@ -16,8 +16,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/watchlist"
 
+	"github.com/stsdiag/stsdiag/internal/imageapi"
 	"github.com/stsdiag/stsdiag/internal/snapshot"
-	"github.com/stsdiag/stsdiag/openshift"
 )
 
 // Live keeps the objects of a scope current with one informer (one LIST and one WATCH) per kind
@@ -73,7 +73,7 @@ func startLive(ctx context.Context, c Clients, scope Scope, onChange func(obj an
 	if err != nil {
 		return nil, nil, false, err
 	}
-	enabled, err := openshift.Enabled(ctx, scope.OpenShift, c.Kube.Discovery())
+	enabled, err := imageapi.Enabled(ctx, scope.OpenShift, c.Kube.Discovery())
 	if err != nil {
 		return nil, nil, false, err
 	}

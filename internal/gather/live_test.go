@@ -23,8 +23,8 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/stsdiag/stsdiag/internal/gather"
+	"github.com/stsdiag/stsdiag/internal/imageapi"
 	"github.com/stsdiag/stsdiag/internal/snapshot"
-	"github.com/stsdiag/stsdiag/openshift"
 )
 
 // twoNamespaces is one object of each kind read in namespaces shop and bank (two StatefulSets
@@ -54,7 +54,7 @@ func TestNamespaceSnapshots(t *testing.T) {
 	objs, images := twoNamespaces()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	live, _, err := gather.StartLive(ctx, gather.Clients{Kube: fake.NewClientset(objs...), Image: images}, gather.Scope{OpenShift: openshift.ModeAlways}, nil)
+	live, _, err := gather.StartLive(ctx, gather.Clients{Kube: fake.NewClientset(objs...), Image: images}, gather.Scope{OpenShift: imageapi.ModeAlways}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,14 +113,14 @@ func TestStartLiveDiagnosing(t *testing.T) {
 		handed    string
 		podLists  int
 	}{
-		{name: "all namespaces", scope: gather.Scope{OpenShift: openshift.ModeAlways},
+		{name: "all namespaces", scope: gather.Scope{OpenShift: imageapi.ModeAlways},
 			diagnosed: true, handed: "[bank:2/1 shop:2/1]", podLists: 2},
-		{name: "pods out of key order", scope: gather.Scope{OpenShift: openshift.ModeAlways}, reversed: true,
+		{name: "pods out of key order", scope: gather.Scope{OpenShift: imageapi.ModeAlways}, reversed: true,
 			// bank is handed out before shop's pods came; every pod was read, and fills the cache.
 			diagnosed: false, handed: "[bank:2/0]", podLists: 2},
-		{name: "the paged pods LIST fails", scope: gather.Scope{OpenShift: openshift.ModeAlways}, failList: 2,
+		{name: "the paged pods LIST fails", scope: gather.Scope{OpenShift: imageapi.ModeAlways}, failList: 2,
 			diagnosed: false, handed: "[]", podLists: 3},
-		{name: "a namespace named", scope: gather.Scope{Namespace: "shop", OpenShift: openshift.ModeAlways},
+		{name: "a namespace named", scope: gather.Scope{Namespace: "shop", OpenShift: imageapi.ModeAlways},
 			diagnosed: false, handed: "[]", podLists: 2},
 	}
 	for _, tc := range cases {

@@ -20,8 +20,8 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/stsdiag/stsdiag/internal/gather"
+	"github.com/stsdiag/stsdiag/internal/imageapi"
 	"github.com/stsdiag/stsdiag/internal/snapshot"
-	"github.com/stsdiag/stsdiag/openshift"
 )
 
 // read is what one read path gave.
@@ -67,12 +67,12 @@ func TestReadPolicy(t *testing.T) {
 		name      string
 		forbidden string
 		extra     []runtime.Object
-		openShift openshift.Mode
+		openShift imageapi.Mode
 		err       string
 		warnings  string
 		listed    string
 	}{
-		{name: "all readable", openShift: openshift.ModeAlways,
+		{name: "all readable", openShift: imageapi.ModeAlways,
 			warnings: "[]", listed: "storageclasses=true nodes=true services=true"},
 		{name: "pods are required", forbidden: "pods",
 			err: `listing pods in namespace "shop": pods is forbidden: no`},
@@ -90,7 +90,7 @@ func TestReadPolicy(t *testing.T) {
 			warnings: "[]", listed: "storageclasses=true nodes=false services=true"},
 		{name: "storageclasses are silent", forbidden: "storageclasses",
 			warnings: "[]", listed: "storageclasses=false nodes=true services=true"},
-		{name: "imagestreams warn", forbidden: "imagestreams", openShift: openshift.ModeAlways,
+		{name: "imagestreams warn", forbidden: "imagestreams", openShift: imageapi.ModeAlways,
 			warnings: `[ImageStream checks skipped: cannot list imagestreams.image.openshift.io: imagestreams is forbidden: no]`,
 			listed:   "storageclasses=true nodes=true services=true"},
 	}
@@ -104,7 +104,7 @@ func TestReadPolicy(t *testing.T) {
 			}
 			mode := tc.openShift
 			if mode == "" {
-				mode = openshift.ModeNever
+				mode = imageapi.ModeNever
 			}
 			for path, got := range bothPaths(t, gather.Clients{Kube: kube, Image: image}, gather.Scope{Namespace: "shop", OpenShift: mode}) {
 				if tc.err != "" {
@@ -143,12 +143,12 @@ func TestNamespacesOnlyForAllNamespacesOnOpenShift(t *testing.T) {
 	cases := []struct {
 		name      string
 		namespace string
-		mode      openshift.Mode
+		mode      imageapi.Mode
 		want      string
 	}{
-		{"all namespaces on OpenShift", "", openshift.ModeAlways, "[kube-system shop]"},
-		{"all namespaces elsewhere", "", openshift.ModeNever, "[]"},
-		{"one namespace on OpenShift", "shop", openshift.ModeAlways, "[shop]"},
+		{"all namespaces on OpenShift", "", imageapi.ModeAlways, "[kube-system shop]"},
+		{"all namespaces elsewhere", "", imageapi.ModeNever, "[]"},
+		{"one namespace on OpenShift", "shop", imageapi.ModeAlways, "[shop]"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -185,7 +185,7 @@ func TestSlimmedInBothPaths(t *testing.T) {
 		&storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "fast", Annotations: map[string]string{"kubectl.kubernetes.io/last-applied-configuration": "{}"}}},
 	)
 	image := imagefake.NewClientset(&imagev1.ImageStream{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "shop", Annotations: applied}})
-	for path, got := range bothPaths(t, gather.Clients{Kube: kube, Image: image}, gather.Scope{Namespace: "shop", OpenShift: openshift.ModeAlways}) {
+	for path, got := range bothPaths(t, gather.Clients{Kube: kube, Image: image}, gather.Scope{Namespace: "shop", OpenShift: imageapi.ModeAlways}) {
 		if got.err != nil {
 			t.Fatalf("%s: %v", path, got.err)
 		}

@@ -14,9 +14,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/stsdiag/stsdiag/internal/imageapi"
 	"github.com/stsdiag/stsdiag/internal/slimpb"
 	"github.com/stsdiag/stsdiag/internal/snapshot"
-	"github.com/stsdiag/stsdiag/openshift"
 )
 
 // PageSize is the limit of each page of EachNamespace's LISTs (a variable for tests).
@@ -204,7 +204,7 @@ func eachNamespace(ctx context.Context, c Clients, scope Scope, fn func(*snapsho
 
 // readEnv is the environment of an all-namespaces read: whether the image API is in use.
 func readEnv(ctx context.Context, c Clients, scope Scope) (env, error) {
-	on, err := openshift.Enabled(ctx, scope.OpenShift, c.Kube.Discovery())
+	on, err := imageapi.Enabled(ctx, scope.OpenShift, c.Kube.Discovery())
 	return env{allNamespaces: true, openShift: on, imageClient: c.Image != nil}, err
 }
 

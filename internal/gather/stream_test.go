@@ -12,8 +12,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/stsdiag/stsdiag/internal/gather"
+	"github.com/stsdiag/stsdiag/internal/imageapi"
 	"github.com/stsdiag/stsdiag/internal/snapshot"
-	"github.com/stsdiag/stsdiag/openshift"
 )
 
 // TestEachNamespaceReadPolicy: reading namespace by namespace treats each kind as Gather does
@@ -33,7 +33,7 @@ func TestEachNamespaceReadPolicy(t *testing.T) {
 				}
 			}
 			c := gather.Clients{Kube: kube, Image: image}
-			scope := gather.Scope{OpenShift: openshift.ModeAlways}
+			scope := gather.Scope{OpenShift: imageapi.ModeAlways}
 			want, wantWarnings, wantErr := gather.Gather(context.Background(), c, scope)
 			var got []*snapshot.Snapshot
 			read, err := gather.EachNamespace(context.Background(), c, scope, func(s *snapshot.Snapshot) error {

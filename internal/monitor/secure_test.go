@@ -25,8 +25,8 @@ import (
 	certutil "k8s.io/client-go/util/cert"
 
 	"github.com/stsdiag/stsdiag/internal/gather"
+	"github.com/stsdiag/stsdiag/internal/imageapi"
 	"github.com/stsdiag/stsdiag/internal/monitor"
-	"github.com/stsdiag/stsdiag/openshift"
 )
 
 // fakeReviewer answers TokenReviews (token "good" and "nobody" are users "scraper" and
@@ -74,7 +74,7 @@ func freeAddr(t *testing.T) string {
 func serve(t *testing.T, o monitor.ServeOptions) {
 	t.Helper()
 	o.Clients = gather.Clients{Kube: fake.NewClientset(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}})}
-	o.Scope = gather.Scope{Namespace: "shop", OpenShift: openshift.ModeNever}
+	o.Scope = gather.Scope{Namespace: "shop", OpenShift: imageapi.ModeNever}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- monitor.Serve(ctx, o) }()

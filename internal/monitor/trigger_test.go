@@ -14,9 +14,9 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/stsdiag/stsdiag/internal/gather"
+	"github.com/stsdiag/stsdiag/internal/imageapi"
 	"github.com/stsdiag/stsdiag/internal/monitor"
 	"github.com/stsdiag/stsdiag/internal/snapshot"
-	"github.com/stsdiag/stsdiag/openshift"
 )
 
 // TestTriggerRepairEventReason: watch --fix patches the stale image trigger of
@@ -41,7 +41,7 @@ func TestTriggerRepairEventReason(t *testing.T) {
 	}
 	kube := fake.NewClientset(objects...)
 	clients := gather.Clients{Kube: kube, Image: imagefake.NewClientset(streams...)}
-	ctrl := monitor.New(clients, gather.Scope{Namespace: "shop", OpenShift: openshift.ModeAlways},
+	ctrl := monitor.New(clients, gather.Scope{Namespace: "shop", OpenShift: imageapi.ModeAlways},
 		monitor.Options{Fix: true, NoConditions: true}, monitor.NewMetrics())
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})

@@ -19,13 +19,13 @@ import (
 	"k8s.io/utils/ptr"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/internal/fix"
 	"github.com/stsdiag/stsdiag/internal/gather"
+	"github.com/stsdiag/stsdiag/internal/imageapi"
 	"github.com/stsdiag/stsdiag/internal/probe"
-	"github.com/stsdiag/stsdiag/internal/repair"
 	"github.com/stsdiag/stsdiag/internal/snapshot"
 	"github.com/stsdiag/stsdiag/internal/snapshot/snapshottest"
 	"github.com/stsdiag/stsdiag/internal/stuck"
-	"github.com/stsdiag/stsdiag/openshift"
 )
 
 const (
@@ -244,11 +244,11 @@ func TestFixTrustsAdmission(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := gather.Clients{Kube: kube, Image: imagefake.NewClientset(stream)}
-	scope := gather.Scope{Namespace: "shop", OpenShift: openshift.ModeAlways}
-	o := repair.FixOptions{}
+	scope := gather.Scope{Namespace: "shop", OpenShift: imageapi.ModeAlways}
+	o := fix.Options{}
 	o.Clients, o.Scope, o.Diagnosis, o.DryRun = c, scope, stuck.DefaultOptions(), apiv1.DryRunNone
 	o.Source = probe.Source{Source: gather.Lister{Clients: c, Scope: scope}, Kube: kube}
-	res, err := repair.Fix(context.Background(), o)
+	res, err := fix.Run(context.Background(), o)
 	if err != nil || len(res.Actions) != 1 {
 		t.Fatalf("fix: %v %+v", err, res)
 	}

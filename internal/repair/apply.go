@@ -194,7 +194,7 @@ func (e *Executor) deleteProven(ctx context.Context, actions []model.Action) ([]
 		for _, a := range actions {
 			a.Result, a.Message = apiv1.ResultDone, "dry run: not sent"
 			if a.Kind() == apiv1.DeletePod {
-				a.Disruption = e.disruption()
+				a.Disruption = e.DisruptionMode()
 				if a.Disruption == apiv1.DisruptionEvict {
 					e.predictEviction(ctx, &a)
 				}
@@ -468,7 +468,7 @@ func inPlanOrder(actions, plan []model.Action) []model.Action {
 // not observed in time to the last observedGeneration seen (-1: none). It fails only when ctx is
 // cancelled or the API fails.
 func (e *Executor) waitObserved(ctx context.Context, patched map[string]int64) (notObserved map[string]int64, err error) {
-	follow := e.follower()
+	follow := e.Follower()
 	deadline := e.observeDeadline(ctx)
 	notObserved = map[string]int64{}
 	for _, key := range sortedKeys(patched) {
@@ -559,7 +559,8 @@ func (e *Executor) now() time.Time {
 	return time.Now()
 }
 
-func (e *Executor) disruption() apiv1.DisruptionMode {
+// DisruptionMode is how the executor removes a pod proven stuck: delete unless evict was asked.
+func (e *Executor) DisruptionMode() apiv1.DisruptionMode {
 	if e.Disruption == "" {
 		return apiv1.DisruptionDelete
 	}
@@ -575,7 +576,8 @@ func sortedKeys(m map[string]int64) []string {
 	return keys
 }
 
-func (e *Executor) follower() Follower {
+// Follower is how the executor follows a StatefulSet: Follow, else a watch of it.
+func (e *Executor) Follower() Follower {
 	if e.Follow != nil {
 		return e.Follow
 	}

@@ -13,13 +13,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/utils/ptr"
 
-	apiv1 "github.com/stsdiag/stsdiag/api/v1"
-	"github.com/stsdiag/stsdiag/internal/gather"
-	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/repair"
 	"github.com/stsdiag/stsdiag/internal/rollout"
-	"github.com/stsdiag/stsdiag/internal/stuck"
-	"github.com/stsdiag/stsdiag/openshift"
 )
 
 // stuckCluster: web-0 on the old revision in ImagePullBackOff under OrderedReady
@@ -40,31 +35,6 @@ func stuckCluster() []runtime.Object {
 			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff"}}}}},
 	}
 	return []runtime.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}, set, pod}
-}
-
-// TestFixWaitInterruptedIsNotATimeout: Ctrl-C while fix --wait follows the rollout is an
-// interruption (context.Canceled), not "timed out" (rollout.ErrTimeout, exit 3), and the result
-// does not say the rollout timed out.
-func TestFixWaitInterruptedIsNotATimeout(t *testing.T) {
-	kube := fake.NewClientset(stuckCluster()...)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	o := repair.FixOptions{Wait: time.Minute}
-	o.Clients = gather.Clients{Kube: kube}
-	o.Scope = gather.Scope{Namespace: "shop", OpenShift: openshift.ModeNever}
-	o.Diagnosis = stuck.DefaultOptions()
-	o.DryRun = apiv1.DryRunNone
-	o.Progress = func(model.Action) { cancel() } // the signal arrives once the pod is deleted
-	res, err := repair.Fix(ctx, o)
-	if res == nil || len(res.Actions) != 1 || res.Actions[0].Result != apiv1.ResultDone {
-		t.Fatalf("want the delete of web-0 done first: %+v %v", res, err)
-	}
-	if errors.Is(err, rollout.ErrTimeout) || !errors.Is(err, context.Canceled) {
-		t.Errorf("error %v: want an interruption (context.Canceled), not a timeout", err)
-	}
-	if res.Rollout != "" {
-		t.Errorf("rollout %q: an interrupted wait says nothing of the rollout", res.Rollout)
-	}
 }
 
 // TestWatchFollower: the follower ends when done says so of a state the watch delivers, with

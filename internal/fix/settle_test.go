@@ -1,4 +1,4 @@
-package repair
+package fix
 
 import (
 	"bytes"
@@ -16,6 +16,7 @@ import (
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/gather"
 	"github.com/stsdiag/stsdiag/internal/model"
+	"github.com/stsdiag/stsdiag/internal/repair"
 	"github.com/stsdiag/stsdiag/internal/rollout"
 )
 
@@ -40,7 +41,7 @@ func readyPodSince(since time.Time) *corev1.Pod {
 }
 
 // statusFollower reports the StatefulSet complete at once, as the controller's status says.
-func statusFollower(set *appsv1.StatefulSet) Follower {
+func statusFollower(set *appsv1.StatefulSet) repair.Follower {
 	return func(ctx context.Context, _, _ string, done func(*appsv1.StatefulSet) bool) error {
 		if done(set) {
 			return nil
@@ -58,7 +59,7 @@ func TestFollowSettledWaitsForThePods(t *testing.T) {
 	since := time.Now().Truncate(time.Second)
 	kube := fake.NewClientset(readyPodSince(since))
 	var log bytes.Buffer
-	o := FixOptions{Options: Options{Clients: gather.Clients{Kube: kube}}, Steady: 4 * time.Second}
+	o := Options{Options: repair.Options{Clients: gather.Clients{Kube: kube}}, Steady: 4 * time.Second}
 	var result model.FixResult
 	if err := followSettled(context.Background(), statusFollower(set), o, "shop", "web", &log, &result); err != nil {
 		t.Fatal(err)
@@ -80,7 +81,7 @@ func TestFollowSettledTimesOutOnACrash(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
 	defer cancel()
 	var result model.FixResult
-	o := FixOptions{Options: Options{Clients: gather.Clients{Kube: kube}}, Steady: time.Second}
+	o := Options{Options: repair.Options{Clients: gather.Clients{Kube: kube}}, Steady: time.Second}
 	err := followSettled(ctx, statusFollower(completeSet()), o, "shop", "web", &bytes.Buffer{}, &result)
 	if err == nil || result.Rollout != apiv1.RolloutTimedOut {
 		t.Errorf("err %v rollout %q, want a timeout", err, result.Rollout)

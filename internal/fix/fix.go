@@ -1,4 +1,6 @@
-package repair
+// Package fix is the fix use case: read → diagnose → plan → confirm → apply (package repair,
+// every delete proven on fresh data) → follow the repaired rollouts until they settle (--wait).
+package fix
 
 import (
 	"context"
@@ -11,75 +13,20 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
-	"github.com/stsdiag/stsdiag/internal/diagnose"
 	"github.com/stsdiag/stsdiag/internal/gather"
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/plan"
+	"github.com/stsdiag/stsdiag/internal/repair"
 	"github.com/stsdiag/stsdiag/internal/rollout"
 	"github.com/stsdiag/stsdiag/internal/snapshot"
-	"github.com/stsdiag/stsdiag/internal/stuck"
 )
-
-// Options say what to repair and how; fix, wait --fix and watch --fix share them.
-type Options struct {
-	Clients gather.Clients
-	// Scope is what a fresh diagnosis reads (after a patch or a conflict).
-	Scope gather.Scope
-	// Diagnosis tunes the fresh diagnoses.
-	Diagnosis stuck.Options
-	// Source, if set, is where fresh diagnoses read the cluster instead of a fresh LIST of the
-	// scope (gather.Lister): every delete is proven on what it returns.
-	Source gather.Source
-	// DryRun is none, client or server.
-	DryRun apiv1.DryRunMode
-	// Progress, if set, is told about each action as it completes.
-	Progress func(model.Action)
-	// Policy says which optional repairs to plan (--rollback, --force-lost-node).
-	plan.Policy
-	// Disruption is how a pod proven stuck is removed (--disruption): delete (default) or evict.
-	Disruption apiv1.DisruptionMode
-}
-
-// diagnoser diagnoses what the source returns; by default a fresh LIST of the scope.
-func (o Options) diagnoser() Diagnoser {
-	src := o.Source
-	if src == nil {
-		src = gather.Lister{Clients: o.Clients, Scope: o.Scope}
-	}
-	return func(ctx context.Context) (*model.Report, *snapshot.Snapshot, error) {
-		return diagnose.FromSource(ctx, src, o.Diagnosis)
-	}
-}
-
-// New returns the executor for the options: it plans with their policy and proves each action
-// again with their fresh diagnoses.
-func New(o Options) *Executor {
-	return &Executor{
-		Kube:       o.Clients.Kube,
-		DryRun:     o.DryRun,
-		Progress:   o.Progress,
-		Planner:    plan.Planner{Policy: o.Policy},
-		Rediagnose: o.diagnoser(),
-		Disruption: o.Disruption,
-	}
-}
-
-// Repair plans the safe repairs of a diagnosis and applies them. It is what wait --fix does
-// when a finding has held.
-func (e *Executor) Repair(ctx context.Context, rep *model.Report, snap *snapshot.Snapshot) ([]model.Action, error) {
-	actions := e.Planner.Plan(rep, snap).Actions
-	if len(actions) == 0 {
-		return nil, nil
-	}
-	return e.Apply(ctx, actions)
-}
 
 // ErrNotConfirmed means the person asked declined the plan: nothing was changed.
 var ErrNotConfirmed = errors.New("not confirmed; nothing changed")
 
-// FixOptions are the options of Fix.
-type FixOptions struct {
-	Options
+// Options are the options of Run.
+type Options struct {
+	repair.Options
 	// Confirm is shown the plan before anything changes; nil applies without asking. An error
 	// means confirmation was impossible (no terminal): the actions are then skipped.
 	Confirm func(plan *model.FixResult) (bool, error)
@@ -94,12 +41,12 @@ type FixOptions struct {
 	Steady time.Duration
 }
 
-// Fix diagnoses the scope, plans the safe repairs, asks, applies them and optionally follows the
+// Run diagnoses the scope, plans the safe repairs, asks, applies them and optionally follows the
 // rollouts. The error is ErrNotConfirmed, a rollout.ErrTimeout (the --wait deadline passed), the
 // context's error when it was cancelled (an interruption), or a failure to evaluate (gathering,
 // an UnavailableError). The result is nil only when the first diagnosis failed.
-func Fix(ctx context.Context, o FixOptions) (*model.FixResult, error) {
-	rep, snap, err := o.diagnoser()(ctx)
+func Run(ctx context.Context, o Options) (*model.FixResult, error) {
+	rep, snap, err := o.Rediagnose()(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -109,7 +56,7 @@ func Fix(ctx context.Context, o FixOptions) (*model.FixResult, error) {
 		result.Actions = []model.Action{}
 	}
 	// The plan says how each pod will be removed (--disruption).
-	mode := (&Executor{Disruption: o.Disruption}).disruption()
+	mode := (&repair.Executor{Disruption: o.Disruption}).DisruptionMode()
 	for i := range result.Actions {
 		if result.Actions[i].Kind() == apiv1.DeletePod {
 			result.Actions[i].Disruption = mode
@@ -133,7 +80,7 @@ func Fix(ctx context.Context, o FixOptions) (*model.FixResult, error) {
 			return result, ErrNotConfirmed
 		}
 	}
-	exec := New(o.Options)
+	exec := repair.New(o.Options)
 	// --wait is one budget: the wait for the controller to observe a patch, then the rollout.
 	var deadline time.Time
 	if o.Wait > 0 {
@@ -151,7 +98,7 @@ func Fix(ctx context.Context, o FixOptions) (*model.FixResult, error) {
 		return result, nil
 	}
 	if o.Wait > 0 && o.DryRun == apiv1.DryRunNone {
-		if err := followRollouts(ctx, exec.follower(), o, deadline, result); err != nil {
+		if err := followRollouts(ctx, exec.Follower(), o, deadline, result); err != nil {
 			return result, err
 		}
 	}
@@ -161,7 +108,7 @@ func Fix(ctx context.Context, o FixOptions) (*model.FixResult, error) {
 // followSettled follows one StatefulSet until the controller reports its rollout complete and
 // its pods have settled (rollout.Settled, read with a LIST of the set's pods): a pod that was
 // Ready for a moment and crashed sends it back to following.
-func followSettled(ctx context.Context, follow Follower, o FixOptions, namespace, name string, log io.Writer, result *model.FixResult) error {
+func followSettled(ctx context.Context, follow repair.Follower, o Options, namespace, name string, log io.Writer, result *model.FixResult) error {
 	last := ""
 	for {
 		var complete *appsv1.StatefulSet
@@ -226,7 +173,7 @@ func settledNow(ctx context.Context, c gather.Clients, set *appsv1.StatefulSet, 
 // every StatefulSet with a planned action was repaired and has completed: never of a set whose
 // action was skipped or failed, which is likely still stuck. "timed out" is said only when the
 // --wait deadline passed, never when ctx was cancelled (an interruption).
-func followRollouts(ctx context.Context, follow Follower, o FixOptions, deadline time.Time, result *model.FixResult) error {
+func followRollouts(ctx context.Context, follow repair.Follower, o Options, deadline time.Time, result *model.FixResult) error {
 	log := o.RolloutLog
 	if log == nil {
 		log = io.Discard
