@@ -22,6 +22,7 @@ import (
 	"github.com/stsdiag/stsdiag/internal/hold"
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/snapshot"
+	"github.com/stsdiag/stsdiag/internal/statefulset"
 )
 
 // Options tune Run.
@@ -222,12 +223,13 @@ const unsettledKey = "unsettled pods"
 // (rollout.Settled), and the pod that settles last.
 func podsSettled(snap *snapshot.Snapshot, now time.Time, steady time.Duration) (bool, rollout.Unsettled) {
 	var last rollout.Unsettled
+	owned := statefulset.ByController(snap) // once, not a scan of every pod per StatefulSet
 	for i := range snap.StatefulSets {
 		set := &snap.StatefulSets[i]
 		if !snap.InScope(set.Namespace, set.Name) {
 			continue
 		}
-		ok, u := rollout.SettledAmong(set, snap.Pods, now, steady)
+		ok, u := rollout.Settled(set, owned.Pods[set.UID], now, steady)
 		switch {
 		case !ok && u.NotReady:
 			return false, u

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/internal/explain"
 )
 
 // Explanation prints explain's document in the format of the -o flags. now dates the waits.
@@ -81,7 +82,7 @@ func ExplanationTable(w io.Writer, e *apiv1.Explanation, now time.Time) error {
 		}
 		why := o.Why
 		if why == "" && o.ExpectedBy != nil {
-			why = expectedWords(o, now)
+			why = explain.Expected(o.Expected, o.ExpectedBy.Time, now)
 			deadlines = append(deadlines, o.Pod+" "+why)
 		}
 		table.Rows = append(table.Rows, metav1.TableRow{Cells: []any{mark, int64(o.Ordinal), o.Pod, dash(o.Revision), o.State, next, dash(waiting), dash(oneLine(why))}})
@@ -102,17 +103,6 @@ func ExplanationTable(w io.Writer, e *apiv1.Explanation, now time.Time) error {
 		fmt.Fprintf(w, "  %s\n", d)
 	}
 	return err
-}
-
-// expectedWords says what the ordinal is expected to do by itself, and by when: once the
-// deadline passes without it, check reports the pod.
-func expectedWords(o apiv1.OrdinalStep, now time.Time) string {
-	what := o.Expected
-	switch o.Expected {
-	case "ReplacedWhenReady":
-		what = "expected to be replaced by the controller at its next Ready moment"
-	}
-	return fmt.Sprintf("%s by %s (in %s); a finding if not", what, o.ExpectedBy.UTC().Format(time.RFC3339), o.ExpectedBy.Sub(now).Round(time.Second))
 }
 
 func verdict(e *apiv1.Explanation, holding []string) string {

@@ -157,7 +157,7 @@ func livenessWindow(spec *corev1.PodSpec) time.Duration {
 func SettledAmong(set *appsv1.StatefulSet, all []corev1.Pod, now time.Time, settle time.Duration) (bool, Unsettled) {
 	var pods []*corev1.Pod
 	for k := range all {
-		if ref := metav1.GetControllerOf(&all[k]); ref != nil && ref.UID == set.UID {
+		if ref := metav1.GetControllerOfNoCopy(&all[k]); ref != nil && ref.UID == set.UID {
 			pods = append(pods, &all[k])
 		}
 	}
