@@ -49,7 +49,8 @@ func (u Unsettled) String() string {
 
 // Settled reports whether every pod of the StatefulSet's ordinal range has been Ready, with each
 // container (sidecars included) running and not restarted, for at least settle, the set's
-// minReadySeconds and each container's liveness window (initialDelaySeconds + periodSeconds ×
+// minReadySeconds, each container's liveness window and, for a container that exited before,
+// its previous run + 10 s (initialDelaySeconds + periodSeconds ×
 // failureThreshold: the time the kubelet takes to kill a container whose liveness probe fails,
 // prober/worker.go@v1.37.2). The time it checks from is the later of the Ready condition's last
 // transition and each container's start, so a restart or a Ready→not-Ready→Ready flip between
@@ -77,11 +78,17 @@ func Settled(set *appsv1.StatefulSet, pods []*corev1.Pod, now time.Time, settle 
 		if pod == nil {
 			return false, Unsettled{Pod: name, NotReady: true}
 		}
-		since, ok := readySince(pod)
+		since, previous, ok := readySince(pod)
 		if !ok {
 			return false, Unsettled{Pod: name, NotReady: true}
 		}
 		need := max(settle, time.Duration(set.Spec.MinReadySeconds)*time.Second, liveness)
+		if previous > 0 {
+			// A container that exited before must outlive its previous run, as the crash-loop
+			// rule asks of a restarted container (stuck's runGrace, internal/stuck/kubelet.go):
+			// a loop whose runs last longer than settle is not called Complete between crashes.
+			need = max(need, previous+recoveredGrace)
+		}
 		if u := (Unsettled{Pod: name, Since: since, Need: need, At: since.Add(need)}); u.At.After(last.At) {
 			last = u
 		}
@@ -92,11 +99,16 @@ func Settled(set *appsv1.StatefulSet, pods []*corev1.Pod, now time.Time, settle 
 	return true, Unsettled{}
 }
 
-// readySince is when the pod last became Ready or a container last started, false when the pod
-// is terminating, not Ready, or a container (a sidecar included) is not running.
-func readySince(pod *corev1.Pod) (time.Time, bool) {
+// recoveredGrace is how much longer than its previous run a restarted container must run before
+// it counts as settled.
+const recoveredGrace = 10 * time.Second
+
+// readySince is when the pod last became Ready or a container last started, and the longest
+// previous run of a container that exited before (zero: none, or its times unknown); false when
+// the pod is terminating, not Ready, or a container (a sidecar included) is not running.
+func readySince(pod *corev1.Pod) (time.Time, time.Duration, bool) {
 	if pod.DeletionTimestamp != nil || pod.Status.Phase != corev1.PodRunning {
-		return time.Time{}, false
+		return time.Time{}, 0, false
 	}
 	var since time.Time
 	ready := false
@@ -107,7 +119,7 @@ func readySince(pod *corev1.Pod) (time.Time, bool) {
 		}
 	}
 	if !ready {
-		return time.Time{}, false
+		return time.Time{}, 0, false
 	}
 	sidecars := map[string]bool{}
 	for _, c := range pod.Spec.InitContainers {
@@ -119,16 +131,20 @@ func readySince(pod *corev1.Pod) (time.Time, bool) {
 			statuses = append(statuses, st)
 		}
 	}
+	var previous time.Duration
 	for _, st := range statuses {
 		run := st.State.Running
 		if run == nil {
-			return time.Time{}, false
+			return time.Time{}, 0, false
 		}
 		if run.StartedAt.After(since) {
 			since = run.StartedAt.Time
 		}
+		if t := st.LastTerminationState.Terminated; t != nil && !t.StartedAt.IsZero() && !t.FinishedAt.IsZero() {
+			previous = max(previous, t.FinishedAt.Sub(t.StartedAt.Time))
+		}
 	}
-	return since, true
+	return since, previous, true
 }
 
 // livenessWindow is the longest time a container's liveness probe may fail before the kubelet

@@ -63,6 +63,20 @@ func TestSettled(t *testing.T) {
 	}
 }
 
+// TestSettledOutlivesThePreviousRun: a container that crashed after a 30 s run and restarted 15 s
+// ago is not settled until it has run 40 s (its previous run + 10 s), whatever settle says: a crash
+// loop with runs longer than settle is not Complete between two crashes.
+func TestSettledOutlivesThePreviousRun(t *testing.T) {
+	pod := readyPod("web-0", t0.Add(-15*time.Second), t0.Add(-15*time.Second))
+	pod.Status.ContainerStatuses[0].RestartCount = 1
+	pod.Status.ContainerStatuses[0].LastTerminationState.Terminated = &corev1.ContainerStateTerminated{ExitCode: 1,
+		StartedAt: metav1.NewTime(t0.Add(-55 * time.Second)), FinishedAt: metav1.NewTime(t0.Add(-25 * time.Second))}
+	ok, u := rollout.Settled(set(1, 0), []*corev1.Pod{pod}, t0, 10*time.Second)
+	if want := t0.Add(25 * time.Second); ok || !u.At.Equal(want) || u.Need != 40*time.Second {
+		t.Errorf("Settled = %t %+v, want unsettled until %s (need 40s)", ok, u, want)
+	}
+}
+
 func TestSettledNotReady(t *testing.T) {
 	terminated := readyPod("web-0", t0.Add(-time.Hour), t0.Add(-time.Hour))
 	terminated.Status.ContainerStatuses[0].State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1}}
