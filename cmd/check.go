@@ -17,7 +17,7 @@ import (
 	"github.com/stsdiag/stsdiag/internal/check"
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/render"
-	"github.com/stsdiag/stsdiag/internal/stuck"
+	"github.com/stsdiag/stsdiag/stuck"
 )
 
 // CheckFlags are the flags of `stsdiag check`, as typed.

@@ -13,7 +13,7 @@ import (
 	"github.com/stsdiag/stsdiag/internal/check"
 	"github.com/stsdiag/stsdiag/internal/gather"
 	"github.com/stsdiag/stsdiag/internal/render"
-	"github.com/stsdiag/stsdiag/internal/stuck"
+	"github.com/stsdiag/stsdiag/stuck"
 )
 
 // ExplainFlags are the flags of `stsdiag explain`, as typed.

@@ -14,7 +14,7 @@ import (
 	"github.com/stsdiag/stsdiag/internal/imageapi"
 	"github.com/stsdiag/stsdiag/internal/probe"
 	"github.com/stsdiag/stsdiag/internal/rollout"
-	"github.com/stsdiag/stsdiag/internal/stuck"
+	"github.com/stsdiag/stsdiag/stuck"
 )
 
 // scopeFlags select the StatefulSets a command works on: NAME arguments, -n (a kubeconfig

@@ -40,8 +40,22 @@ func TestDiagnoseAScenario(t *testing.T) {
 		t.Fatalf("findings %+v", res.Findings)
 	}
 	got := res.Findings[0]
-	if got.Code != apiv1.StaleRevisionStuck || got.Pod != "web-0" || got.Reason != "ImagePullBackOff" || got.Remedy != "kubectl delete pod web-0 -n shop" {
-		t.Errorf("finding %s %s %s %q", got.Code, got.Pod, got.Reason, got.Remedy)
+	stale, ok := got.Facts.(stuck.StaleStuck)
+	if got.Code != apiv1.StaleRevisionStuck || got.Pod != "web-0" || !ok || stale.Startup.Reason != "ImagePullBackOff" || got.Target == nil {
+		t.Errorf("finding %s %s %+v", got.Code, got.Pod, got.Facts)
+	}
+}
+
+// TestDiagnoseImages: the OpenShift 4.8 case from testdata, through the public image lookup model.
+func TestDiagnoseImages(t *testing.T) {
+	objs, err := stuck.LoadFile("../testdata/resolver/seed/objects.yaml", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := resolver.Diagnose(objs)
+	if len(found) != 1 || found[0].Code != apiv1.UnresolvedImageReference || found[0].Patch == nil ||
+		found[0].Patch.To != "image-registry.openshift-image-registry.svc:5000/demo/statefulset-issue-demo@sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08" {
+		t.Fatalf("findings %+v", found)
 	}
 }
 

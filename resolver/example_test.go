@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/stsdiag/stsdiag/resolver"
+	"github.com/stsdiag/stsdiag/stuck"
 )
 
 // An ImageStream with lookupPolicy.local and tag 1.0.1 pushed: admission rewrites the local name
@@ -42,13 +43,13 @@ func ExampleDiagnose() {
 		panic(err)
 	}
 	defer f.Close()
-	objs, err := resolver.Load(f, time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC))
+	objs, err := stuck.Load(f, time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC))
 	if err != nil {
 		panic(err)
 	}
 	for _, f := range resolver.Diagnose(objs) {
 		fmt.Println(f.Code, f.StatefulSet, f.Container, f.Image)
-		fmt.Println("patch", f.Details.Patch.Path, "→", f.Details.Patch.To)
+		fmt.Println("patch", f.Patch.Path, "→", f.Patch.To)
 	}
 	// Output:
 	// UnresolvedImageReference web app statefulset-issue-demo:1.0.1

@@ -21,17 +21,17 @@ func ExampleDiagnose() {
 		panic(err)
 	}
 	res := stuck.Diagnose(objs, stuck.DefaultOptions())
-	for _, s := range res.StatefulSets {
-		fmt.Println(s.Name, s.Status)
-	}
+	fmt.Println("rules of", res.Rules.Version)
 	for _, f := range res.Findings {
-		fmt.Println(f.Code, f.Pod, f.Reason)
-		fmt.Println("remedy:", f.Remedy)
+		fmt.Println(f.Code, f.Namespace, f.Pod)
+		if stale, ok := f.Facts.(stuck.StaleStuck); ok {
+			fmt.Printf("on revision %s: %s pulling %s; the controller waits for it\n", stale.Revision, stale.Startup.Reason, stale.Startup.Image)
+		}
 	}
 	// Output:
-	// web Stuck
-	// StaleRevisionStuck web-0 ImagePullBackOff
-	// remedy: kubectl delete pod web-0 -n shop
+	// rules of v1.37.2
+	// StaleRevisionStuck shop web-0
+	// on revision web-a: ImagePullBackOff pulling app:typo; the controller waits for it
 }
 
 // The controller's behaviour depends on its release: a Parallel rolling update whose old pods are
@@ -43,7 +43,7 @@ func ExampleRulesFor() {
 		if err != nil {
 			panic(err)
 		}
-		fmt.Println(r.Version, "MaxUnavailableStatefulSet:", r.FeatureGates["MaxUnavailableStatefulSet"])
+		fmt.Println(r.Version, "MaxUnavailableStatefulSet:", r.Gates["MaxUnavailableStatefulSet"])
 	}
 	// Output:
 	// v1.34.4 MaxUnavailableStatefulSet: false

@@ -1,102 +1,602 @@
-// Package stuck tells, from the StatefulSet controller's own rules, which StatefulSet rollouts
-// will never finish by themselves, why, and what repairs them — the rule engine behind
-// `kubectl stsdiag check`, for admission webhooks, linters, health checks and operators.
+// Package stuck decides, from the StatefulSet controller's own rules, whether a rollout will
+// finish by itself — and when it will not, why, with the facts a repair needs.
 //
-// It is pure: give it the objects of a namespace (or a cluster) read at one moment, and it
-// returns the findings of the stsdiag/v1 contract (codes, reasons, typed details, message and
-// remedy; see github.com/stsdiag/stsdiag/api/v1) and each StatefulSet's status. It calls no API.
-// The rules are those of the API server's release (RulesFor): what a controller of Kubernetes
-// v1.25 to v1.37 does next for every ordinal, with the feature gates that change it.
+// It is pure: Objects in (the StatefulSets, pods, ControllerRevisions, claims, Events and nodes of
+// one moment, read from a cluster or loaded from YAML with Load), a Result out. Each Finding has a
+// code of the stsdiag/v1 contract (api/v1) and typed Facts: StaleStuck for kubernetes#67250 (an
+// old-revision pod the controller waits for forever), CreateFailed with the admission Refusal,
+// PodUnschedulable, ClaimStuck, OwnerFate, … (facts.go). No API call, no words: stsdiag's own
+// packages turn facts into sentences and repairs.
 //
-//	res := stuck.Diagnose(stuck.Objects{Now: time.Now(), ServerVersion: "v1.37.2",
-//		StatefulSets: sets, Pods: pods, Revisions: revisions, Events: events}, stuck.DefaultOptions())
-//	for _, f := range res.Findings {
-//		fmt.Println(f.Code, f.Pod, f.Remedy)
-//	}
+// The rules follow the controller's release: RulesFor gives the rule table of a server version
+// (feature gates included), and every rule cites the upstream file and line it follows. The
+// controller's next sync is modelled by package stuck/controller.
+//
+//	objs, _ := stuck.LoadFile("objects.yaml", time.Now())
+//	res := stuck.Diagnose(objs, stuck.DefaultOptions())
+//	for _, f := range res.Findings { fmt.Println(f.Code, f.Pod, f.Facts) }
 package stuck
 
 import (
 	"fmt"
-	"io"
-	"maps"
+	"sort"
+	"strings"
 	"time"
+
+	"github.com/stsdiag/stsdiag/internal/rollout"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/utils/ptr"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
-	"github.com/stsdiag/stsdiag/internal/explain"
-	"github.com/stsdiag/stsdiag/internal/model"
-	"github.com/stsdiag/stsdiag/internal/snapshot"
-	rules "github.com/stsdiag/stsdiag/internal/stuck"
+	"github.com/stsdiag/stsdiag/internal/statefulset"
+	"github.com/stsdiag/stsdiag/stuck/controller"
 )
 
-// Objects are what a diagnosis reads, all read at Now. StatefulSets are diagnosed with the pods,
-// revisions and claims they own; Warning Events say why a pod cannot be created or started.
-// StorageClasses, Nodes and Services are optional: nil means they were not read (a claim's
-// class, a lost node, the governing Service are then not judged), empty means there are none.
-type Objects struct {
-	// Now is the moment the objects were read: time-based rules (settle times, thresholds)
-	// count from it.
-	Now time.Time
-	// ServerVersion is the API server's gitVersion ("v1.37.2"); "" applies the newest rules.
-	ServerVersion  string
-	StatefulSets   []appsv1.StatefulSet
-	Pods           []corev1.Pod
-	Revisions      []appsv1.ControllerRevision
-	Claims         []corev1.PersistentVolumeClaim
-	Events         []corev1.Event
-	StorageClasses []storagev1.StorageClass
-	Nodes          []corev1.Node
-	Services       []corev1.Service
-}
-
-// Options tune the diagnosis; DefaultOptions are `check`'s.
+// Options tune the diagnosis.
 type Options struct {
-	// TerminatingAfter is how long a StatefulSet or a pod past its grace period may stay
+	// TerminatingAfter is how long a StatefulSet (or an object of a gone owner) may stay
 	// terminating before it is reported.
 	TerminatingAfter time.Duration
-	// NotReadyAfter is how long a Running pod may stay not Ready before it counts as stuck at
-	// startup; 0 disables the rule.
+	// Settle is how long an Unschedulable pod or a Pending claim with a cause that may still
+	// resolve (a volume being provisioned or bound) waits before it is reported.
+	Settle time.Duration
+	// NotReadyAfter is how long a Running pod may stay not Ready (a failing readiness probe)
+	// before it counts as stuck at startup; 0 disables the rule.
 	NotReadyAfter time.Duration
-	// FeatureGates override the gate defaults of the server's release.
+	// FeatureGates override the gate defaults of the server's release (--feature-gates).
 	FeatureGates map[string]bool
 }
 
 // DefaultOptions are the options of `stsdiag check`.
 func DefaultOptions() Options {
-	o := rules.DefaultOptions()
-	return Options{TerminatingAfter: o.TerminatingAfter, NotReadyAfter: o.NotReadyAfter}
+	return Options{TerminatingAfter: 5 * time.Minute, Settle: 10 * time.Second, NotReadyAfter: 5 * time.Minute}
 }
 
-// Rules are the controller rules a diagnosis applied: the release and the feature gates assumed.
-type Rules struct {
-	Version      string
-	FeatureGates map[string]bool
-}
-
-// RulesFor returns the rules of a release ("v1.35.3", "1.35", or "" for the newest) with that
-// release's gate defaults, overridden by gates; an error for a version it cannot read.
-func RulesFor(serverVersion string, gates map[string]bool) (Rules, error) {
-	r, err := rules.RulesFor(serverVersion, gates)
-	if err != nil {
-		return Rules{}, err
-	}
-	return Rules{Version: r.Version, FeatureGates: maps.Clone(r.Gates)}, nil
-}
-
-// Result is a diagnosis: every StatefulSet's summary (status Complete, Progressing, Stuck or
-// Terminating), the findings, the rules applied, and when a time-based rule may next change the
-// verdict even if no object changes (zero: none pending).
+// Result is what the diagnosis found: findings with their facts (explain words them), and each
+// StatefulSet's rollout (model.Summaries gives it its status once every analyzer has run).
 type Result struct {
-	StatefulSets []apiv1.StatefulSetSummary
-	Findings     []apiv1.Finding
-	Rules        Rules
-	RecheckAt    time.Time
+	StatefulSets []Rollout
+	Findings     []Finding
+	// Rules are the controller rules applied (the server's release and the gates assumed).
+	Rules Rules
+	// RecheckAt is the earliest moment a time-based rule (settle time, thresholds) may turn what
+	// is seen now into a finding; zero when none is pending. Callers that follow the cluster
+	// diagnose again then, even if nothing changes.
+	RecheckAt time.Time
+	// Predictions are the changes the diagnosis expects the kubelet or the controller to make
+	// by themselves, by pod (namespace/name), each with its deadline: a finding names one once
+	// its deadline has passed.
+	Predictions map[string]Prediction
+	// Views are the controller's next sync of each live StatefulSet in scope, by namespace/name:
+	// the model the findings were derived from (explain shows it).
+	Views map[string]*controller.View
 }
 
-// Stuck reports whether any finding is an error: a rollout that will not finish by itself.
+// Diagnose examines every StatefulSet in the snapshot's scope. The findings carry facts, not
+// words: explain.Findings writes their messages and remedies.
+func Diagnose(s *Objects, opts Options) Result {
+	ix := newIndex(s, opts.Settle)
+	ix.notReadyAfter = opts.NotReadyAfter
+	rules := RulesOrNewest(s.ServerVersion, opts.FeatureGates)
+	d := &diagnosis{ix: ix, opts: opts, snap: s, rules: rules, views: map[string]*controller.View{}}
+	res := Result{Rules: rules, Views: d.views}
+	for i := range s.StatefulSets {
+		set := &s.StatefulSets[i]
+		if !s.InScope(set.Namespace, set.Name) {
+			continue
+		}
+		d.statefulSet(set)
+		d.governingService(set)
+		res.StatefulSets = append(res.StatefulSets, rolloutOf(set))
+	}
+	d.orphans(s)
+	res.Findings = d.findings
+	res.RecheckAt = ix.recheckAt
+	res.Predictions = d.predictions
+	SortFindings(res.Findings)
+	return res
+}
+
+// RulesOrNewest is RulesFor, or for a version that does not parse (a fork's naming) the newest
+// rules, gates as asked.
+func RulesOrNewest(serverVersion string, gates map[string]bool) Rules {
+	rules, err := RulesFor(serverVersion, gates)
+	if err != nil {
+		rules, _ = RulesFor("", gates)
+	}
+	return rules
+}
+
+type diagnosis struct {
+	// predictions are the changes expected by themselves, by pod (namespace/name).
+	predictions map[string]Prediction
+	rules       Rules
+	snap        *Objects
+	ix          *index
+	opts        Options
+	findings    []Finding
+	views       map[string]*controller.View
+}
+
+func (d *diagnosis) add(f Finding) { d.findings = append(d.findings, f) }
+
+// controllerView is the controller's view of one StatefulSet: the model of its next sync
+// (stuck/controller), with the pods by index.
+type controllerView struct {
+	*controller.View
+	rules     Rules
+	set       *appsv1.StatefulSet
+	start     int
+	replicas  int
+	partition int
+	update    string
+	// byIndex holds the live pods by ordinal-start; nil where none exists.
+	byIndex []*corev1.Pod
+}
+
+func (r *controllerView) ordered() bool { return r.Ordered() }
+
+// target is the revision the controller gives the pod at this index when it (re)creates it.
+func (r *controllerView) target(i int) string { return r.Ordinals[i].Target }
+
+// replaces reports whether the controller itself deletes an off-revision pod at this index,
+// even when it is not Ready.
+func (r *controllerView) replaces(i int) bool {
+	switch r.set.Spec.UpdateStrategy.Type {
+	case appsv1.OnDeleteStatefulSetStrategyType:
+		return false
+	case controller.RecreateStrategy:
+		// Without the gate the controller emits UnknownStrategy and changes nothing
+		// (stateful_set_control.go:577-581@v1.37.2); the object existing says it is on, unless
+		// --feature-gates says otherwise.
+		return !r.Behaviour.RecreateOff
+	}
+	if i < r.partition || r.ordered() {
+		// OrderedReady waits for every pod to be Running and Ready before any update.
+		return false
+	}
+	if !r.Behaviour.MaxUnavailable || r.Behaviour.ParallelTwoPhase {
+		// Classic path: Parallel deletes off-revision pods top-down whatever their state
+		// (stateful_set_control.go:742-768@v1.37.2); 1.37's maxUnavailable path deletes every
+		// unavailable off-revision pod first, whatever the budget (:881-895@v1.37.2).
+		return true
+	}
+	// 1.35.0-1.35.3 (or the gate turned on before 1.37): unavailable pods of any revision use
+	// up the budget and nothing is deleted (stateful_set_control.go:775@v1.35.3, kubernetes#137409).
+	return r.Unavailable < r.MaxUnavailable
+}
+
+// replacesWhenReady reports whether the controller deletes the off-revision pod at index i
+// in a sync that finds it Running and Ready: an OrderedReady rolling update goes on once every
+// pod is Running and Ready (stateful_set_control.go:476@v1.37.2) and deletes the highest
+// off-revision pod at or above the partition (:749-759, and :919-931 with maxUnavailable). A
+// crash-looping container without a readiness probe makes its pod Ready for a moment after
+// each restart, and the status update that says so triggers such a sync: the controller
+// replaces the pod by itself, provided every other pod in range is Running and Ready — and,
+// with minReadySeconds, Available: OrderedReady waits for each pod to be Available too before it
+// goes on (stateful_set_control.go:485@v1.37.2), so a pod whose runs last less than
+// minReadySeconds is never Available and never replaced.
+func (r *controllerView) replacesWhenReady(i int, p *Startup) bool {
+	t := r.set.Spec.UpdateStrategy.Type
+	if (t != "" && t != appsv1.RollingUpdateStatefulSetStrategyType) || i < r.partition || !r.ordered() {
+		return false
+	}
+	if minReady := time.Duration(r.set.Spec.MinReadySeconds) * time.Second; minReady > 0 && p.LastRun < minReady {
+		return false
+	}
+	for k, pod := range r.byIndex {
+		if k != i && k < r.replicas && (pod == nil || !statefulset.RunningAndReady(pod)) {
+			return false
+		}
+	}
+	return true
+}
+
+// view models the controller's next sync of a live StatefulSet.
+func (d *diagnosis) view(set *appsv1.StatefulSet) *controllerView {
+	update := d.ix.updateRevision(set)
+	v := controller.Sync(controller.Inputs{Set: set, Pods: d.ix.owned.Pods[set.UID], Update: update,
+		UpdateCreated: d.ix.revisionCreated(set, update), Now: d.ix.now, Behaviour: d.rules.Behaviour()})
+	d.views[Key(set.Namespace, set.Name)] = v
+	r := &controllerView{View: v, rules: d.rules, set: set, start: v.Start, replicas: v.Replicas, partition: v.Partition, update: update}
+	r.byIndex = make([]*corev1.Pod, len(v.Ordinals))
+	for i, o := range v.Ordinals {
+		r.byIndex[i] = o.Pod
+	}
+	return r
+}
+
+func (d *diagnosis) statefulSet(set *appsv1.StatefulSet) {
+	if set.DeletionTimestamp != nil {
+		d.terminating(set)
+		return
+	}
+	d.neverObserved(set)
+	d.canaryNotStarted(set)
+	from := len(d.findings)
+	r := d.view(set)
+	defer d.nextSteps(r, from)
+	for _, o := range r.Condemned {
+		if o.Pod.DeletionTimestamp != nil {
+			d.podTerminatingAt(r, o.Ordinal, nil, o.Pod)
+		}
+	}
+	var onDeleteStale []string
+	for i, pod := range r.byIndex {
+		if pod == nil {
+			continue
+		}
+		if pod.DeletionTimestamp != nil {
+			d.podTerminating(r, i, pod)
+			continue
+		}
+		p := d.ix.startupProblem(pod)
+		if p == nil && pod.Status.Phase == corev1.PodSucceeded && !d.rules.SucceededRecreated {
+			// Before 1.27 only Failed pods are recreated (stateful_set_control.go:377@v1.25.16).
+			p = &Startup{Kind: PodExited, Reason: "PodSucceeded", Release: d.rules.Version}
+		}
+		stale := statefulset.PodRevision(pod) != r.target(i)
+		switch {
+		case p == nil:
+			if stale && set.Spec.UpdateStrategy.Type == appsv1.OnDeleteStatefulSetStrategyType && pod.DeletionTimestamp == nil {
+				onDeleteStale = append(onDeleteStale, pod.Name)
+			}
+		case p.Kind == ClaimPending:
+			d.claimPending(r, pod, p)
+		case stale && !r.replaces(i) && p.ReadyInRuns && r.replacesWhenReady(i, p):
+			// The controller replaces it in the sync that finds it Ready, if that comes in time.
+			if missed := d.replacedWhenReady(r, pod, p); missed != nil {
+				d.staleStuck(r, i, pod, p, missed)
+			}
+		case stale && !r.replaces(i):
+			d.staleStuck(r, i, pod, p, nil)
+		case stale:
+			// The controller replaces it by itself.
+		case p.Kind == Unschedulable:
+			d.unschedulable(r, i, pod, p)
+		default:
+			d.revisionFailing(r, i, pod, p)
+		}
+	}
+	if len(onDeleteStale) > 0 {
+		d.onDeleteStale(r, onDeleteStale)
+	}
+}
+
+func (d *diagnosis) base(r *controllerView, code apiv1.Code, sev apiv1.Severity, pod *corev1.Pod, p *Startup) Finding {
+	f := Finding{Finding: apiv1.Finding{Code: code, Severity: sev, Namespace: r.set.Namespace, StatefulSet: r.set.Name}}
+	if r.update != "" {
+		f.Details.UpdateRevision = r.update
+	}
+	if pod != nil {
+		f.Pod = pod.Name
+		f.Target = &PodRef{Name: pod.Name, UID: pod.UID}
+		f.Details.PodRevision = ptr.To(statefulset.PodRevision(pod))
+		f.Details.PodUID = ptr.To(string(pod.UID))
+		f.Details.PodResourceVersion = ptr.To(pod.ResourceVersion)
+		if events := d.ix.recentEvents("Pod", pod.Namespace, pod.Name, pod.UID, 3); len(events) > 0 {
+			f.Details.Events = events
+		}
+	}
+	if p != nil {
+		f.Reason = p.Reason
+		f.Container = p.Container
+		f.Image = p.Image
+		f.Details.InitContainer = p.Init
+		if p.LastExit != nil {
+			f.Details.LastExitCode = ptr.To(p.LastExit.Code)
+			f.Details.LastExitReason, f.Details.LastExitMessage = p.LastExit.Reason, p.LastExit.Message
+			// The log of the run that exited last: the current container's while it is
+			// terminated (the kubelet then has no "previous" one to serve).
+			f.LogCurrent = p.State == StateTerminated
+		}
+		if p.Reason == CrashLoopBackOff && p.Restarts > 0 {
+			f.Details.RestartCount = ptr.To(p.Restarts)
+		}
+		f.Details.Volume = p.Volume
+		if g := p.Gate; g != nil {
+			f.Details.ReadinessGate, f.Details.ReadinessGateStatus = g.Condition, g.Status
+		}
+		if m := p.Missing; m != nil {
+			if m.Name != "" {
+				f.Details.Missing = m.Kind + "/" + m.Name
+			}
+			f.Details.MissingKey = m.Key
+		}
+	}
+	return f
+}
+
+// blocked lists the other pods the stuck pod at index k keeps from being created, updated or
+// Ready.
+func (r *controllerView) blocked(k int) []Blocked {
+	if !r.ordered() {
+		return nil
+	}
+	var out []Blocked
+	for i := 0; i < r.replicas; i++ {
+		if i == k {
+			continue
+		}
+		pod := r.byIndex[i]
+		name := fmt.Sprintf("%s-%d", r.set.Name, r.start+i)
+		switch {
+		case pod == nil && i > k:
+			out = append(out, Blocked{Pod: name, Why: NotCreated})
+		case pod != nil && r.set.Spec.UpdateStrategy.Type != appsv1.OnDeleteStatefulSetStrategyType && statefulset.PodRevision(pod) != r.target(i):
+			out = append(out, Blocked{Pod: name, Why: NotUpdated})
+		case pod != nil && i > k && !statefulset.RunningAndReady(pod):
+			out = append(out, Blocked{Pod: name, Why: NotReady})
+		}
+	}
+	return out
+}
+
+// neverReplaced says why the controller never replaces the off-revision pod at index i.
+func (d *diagnosis) neverReplaced(r *controllerView, i int, p *Startup) NeverReplaced {
+	switch {
+	case r.set.Spec.UpdateStrategy.Type == appsv1.OnDeleteStatefulSetStrategyType:
+		return NeverReplaced{Kind: OnDeleteStrategy}
+	case i < r.partition:
+		return NeverReplaced{Kind: BelowPartition, Partition: r.partition}
+	case r.set.Spec.UpdateStrategy.Type == controller.RecreateStrategy:
+		return NeverReplaced{Kind: RecreateIgnored, Release: d.rules.Version}
+	case !r.ordered():
+		return NeverReplaced{Kind: BudgetSpent, Release: d.rules.Version, Unavailable: r.Unavailable, MaxUnavailable: r.MaxUnavailable}
+	}
+	policy := string(r.set.Spec.PodManagementPolicy)
+	if policy == "" {
+		policy = string(appsv1.OrderedReadyPodManagement)
+	}
+	strategy := string(r.set.Spec.UpdateStrategy.Type)
+	if strategy == "" {
+		strategy = string(appsv1.RollingUpdateStatefulSetStrategyType)
+	}
+	why := NeverReplaced{Kind: WaitsForReady, Policy: policy, Strategy: strategy}
+	if minReady := time.Duration(r.set.Spec.MinReadySeconds) * time.Second; minReady > 0 && p != nil && p.ReadyInRuns && p.LastRun < minReady {
+		why.MinReady, why.Run = minReady, p.LastRun
+	}
+	return why
+}
+
+func (d *diagnosis) staleStuck(r *controllerView, i int, pod *corev1.Pod, p *Startup, missed *Prediction) {
+	f := d.base(r, apiv1.StaleRevisionStuck, apiv1.SeverityError, pod, p)
+	facts := StaleStuck{Startup: *p, Revision: statefulset.PodRevision(pod), Target: r.target(i), Why: d.neverReplaced(r, i, p), Blocked: r.blocked(i), Missed: missed}
+	if missed != nil {
+		f.Details.Expected = string(missed.Expected)
+		f.Details.ExpectedBy = missed.Deadline.UTC().Format(time.RFC3339)
+	}
+	if facts.Why.Kind == BudgetSpent {
+		f.Details.MaxUnavailable = ptr.To(facts.Why.MaxUnavailable)
+		f.Details.UnavailablePods = ptr.To(facts.Why.Unavailable)
+	}
+	f.Details.TargetRevision = ptr.To(facts.Target)
+	f.Details.Ordinal = ptr.To(r.start + i)
+	f.Facts = facts
+	d.add(f)
+}
+
+func (d *diagnosis) revisionFailing(r *controllerView, i int, pod *corev1.Pod, p *Startup) {
+	f := d.base(r, apiv1.CurrentRevisionFailing, apiv1.SeverityError, pod, p)
+	facts := Failing{Startup: *p, Revision: statefulset.PodRevision(pod), Blocked: r.blocked(i), Fix: templateFix(p), Ordered: r.ordered()}
+	if facts.Revision != r.update && i < r.partition {
+		facts.BelowPartition = r.partition
+	}
+	f.Details.Ordinal = ptr.To(r.start + i)
+	f.Facts = facts
+	d.add(f)
+}
+
+// templateFix says what to change in the template of a pod stuck at startup on its current
+// revision.
+func templateFix(p *Startup) TemplateFix {
+	switch {
+	case statefulset.ImagePullReasons[p.Reason] && refusesCredentials(p):
+		return FixPullSecret
+	case statefulset.ImagePullReasons[p.Reason]:
+		return FixImage
+	case p.Reason == "CreateContainerConfigError":
+		return FixConfig
+	case p.Kind == ReadinessGatePending:
+		return FixReadinessGate
+	case p.Reason == "NotReady":
+		return FixReadiness
+	case p.Reason == CrashLoopBackOff:
+		return FixCrash
+	case p.Kind == VolumeMountFailed:
+		return FixConfig
+	case p.Reason == "CreateContainerError" || p.Reason == "RunContainerError":
+		return FixRuntime
+	case p.Kind == Unschedulable:
+		return FixScheduling
+	}
+	return FixTemplate
+}
+
+// refusesCredentials reports whether the kubelet's message (or, with none, the last
+// termination's reason) says the registry refused the pull's credentials.
+func refusesCredentials(p *Startup) bool {
+	text := p.Waiting
+	if text == "" && p.LastExit != nil {
+		text = p.LastExit.Reason
+	}
+	text = strings.ToLower(text)
+	for _, word := range []string{"unauthorized", "authentication required", "access denied", "denied"} {
+		if strings.Contains(text, word) {
+			return true
+		}
+	}
+	return false
+}
+
+func (d *diagnosis) unschedulable(r *controllerView, i int, pod *corev1.Pod, p *Startup) {
+	f := d.base(r, apiv1.PodUnschedulable, apiv1.SeverityError, pod, p)
+	f.Details.Ordinal = ptr.To(r.start + i)
+	f.Facts = PodUnschedulable{Startup: *p, Blocked: r.blocked(i), Ordered: r.ordered()}
+	d.add(f)
+}
+
+func (d *diagnosis) claimPending(r *controllerView, pod *corev1.Pod, p *Startup) {
+	f := d.base(r, apiv1.VolumeClaimPending, apiv1.SeverityError, pod, p)
+	f.Details.Claim = p.Claim.Name
+	if events := d.ix.recentEvents("PersistentVolumeClaim", pod.Namespace, p.Claim.Name, "", 3); len(events) > 0 {
+		f.Details.ClaimEvents = events
+	}
+	f.Facts = ClaimStuck{Claim: *p.Claim}
+	d.add(f)
+}
+
+func (d *diagnosis) onDeleteStale(r *controllerView, pods []string) {
+	f := d.base(r, apiv1.OnDeleteStale, apiv1.SeverityInfo, nil, nil)
+	byOrdinal(r.set.Name, pods)
+	f.Details.Pods = pods
+	f.Facts = OnDeleteOld{Pods: pods, UpdateRevision: r.update}
+	d.add(f)
+}
+
+func (d *diagnosis) terminating(set *appsv1.StatefulSet) {
+	age := d.ix.now.Sub(set.DeletionTimestamp.Time)
+	reused := d.reusedByOthers(set)
+	ownerRef, owner, replaced := d.replacedOwner(set)
+	if age < d.opts.TerminatingAfter && len(reused) == 0 && !replaced {
+		d.ix.wake(set.DeletionTimestamp.Add(d.opts.TerminatingAfter))
+		return
+	}
+	facts := SetTerminating{Age: age.Round(time.Second), Finalizers: set.Finalizers, OwnedPods: len(d.ix.owned.Pods[set.UID]), ReusedBy: reused}
+	f := Finding{Finding: apiv1.Finding{Code: apiv1.StatefulSetTerminating, Severity: apiv1.SeverityWarning, Namespace: set.Namespace, StatefulSet: set.Name,
+		Details: apiv1.FindingDetails{UID: string(set.UID), TerminatingFor: facts.Age.String(), ReusedBy: reused}}}
+	if len(set.Finalizers) > 0 {
+		f.Details.Finalizers = set.Finalizers
+	}
+	if replaced {
+		facts.Owner = d.ownerChange(set, ownerRef, owner)
+		f.Reason = "OwnerGone"
+		if owner.Exists {
+			f.Reason = "OwnerRecreated"
+		}
+		f.Details.OwnerKind, f.Details.OwnerName, f.Details.OwnerUID = ownerRef.Kind, ownerRef.Name, string(ownerRef.UID)
+		f.Details.CurrentOwnerUID = string(facts.Owner.CurrentUID)
+		f.Details.NewOwnerRevisions = facts.Owner.NewRevisions
+	}
+	f.Facts = facts
+	d.add(f)
+}
+
+// ownerChange describes a terminating StatefulSet's owner that is gone or was recreated.
+func (d *diagnosis) ownerChange(set *appsv1.StatefulSet, ref *metav1.OwnerReference, owner Owner) *OwnerChange {
+	c := &OwnerChange{Kind: ref.Kind, Name: ref.Name, UID: ref.UID, Exists: owner.Exists}
+	if owner.Exists {
+		c.CurrentUID = owner.UID
+		if revs := d.newOwnerRevisions(set, owner); len(revs) > 0 {
+			c.NewRevisions = revs
+		}
+	}
+	return c
+}
+
+// reusedByOthers lists pods matching a terminating set's selector and name that another
+// controller owns.
+func (d *diagnosis) reusedByOthers(set *appsv1.StatefulSet) []string {
+	selector, err := metav1.LabelSelectorAsSelector(set.Spec.Selector)
+	if err != nil || selector.Empty() {
+		return nil
+	}
+	var out []string
+	for uid, pods := range d.ix.owned.Pods {
+		if uid == set.UID {
+			continue
+		}
+		for _, pod := range pods {
+			if pod.Namespace != set.Namespace || !selector.Matches(labels.Set(pod.Labels)) {
+				continue
+			}
+			if _, ok := statefulset.Ordinal(set.Name, pod.Name); ok {
+				out = append(out, "pod/"+pod.Name)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// rolloutOf reads the StatefulSet's rollout from its object.
+func rolloutOf(set *appsv1.StatefulSet) Rollout {
+	return Rollout{
+		Summary: apiv1.StatefulSetSummary{Namespace: set.Namespace, Name: set.Name, Replicas: rollout.Replicas(set), ReadyReplicas: set.Status.ReadyReplicas,
+			CurrentRevision: set.Status.CurrentRevision, UpdateRevision: set.Status.UpdateRevision},
+		Terminating: set.DeletionTimestamp != nil,
+		Complete:    rollout.Complete(set),
+	}
+}
+
+// controllerSlack is how long after a pod's Ready moment the controller's replacement of it may
+// take: the kubelet's status write triggers a sync at once (the pod informer's update handler),
+// which deletes the pod (stateful_set_control.go:749-759@v1.37.2).
+const controllerSlack = 15 * time.Second
+
+// maxCrashLoopBackOff is the kubelet's longest wait between two runs of a crash-looping
+// container (MaxContainerBackOff = 300 s, pkg/kubelet/apis/config/v1beta1/defaults.go:45 and
+// newCrashLoopBackOff, kubelet.go:353-366@v1.37.2): a run, with its Ready moment, comes at least
+// that often.
+const maxCrashLoopBackOff = 5 * time.Minute
+
+// replacedWhenReady predicts that an OrderedReady rolling update replaces a crash-looping
+// old-revision pod in the sync that finds it Ready for its moment (replacesWhenReady), and
+// returns the prediction once it has failed: the pod was Ready during a run since the
+// prediction began (the update revision's creation, or the other pods' Ready) and is still
+// there controllerSlack later, or no run came within the kubelet's longest back-off. Until
+// then the prediction is recorded (explain shows its deadline) and the diagnosis wakes at it.
+// A Ready moment seen only to the second (the Ready condition turned in the second the run
+// started) may never have reached the controller: the deadline says whether it did.
+func (d *diagnosis) replacedWhenReady(r *controllerView, pod *corev1.Pod, p *Startup) *Prediction {
+	since := d.ix.revisionCreated(r.set, r.update)
+	for k, other := range r.byIndex {
+		if other == nil || other == pod || k >= r.replicas {
+			continue
+		}
+		if c := statefulset.ReadyCondition(other); c != nil && c.LastTransitionTime.After(since) {
+			since = c.LastTransitionTime.Time
+		}
+	}
+	pred := Prediction{Pod: pod.Name, Expected: ReplacedWhenReady}
+	if !since.IsZero() {
+		pred.Deadline = since.Add(maxCrashLoopBackOff + controllerSlack)
+	}
+	// The pod's latest Ready moment: now, or during its latest run.
+	ready := statefulset.ReadyCondition(pod)
+	switch {
+	case statefulset.RunningAndReady(pod) && ready != nil:
+		pred.Chance = ready.LastTransitionTime.Time
+	case !p.RunEnded.IsZero():
+		pred.Chance = p.RunEnded
+	case ready != nil && !ready.LastTransitionTime.Before(&metav1.Time{Time: p.RunStarted}):
+		pred.Chance = ready.LastTransitionTime.Time
+	}
+	if !pred.Chance.IsZero() && !pred.Chance.Before(since) {
+		// A Ready moment since the prediction began: the controller had its chance then.
+		pred.Deadline = pred.Chance.Add(controllerSlack)
+	} else {
+		pred.Chance = time.Time{}
+	}
+	if pred.Deadline.IsZero() {
+		return nil // no time to measure from: the objects carry no timestamps
+	}
+	if d.ix.now.Before(pred.Deadline) {
+		d.ix.wake(pred.Deadline)
+		if d.predictions == nil {
+			d.predictions = map[string]Prediction{}
+		}
+		d.predictions[pod.Namespace+"/"+pod.Name] = pred
+		return nil
+	}
+	return &pred
+}
+
+// Stuck reports whether a finding is an error: a rollout the controller will not finish by itself.
 func (r Result) Stuck() bool {
 	for _, f := range r.Findings {
 		if f.Severity == apiv1.SeverityError {
@@ -104,56 +604,4 @@ func (r Result) Stuck() bool {
 		}
 	}
 	return false
-}
-
-// Diagnose examines every StatefulSet of objs with the controller rules of objs.ServerVersion.
-// Remedies name kubectl.
-func Diagnose(objs Objects, opts Options) Result {
-	snap := objs.snapshot()
-	res := rules.Diagnose(snap, rules.Options{TerminatingAfter: opts.TerminatingAfter, NotReadyAfter: opts.NotReadyAfter,
-		Settle: rules.DefaultOptions().Settle, FeatureGates: opts.FeatureGates})
-	explain.Findings(res.Findings, explain.ForCluster(false))
-	rep := model.NewReport(false, model.Summaries(res.StatefulSets, res.Findings), res.Findings)
-	return Result{StatefulSets: rep.StatefulSets, Findings: model.PublicFindings(rep.Findings),
-		Rules: Rules{Version: res.Rules.Version, FeatureGates: maps.Clone(res.Rules.Gates)}, RecheckAt: res.RecheckAt}
-}
-
-// Load reads Objects from a multi-document YAML stream of Kubernetes objects (the scenarios of
-// testdata/stuck): kinds it does not read are skipped.
-func Load(r io.Reader, now time.Time) (Objects, error) {
-	s, err := snapshot.Load(r, now)
-	if err != nil {
-		return Objects{}, fmt.Errorf("loading objects: %w", err)
-	}
-	objs := Objects{Now: now, ServerVersion: s.ServerVersion, StatefulSets: s.StatefulSets, Pods: s.Pods, Revisions: s.Revisions,
-		Claims: s.PVCs, Events: s.Events}
-	if s.StorageClassesListed {
-		objs.StorageClasses = nonNil(s.StorageClasses)
-	}
-	if s.NodesListed {
-		objs.Nodes = nonNil(s.Nodes)
-	}
-	if s.ServicesListed {
-		objs.Services = nonNil(s.Services)
-	}
-	return objs, nil
-}
-
-func (o Objects) snapshot() *snapshot.Snapshot {
-	s := &snapshot.Snapshot{Now: o.Now, ServerVersion: o.ServerVersion, StatefulSets: o.StatefulSets, Pods: o.Pods, Revisions: o.Revisions,
-		PVCs: o.Claims, StorageClasses: o.StorageClasses, StorageClassesListed: o.StorageClasses != nil,
-		Nodes: o.Nodes, NodesListed: o.Nodes != nil, Services: o.Services, ServicesListed: o.Services != nil}
-	for _, e := range o.Events {
-		if e.Type == corev1.EventTypeWarning {
-			s.Events = append(s.Events, e)
-		}
-	}
-	return s
-}
-
-func nonNil[T any](s []T) []T {
-	if s == nil {
-		return []T{}
-	}
-	return s
 }

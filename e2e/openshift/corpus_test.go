@@ -1,7 +1,7 @@
 package openshift
 
 // The differential oracle: a generated corpus of image references run through stsdiag's resolver
-// (internal/resolver: Admission.Admit and NamespaceSkipped, over the ImageStreams as the API
+// (resolver: Admission.Admit and NamespaceSkipped, over the ImageStreams as the API
 // returns them) and through the real ImagePolicy plugin (a server-side dry-run create of a probe
 // object, which runs mutating admission, webhooks included, without persisting). Every reference
 // must be written the same, byte for byte.
@@ -32,7 +32,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/stsdiag/stsdiag/e2e/internal/scenario"
-	"github.com/stsdiag/stsdiag/internal/resolver"
+	"github.com/stsdiag/stsdiag/resolver"
 )
 
 // corpusNamespace is one namespace of the corpus: its name and labels.

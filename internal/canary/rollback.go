@@ -12,9 +12,9 @@ import (
 	"github.com/stsdiag/stsdiag/internal/diagnose"
 	"github.com/stsdiag/stsdiag/internal/follow"
 	"github.com/stsdiag/stsdiag/internal/gather"
-	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/plan"
 	"github.com/stsdiag/stsdiag/internal/repair"
+	"github.com/stsdiag/stsdiag/stuck"
 )
 
 // failed ends a step whose finding held for --hold: with --no-rollback it stops (Stuck);
@@ -113,7 +113,7 @@ func (r *runner) failed(ctx context.Context, step engine.Resolved) error {
 }
 
 // describeFindings names the blocking findings that held: pod, code and reason.
-func describeFindings(findings []model.Finding) string {
+func describeFindings(findings []stuck.Finding) string {
 	var parts []string
 	for _, f := range findings {
 		if !f.Blocking() {

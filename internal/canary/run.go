@@ -20,8 +20,7 @@ import (
 	"github.com/stsdiag/stsdiag/internal/follow"
 	"github.com/stsdiag/stsdiag/internal/gather"
 	"github.com/stsdiag/stsdiag/internal/model"
-	"github.com/stsdiag/stsdiag/internal/snapshot"
-	"github.com/stsdiag/stsdiag/internal/stuck"
+	"github.com/stsdiag/stsdiag/stuck"
 )
 
 // Options tune Run.
@@ -133,7 +132,7 @@ func (r *runner) observed(ctx context.Context) (*appsv1.StatefulSet, error) {
 	}
 }
 
-func find(snap *snapshot.Snapshot, namespace, name string) *appsv1.StatefulSet {
+func find(snap *stuck.Objects, namespace, name string) *appsv1.StatefulSet {
 	for i := range snap.StatefulSets {
 		if s := &snap.StatefulSets[i]; s.Namespace == namespace && s.Name == name {
 			return s
@@ -252,7 +251,7 @@ func (r *runner) changed(set *appsv1.StatefulSet) bool {
 }
 
 // stopIfChanged is the gate's Stop: a change canary did not make ends the canary.
-func (r *runner) stopIfChanged(snap *snapshot.Snapshot) (apiv1.Verdict, string) {
+func (r *runner) stopIfChanged(snap *stuck.Objects) (apiv1.Verdict, string) {
 	set := find(snap, r.o.Namespace, r.o.Name)
 	if set == nil || !r.changed(set) || (set.UID == r.uid && set.Generation < r.generation) {
 		return "", "" // deleted: the gate's NotFound; an older generation: the cache lags canary's patch
@@ -293,7 +292,7 @@ func (r *runner) run(ctx context.Context, steps []engine.Resolved) error {
 			r.res.WaitResult = *model.NewWaitResult(follow.VerdictOf(err), err.Error())
 			return nil
 		}
-		if v, msg := r.stopIfChanged(&snapshot.Snapshot{StatefulSets: []appsv1.StatefulSet{*set}}); v != "" {
+		if v, msg := r.stopIfChanged(&stuck.Objects{StatefulSets: []appsv1.StatefulSet{*set}}); v != "" {
 			r.stop(v, msg)
 			return nil
 		}

@@ -12,8 +12,7 @@ import (
 	"github.com/stsdiag/stsdiag/internal/diagnose"
 	"github.com/stsdiag/stsdiag/internal/gather"
 	"github.com/stsdiag/stsdiag/internal/model"
-	"github.com/stsdiag/stsdiag/internal/snapshot"
-	"github.com/stsdiag/stsdiag/internal/stuck"
+	"github.com/stsdiag/stsdiag/stuck"
 )
 
 // Options say what one cluster's check reads and returns.
@@ -43,7 +42,7 @@ func Cluster(ctx context.Context, c gather.Clients, scope gather.Scope, o Option
 		if src == nil {
 			src = gather.Lister{Clients: c, Scope: scope}
 		}
-		var snap *snapshot.Snapshot
+		var snap *stuck.Objects
 		var warnings []string
 		if snap, warnings, err = src.Snapshot(ctx); err == nil {
 			if o.Explanations {
@@ -64,7 +63,7 @@ func Cluster(ctx context.Context, c gather.Clients, scope gather.Scope, o Option
 }
 
 // Run gathers the scope (gather.Gather) and diagnoses it; gathering warnings go in the report.
-func Run(ctx context.Context, c gather.Clients, scope gather.Scope, opts stuck.Options) (*model.Report, *snapshot.Snapshot, error) {
+func Run(ctx context.Context, c gather.Clients, scope gather.Scope, opts stuck.Options) (*model.Report, *stuck.Objects, error) {
 	return diagnose.FromSource(ctx, gather.Lister{Clients: c, Scope: scope}, opts)
 }
 

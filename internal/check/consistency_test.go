@@ -21,8 +21,7 @@ import (
 	"github.com/stsdiag/stsdiag/internal/gather"
 	"github.com/stsdiag/stsdiag/internal/imageapi"
 	"github.com/stsdiag/stsdiag/internal/model"
-	"github.com/stsdiag/stsdiag/internal/snapshot"
-	"github.com/stsdiag/stsdiag/internal/stuck"
+	"github.com/stsdiag/stsdiag/stuck"
 )
 
 // TestWatchSeesWhatCheckSees: for the same cluster state, the informer snapshot behind wait and
@@ -30,7 +29,7 @@ import (
 func TestWatchSeesWhatCheckSees(t *testing.T) {
 	var objs []runtime.Object
 	for _, scenario := range []string{"stale-revision-stuck-3-replicas", "pod-stuck-terminating-lost-node", "volume-claim-pending", "not-ready-stale"} {
-		snap, err := snapshot.LoadFile(filepath.Join("..", "..", "testdata", "stuck", scenario, "objects.yaml"), time.Now())
+		snap, err := stuck.LoadFile(filepath.Join("..", "..", "testdata", "stuck", scenario, "objects.yaml"), time.Now())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -64,7 +63,7 @@ func TestWatchSeesWhatCheckSees(t *testing.T) {
 
 // objects moves a scenario's namespaced objects to a namespace of its own (s0, s1, ...), with
 // UIDs unique in the cluster.
-func objects(t *testing.T, snap *snapshot.Snapshot, scenario string) []runtime.Object {
+func objects(t *testing.T, snap *stuck.Objects, scenario string) []runtime.Object {
 	t.Helper()
 	ns := map[string]string{"stale-revision-stuck-3-replicas": "s0", "pod-stuck-terminating-lost-node": "s1", "volume-claim-pending": "s2", "not-ready-stale": "s3"}[scenario]
 	out := []runtime.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}}
@@ -134,7 +133,7 @@ func equal(a, b []string) bool {
 // the snapshot of one namespace a watch -A worker diagnoses (the ImageStreams of every namespace
 // are found in the cache).
 func TestWatchSeesOtherNamespacesStreams(t *testing.T) {
-	snap, err := snapshot.LoadFile(filepath.Join("..", "..", "testdata", "resolver", "triggers-invalid", "objects.yaml"), time.Now())
+	snap, err := stuck.LoadFile(filepath.Join("..", "..", "testdata", "resolver", "triggers-invalid", "objects.yaml"), time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,6 +178,6 @@ func TestWatchSeesOtherNamespacesStreams(t *testing.T) {
 }
 
 // said is a finding's code, reason and reason in details.
-func said(f model.Finding) string {
+func said(f stuck.Finding) string {
 	return string(f.Code) + "/" + f.Reason + "/" + f.Details.Reason
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/stsdiag/stsdiag/internal/fleet"
 	"github.com/stsdiag/stsdiag/internal/gather"
 	"github.com/stsdiag/stsdiag/internal/model"
-	"github.com/stsdiag/stsdiag/internal/stuck"
+	"github.com/stsdiag/stsdiag/stuck"
 )
 
 // Target is one cluster of a fleet: the kubeconfig context naming it, its clients and scope.
@@ -51,7 +51,7 @@ func RunFleet(ctx context.Context, targets []Target, opts stuck.Options) (rep *m
 		return outcome{r, err}
 	}, nil)
 	var sets []apiv1.StatefulSetSummary
-	var findings []model.Finding
+	var findings []stuck.Finding
 	var warnings []string
 	var servers []*apiv1.ServerInfo
 	openshift := false

@@ -20,14 +20,13 @@ import (
 	"github.com/stsdiag/stsdiag/internal/gather"
 	"github.com/stsdiag/stsdiag/internal/imageapi"
 	"github.com/stsdiag/stsdiag/internal/model"
-	"github.com/stsdiag/stsdiag/internal/snapshot"
-	"github.com/stsdiag/stsdiag/internal/stuck"
+	"github.com/stsdiag/stsdiag/stuck"
 )
 
 // TestRunFleet: two clusters and one that refuses: one report, findings and StatefulSets
 // carry their context, the refusing one is a warning naming it and comes back as failed.
 func TestRunFleet(t *testing.T) {
-	snap, err := snapshot.LoadFile(filepath.Join("..", "..", "testdata", "stuck", "stale-revision-stuck-3-replicas", "objects.yaml"), time.Now())
+	snap, err := stuck.LoadFile(filepath.Join("..", "..", "testdata", "stuck", "stale-revision-stuck-3-replicas", "objects.yaml"), time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,8 +10,7 @@ import (
 	"github.com/stsdiag/stsdiag/internal/diagnose"
 	"github.com/stsdiag/stsdiag/internal/gather"
 	"github.com/stsdiag/stsdiag/internal/model"
-	"github.com/stsdiag/stsdiag/internal/snapshot"
-	"github.com/stsdiag/stsdiag/internal/stuck"
+	"github.com/stsdiag/stsdiag/stuck"
 )
 
 // AllNamespaces diagnoses every namespace of the scope (all namespaces, by selector only) one at
@@ -20,14 +19,14 @@ import (
 // diagnose.ReportWithExplanations' explanations. When the LISTs cannot be read namespace by namespace
 // (gather.ErrRestart) it gathers everything at once instead.
 func AllNamespaces(ctx context.Context, c gather.Clients, scope gather.Scope, opts stuck.Options, explanations bool) (*model.Report, map[string]*apiv1.Explanation, error) {
-	var findings []model.Finding
+	var findings []stuck.Finding
 	var sets []apiv1.StatefulSetSummary
 	var recheck time.Time
 	var explained map[string]*apiv1.Explanation
 	if explanations {
 		explained = map[string]*apiv1.Explanation{}
 	}
-	read, err := gather.EachNamespace(ctx, c, scope, func(snap *snapshot.Snapshot) error {
+	read, err := gather.EachNamespace(ctx, c, scope, func(snap *stuck.Objects) error {
 		var rep *model.Report
 		var here map[string]*apiv1.Explanation
 		if explanations {

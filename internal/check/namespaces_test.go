@@ -30,8 +30,7 @@ import (
 	"github.com/stsdiag/stsdiag/internal/gather"
 	"github.com/stsdiag/stsdiag/internal/imageapi"
 	"github.com/stsdiag/stsdiag/internal/model"
-	"github.com/stsdiag/stsdiag/internal/snapshot"
-	"github.com/stsdiag/stsdiag/internal/stuck"
+	"github.com/stsdiag/stsdiag/stuck"
 )
 
 // scenarioCluster puts every scenario of testdata/stuck and testdata/resolver in one cluster,
@@ -51,7 +50,7 @@ func scenarioCluster(t *testing.T) (kube *fake.Clientset, image *imagefake.Clien
 	var kubeObjs, imageObjs []runtime.Object
 	seen := map[string]bool{}
 	for i, path := range dirs {
-		snap, err := snapshot.LoadFile(path, time.Now())
+		snap, err := stuck.LoadFile(path, time.Now())
 		if err != nil {
 			t.Fatal(err)
 		}

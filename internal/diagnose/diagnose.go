@@ -11,16 +11,15 @@ import (
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/explain"
 	"github.com/stsdiag/stsdiag/internal/model"
-	"github.com/stsdiag/stsdiag/internal/resolver"
-	"github.com/stsdiag/stsdiag/internal/snapshot"
-	"github.com/stsdiag/stsdiag/internal/stuck"
+	"github.com/stsdiag/stsdiag/resolver"
+	"github.com/stsdiag/stsdiag/stuck"
 	"github.com/stsdiag/stsdiag/stuck/controller"
 )
 
 // Report diagnoses a snapshot: every analyzer establishes its facts, facts of one analyzer are
 // linked to another's, explain words them (naming oc on OpenShift, else kubectl), and each
 // StatefulSet's status is decided once, from every finding.
-func Report(snap *snapshot.Snapshot, opts stuck.Options) *model.Report {
+func Report(snap *stuck.Objects, opts stuck.Options) *model.Report {
 	rep, _ := report(snap, opts)
 	return rep
 }
@@ -34,11 +33,11 @@ type views struct {
 	predictions map[string]stuck.Prediction
 }
 
-func report(snap *snapshot.Snapshot, opts stuck.Options) (*model.Report, views) {
+func report(snap *stuck.Objects, opts stuck.Options) (*model.Report, views) {
 	if snap.Shared == nil {
 		// Indexed once for both analyzers.
 		indexed := *snap
-		indexed.Shared = snapshot.NewShared(snap)
+		indexed.Shared = stuck.NewShared(snap)
 		snap = &indexed
 	}
 	res := stuck.Diagnose(snap, opts)
@@ -54,11 +53,11 @@ func report(snap *snapshot.Snapshot, opts stuck.Options) (*model.Report, views) 
 // Source is what a diagnosis reads: a snapshot and the warnings of reading it (gather.Source;
 // diagnose itself calls no API).
 type Source interface {
-	Snapshot(ctx context.Context) (*snapshot.Snapshot, []string, error)
+	Snapshot(ctx context.Context) (*stuck.Objects, []string, error)
 }
 
 // FromSource takes a snapshot from the source and diagnoses it; its warnings go in the report.
-func FromSource(ctx context.Context, src Source, opts stuck.Options) (*model.Report, *snapshot.Snapshot, error) {
+func FromSource(ctx context.Context, src Source, opts stuck.Options) (*model.Report, *stuck.Objects, error) {
 	snap, warnings, err := src.Snapshot(ctx)
 	if err != nil {
 		return nil, nil, err
@@ -77,7 +76,7 @@ type imageUse struct {
 
 // linkUnresolvedImages tells a pod failing on an unresolved ImageStream name the exact image the
 // resolver computed, so its remedy sets that image instead of a generic "fix the image".
-func linkUnresolvedImages(findings []model.Finding) {
+func linkUnresolvedImages(findings []stuck.Finding) {
 	resolved := map[imageUse]string{}
 	for _, f := range findings {
 		if f.Code == apiv1.UnresolvedImageReference {
@@ -93,6 +92,6 @@ func linkUnresolvedImages(findings []model.Finding) {
 	}
 }
 
-func useOf(f model.Finding) imageUse {
+func useOf(f stuck.Finding) imageUse {
 	return imageUse{set: types.NamespacedName{Namespace: f.Namespace, Name: f.StatefulSet}, container: f.Container, image: f.Image}
 }

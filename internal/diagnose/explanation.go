@@ -7,9 +7,8 @@ import (
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/model"
-	"github.com/stsdiag/stsdiag/internal/snapshot"
 	"github.com/stsdiag/stsdiag/internal/statefulset"
-	"github.com/stsdiag/stsdiag/internal/stuck"
+	"github.com/stsdiag/stsdiag/stuck"
 	"github.com/stsdiag/stsdiag/stuck/controller"
 )
 
@@ -18,7 +17,7 @@ import (
 // that says why it cannot take it. It comes from the same diagnosis as check's report, whose
 // findings about the set it carries, so the two never disagree.
 // It is nil when the snapshot has no such StatefulSet.
-func Explanation(snap *snapshot.Snapshot, namespace, name string, opts stuck.Options) *apiv1.Explanation {
+func Explanation(snap *stuck.Objects, namespace, name string, opts stuck.Options) *apiv1.Explanation {
 	rep, views := report(snap, opts)
 	for i := range snap.StatefulSets {
 		if s := &snap.StatefulSets[i]; s.Namespace == namespace && s.Name == name {
@@ -29,19 +28,19 @@ func Explanation(snap *snapshot.Snapshot, namespace, name string, opts stuck.Opt
 }
 
 // ReportWithExplanations is Report with the explanation of every StatefulSet of the snapshot,
-// keyed by snapshot.Key(namespace, name): one diagnosis, so the report and the explanations
+// keyed by stuck.Key(namespace, name): one diagnosis, so the report and the explanations
 // never disagree (check -o html draws each set's ordinals from them).
-func ReportWithExplanations(snap *snapshot.Snapshot, opts stuck.Options) (*model.Report, map[string]*apiv1.Explanation) {
+func ReportWithExplanations(snap *stuck.Objects, opts stuck.Options) (*model.Report, map[string]*apiv1.Explanation) {
 	rep, views := report(snap, opts)
 	out := make(map[string]*apiv1.Explanation, len(snap.StatefulSets))
 	for i := range snap.StatefulSets {
 		s := &snap.StatefulSets[i]
-		out[snapshot.Key(s.Namespace, s.Name)] = explanation(snap, rep, views, s)
+		out[stuck.Key(s.Namespace, s.Name)] = explanation(snap, rep, views, s)
 	}
 	return rep, out
 }
 
-func explanation(snap *snapshot.Snapshot, rep *model.Report, views views, set *appsv1.StatefulSet) *apiv1.Explanation {
+func explanation(snap *stuck.Objects, rep *model.Report, views views, set *appsv1.StatefulSet) *apiv1.Explanation {
 	namespace, name := set.Namespace, set.Name
 	e := &apiv1.Explanation{Namespace: namespace, StatefulSet: name, Server: rep.Server,
 		PodManagementPolicy: string(appsv1.OrderedReadyPodManagement), UpdateStrategy: string(appsv1.RollingUpdateStatefulSetStrategyType),
@@ -69,16 +68,16 @@ func explanation(snap *snapshot.Snapshot, rep *model.Report, views views, set *a
 			why[f.Pod] = string(f.Code) + ": " + f.Short
 		}
 	}
-	if v := views.sets[snapshot.Key(namespace, name)]; v != nil {
+	if v := views.sets[stuck.Key(namespace, name)]; v != nil {
 		e.Partition = int32(v.Partition)
 		// The revision new pods get, also when the controller has not observed the spec yet.
 		e.UpdateRevision = v.Update
 		for _, o := range v.Ordinals {
-			e.Ordinals = append(e.Ordinals, step(o, why[o.Name], views.predictions[snapshot.Key(namespace, o.Name)]))
+			e.Ordinals = append(e.Ordinals, step(o, why[o.Name], views.predictions[stuck.Key(namespace, o.Name)]))
 		}
 		for i := len(v.Condemned) - 1; i >= 0; i-- {
 			c := v.Condemned[i]
-			e.Ordinals = append(e.Ordinals, step(c, why[c.Name], views.predictions[snapshot.Key(namespace, c.Name)]))
+			e.Ordinals = append(e.Ordinals, step(c, why[c.Name], views.predictions[stuck.Key(namespace, c.Name)]))
 		}
 	}
 	e.TemplateChanges = templateChanges(snap, set, e.CurrentRevision, e.UpdateRevision)
@@ -116,12 +115,12 @@ func State(pod *corev1.Pod) string {
 
 // templateChanges lists what the update revision changes in the template, when both
 // revisions can be read.
-func templateChanges(snap *snapshot.Snapshot, set *appsv1.StatefulSet, current, update string) []string {
+func templateChanges(snap *stuck.Objects, set *appsv1.StatefulSet, current, update string) []string {
 	if current == "" || update == "" || current == update {
 		return nil
 	}
 	var from, to *corev1.PodTemplateSpec
-	for _, rev := range statefulset.ByController(snap).Revisions[set.UID] {
+	for _, rev := range statefulset.ByController(snap.Pods, snap.Revisions).Revisions[set.UID] {
 		if _, tmpl, err := statefulset.RevisionTemplate(rev); err == nil {
 			switch rev.Name {
 			case current:

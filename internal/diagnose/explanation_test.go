@@ -11,10 +11,9 @@ import (
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/diagnose"
-	"github.com/stsdiag/stsdiag/internal/snapshot"
 	"github.com/stsdiag/stsdiag/internal/snapshot/snapshottest"
 	"github.com/stsdiag/stsdiag/internal/statefulset"
-	"github.com/stsdiag/stsdiag/internal/stuck"
+	"github.com/stsdiag/stsdiag/stuck"
 )
 
 // TestCheckAndExplainAgree: on every testdata/stuck scenario, for every StatefulSet, an ordinal
@@ -76,9 +75,9 @@ func TestCheckAndExplainAgree(t *testing.T) {
 
 // scenario loads a testdata scenario as its test runs it: through the production transform,
 // with its server version and feature gates.
-func scenario(t *testing.T, dir string) (*snapshot.Snapshot, stuck.Options) {
+func scenario(t *testing.T, dir string) (*stuck.Objects, stuck.Options) {
 	t.Helper()
-	snap, err := snapshot.LoadFile(filepath.Join(dir, "objects.yaml"), snapshottest.Now)
+	snap, err := stuck.LoadFile(filepath.Join(dir, "objects.yaml"), snapshottest.Now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +97,7 @@ func scenario(t *testing.T, dir string) (*snapshot.Snapshot, stuck.Options) {
 	return snap, opts
 }
 
-func readyNow(snap *snapshot.Snapshot, namespace, name string) bool {
+func readyNow(snap *stuck.Objects, namespace, name string) bool {
 	for i := range snap.Pods {
 		if p := &snap.Pods[i]; p.Namespace == namespace && p.Name == name {
 			return statefulset.RunningAndReady(p)

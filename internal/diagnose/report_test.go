@@ -6,16 +6,15 @@ import (
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/diagnose"
-	"github.com/stsdiag/stsdiag/internal/snapshot"
 	"github.com/stsdiag/stsdiag/internal/snapshot/snapshottest"
-	"github.com/stsdiag/stsdiag/internal/stuck"
+	"github.com/stsdiag/stsdiag/stuck"
 )
 
 // TestLinksUnresolvedImage: a pod failing on an unresolved ImageStream name gets, as a fact, the
 // image the resolver computed, and its remedy sets it (in oc words on OpenShift).
 func TestLinksUnresolvedImage(t *testing.T) {
 	const resolved = "image-registry.openshift-image-registry.svc:5000/shop/app@sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
-	snap, err := snapshot.LoadFile(filepath.Join("..", "..", "testdata", "resolver", "forced-names", "objects.yaml"), snapshottest.Now)
+	snap, err := stuck.LoadFile(filepath.Join("..", "..", "testdata", "resolver", "forced-names", "objects.yaml"), snapshottest.Now)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,9 +10,8 @@ import (
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/diagnose"
 	"github.com/stsdiag/stsdiag/internal/explain"
-	"github.com/stsdiag/stsdiag/internal/snapshot"
 	"github.com/stsdiag/stsdiag/internal/snapshot/snapshottest"
-	"github.com/stsdiag/stsdiag/internal/stuck"
+	"github.com/stsdiag/stsdiag/stuck"
 )
 
 // TestAdmissionWording locks the words of findings whose prediction admission was asked about
@@ -24,11 +23,11 @@ func TestAdmissionWording(t *testing.T) {
 		d1 = "sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
 		r  = "image-registry.openshift-image-registry.svc:5000"
 	)
-	snap, err := snapshot.LoadFile("../../testdata/admission/objects.yaml", snapshottest.Now)
+	snap, err := stuck.LoadFile("../../testdata/admission/objects.yaml", snapshottest.Now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	snap.Admission = map[snapshot.AdmissionQuestion]snapshot.AdmissionAnswer{
+	snap.Admission = map[stuck.AdmissionQuestion]stuck.AdmissionAnswer{
 		{Namespace: "shop", Image: "myapp:1.0.1"}:                            {Written: r + "/shop/myapp@" + d1},
 		{Namespace: "shop", Image: "tools:2"}:                                {Written: "tools:2"},
 		{Namespace: "shop", Forced: true, Image: "quay.io/team/myapp:1.0.1"}: {Written: r + "/shop/myapp:1.0.1"},

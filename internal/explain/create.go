@@ -6,15 +6,14 @@ import (
 	"strings"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
-	"github.com/stsdiag/stsdiag/internal/admission"
-	"github.com/stsdiag/stsdiag/internal/stuck"
+	"github.com/stsdiag/stsdiag/stuck"
 	"github.com/stsdiag/stsdiag/stuck/controller"
 )
 
 func (w words) createFailed(s stuck.CreateFailed) {
 	f := w.f
 	object := "pod " + s.Pod
-	if r := s.Refusal; r != nil && r.Kind == admission.KindClaim {
+	if r := s.Refusal; r != nil && r.Kind == stuck.KindClaim {
 		object = fmt.Sprintf("PersistentVolumeClaim %s of pod %s", r.Name, s.Pod)
 	}
 	next := "the controller retries it"
@@ -43,28 +42,28 @@ func (w words) createFailed(s stuck.CreateFailed) {
 }
 
 func shortObject(s stuck.CreateFailed) string {
-	if r := s.Refusal; r != nil && r.Kind == admission.KindClaim {
+	if r := s.Refusal; r != nil && r.Kind == stuck.KindClaim {
 		return "claim " + r.Name
 	}
 	return s.Pod
 }
 
-func refusalShort(r *admission.Refusal) string {
+func refusalShort(r *stuck.Refusal) string {
 	switch r.Reason {
-	case admission.QuotaExceeded:
+	case stuck.QuotaExceeded:
 		if r.Quota.Missing != "" {
 			return fmt.Sprintf("ResourceQuota %s requires %s", r.Quota.Name, r.Quota.Missing)
 		}
 		return fmt.Sprintf("ResourceQuota %s exceeded (short by %s)", r.Quota.Name, strings.Join(r.Quota.Short, ", "))
-	case admission.PodSecurity:
+	case stuck.PodSecurity:
 		return fmt.Sprintf("PodSecurity %s: %d check(s) fail", r.Level, len(r.Checks))
-	case admission.ServiceAccountMissing:
+	case stuck.ServiceAccountMissing:
 		return fmt.Sprintf("ServiceAccount %s does not exist", r.ServiceAccount)
-	case admission.AdmissionDenied:
+	case stuck.AdmissionDenied:
 		return fmt.Sprintf("%s %s denies it: %s", r.PolicyKind, r.Policy, r.Denial)
-	case admission.LimitRange:
+	case stuck.LimitRange:
 		return "LimitRange: " + r.Denial
-	case admission.SecurityContextConstraints:
+	case stuck.SecurityContextConstraints:
 		return "no SecurityContextConstraints admits it"
 	}
 	return string(r.Reason)
@@ -73,18 +72,18 @@ func refusalShort(r *admission.Refusal) string {
 // mustSet finds the settings PodSecurity's checks ask for ("must set X=Y").
 var mustSet = regexp.MustCompile(`must set ([^)]+)`)
 
-func (w words) refusalRemedy(r *admission.Refusal) string {
+func (w words) refusalRemedy(r *stuck.Refusal) string {
 	f := w.f
 	set := fmt.Sprintf("statefulset/%s -n %s", f.StatefulSet, f.Namespace)
 	after := "; the controller then creates it by itself (nothing to delete)"
 	switch r.Reason {
-	case admission.QuotaExceeded:
+	case stuck.QuotaExceeded:
 		if r.Quota.Missing != "" {
 			return fmt.Sprintf("ResourceQuota %s requires every pod to set %s: set it in the containers' resources of %s%s", r.Quota.Name, r.Quota.Missing, set, after)
 		}
 		return fmt.Sprintf("ResourceQuota %s is short by %s (used %s of %s): raise it (%s edit resourcequota %s -n %s) or free that much in the namespace%s",
 			r.Quota.Name, strings.Join(r.Quota.Short, ", "), r.Quota.Used, r.Quota.Limited, w.cli, r.Quota.Name, f.Namespace, after)
-	case admission.PodSecurity:
+	case stuck.PodSecurity:
 		var fields []string
 		for _, c := range r.Checks {
 			for _, m := range mustSet.FindAllStringSubmatch(c, -1) {
@@ -98,15 +97,15 @@ func (w words) refusalRemedy(r *admission.Refusal) string {
 		}
 		return fmt.Sprintf("the namespace enforces PodSecurity %s: in the pod template of %s %s (or, if the workload needs it, lower the namespace's pod-security.kubernetes.io/enforce level)%s",
 			r.Level, set, change, after)
-	case admission.SecurityContextConstraints:
+	case stuck.SecurityContextConstraints:
 		return fmt.Sprintf("no SecurityContextConstraints the pod's ServiceAccount may use admits it (%s): fit the pod template's securityContext of %s to restricted-v2 (no fixed runAsUser, fsGroup or privileges), or grant an SCC: oc adm policy add-scc-to-user SCC -z SERVICEACCOUNT -n %s%s",
 			r.Denial, set, f.Namespace, after)
-	case admission.ServiceAccountMissing:
+	case stuck.ServiceAccountMissing:
 		return fmt.Sprintf("%s create serviceaccount %s -n %s (or fix spec.template.spec.serviceAccountName of %s)%s", w.cli, r.ServiceAccount, f.Namespace, set, after)
-	case admission.LimitRange:
+	case stuck.LimitRange:
 		return fmt.Sprintf("a LimitRange of namespace %s refuses the pod's resources (%s): fit the containers' resources of %s to it (%s describe limitrange -n %s) or change the LimitRange%s",
 			f.Namespace, r.Denial, set, w.cli, f.Namespace, after)
-	case admission.AdmissionDenied:
+	case stuck.AdmissionDenied:
 		return fmt.Sprintf("%s %s denies the pod (%s): change the pod template of %s to satisfy it, or ask the policy's owner%s", r.PolicyKind, r.Policy, r.Denial, set, after)
 	}
 	return fmt.Sprintf("fix what the API server says in %s%s", set, after)

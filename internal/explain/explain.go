@@ -6,9 +6,8 @@ package explain
 import (
 	"fmt"
 
-	"github.com/stsdiag/stsdiag/internal/model"
-	"github.com/stsdiag/stsdiag/internal/resolver"
-	"github.com/stsdiag/stsdiag/internal/stuck"
+	"github.com/stsdiag/stsdiag/resolver"
+	"github.com/stsdiag/stsdiag/stuck"
 )
 
 // Options say how remedies are written.
@@ -33,7 +32,7 @@ func (o Options) cli() string {
 }
 
 // Findings explains every finding in place.
-func Findings(findings []model.Finding, opts Options) {
+func Findings(findings []stuck.Finding, opts Options) {
 	for i := range findings {
 		Finding(&findings[i], opts)
 	}
@@ -42,7 +41,7 @@ func Findings(findings []model.Finding, opts Options) {
 // Finding fills the finding's Message, Short, Remedy and worded details from its facts. A
 // finding without facts keeps its words; facts of a type this package does not know are a
 // programming error (it panics).
-func Finding(f *model.Finding, opts Options) {
+func Finding(f *stuck.Finding, opts Options) {
 	w := words{f: f, cli: opts.cli()}
 	switch facts := f.Facts.(type) {
 	case nil:
@@ -80,7 +79,7 @@ func Finding(f *model.Finding, opts Options) {
 }
 
 // image words the facts of resolver's findings.
-func (w words) image(facts model.Facts) {
+func (w words) image(facts stuck.Facts) {
 	switch facts := facts.(type) {
 	case resolver.LookupOff:
 		w.lookupOff(facts)
@@ -101,6 +100,6 @@ func (w words) image(facts model.Facts) {
 
 // words writes one finding.
 type words struct {
-	f   *model.Finding
+	f   *stuck.Finding
 	cli string
 }

@@ -18,9 +18,8 @@ import (
 	"github.com/stsdiag/stsdiag/internal/diagnose"
 	"github.com/stsdiag/stsdiag/internal/explain"
 	"github.com/stsdiag/stsdiag/internal/model"
-	"github.com/stsdiag/stsdiag/internal/snapshot"
 	"github.com/stsdiag/stsdiag/internal/snapshot/snapshottest"
-	"github.com/stsdiag/stsdiag/internal/stuck"
+	"github.com/stsdiag/stsdiag/stuck"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -34,16 +33,16 @@ var codes = []apiv1.Code{
 }
 
 // scenarioFindings diagnoses every testdata scenario as check does, by scenario name.
-func scenarioFindings(t *testing.T) map[string][]model.Finding {
+func scenarioFindings(t *testing.T) map[string][]stuck.Finding {
 	t.Helper()
 	files, err := filepath.Glob(filepath.Join("..", "..", "testdata", "*", "*", "objects.yaml"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no scenarios: %v", err)
 	}
-	out := map[string][]model.Finding{}
+	out := map[string][]stuck.Finding{}
 	for _, file := range files {
 		dir := filepath.Dir(file)
-		snap, err := snapshot.LoadFile(file, snapshottest.Now)
+		snap, err := stuck.LoadFile(file, snapshottest.Now)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -94,7 +93,7 @@ func TestWording(t *testing.T) {
 	}
 }
 
-func words(scenario string, f model.Finding) string {
+func words(scenario string, f stuck.Finding) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "== %s: %s/%s", scenario, f.Namespace, f.StatefulSet)
 	if f.Pod != "" {
@@ -161,7 +160,7 @@ func TestOptions(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			f := model.Finding{Finding: apiv1.Finding{Code: apiv1.OnDeleteStale, Namespace: "shop", StatefulSet: "web"},
+			f := stuck.Finding{Finding: apiv1.Finding{Code: apiv1.OnDeleteStale, Namespace: "shop", StatefulSet: "web"},
 				Facts: stuck.OnDeleteOld{Pods: []string{"web-0", "web-1"}, UpdateRevision: "web-b"}}
 			explain.Finding(&f, c.opts)
 			if f.Remedy != c.want {
@@ -173,7 +172,7 @@ func TestOptions(t *testing.T) {
 
 // TestNoFacts: a finding built without facts keeps its words.
 func TestNoFacts(t *testing.T) {
-	f := model.Finding{Finding: apiv1.Finding{Code: apiv1.OnDeleteStale, Message: "as written", Remedy: "by hand"}}
+	f := stuck.Finding{Finding: apiv1.Finding{Code: apiv1.OnDeleteStale, Message: "as written", Remedy: "by hand"}}
 	explain.Finding(&f, explain.Options{})
 	if f.Message != "as written" || f.Remedy != "by hand" {
 		t.Errorf("words changed: %+v", f.Finding)

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/stsdiag/stsdiag/internal/resolver"
+	"github.com/stsdiag/stsdiag/resolver"
 )
 
 // kind names a container or an init container.

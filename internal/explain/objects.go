@@ -6,7 +6,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/stsdiag/stsdiag/internal/stuck"
+	"github.com/stsdiag/stsdiag/stuck"
 )
 
 func (w words) setTerminating(s stuck.SetTerminating) {

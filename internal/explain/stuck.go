@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/stsdiag/stsdiag/internal/stuck"
+	"github.com/stsdiag/stsdiag/stuck"
 )
 
 func (w words) staleStuck(s stuck.StaleStuck) {

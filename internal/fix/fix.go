@@ -18,7 +18,7 @@ import (
 	"github.com/stsdiag/stsdiag/internal/plan"
 	"github.com/stsdiag/stsdiag/internal/repair"
 	"github.com/stsdiag/stsdiag/internal/rollout"
-	"github.com/stsdiag/stsdiag/internal/snapshot"
+	"github.com/stsdiag/stsdiag/stuck"
 )
 
 // ErrNotConfirmed means the person asked declined the plan: nothing was changed.
@@ -183,7 +183,7 @@ func followRollouts(ctx context.Context, follow repair.Follower, o Options, dead
 	repaired, unrepaired := map[string]bool{}, false
 	var order []model.Action
 	for _, a := range result.Actions {
-		key := snapshot.Key(a.Namespace, a.StatefulSet)
+		key := stuck.Key(a.Namespace, a.StatefulSet)
 		if a.Result != apiv1.ResultDone {
 			unrepaired = true
 			continue

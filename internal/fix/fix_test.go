@@ -19,7 +19,7 @@ import (
 	"github.com/stsdiag/stsdiag/internal/imageapi"
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/rollout"
-	"github.com/stsdiag/stsdiag/internal/stuck"
+	"github.com/stsdiag/stsdiag/stuck"
 )
 
 // stuckCluster: web-0 on the old revision in ImagePullBackOff under OrderedReady

@@ -12,7 +12,7 @@ import (
 
 	"github.com/stsdiag/stsdiag/internal/gather"
 	"github.com/stsdiag/stsdiag/internal/rollout"
-	"github.com/stsdiag/stsdiag/internal/stuck"
+	"github.com/stsdiag/stsdiag/stuck"
 
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/utils/clock"
@@ -21,7 +21,6 @@ import (
 	"github.com/stsdiag/stsdiag/internal/diagnose"
 	"github.com/stsdiag/stsdiag/internal/hold"
 	"github.com/stsdiag/stsdiag/internal/model"
-	"github.com/stsdiag/stsdiag/internal/snapshot"
 	"github.com/stsdiag/stsdiag/internal/statefulset"
 )
 
@@ -32,7 +31,7 @@ type Options struct {
 	// Hold is how long a blocking finding must hold before the rollout counts as stuck.
 	Hold time.Duration
 	// Repair, if set, is called once when stuck (wait --fix); Gate then keeps waiting.
-	Repair func(ctx context.Context, rep *model.Report, snap *snapshot.Snapshot) ([]model.Action, error)
+	Repair func(ctx context.Context, rep *model.Report, snap *stuck.Objects) ([]model.Action, error)
 	// Log receives one line per change.
 	Log io.Writer
 	// Clock measures the grace and wakes the gate when a finding matures (real time if nil).
@@ -46,7 +45,7 @@ type Options struct {
 	Settle time.Duration
 	// Stop, if set, is asked about every snapshot before it is diagnosed: a non-empty verdict
 	// ends Run with it and the message (canary stops when someone else changed the StatefulSet).
-	Stop func(snap *snapshot.Snapshot) (apiv1.Verdict, string)
+	Stop func(snap *stuck.Objects) (apiv1.Verdict, string)
 }
 
 // Source is what the gate follows: snapshots of the scope and a signal when something in it
@@ -166,8 +165,8 @@ func Run(ctx context.Context, live Source, opts Options) (*model.WaitResult, err
 
 // holdBlocking records the blocking findings now (logging each new one) and returns those that
 // held for the grace, how many block, and when the next one will have held (zero: none).
-func holdBlocking(held *hold.Tracker, findings []model.Finding, now time.Time, opts Options) (expired []model.Finding, blocking int, next time.Time) {
-	byKey := map[string]model.Finding{}
+func holdBlocking(held *hold.Tracker, findings []stuck.Finding, now time.Time, opts Options) (expired []stuck.Finding, blocking int, next time.Time) {
+	byKey := map[string]stuck.Finding{}
 	var keys []string
 	for _, f := range findings {
 		if f.Blocking() {
@@ -194,7 +193,7 @@ func holdBlocking(held *hold.Tracker, findings []model.Finding, now time.Time, o
 
 // progress logs a line per StatefulSet whose rollout state changed and reports whether all
 // selected StatefulSets are complete.
-func progress(snap *snapshot.Snapshot, last map[string]string, log io.Writer) bool {
+func progress(snap *stuck.Objects, last map[string]string, log io.Writer) bool {
 	var sets []*appsv1.StatefulSet
 	for i := range snap.StatefulSets {
 		if snap.InScope(snap.StatefulSets[i].Namespace, snap.StatefulSets[i].Name) {
@@ -204,7 +203,7 @@ func progress(snap *snapshot.Snapshot, last map[string]string, log io.Writer) bo
 	complete := len(sets) > 0
 	for _, set := range sets {
 		line := rollout.Progress(set)
-		key := snapshot.Key(set.Namespace, set.Name)
+		key := stuck.Key(set.Namespace, set.Name)
 		if last[key] != line {
 			fmt.Fprintln(log, line)
 			last[key] = line
@@ -221,9 +220,9 @@ const unsettledKey = "unsettled pods"
 
 // podsSettled reports whether every selected StatefulSet's pods have been Ready for steady
 // (rollout.Settled), and the pod that settles last.
-func podsSettled(snap *snapshot.Snapshot, now time.Time, steady time.Duration) (bool, rollout.Unsettled) {
+func podsSettled(snap *stuck.Objects, now time.Time, steady time.Duration) (bool, rollout.Unsettled) {
 	var last rollout.Unsettled
-	owned := statefulset.ByController(snap) // once, not a scan of every pod per StatefulSet
+	owned := statefulset.ByController(snap.Pods, snap.Revisions) // once, not a scan of every pod per StatefulSet
 	for i := range snap.StatefulSets {
 		set := &snap.StatefulSets[i]
 		if !snap.InScope(set.Namespace, set.Name) {
@@ -240,7 +239,7 @@ func podsSettled(snap *snapshot.Snapshot, now time.Time, steady time.Duration) (
 	return last.Pod == "", last
 }
 
-func reasonSuffix(f model.Finding) string {
+func reasonSuffix(f stuck.Finding) string {
 	if f.Reason == "" {
 		return ""
 	}

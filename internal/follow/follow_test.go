@@ -14,17 +14,16 @@ import (
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/follow"
 	"github.com/stsdiag/stsdiag/internal/model"
-	"github.com/stsdiag/stsdiag/internal/snapshot"
-	"github.com/stsdiag/stsdiag/internal/stuck"
+	"github.com/stsdiag/stsdiag/stuck"
 )
 
 // fixedSource serves the same objects at the fake clock's time; nothing ever changes.
 type fixedSource struct {
 	clock *clocktesting.FakeClock
-	snap  snapshot.Snapshot
+	snap  stuck.Objects
 }
 
-func (s *fixedSource) Snapshot(context.Context) (*snapshot.Snapshot, []string, error) {
+func (s *fixedSource) Snapshot(context.Context) (*stuck.Objects, []string, error) {
 	c := s.snap
 	c.Now = s.clock.Now()
 	return &c, nil, nil
@@ -33,7 +32,7 @@ func (s *fixedSource) Snapshot(context.Context) (*snapshot.Snapshot, []string, e
 func (s *fixedSource) Changes() <-chan struct{} { return nil }
 
 // unschedulable: web-0 cannot be scheduled since the moment wait starts.
-func unschedulable(since time.Time) snapshot.Snapshot {
+func unschedulable(since time.Time) stuck.Objects {
 	set := appsv1.StatefulSet{
 		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop", UID: "set-uid", Generation: 1},
 		Spec:       appsv1.StatefulSetSpec{Replicas: ptr.To[int32](1)},
@@ -46,7 +45,7 @@ func unschedulable(since time.Time) snapshot.Snapshot {
 		Status: corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
 			Reason: corev1.PodReasonUnschedulable, Message: "0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector.", LastTransitionTime: metav1.NewTime(since)}}},
 	}
-	return snapshot.Snapshot{StatefulSets: []appsv1.StatefulSet{set}, Pods: []corev1.Pod{pod}}
+	return stuck.Objects{StatefulSets: []appsv1.StatefulSet{set}, Pods: []corev1.Pod{pod}}
 }
 
 // TestWakesWhenARuleMatures: nothing changes in the cluster, yet the gate diagnoses again when
@@ -104,7 +103,7 @@ func waitForTimer(t *testing.T, clock *clocktesting.FakeClock) {
 }
 
 // complete: web-0 Ready on the only revision, the rollout complete.
-func complete() snapshot.Snapshot {
+func complete() stuck.Objects {
 	s := unschedulable(time.Time{})
 	s.StatefulSets[0].Status.Replicas, s.StatefulSets[0].Status.ReadyReplicas, s.StatefulSets[0].Status.AvailableReplicas, s.StatefulSets[0].Status.UpdatedReplicas = 1, 1, 1, 1
 	s.Pods[0].Status = corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}
@@ -144,7 +143,7 @@ func TestStop(t *testing.T) {
 	start := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 	src := &fixedSource{clock: clocktesting.NewFakeClock(start), snap: complete()}
 	res, _ := follow.Run(context.Background(), src, follow.Options{Diagnosis: stuck.DefaultOptions(), Clock: src.clock,
-		Stop: func(*snapshot.Snapshot) (apiv1.Verdict, string) {
+		Stop: func(*stuck.Objects) (apiv1.Verdict, string) {
 			return apiv1.CanaryStopped, "someone else changed it"
 		}})
 	if res.Result != apiv1.CanaryStopped || res.Message != "someone else changed it" {
@@ -156,12 +155,12 @@ func TestStop(t *testing.T) {
 // informers' view of a pod that changes).
 type seqSource struct {
 	clock   *clocktesting.FakeClock
-	snaps   []snapshot.Snapshot
+	snaps   []stuck.Objects
 	next    int
 	changes chan struct{}
 }
 
-func (s *seqSource) Snapshot(context.Context) (*snapshot.Snapshot, []string, error) {
+func (s *seqSource) Snapshot(context.Context) (*stuck.Objects, []string, error) {
 	c := s.snaps[min(s.next, len(s.snaps)-1)]
 	s.next++
 	c.Now = s.clock.Now()
@@ -172,7 +171,7 @@ func (s *seqSource) Changes() <-chan struct{} { return s.changes }
 
 // blip: the controller's status says complete because web-0 was Ready for the second its run
 // lasted (a kubelet ≥ 1.34 crash loop without a readiness probe, kubernetes#133066).
-func blip(readyAt time.Time) snapshot.Snapshot {
+func blip(readyAt time.Time) stuck.Objects {
 	s := complete()
 	s.Pods[0].Status.Conditions[0].LastTransitionTime = metav1.NewTime(readyAt)
 	s.Pods[0].Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", Ready: true, RestartCount: 1,
@@ -219,7 +218,7 @@ func TestSteadyCrashAfterBlipIsNotComplete(t *testing.T) {
 	crashed.Pods[0].Status.Conditions[0].Status = corev1.ConditionFalse
 	crashed.Pods[0].Status.ContainerStatuses[0].State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error",
 		StartedAt: metav1.NewTime(start.Add(-time.Second)), FinishedAt: metav1.NewTime(start)}}
-	src := &seqSource{clock: clock, snaps: []snapshot.Snapshot{blip(start.Add(-time.Second)), crashed}, changes: make(chan struct{}, 1)}
+	src := &seqSource{clock: clock, snaps: []stuck.Objects{blip(start.Add(-time.Second)), crashed}, changes: make(chan struct{}, 1)}
 	src.changes <- struct{}{}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()

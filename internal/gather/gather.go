@@ -24,7 +24,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/stsdiag/stsdiag/internal/imageapi"
-	"github.com/stsdiag/stsdiag/internal/snapshot"
+	"github.com/stsdiag/stsdiag/stuck"
 )
 
 // Clients are the API clients gathering uses. Image may be nil on plain Kubernetes; Dynamic
@@ -65,7 +65,7 @@ func (e *NotFoundError) Error() string { return e.What + " not found" }
 // Source gives snapshots of a scope, with warnings naming optional data they lack: Lister reads
 // the cluster afresh, Live reads its informer caches.
 type Source interface {
-	Snapshot(ctx context.Context) (*snapshot.Snapshot, []string, error)
+	Snapshot(ctx context.Context) (*stuck.Objects, []string, error)
 }
 
 var (
@@ -80,7 +80,7 @@ type Lister struct {
 }
 
 // Snapshot gathers the scope.
-func (l Lister) Snapshot(ctx context.Context) (*snapshot.Snapshot, []string, error) {
+func (l Lister) Snapshot(ctx context.Context) (*stuck.Objects, []string, error) {
 	return Gather(ctx, l.Clients, l.Scope)
 }
 
@@ -88,12 +88,12 @@ func (l Lister) Snapshot(ctx context.Context) (*snapshot.Snapshot, []string, err
 // parallel, whatever the cluster's size), discovery, a GET of the namespace the scope names and a
 // GET per controller owner of a terminating StatefulSet. Warnings list optional data that could
 // not be read.
-func Gather(ctx context.Context, c Clients, scope Scope) (*snapshot.Snapshot, []string, error) {
+func Gather(ctx context.Context, c Clients, scope Scope) (*stuck.Objects, []string, error) {
 	namespaces, err := checkNamespace(ctx, c, scope.Namespace)
 	if err != nil {
 		return nil, nil, err
 	}
-	s := &snapshot.Snapshot{Now: time.Now(), Namespaces: namespaces}
+	s := &stuck.Objects{Now: time.Now(), Namespaces: namespaces}
 	listed, err := listResources(ctx, c, scope, s)
 	if err != nil {
 		return nil, nil, err
@@ -115,7 +115,7 @@ func Gather(ctx context.Context, c Clients, scope Scope) (*snapshot.Snapshot, []
 		}
 	}
 	warns := warnings(s, scope.Namespace, missing)
-	owners, ownerWarnings := lookUpOwners(ctx, c, newMapper(c), snapshot.TerminatingOwners(s.StatefulSets))
+	owners, ownerWarnings := lookUpOwners(ctx, c, newMapper(c), stuck.TerminatingOwners(s.StatefulSets))
 	s.Owners = owners
 	if err := selectStatefulSets(s, scope); err != nil {
 		return nil, nil, err
@@ -133,7 +133,7 @@ type listing struct {
 
 // listResources runs the LISTs of the resource table in parallel, with discovery (which sets
 // s.OpenShift and s.ServerVersion). It fails when a required kind cannot be read.
-func listResources(ctx context.Context, c Clients, scope Scope, s *snapshot.Snapshot) ([]listing, error) {
+func listResources(ctx context.Context, c Clients, scope Scope, s *stuck.Objects) ([]listing, error) {
 	g, gctx := errgroup.WithContext(ctx)
 	environment := sync.OnceValues(func() (env, error) {
 		on, err := imageapi.Enabled(gctx, scope.OpenShift, c.Kube.Discovery())
@@ -171,7 +171,7 @@ func listResources(ctx context.Context, c Clients, scope Scope, s *snapshot.Snap
 // setItems stores the items of a LIST in the snapshot's field of their type, in place: at 100k
 // pods a copy would double their memory.
 // It reports false when the snapshot has no such field (then put the items).
-func setItems(s *snapshot.Snapshot, list runtime.Object) bool {
+func setItems(s *stuck.Objects, list runtime.Object) bool {
 	v := reflect.ValueOf(list)
 	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
 		return false
@@ -182,7 +182,7 @@ func setItems(s *snapshot.Snapshot, list runtime.Object) bool {
 
 // selectStatefulSets marks the StatefulSets in scope. All StatefulSets of the namespace stay in the
 // snapshot: orphan detection needs to know which names exist today.
-func selectStatefulSets(s *snapshot.Snapshot, scope Scope) error {
+func selectStatefulSets(s *stuck.Objects, scope Scope) error {
 	if len(scope.Names) == 0 && (scope.Selector == nil || scope.Selector.Empty()) {
 		return nil
 	}
@@ -194,7 +194,7 @@ func selectStatefulSets(s *snapshot.Snapshot, scope Scope) error {
 		}
 		byName[set.Name] = true
 		if len(scope.Names) == 0 {
-			s.Selected[snapshot.Key(set.Namespace, set.Name)] = true
+			s.Selected[stuck.Key(set.Namespace, set.Name)] = true
 		}
 	}
 	var missing []string
@@ -202,7 +202,7 @@ func selectStatefulSets(s *snapshot.Snapshot, scope Scope) error {
 		found := false
 		for _, set := range s.StatefulSets {
 			if set.Name == name && byName[name] {
-				s.Selected[snapshot.Key(set.Namespace, set.Name)] = true
+				s.Selected[stuck.Key(set.Namespace, set.Name)] = true
 				found = true
 			}
 		}

@@ -17,7 +17,7 @@ import (
 	"k8s.io/client-go/util/watchlist"
 
 	"github.com/stsdiag/stsdiag/internal/imageapi"
-	"github.com/stsdiag/stsdiag/internal/snapshot"
+	"github.com/stsdiag/stsdiag/stuck"
 )
 
 // Live keeps the objects of a scope current with one informer (one LIST and one WATCH) per kind
@@ -57,7 +57,7 @@ func StartLive(ctx context.Context, c Clients, scope Scope, onChange func(obj an
 // the paged LISTs could not go namespace by namespace (ErrRestart), failed, or diagnose failed
 // (some may have been). Then the caches filled with the kinds read to the end, and by their own
 // LISTs with the others.
-func StartLiveDiagnosing(ctx context.Context, c Clients, scope Scope, onChange func(obj any, initial bool), diagnose func(*snapshot.Snapshot) error) (live *Live, warnings []string, diagnosed bool, err error) {
+func StartLiveDiagnosing(ctx context.Context, c Clients, scope Scope, onChange func(obj any, initial bool), diagnose func(*stuck.Objects) error) (live *Live, warnings []string, diagnosed bool, err error) {
 	// As a reflector decides to fill its cache by a WATCH list (client-go@v0.35.4
 	// tools/cache/reflector.go:300-309).
 	watchLists := clientfeatures.FeatureGates().Enabled(clientfeatures.WatchListClient) &&
@@ -68,7 +68,7 @@ func StartLiveDiagnosing(ctx context.Context, c Clients, scope Scope, onChange f
 	return startLive(ctx, c, scope, onChange, diagnose)
 }
 
-func startLive(ctx context.Context, c Clients, scope Scope, onChange func(obj any, initial bool), diagnose func(*snapshot.Snapshot) error) (*Live, []string, bool, error) {
+func startLive(ctx context.Context, c Clients, scope Scope, onChange func(obj any, initial bool), diagnose func(*stuck.Objects) error) (*Live, []string, bool, error) {
 	namespaces, err := checkNamespace(ctx, c, scope.Namespace)
 	if err != nil {
 		return nil, nil, false, err
@@ -137,7 +137,7 @@ func (l *Live) missingWarnings() []string {
 	if len(l.missing) == 0 {
 		return nil
 	}
-	s := &snapshot.Snapshot{StatefulSets: items[appsv1.StatefulSet](cached(l.listers["statefulsets"], false, ""))}
+	s := &stuck.Objects{StatefulSets: items[appsv1.StatefulSet](cached(l.listers["statefulsets"], false, ""))}
 	return warnings(s, l.scope.Namespace, l.missing)
 }
 
@@ -185,7 +185,7 @@ func (l *Live) OpenShift() bool { return l.openShift }
 
 // Snapshot looks up the owners of terminating StatefulSets (RefreshOwners) and reads the caches
 // (Cached). The warnings name the optional data the snapshot lacks.
-func (l *Live) Snapshot(ctx context.Context) (*snapshot.Snapshot, []string, error) {
+func (l *Live) Snapshot(ctx context.Context) (*stuck.Objects, []string, error) {
 	ownerWarnings := l.RefreshOwners(ctx, "")
 	s, err := l.Cached()
 	if err != nil {
@@ -199,12 +199,12 @@ func (l *Live) Snapshot(ctx context.Context) (*snapshot.Snapshot, []string, erro
 // snapshots that follow. The warnings name owners it could not look up.
 func (l *Live) RefreshOwners(ctx context.Context, namespace string) []string {
 	sets := items[appsv1.StatefulSet](cached(l.listers["statefulsets"], false, namespace))
-	return l.owners.refresh(ctx, l.clients, snapshot.TerminatingOwners(sets))
+	return l.owners.refresh(ctx, l.clients, stuck.TerminatingOwners(sets))
 }
 
 // Cached builds a snapshot of the caches, without API calls. It fails with NotFoundError when a
 // StatefulSet named in the scope no longer exists.
-func (l *Live) Cached() (*snapshot.Snapshot, error) {
+func (l *Live) Cached() (*stuck.Objects, error) {
 	s := l.read("")
 	if err := selectStatefulSets(s, l.scope); err != nil {
 		return nil, err
@@ -215,11 +215,11 @@ func (l *Live) Cached() (*snapshot.Snapshot, error) {
 // CachedOf builds a snapshot of one namespace from the caches, without API calls, with only the
 // named StatefulSets in scope (all of the namespace's StatefulSets stay in it, for orphan
 // detection).
-func (l *Live) CachedOf(namespace string, names ...string) *snapshot.Snapshot {
+func (l *Live) CachedOf(namespace string, names ...string) *stuck.Objects {
 	s := l.read(namespace)
 	s.Selected = map[string]bool{}
 	for _, name := range names {
-		s.Selected[snapshot.Key(namespace, name)] = true
+		s.Selected[stuck.Key(namespace, name)] = true
 	}
 	return s
 }
@@ -228,15 +228,15 @@ func (l *Live) CachedOf(namespace string, names ...string) *snapshot.Snapshot {
 // CachedOf(namespace) builds but with every StatefulSet of the namespace in scope (Selected nil).
 // The Nodes and StorageClasses are read from the caches once, now, and shared by every snapshot
 // it builds: a diagnosis only reads a snapshot. It may be called from several goroutines at once.
-func (l *Live) NamespaceSnapshots() func(namespace string) *snapshot.Snapshot {
-	shared := &snapshot.Snapshot{}
+func (l *Live) NamespaceSnapshots() func(namespace string) *stuck.Objects {
+	shared := &stuck.Objects{}
 	for i := range resources {
 		r := &resources[i]
 		if lister, ok := l.listers[r.name]; ok && sharable(r) {
 			r.put(shared, cached(lister, true, ""))
 		}
 	}
-	return func(namespace string) *snapshot.Snapshot {
+	return func(namespace string) *stuck.Objects {
 		s := l.readWith(namespace, shared)
 		s.Selected = nil
 		return s
@@ -264,11 +264,11 @@ func (l *Live) StatefulSet(namespace, name string) *appsv1.StatefulSet {
 func (l *Live) ServerVersion() string { return l.serverVersion }
 
 // read builds a snapshot of the caches: of one namespace, or of all ("").
-func (l *Live) read(namespace string) *snapshot.Snapshot { return l.readWith(namespace, nil) }
+func (l *Live) read(namespace string) *stuck.Objects { return l.readWith(namespace, nil) }
 
 // readWith is read, with the Nodes and StorageClasses taken from shared when it is not nil.
-func (l *Live) readWith(namespace string, shared *snapshot.Snapshot) *snapshot.Snapshot {
-	s := &snapshot.Snapshot{Now: time.Now(), OpenShift: l.openShift, ServerVersion: l.serverVersion, Namespaces: l.namespaces}
+func (l *Live) readWith(namespace string, shared *stuck.Objects) *stuck.Objects {
+	s := &stuck.Objects{Now: time.Now(), OpenShift: l.openShift, ServerVersion: l.serverVersion, Namespaces: l.namespaces}
 	for i := range resources {
 		r := &resources[i]
 		lister, ok := l.listers[r.name]
@@ -304,7 +304,7 @@ func (l *Live) readWith(namespace string, shared *snapshot.Snapshot) *snapshot.S
 		}
 		s.Namespaces = named
 	}
-	s.Owners = l.owners.known(snapshot.TerminatingOwners(s.StatefulSets))
+	s.Owners = l.owners.known(stuck.TerminatingOwners(s.StatefulSets))
 	return s
 }
 
@@ -327,7 +327,7 @@ func cached(lister cache.GenericLister, clusterScoped bool, namespace string) []
 func (l *Live) StatefulSetKeys() []string {
 	var out []string
 	for _, set := range items[appsv1.StatefulSet](cached(l.listers["statefulsets"], false, "")) {
-		out = append(out, snapshot.Key(set.Namespace, set.Name))
+		out = append(out, stuck.Key(set.Namespace, set.Name))
 	}
 	return out
 }
@@ -374,7 +374,7 @@ func (l *Live) PodController(namespace, name string) (string, bool) {
 type cachedStreams struct{ cache.Indexer }
 
 func (c cachedStreams) Stream(namespace, name string) *imagev1.ImageStream {
-	obj, found, err := c.GetByKey(snapshot.Key(namespace, name))
+	obj, found, err := c.GetByKey(stuck.Key(namespace, name))
 	if err != nil || !found {
 		return nil
 	}

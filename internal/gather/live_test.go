@@ -24,7 +24,7 @@ import (
 
 	"github.com/stsdiag/stsdiag/internal/gather"
 	"github.com/stsdiag/stsdiag/internal/imageapi"
-	"github.com/stsdiag/stsdiag/internal/snapshot"
+	"github.com/stsdiag/stsdiag/stuck"
 )
 
 // twoNamespaces is one object of each kind read in namespaces shop and bank (two StatefulSets
@@ -93,7 +93,7 @@ func TestNamespaceSnapshots(t *testing.T) {
 }
 
 // sortSets orders the StatefulSets by name (a cache lists them in no order).
-func sortSets(s *snapshot.Snapshot) {
+func sortSets(s *stuck.Objects) {
 	sort.Slice(s.StatefulSets, func(i, j int) bool { return s.StatefulSets[i].Name < s.StatefulSets[j].Name })
 }
 
@@ -161,7 +161,7 @@ func TestStartLiveDiagnosing(t *testing.T) {
 				}
 			}
 			var handed []string
-			live, _, diagnosed, err := gather.StartLiveDiagnosing(ctx, gather.Clients{Kube: kube, Image: images}, tc.scope, onChange, func(s *snapshot.Snapshot) error {
+			live, _, diagnosed, err := gather.StartLiveDiagnosing(ctx, gather.Clients{Kube: kube, Image: images}, tc.scope, onChange, func(s *stuck.Objects) error {
 				handed = append(handed, fmt.Sprintf("%s:%d/%d", s.StatefulSets[0].Namespace, len(s.StatefulSets), len(s.Pods)))
 				return nil
 			})

@@ -6,10 +6,9 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/stsdiag/stsdiag/stuck"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
-
-	"github.com/stsdiag/stsdiag/internal/model"
 )
 
 // PreviousLogs adds to each finding about a container that exited (it has a last exit code) the
@@ -18,7 +17,7 @@ import (
 // to; while the container is terminated it is the current one, and the kubelet's previous one
 // is older or missing (validateContainerLogStatus, kubelet_pods.go:1563-1583@v1.37.2). A log that
 // cannot be read becomes a warning naming it.
-func PreviousLogs(ctx context.Context, kube kubernetes.Interface, findings []model.Finding, n int64) (warnings []string) {
+func PreviousLogs(ctx context.Context, kube kubernetes.Interface, findings []stuck.Finding, n int64) (warnings []string) {
 	read := map[string][]string{}
 	for i := range findings {
 		f := &findings[i]

@@ -12,18 +12,19 @@ import (
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/gather"
 	"github.com/stsdiag/stsdiag/internal/model"
+	"github.com/stsdiag/stsdiag/stuck"
 )
 
 // TestPreviousLogs: only findings about a container that exited get its previous log, read once
 // per container.
 func TestPreviousLogs(t *testing.T) {
 	kube := fake.NewClientset()
-	crashed := func(pod string) model.Finding {
-		f := model.Finding{Finding: apiv1.Finding{Code: apiv1.CurrentRevisionFailing, Namespace: "shop", Pod: pod, Container: "db"}}
+	crashed := func(pod string) stuck.Finding {
+		f := stuck.Finding{Finding: apiv1.Finding{Code: apiv1.CurrentRevisionFailing, Namespace: "shop", Pod: pod, Container: "db"}}
 		f.Details.LastExitCode = model.Ptr(int32(1))
 		return f
 	}
-	findings := []model.Finding{crashed("db-0"), crashed("db-0"),
+	findings := []stuck.Finding{crashed("db-0"), crashed("db-0"),
 		{Finding: apiv1.Finding{Code: apiv1.PodUnschedulable, Namespace: "shop", Pod: "db-1", Container: "db"}}}
 	if w := gather.PreviousLogs(context.Background(), kube, findings, 20); len(w) != 0 {
 		t.Fatalf("warnings %v", w)
@@ -51,12 +52,12 @@ func TestPreviousLogs(t *testing.T) {
 // would fail or give an older run; otherwise the last run is the previous one.
 func TestLogOfTheRunThatExitedLast(t *testing.T) {
 	kube := fake.NewClientset()
-	exited := func(pod string, terminatedNow bool) model.Finding {
-		f := model.Finding{Finding: apiv1.Finding{Code: apiv1.CurrentRevisionFailing, Namespace: "shop", Pod: pod, Container: "db"}, LogCurrent: terminatedNow}
+	exited := func(pod string, terminatedNow bool) stuck.Finding {
+		f := stuck.Finding{Finding: apiv1.Finding{Code: apiv1.CurrentRevisionFailing, Namespace: "shop", Pod: pod, Container: "db"}, LogCurrent: terminatedNow}
 		f.Details.LastExitCode = model.Ptr(int32(3))
 		return f
 	}
-	findings := []model.Finding{exited("db-0", true), exited("db-1", false)}
+	findings := []stuck.Finding{exited("db-0", true), exited("db-1", false)}
 	if w := gather.PreviousLogs(context.Background(), kube, findings, 5); len(w) != 0 {
 		t.Fatalf("warnings %v", w)
 	}

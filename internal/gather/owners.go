@@ -6,25 +6,24 @@ import (
 	"sync"
 	"time"
 
+	"github.com/stsdiag/stsdiag/stuck"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/restmapper"
-
-	"github.com/stsdiag/stsdiag/internal/snapshot"
 )
 
 // lookUpOwners asks the API, with one GET per distinct owner (any kind, CRDs included, found
 // through discovery), whether the controller owners of terminating StatefulSets still exist and
 // with which UID. Owners that cannot be looked up (no Dynamic client, unknown kind, forbidden)
 // are left out, with a warning.
-func lookUpOwners(ctx context.Context, c Clients, mapper meta.RESTMapper, wanted []snapshot.Owner) ([]snapshot.Owner, []string) {
+func lookUpOwners(ctx context.Context, c Clients, mapper meta.RESTMapper, wanted []stuck.Owner) ([]stuck.Owner, []string) {
 	if len(wanted) == 0 || c.Dynamic == nil {
 		return nil, nil
 	}
-	var out []snapshot.Owner
+	var out []stuck.Owner
 	var warnings []string
 	for _, o := range wanted {
 		gv, err := schema.ParseGroupVersion(o.APIVersion)
@@ -62,20 +61,20 @@ type ownerCache struct {
 }
 
 type ownerEntry struct {
-	owner snapshot.Owner
+	owner stuck.Owner
 	at    time.Time
 }
 
 // refresh looks up the wanted owners not looked up in the last ttl, and forgets those it cannot
 // look up now. The warnings name them.
-func (oc *ownerCache) refresh(ctx context.Context, c Clients, wanted []snapshot.Owner) []string {
+func (oc *ownerCache) refresh(ctx context.Context, c Clients, wanted []stuck.Owner) []string {
 	oc.mu.Lock()
 	defer oc.mu.Unlock()
 	if oc.entries == nil {
 		oc.entries = map[string]ownerEntry{}
 	}
 	now := time.Now()
-	var stale []snapshot.Owner
+	var stale []stuck.Owner
 	for _, o := range wanted {
 		key := ownerKey(o)
 		if e, ok := oc.entries[key]; !ok || now.Sub(e.at) >= oc.ttl {
@@ -97,10 +96,10 @@ func (oc *ownerCache) refresh(ctx context.Context, c Clients, wanted []snapshot.
 }
 
 // known returns what the last lookups said of the wanted owners; an owner not looked up is absent.
-func (oc *ownerCache) known(wanted []snapshot.Owner) []snapshot.Owner {
+func (oc *ownerCache) known(wanted []stuck.Owner) []stuck.Owner {
 	oc.mu.Lock()
 	defer oc.mu.Unlock()
-	var out []snapshot.Owner
+	var out []stuck.Owner
 	for _, o := range wanted {
 		if e, ok := oc.entries[ownerKey(o)]; ok {
 			out = append(out, e.owner)
@@ -109,8 +108,8 @@ func (oc *ownerCache) known(wanted []snapshot.Owner) []snapshot.Owner {
 	return out
 }
 
-func ownerKey(o snapshot.Owner) string {
-	return snapshot.OwnerKey(o.Namespace, o.APIVersion, o.Kind, o.Name)
+func ownerKey(o stuck.Owner) string {
+	return stuck.OwnerKey(o.Namespace, o.APIVersion, o.Kind, o.Name)
 }
 
 // newMapper maps kinds to resources with cached discovery: the owners' kinds are discovered once.

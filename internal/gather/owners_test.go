@@ -19,7 +19,7 @@ import (
 
 	"github.com/stsdiag/stsdiag/internal/gather"
 	"github.com/stsdiag/stsdiag/internal/imageapi"
-	"github.com/stsdiag/stsdiag/internal/snapshot"
+	"github.com/stsdiag/stsdiag/stuck"
 )
 
 var lws = schema.GroupVersionResource{Group: "leaderworkerset.x-k8s.io", Version: "v1", Resource: "leaderworkersets"}
@@ -45,7 +45,7 @@ func recreatedOwner() gather.Clients {
 	return gather.Clients{Kube: kube, Dynamic: dyn}
 }
 
-func owners(s *snapshot.Snapshot) string {
+func owners(s *stuck.Objects) string {
 	var out []string
 	for _, o := range s.Owners {
 		out = append(out, fmt.Sprintf("%s/%s exists=%v uid=%s", o.Kind, o.Name, o.Exists, o.UID))

@@ -21,12 +21,12 @@ import (
 
 	"github.com/stsdiag/stsdiag/internal/gather"
 	"github.com/stsdiag/stsdiag/internal/imageapi"
-	"github.com/stsdiag/stsdiag/internal/snapshot"
+	"github.com/stsdiag/stsdiag/stuck"
 )
 
 // read is what one read path gave.
 type read struct {
-	snap     *snapshot.Snapshot
+	snap     *stuck.Objects
 	warnings []string
 	err      error
 }

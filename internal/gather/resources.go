@@ -17,6 +17,7 @@ import (
 	"github.com/stsdiag/stsdiag/internal/imageapi"
 	"github.com/stsdiag/stsdiag/internal/slimpb"
 	"github.com/stsdiag/stsdiag/internal/snapshot"
+	"github.com/stsdiag/stsdiag/stuck"
 )
 
 // resource is one kind a snapshot holds: how Gather LISTs it, how Live watches it, and what its
@@ -38,7 +39,7 @@ type resource struct {
 	// and the error's first line; "" for none. warnIf, if set, limits it to snapshots it concerns
 	// (by their StatefulSets only: Live.missingWarnings).
 	warning string
-	warnIf  func(*snapshot.Snapshot) bool
+	warnIf  func(*stuck.Objects) bool
 	// list reads every object with one LIST; probe (nil: list with a limit of one) tells
 	// whether the kind may be read at all.
 	list  func(ctx context.Context, c Clients, ns string, o metav1.ListOptions) (runtime.Object, error)
@@ -53,7 +54,7 @@ type resource struct {
 	informer func(c Clients, ns string) kindClient
 	matters  func(old, obj any) bool
 	// put stores the objects in the snapshot (and marks the kind read).
-	put func(s *snapshot.Snapshot, objs []runtime.Object)
+	put func(s *stuck.Objects, objs []runtime.Object)
 }
 
 // env decides which optional kinds are read.
@@ -77,7 +78,7 @@ var resources = []resource{
 			kind := c.reader().AppsV1().StatefulSets(ns)
 			return kindClient{listFunc(kind.List), kind.Watch, c.reader(), &appsv1.StatefulSet{}}
 		},
-		put: func(s *snapshot.Snapshot, objs []runtime.Object) { s.StatefulSets = items[appsv1.StatefulSet](objs) }},
+		put: func(s *stuck.Objects, objs []runtime.Object) { s.StatefulSets = items[appsv1.StatefulSet](objs) }},
 	{name: "pods", required: true,
 		newList: func() runtime.Object { return &corev1.PodList{} },
 		list: func(ctx context.Context, c Clients, ns string, o metav1.ListOptions) (runtime.Object, error) {
@@ -87,7 +88,7 @@ var resources = []resource{
 			kind := c.reader().CoreV1().Pods(ns)
 			return kindClient{listFunc(kind.List), kind.Watch, c.reader(), &corev1.Pod{}}
 		},
-		put: func(s *snapshot.Snapshot, objs []runtime.Object) { s.Pods = items[corev1.Pod](objs) }},
+		put: func(s *stuck.Objects, objs []runtime.Object) { s.Pods = items[corev1.Pod](objs) }},
 	{name: "controllerrevisions", required: true,
 		newList: func() runtime.Object { return &appsv1.ControllerRevisionList{} },
 		list: func(ctx context.Context, c Clients, ns string, o metav1.ListOptions) (runtime.Object, error) {
@@ -99,7 +100,7 @@ var resources = []resource{
 			kind := c.reader().AppsV1().ControllerRevisions(ns)
 			return kindClient{listFunc(kind.List), kind.Watch, c.reader(), &appsv1.ControllerRevision{}}
 		},
-		put: func(s *snapshot.Snapshot, objs []runtime.Object) {
+		put: func(s *stuck.Objects, objs []runtime.Object) {
 			s.Revisions = items[appsv1.ControllerRevision](objs)
 		}},
 	{name: "persistentvolumeclaims", required: true,
@@ -113,7 +114,7 @@ var resources = []resource{
 			kind := c.reader().CoreV1().PersistentVolumeClaims(ns)
 			return kindClient{listFunc(kind.List), kind.Watch, c.reader(), &corev1.PersistentVolumeClaim{}}
 		},
-		put: func(s *snapshot.Snapshot, objs []runtime.Object) { s.PVCs = items[corev1.PersistentVolumeClaim](objs) }},
+		put: func(s *stuck.Objects, objs []runtime.Object) { s.PVCs = items[corev1.PersistentVolumeClaim](objs) }},
 	{name: "events", fieldSelector: "type=" + corev1.EventTypeWarning,
 		newList: func() runtime.Object { return &corev1.EventList{} },
 		warning: "findings carry no pod events: listing events in %s: %v",
@@ -124,7 +125,7 @@ var resources = []resource{
 			kind := c.reader().CoreV1().Events(ns)
 			return kindClient{listFunc(kind.List), kind.Watch, c.reader(), &corev1.Event{}}
 		},
-		put: func(s *snapshot.Snapshot, objs []runtime.Object) { s.Events = items[corev1.Event](objs) }},
+		put: func(s *stuck.Objects, objs []runtime.Object) { s.Events = items[corev1.Event](objs) }},
 	// StorageClasses explain claims; without them a claim's class is not judged.
 	{name: "storageclasses", clusterScoped: true,
 		list: func(ctx context.Context, c Clients, _ string, o metav1.ListOptions) (runtime.Object, error) {
@@ -136,7 +137,7 @@ var resources = []resource{
 			kind := c.reader().StorageV1().StorageClasses()
 			return kindClient{listFunc(kind.List), kind.Watch, c.reader(), &storagev1.StorageClass{}}
 		},
-		put: func(s *snapshot.Snapshot, objs []runtime.Object) {
+		put: func(s *stuck.Objects, objs []runtime.Object) {
 			s.StorageClasses, s.StorageClassesListed = items[storagev1.StorageClass](objs), true
 		}},
 	// The governing Services (spec.serviceName): worth a warning only when a StatefulSet names one.
@@ -149,7 +150,7 @@ var resources = []resource{
 			kind := c.reader().CoreV1().Services(ns)
 			return kindClient{listFunc(kind.List), kind.Watch, c.reader(), &corev1.Service{}}
 		},
-		put: func(s *snapshot.Snapshot, objs []runtime.Object) {
+		put: func(s *stuck.Objects, objs []runtime.Object) {
 			s.Services, s.ServicesListed = items[corev1.Service](objs), true
 		}},
 	// Nodes (most namespace-scoped users cannot list them) need no warning: only a pod stuck
@@ -162,7 +163,7 @@ var resources = []resource{
 			kind := c.reader().CoreV1().Nodes()
 			return kindClient{listFunc(kind.List), kind.Watch, c.reader(), &corev1.Node{}}
 		},
-		put: func(s *snapshot.Snapshot, objs []runtime.Object) {
+		put: func(s *stuck.Objects, objs []runtime.Object) {
 			s.Nodes, s.NodesListed = items[corev1.Node](objs), true
 		}},
 	// Run levels of namespaces matter for image lookup; without permission they stay unknown.
@@ -176,7 +177,7 @@ var resources = []resource{
 			kind := c.reader().CoreV1().Namespaces()
 			return kindClient{listFunc(kind.List), kind.Watch, c.reader(), &corev1.Namespace{}}
 		},
-		put: func(s *snapshot.Snapshot, objs []runtime.Object) { s.Namespaces = items[corev1.Namespace](objs) }},
+		put: func(s *stuck.Objects, objs []runtime.Object) { s.Namespaces = items[corev1.Namespace](objs) }},
 	// An image may name another namespace's ImageStream (resolver: "ns/stream:tag" under the
 	// resolve-names annotation, the internal registry's ns/name), and a tag may follow another
 	// namespace's ImageStreamTag.
@@ -194,7 +195,7 @@ var resources = []resource{
 			kind := c.Image.ImageV1().ImageStreams(ns)
 			return kindClient{listFunc(kind.List), kind.Watch, c.Image, &imagev1.ImageStream{}}
 		},
-		put: func(s *snapshot.Snapshot, objs []runtime.Object) { s.ImageStreams = items[imagev1.ImageStream](objs) }},
+		put: func(s *stuck.Objects, objs []runtime.Object) { s.ImageStreams = items[imagev1.ImageStream](objs) }},
 }
 
 // listSlim LISTs through c.Read's streaming slim decoder when it has one (slimpb.Lister), else
@@ -306,7 +307,7 @@ type unread struct {
 }
 
 // warnings says what the unread kinds cost a diagnosis of s (whose namespace is ns).
-func warnings(s *snapshot.Snapshot, ns string, missing []unread) []string {
+func warnings(s *stuck.Objects, ns string, missing []unread) []string {
 	var out []string
 	for _, m := range missing {
 		r := m.resource
@@ -330,7 +331,7 @@ func items[T any](objs []runtime.Object) []T {
 
 // namesService reports whether a StatefulSet names a governing Service (whose check needs the
 // Services).
-func namesService(s *snapshot.Snapshot) bool {
+func namesService(s *stuck.Objects) bool {
 	for i := range s.StatefulSets {
 		if s.StatefulSets[i].Spec.ServiceName != "" {
 			return true

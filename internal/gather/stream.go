@@ -17,6 +17,7 @@ import (
 	"github.com/stsdiag/stsdiag/internal/imageapi"
 	"github.com/stsdiag/stsdiag/internal/slimpb"
 	"github.com/stsdiag/stsdiag/internal/snapshot"
+	"github.com/stsdiag/stsdiag/stuck"
 )
 
 // PageSize is the limit of each page of EachNamespace's LISTs (a variable for tests).
@@ -54,13 +55,13 @@ type Streamed struct {
 // pkg/features/kube_features.go:410-413), and the items come in key order from the cache's
 // ordered store (watch_cache.go waitAndListExactRV, OrderedListPrefix); older releases read the
 // pages from etcd, also in key order.
-func EachNamespace(ctx context.Context, c Clients, scope Scope, fn func(*snapshot.Snapshot) error) (*Streamed, error) {
+func EachNamespace(ctx context.Context, c Clients, scope Scope, fn func(*stuck.Objects) error) (*Streamed, error) {
 	return eachNamespace(ctx, c, scope, fn, nil)
 }
 
 // eachNamespace is EachNamespace, also delivering every kind it reads to first[kind] when
 // there is one (by resource name): the kind's items, once all are read, or nothing.
-func eachNamespace(ctx context.Context, c Clients, scope Scope, fn func(*snapshot.Snapshot) error, first map[string]*firstList) (*Streamed, error) {
+func eachNamespace(ctx context.Context, c Clients, scope Scope, fn func(*stuck.Objects) error, first map[string]*firstList) (*Streamed, error) {
 	if scope.Namespace != "" || len(scope.Names) > 0 {
 		return nil, errors.New("gather: EachNamespace reads all namespaces, by selector only")
 	}
@@ -76,7 +77,7 @@ func eachNamespace(ctx context.Context, c Clients, scope Scope, fn func(*snapsho
 		readers.Wait() // no LIST of this read outlives it
 	}()
 	out := &Streamed{}
-	shared := &snapshot.Snapshot{Now: time.Now()}
+	shared := &stuck.Objects{Now: time.Now()}
 	g, gctx := errgroup.WithContext(ctx)
 	environment := sync.OnceValues(func() (env, error) {
 		e, err := readEnv(gctx, c, scope)
@@ -148,7 +149,7 @@ func eachNamespace(ctx context.Context, c Clients, scope Scope, fn func(*snapsho
 			active = append(active, s)
 		}
 	}
-	shared.Shared = snapshot.NewShared(shared)
+	shared.Shared = stuck.NewShared(shared)
 	var missing []unread // in the table's order, as Gather's
 	for i, err := range unreadErr {
 		if err != nil {
@@ -167,7 +168,7 @@ func eachNamespace(ctx context.Context, c Clients, scope Scope, fn func(*snapsho
 		if !ok {
 			break
 		}
-		snap := new(snapshot.Snapshot)
+		snap := new(stuck.Objects)
 		*snap = *shared
 		snap.ServerVersion, snap.OpenShift = out.ServerVersion, out.OpenShift
 		for _, s := range active {
@@ -181,7 +182,7 @@ func eachNamespace(ctx context.Context, c Clients, scope Scope, fn func(*snapsho
 			}
 		}
 		var ownerWarnings []string
-		snap.Owners, ownerWarnings = lookUpOwners(ctx, c, owners, snapshot.TerminatingOwners(snap.StatefulSets))
+		snap.Owners, ownerWarnings = lookUpOwners(ctx, c, owners, stuck.TerminatingOwners(snap.StatefulSets))
 		for _, w := range append(warnings(snap, "", missing), ownerWarnings...) {
 			if !warned[w] {
 				warned[w] = true
@@ -197,7 +198,7 @@ func eachNamespace(ctx context.Context, c Clients, scope Scope, fn func(*snapsho
 	}
 	if len(warned) == 0 {
 		// No namespace: the warnings of an empty cluster.
-		out.Warnings = warnings(&snapshot.Snapshot{}, "", missing)
+		out.Warnings = warnings(&stuck.Objects{}, "", missing)
 	}
 	return out, nil
 }
@@ -479,7 +480,7 @@ func namespaceBefore(a, b string) bool {
 }
 
 // setSlice stores items in the snapshot's field of their type; false when it has none.
-func setSlice(s *snapshot.Snapshot, items reflect.Value) bool {
+func setSlice(s *stuck.Objects, items reflect.Value) bool {
 	fields := reflect.ValueOf(s).Elem()
 	for i := 0; i < fields.NumField(); i++ {
 		if f := fields.Field(i); f.Type() == items.Type() {

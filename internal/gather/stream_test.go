@@ -13,7 +13,7 @@ import (
 
 	"github.com/stsdiag/stsdiag/internal/gather"
 	"github.com/stsdiag/stsdiag/internal/imageapi"
-	"github.com/stsdiag/stsdiag/internal/snapshot"
+	"github.com/stsdiag/stsdiag/stuck"
 )
 
 // TestEachNamespaceReadPolicy: reading namespace by namespace treats each kind as Gather does
@@ -35,8 +35,8 @@ func TestEachNamespaceReadPolicy(t *testing.T) {
 			c := gather.Clients{Kube: kube, Image: image}
 			scope := gather.Scope{OpenShift: imageapi.ModeAlways}
 			want, wantWarnings, wantErr := gather.Gather(context.Background(), c, scope)
-			var got []*snapshot.Snapshot
-			read, err := gather.EachNamespace(context.Background(), c, scope, func(s *snapshot.Snapshot) error {
+			var got []*stuck.Objects
+			read, err := gather.EachNamespace(context.Background(), c, scope, func(s *stuck.Objects) error {
 				got = append(got, s)
 				return nil
 			})
@@ -70,7 +70,7 @@ func TestEachNamespaceReadPolicy(t *testing.T) {
 func TestEachNamespaceRefusesANamespace(t *testing.T) {
 	c := gather.Clients{Kube: fake.NewClientset()}
 	for _, scope := range []gather.Scope{{Namespace: "shop"}, {Names: []string{"web"}}} {
-		if _, err := gather.EachNamespace(context.Background(), c, scope, func(*snapshot.Snapshot) error { return nil }); err == nil {
+		if _, err := gather.EachNamespace(context.Background(), c, scope, func(*stuck.Objects) error { return nil }); err == nil {
 			t.Errorf("%+v: no error", scope)
 		}
 	}

@@ -6,103 +6,16 @@ package model
 import (
 	"encoding/json"
 	"maps"
-	"sort"
-	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/stuck"
 )
 
-// Finding is a printed finding plus the typed hand-offs repair and the table read.
-type Finding struct {
-	apiv1.Finding
-
-	// Facts are what the analyzer established, typed per code; package explain words them into
-	// Message, Short, Remedy and the details that are sentences.
-	Facts Facts
-	// Short is the message as the table shows it.
-	Short string
-	// Target is the exact pod diagnosed, for repair preconditions.
-	Target *PodRef
-	// Patch is the template change that repairs an unresolved image reference.
-	Patch *ImagePatch
-	// FailingPods are the pods that fail to pull the image of an image finding.
-	FailingPods []string
-	// LostNode names the node of a pod stuck terminating when that node is gone or has not been
-	// Ready for longer than the terminating threshold: the only case fix may force-delete.
-	LostNode string
-	// LogCurrent: the container's last run is its current, terminated one, whose log the
-	// kubelet serves as the current log (it has no previous one then).
-	LogCurrent bool
-}
-
-// Facts are the typed facts of one finding (a type of the analyzer that found it).
-type Facts interface {
-	// Code is the finding code the facts explain.
-	Code() apiv1.Code
-}
-
-// PodRef identifies one pod object as it was when diagnosed.
-type PodRef struct {
-	Name string
-	UID  types.UID
-}
-
-// ImagePatch is a JSON-patch replace of one image field of a StatefulSet's template.
-type ImagePatch struct {
-	// Path is the JSON pointer of the image, e.g. /spec/template/spec/containers/0/image.
-	Path string
-	// From is the image as diagnosed (the patch tests it first).
-	From string
-	// To is the image to write.
-	To string
-	// Admission is the API server's answer to To, when it was asked (--confirm-with-admission);
-	// To is then what admission wrote.
-	Admission *apiv1.AdmissionCheck
-}
-
-// JSONPatch is the JSON patch that tests the image, and the object's UID unless uid is "", then
-// replaces the image: what fix sends and what the remedy shows.
-func (p ImagePatch) JSONPatch(uid types.UID) string {
-	type op struct {
-		Op    string `json:"op"`
-		Path  string `json:"path"`
-		Value string `json:"value"`
-	}
-	ops := []op{{"test", p.Path, p.From}, {"replace", p.Path, p.To}}
-	if uid != "" {
-		ops = append([]op{{"test", "/metadata/uid", string(uid)}}, ops...)
-	}
-	body, _ := json.Marshal(ops) // strings only: it cannot fail
-	return string(body)
-}
-
-// DeepCopy copies a finding, its details and its hand-offs (facts are shared: nothing changes
-// them once explained).
-func (f Finding) DeepCopy() Finding {
-	c := f
-	c.Finding = f.Finding.DeepCopy()
-	if f.Target != nil {
-		t := *f.Target
-		c.Target = &t
-	}
-	if f.Patch != nil {
-		p := *f.Patch
-		c.Patch = &p
-	}
-	c.FailingPods = append([]string(nil), f.FailingPods...)
-	return c
-}
-
-// SortFindings orders findings as apiv1.SortFindings does.
-func SortFindings(f []Finding) {
-	sort.SliceStable(f, func(i, j int) bool { return apiv1.FindingLess(&f[i].Finding, &f[j].Finding) })
-}
-
 // PublicFindings returns the printed part of findings (never nil).
-func PublicFindings(in []Finding) []apiv1.Finding {
+func PublicFindings(in []stuck.Finding) []apiv1.Finding {
 	out := make([]apiv1.Finding, len(in))
 	for i, f := range in {
 		out[i] = f.Finding.DeepCopy()
@@ -110,22 +23,13 @@ func PublicFindings(in []Finding) []apiv1.Finding {
 	return out
 }
 
-// Rollout is one StatefulSet's rollout as its object says, before the findings are counted.
-type Rollout struct {
-	// Summary is the StatefulSet's summary; Summaries sets its status.
-	Summary     apiv1.StatefulSetSummary
-	Terminating bool
-	// Complete is true when the controller reports the rollout done (rollout.Complete).
-	Complete bool
-}
-
 // Summaries gives each StatefulSet its status once every analyzer has run: Terminating while
 // it is deleted, else Stuck with an error finding of any analyzer, else Complete or Progressing.
-func Summaries(sets []Rollout, findings []Finding) []apiv1.StatefulSetSummary {
-	stuck := map[types.NamespacedName]bool{}
+func Summaries(sets []stuck.Rollout, findings []stuck.Finding) []apiv1.StatefulSetSummary {
+	failing := map[types.NamespacedName]bool{}
 	for _, f := range findings {
 		if f.Severity == apiv1.SeverityError {
-			stuck[types.NamespacedName{Namespace: f.Namespace, Name: f.StatefulSet}] = true
+			failing[types.NamespacedName{Namespace: f.Namespace, Name: f.StatefulSet}] = true
 		}
 	}
 	if len(sets) == 0 {
@@ -137,7 +41,7 @@ func Summaries(sets []Rollout, findings []Finding) []apiv1.StatefulSetSummary {
 		switch {
 		case s.Terminating:
 			out[i].Status = apiv1.StatusTerminating
-		case stuck[types.NamespacedName{Namespace: s.Summary.Namespace, Name: s.Summary.Name}]:
+		case failing[types.NamespacedName{Namespace: s.Summary.Namespace, Name: s.Summary.Name}]:
 			out[i].Status = apiv1.StatusStuck
 		case s.Complete:
 			out[i].Status = apiv1.StatusComplete
@@ -152,7 +56,7 @@ func Summaries(sets []Rollout, findings []Finding) []apiv1.StatefulSetSummary {
 type Report struct {
 	OpenShift    bool
 	StatefulSets []apiv1.StatefulSetSummary
-	Findings     []Finding
+	Findings     []stuck.Finding
 	Warnings     []string
 	Server       *apiv1.ServerInfo
 	// RecheckAt is when a time-based rule may next change the verdict (zero: none pending).
@@ -160,9 +64,9 @@ type Report struct {
 }
 
 // NewReport sorts StatefulSets by context, namespace and name, and findings by SortFindings.
-func NewReport(openshift bool, sets []apiv1.StatefulSetSummary, findings []Finding) *Report {
+func NewReport(openshift bool, sets []apiv1.StatefulSetSummary, findings []stuck.Finding) *Report {
 	apiv1.SortStatefulSets(sets)
-	SortFindings(findings)
+	stuck.SortFindings(findings)
 	return &Report{OpenShift: openshift, StatefulSets: sets, Findings: findings}
 }
 
@@ -221,7 +125,7 @@ type RollbackPlan struct {
 	// Generation is the StatefulSet's metadata.generation at diagnosis; the patch tests it.
 	Generation int64
 	// Tests are the current template's image fields as diagnosed; the patch tests each.
-	Tests []ImagePatch
+	Tests []stuck.ImagePatch
 }
 
 // PublicActions returns the printed part of actions (never nil).
@@ -246,7 +150,7 @@ func PublicActions(in []Action) []apiv1.Action {
 type FixResult struct {
 	DryRun     apiv1.DryRunMode
 	Actions    []Action
-	Unrepaired []Finding
+	Unrepaired []stuck.Finding
 	Rollout    apiv1.RolloutOutcome
 }
 
@@ -278,7 +182,7 @@ type WaitResult struct {
 	Elapsed      string
 	Message      string
 	StatefulSets []apiv1.StatefulSetSummary
-	Findings     []Finding
+	Findings     []stuck.Finding
 	Actions      []Action
 	RolledBack   []apiv1.RolledBack
 }
@@ -308,16 +212,3 @@ func (r *WaitResult) Public() *apiv1.WaitResult {
 
 // Ptr returns a pointer to v (for the pointer fields of apiv1.FindingDetails).
 func Ptr[T any](v T) *T { return &v }
-
-// Blocking reports whether a finding keeps a rollout from completing by itself (wait's policy):
-// every error, a tag not imported yet, an orphan pod holding an ordinal's name, and OnDelete pods
-// on an old revision (they change only when someone deletes them).
-func (f Finding) Blocking() bool {
-	return f.Severity == apiv1.SeverityError || f.Code == apiv1.ImageStreamTagNotFound || f.Code == apiv1.OnDeleteStale ||
-		(f.Code == apiv1.OrphanedRevision && f.Pod != "")
-}
-
-// Key identifies a finding across diagnoses.
-func (f Finding) Key() string {
-	return strings.Join([]string{f.Context, string(f.Code), f.Namespace, f.StatefulSet, f.Pod, f.Container, f.Image}, "/")
-}

@@ -8,18 +8,19 @@ import (
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/model"
+	"github.com/stsdiag/stsdiag/stuck"
 )
 
 // TestSummaries: the status is decided from every analyzer's findings at once.
 func TestSummaries(t *testing.T) {
-	set := func(name string, terminating, complete bool) model.Rollout {
-		return model.Rollout{Summary: apiv1.StatefulSetSummary{Namespace: "shop", Name: name}, Terminating: terminating, Complete: complete}
+	set := func(name string, terminating, complete bool) stuck.Rollout {
+		return stuck.Rollout{Summary: apiv1.StatefulSetSummary{Namespace: "shop", Name: name}, Terminating: terminating, Complete: complete}
 	}
-	finding := func(name string, sev apiv1.Severity) model.Finding {
-		return model.Finding{Finding: apiv1.Finding{Namespace: "shop", StatefulSet: name, Severity: sev}}
+	finding := func(name string, sev apiv1.Severity) stuck.Finding {
+		return stuck.Finding{Finding: apiv1.Finding{Namespace: "shop", StatefulSet: name, Severity: sev}}
 	}
-	sets := []model.Rollout{set("done", false, true), set("going", false, false), set("erring", false, true), set("warned", false, true), set("gone", true, false)}
-	findings := []model.Finding{finding("erring", apiv1.SeverityError), finding("warned", apiv1.SeverityWarning), finding("gone", apiv1.SeverityError)}
+	sets := []stuck.Rollout{set("done", false, true), set("going", false, false), set("erring", false, true), set("warned", false, true), set("gone", true, false)}
+	findings := []stuck.Finding{finding("erring", apiv1.SeverityError), finding("warned", apiv1.SeverityWarning), finding("gone", apiv1.SeverityError)}
 	want := []apiv1.RolloutStatus{apiv1.StatusComplete, apiv1.StatusProgressing, apiv1.StatusStuck, apiv1.StatusComplete, apiv1.StatusTerminating}
 	got := model.Summaries(sets, findings)
 	for i, s := range got {
@@ -33,7 +34,7 @@ func TestSummaries(t *testing.T) {
 }
 
 func TestJSONPatch(t *testing.T) {
-	p := model.ImagePatch{Path: "/spec/template/spec/containers/0/image", From: `app:"1"`, To: "registry/app@sha256:1"}
+	p := stuck.ImagePatch{Path: "/spec/template/spec/containers/0/image", From: `app:"1"`, To: "registry/app@sha256:1"}
 	cases := map[string]string{
 		"": `[{"op":"test","path":"/spec/template/spec/containers/0/image","value":"app:\"1\""},` +
 			`{"op":"replace","path":"/spec/template/spec/containers/0/image","value":"registry/app@sha256:1"}]`,

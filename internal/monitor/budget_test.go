@@ -10,7 +10,7 @@ import (
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/gather"
 	"github.com/stsdiag/stsdiag/internal/imageapi"
-	"github.com/stsdiag/stsdiag/internal/model"
+	"github.com/stsdiag/stsdiag/stuck"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/component-base/metrics/testutil"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -63,7 +63,7 @@ func testScope() gather.Scope { return gather.Scope{Namespace: "shop", OpenShift
 func TestFindingsGaugeAtScrape(t *testing.T) {
 	metrics := NewMetrics()
 	c := New(testClients(), testScope(), Options{}, metrics)
-	c.seen["shop/web"] = &setState{findings: map[string]model.Finding{
+	c.seen["shop/web"] = &setState{findings: map[string]stuck.Finding{
 		"a": {Finding: apiv1.Finding{Code: apiv1.StaleRevisionStuck, Namespace: "shop"}},
 		"b": {Finding: apiv1.Finding{Code: apiv1.StaleRevisionStuck, Namespace: "shop"}},
 	}}

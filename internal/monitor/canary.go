@@ -22,7 +22,7 @@ import (
 	"github.com/stsdiag/stsdiag/internal/plan"
 	"github.com/stsdiag/stsdiag/internal/repair"
 	"github.com/stsdiag/stsdiag/internal/rollout"
-	"github.com/stsdiag/stsdiag/internal/snapshot"
+	"github.com/stsdiag/stsdiag/stuck"
 )
 
 // watch drives the canary declared on a StatefulSet by its annotations (engine.AnnotationSteps,
@@ -77,7 +77,7 @@ func annotated(set *appsv1.StatefulSet) bool {
 // syncCanary takes one decision for an annotated StatefulSet and carries it out. running is true
 // while a rollout is under way (update revision ≠ current revision, observed) and the canary owns
 // the StatefulSet: watch --fix's other repairs then leave it alone.
-func (c *Controller) syncCanary(ctx context.Context, key string, set *appsv1.StatefulSet, snap *snapshot.Snapshot, rep *model.Report, state *setState, now time.Time) (running bool, err error) {
+func (c *Controller) syncCanary(ctx context.Context, key string, set *appsv1.StatefulSet, snap *stuck.Objects, rep *model.Report, state *setState, now time.Time) (running bool, err error) {
 	mem := c.canaryOf(key)
 	steps, holdFor, err := declared(set, c.opts.Hold)
 	if err == nil {
@@ -192,7 +192,7 @@ func (c *Controller) canaryAdvance(ctx context.Context, key string, set *appsv1.
 
 // canaryRollBack rolls the template back as fix --rollback does and deletes the proven-stuck
 // canary pods (engine.RollbackActions through the repair executor), within the budget.
-func (c *Controller) canaryRollBack(ctx context.Context, key string, set *appsv1.StatefulSet, snap *snapshot.Snapshot, rep *model.Report, state *setState, due []string, partition int32, holdFor time.Duration, mem *canaryMemory) error {
+func (c *Controller) canaryRollBack(ctx context.Context, key string, set *appsv1.StatefulSet, snap *stuck.Objects, rep *model.Report, state *setState, due []string, partition int32, holdFor time.Duration, mem *canaryMemory) error {
 	var held []string
 	for _, k := range due {
 		f := state.findings[k]
@@ -234,7 +234,7 @@ func (c *Controller) canaryRollBack(ctx context.Context, key string, set *appsv1
 	return err
 }
 
-func reasonOf(f model.Finding) string {
+func reasonOf(f stuck.Finding) string {
 	if f.Reason == "" {
 		return ""
 	}

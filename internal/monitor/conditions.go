@@ -16,8 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/version"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
-	"github.com/stsdiag/stsdiag/internal/model"
-	"github.com/stsdiag/stsdiag/internal/stuck"
+	"github.com/stsdiag/stsdiag/stuck"
 )
 
 // ConditionStalled is the standard abnormal-true condition kstatus (Flux, Helm 4, kpt, cli-utils)
@@ -64,11 +63,11 @@ func stalledWanted(state *setState, now time.Time, minStuck time.Duration) (want
 	if len(due) == 0 {
 		return nil, "", recheck
 	}
-	held := make([]model.Finding, 0, len(due))
+	held := make([]stuck.Finding, 0, len(due))
 	for _, k := range due {
 		held = append(held, state.findings[k])
 	}
-	model.SortFindings(held)
+	stuck.SortFindings(held)
 	f := held[0]
 	return &appsv1.StatefulSetCondition{Type: ConditionStalled, Status: corev1.ConditionTrue, Reason: string(f.Code), Message: conditionMessage(f)}, f.Pod, recheck
 }
@@ -88,7 +87,7 @@ func current(have, want *appsv1.StatefulSetCondition, pod string) bool {
 }
 
 // conditionMessage is the finding's short message, its pod first and its remedy last.
-func conditionMessage(f model.Finding) string {
+func conditionMessage(f stuck.Finding) string {
 	msg := f.Short
 	if msg == "" {
 		msg = f.Message

@@ -9,8 +9,7 @@ import (
 
 	"github.com/stsdiag/stsdiag/internal/diagnose"
 	"github.com/stsdiag/stsdiag/internal/gather"
-	"github.com/stsdiag/stsdiag/internal/model"
-	"github.com/stsdiag/stsdiag/internal/snapshot"
+	"github.com/stsdiag/stsdiag/stuck"
 )
 
 // The first pass. Once the caches synced, every StatefulSet is diagnosed namespace by namespace
@@ -39,11 +38,11 @@ func (c *Controller) firstPass(ctx context.Context, live *gather.Live) []string 
 	live.RefreshOwners(ctx, "")
 	namespaceSnapshot := live.NamespaceSnapshots()
 	// Every namespace's snapshot holds the same Nodes: indexed once, not once per namespace.
-	var nodes *snapshot.Shared
+	var nodes *stuck.Shared
 	var indexNodes sync.Once
-	read := func(ns string) *snapshot.Snapshot {
+	read := func(ns string) *stuck.Objects {
 		s := namespaceSnapshot(ns)
-		indexNodes.Do(func() { nodes = snapshot.NewShared(s) })
+		indexNodes.Do(func() { nodes = stuck.NewShared(s) })
 		s.Shared = nodes.For(s)
 		return s
 	}
@@ -86,18 +85,18 @@ func (c *Controller) firstPass(ctx context.Context, live *gather.Live) []string 
 // diagnoseNamespace diagnoses every StatefulSet of one namespace's snapshot and does, for each,
 // what sync does with its diagnosis up to the Stalled condition: observe and report its
 // findings, and look again when a time-based rule matures. It returns their keys.
-func (c *Controller) diagnoseNamespace(snap *snapshot.Snapshot) []string {
+func (c *Controller) diagnoseNamespace(snap *stuck.Objects) []string {
 	rep := diagnose.Report(snap, c.opts.Diagnosis)
-	byKey := map[string][]model.Finding{}
+	byKey := map[string][]stuck.Finding{}
 	for _, f := range rep.Findings {
-		k := snapshot.Key(f.Namespace, f.StatefulSet)
+		k := stuck.Key(f.Namespace, f.StatefulSet)
 		byKey[k] = append(byKey[k], f)
 	}
 	now := c.clock.Now()
 	keys := make([]string, 0, len(snap.StatefulSets))
 	for i := range snap.StatefulSets {
 		set := &snap.StatefulSets[i]
-		key := snapshot.Key(set.Namespace, set.Name)
+		key := stuck.Key(set.Namespace, set.Name)
 		keys = append(keys, key)
 		findings := byKey[key]
 		if c.scope.Selector != nil && !c.scope.Selector.Matches(labels.Set(set.Labels)) {

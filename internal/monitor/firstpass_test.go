@@ -21,15 +21,13 @@ import (
 	"github.com/stsdiag/stsdiag/internal/diagnose"
 	"github.com/stsdiag/stsdiag/internal/gather"
 	"github.com/stsdiag/stsdiag/internal/imageapi"
-	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/monitor"
-	"github.com/stsdiag/stsdiag/internal/snapshot"
 	"github.com/stsdiag/stsdiag/internal/snapshot/snapshottest"
-	"github.com/stsdiag/stsdiag/internal/stuck"
+	"github.com/stsdiag/stsdiag/stuck"
 )
 
 // findingsJSON is what a finding says, words and facts included.
-func findingsJSON(t *testing.T, findings []model.Finding) string {
+func findingsJSON(t *testing.T, findings []stuck.Finding) string {
 	t.Helper()
 	type said struct {
 		Finding any
@@ -59,22 +57,22 @@ func TestFirstPassEqualsSyncs(t *testing.T) {
 	opts := stuck.DefaultOptions()
 	var multi, found, rechecks int
 	for _, file := range files {
-		snap, err := snapshot.LoadFile(file, snapshottest.Now)
+		snap, err := stuck.LoadFile(file, snapshottest.Now)
 		if err != nil {
 			t.Fatal(err)
 		}
 		snap.Selected = nil
 		together := diagnose.Report(snap, opts)
-		byKey := map[string][]model.Finding{}
+		byKey := map[string][]stuck.Finding{}
 		for _, f := range together.Findings {
-			byKey[snapshot.Key(f.Namespace, f.StatefulSet)] = append(byKey[snapshot.Key(f.Namespace, f.StatefulSet)], f)
+			byKey[stuck.Key(f.Namespace, f.StatefulSet)] = append(byKey[stuck.Key(f.Namespace, f.StatefulSet)], f)
 		}
 		if len(snap.StatefulSets) > 1 {
 			multi++
 		}
 		for i := range snap.StatefulSets {
 			set := &snap.StatefulSets[i]
-			key := snapshot.Key(set.Namespace, set.Name)
+			key := stuck.Key(set.Namespace, set.Name)
 			one := *snap
 			one.Selected = map[string]bool{key: true}
 			alone := diagnose.Report(&one, opts)

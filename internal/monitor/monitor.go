@@ -14,7 +14,7 @@ import (
 
 	"github.com/stsdiag/stsdiag/internal/explain"
 	"github.com/stsdiag/stsdiag/internal/gather"
-	"github.com/stsdiag/stsdiag/internal/stuck"
+	"github.com/stsdiag/stsdiag/stuck"
 
 	imagev1 "github.com/openshift/api/image/v1"
 	appsv1 "k8s.io/api/apps/v1"
@@ -35,7 +35,6 @@ import (
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/plan"
 	"github.com/stsdiag/stsdiag/internal/repair"
-	"github.com/stsdiag/stsdiag/internal/snapshot"
 )
 
 // Options tune the monitor.
@@ -112,7 +111,7 @@ type Controller struct {
 // changed, under Controller.mu (the metrics read it); held is used only by the worker syncing
 // the StatefulSet (the queue never hands one key to two workers at once).
 type setState struct {
-	findings map[string]model.Finding // finding key → the finding as last diagnosed
+	findings map[string]stuck.Finding // finding key → the finding as last diagnosed
 	held     hold.Tracker             // finding key → when it was first seen
 }
 
@@ -165,7 +164,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	// that cannot be, from the caches once they are filled (firstpass.go).
 	var keys []string
 	var diagnosed time.Duration
-	live, warnings, streamed, err := gather.StartLiveDiagnosing(ctx, c.clients, c.scope, c.changed, func(snap *snapshot.Snapshot) error {
+	live, warnings, streamed, err := gather.StartLiveDiagnosing(ctx, c.clients, c.scope, c.changed, func(snap *stuck.Objects) error {
 		keys = append(keys, c.diagnoseNamespace(snap)...)
 		diagnosed = time.Since(processStart)
 		return nil
@@ -262,14 +261,14 @@ func (c *Controller) enqueueFor(obj any) {
 	}
 	switch o := obj.(type) {
 	case *appsv1.StatefulSet:
-		c.enqueue(snapshot.Key(o.Namespace, o.Name))
+		c.enqueue(stuck.Key(o.Namespace, o.Name))
 	case *corev1.Pod:
 		if ref := metav1.GetControllerOfNoCopy(o); ref != nil && ref.Kind == "StatefulSet" {
-			c.enqueue(snapshot.Key(o.Namespace, ref.Name))
+			c.enqueue(stuck.Key(o.Namespace, ref.Name))
 		}
 	case *appsv1.ControllerRevision:
 		if ref := metav1.GetControllerOfNoCopy(o); ref != nil && ref.Kind == "StatefulSet" {
-			c.enqueue(snapshot.Key(o.Namespace, ref.Name))
+			c.enqueue(stuck.Key(o.Namespace, ref.Name))
 		}
 	case *corev1.Event:
 		if o.Source.Component == "stsdiag" || o.ReportingController == "stsdiag" {
@@ -278,7 +277,7 @@ func (c *Controller) enqueueFor(obj any) {
 		switch o.InvolvedObject.Kind {
 		case "Pod":
 			if name, ok := live.PodController(o.InvolvedObject.Namespace, o.InvolvedObject.Name); ok {
-				c.enqueue(snapshot.Key(o.InvolvedObject.Namespace, name))
+				c.enqueue(stuck.Key(o.InvolvedObject.Namespace, name))
 			}
 		case "PersistentVolumeClaim":
 			c.enqueueNamespace(live, o.InvolvedObject.Namespace)
@@ -300,7 +299,7 @@ func (c *Controller) enqueueFor(obj any) {
 
 func (c *Controller) enqueueNamespace(live *gather.Live, ns string) {
 	for _, name := range live.StatefulSetNames(ns) {
-		c.enqueue(snapshot.Key(ns, name))
+		c.enqueue(stuck.Key(ns, name))
 	}
 }
 
@@ -322,7 +321,7 @@ func (c *Controller) processNext(ctx context.Context) bool {
 // processStart is when this program started (package initialisation, before main).
 var processStart = time.Now()
 
-func findingKey(f model.Finding) string {
+func findingKey(f stuck.Finding) string {
 	return strings.Join([]string{string(f.Code), f.Pod, f.Container, f.Image}, "/")
 }
 
@@ -413,7 +412,7 @@ func onePod(actions []model.Action) []model.Action {
 
 // awaitingReady returns the pod the last repair of the StatefulSet removed while it is not yet
 // back (another UID) and Ready in snap; "" once it is (and forgets it).
-func (c *Controller) awaitingReady(key string, snap *snapshot.Snapshot) string {
+func (c *Controller) awaitingReady(key string, snap *stuck.Objects) string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	removed, ok := c.awaiting[key]
@@ -442,8 +441,8 @@ func podReady(p *corev1.Pod) bool {
 
 // observe records the findings of one StatefulSet now and returns its state and the findings
 // seen for the first time.
-func (c *Controller) observe(key string, findings []model.Finding, now time.Time) (*setState, []model.Finding) {
-	current := make(map[string]model.Finding, len(findings))
+func (c *Controller) observe(key string, findings []stuck.Finding, now time.Time) (*setState, []stuck.Finding) {
+	current := make(map[string]stuck.Finding, len(findings))
 	keys := make([]string, 0, len(findings))
 	for _, f := range findings {
 		k := findingKey(f)
@@ -456,7 +455,7 @@ func (c *Controller) observe(key string, findings []model.Finding, now time.Time
 	if state == nil {
 		state = &setState{}
 	}
-	var fresh []model.Finding
+	var fresh []stuck.Finding
 	for _, k := range state.held.Observe(now, keys) {
 		fresh = append(fresh, current[k])
 	}
@@ -470,7 +469,7 @@ func (c *Controller) observe(key string, findings []model.Finding, now time.Time
 }
 
 // report counts, logs and records an Event for each new finding.
-func (c *Controller) report(key string, set *appsv1.StatefulSet, fresh []model.Finding) {
+func (c *Controller) report(key string, set *appsv1.StatefulSet, fresh []stuck.Finding) {
 	for _, f := range fresh {
 		c.metrics.FindingsTotal.WithLabelValues(string(f.Code), f.Namespace).Inc()
 		c.logf("%s: new finding %s %s %s: %s", key, f.Severity, f.Code, f.Pod, f.Message)
@@ -538,7 +537,7 @@ func (c *Controller) heldForRepair(key string, state *setState, actions []model.
 }
 
 // repair applies fix's planned actions for one StatefulSet, within the namespace's budget.
-func (c *Controller) repair(ctx context.Context, key string, set *appsv1.StatefulSet, snap *snapshot.Snapshot, actions []model.Action) error {
+func (c *Controller) repair(ctx context.Context, key string, set *appsv1.StatefulSet, snap *stuck.Objects, actions []model.Action) error {
 	if !c.reserveRepairs(set.Namespace, len(actions)) {
 		for _, a := range actions {
 			c.metrics.Repairs.WithLabelValues(string(a.Kind()), "ratelimited", a.Namespace).Inc()

@@ -16,7 +16,7 @@ import (
 	"github.com/stsdiag/stsdiag/internal/gather"
 	"github.com/stsdiag/stsdiag/internal/imageapi"
 	"github.com/stsdiag/stsdiag/internal/monitor"
-	"github.com/stsdiag/stsdiag/internal/snapshot"
+	"github.com/stsdiag/stsdiag/stuck"
 )
 
 // TestTriggerRepairEventReason: watch --fix patches the stale image trigger of
@@ -24,7 +24,7 @@ import (
 // finding it repairs, ImageTriggerStale — not UnresolvedImageReference, which an Event reason
 // rebuilt from the action kind (PatchImage) said.
 func TestTriggerRepairEventReason(t *testing.T) {
-	snap, err := snapshot.LoadFile("../../testdata/resolver/triggers-stale/objects.yaml", time.Now())
+	snap, err := stuck.LoadFile("../../testdata/resolver/triggers-stale/objects.yaml", time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,7 @@ package plan
 import (
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/model"
-	"github.com/stsdiag/stsdiag/internal/snapshot"
+	"github.com/stsdiag/stsdiag/stuck"
 )
 
 // planForceDeletes plans fix --force-lost-node: a ForceDeletePod for each pod stuck terminating
@@ -24,14 +24,14 @@ func planForceDeletes(rep *model.Report, o objects) []model.Action {
 }
 
 // withoutPods drops the findings of a code about pods the actions repair.
-func withoutPods(findings []model.Finding, code apiv1.Code, actions []model.Action) []model.Finding {
+func withoutPods(findings []stuck.Finding, code apiv1.Code, actions []model.Action) []stuck.Finding {
 	repaired := map[string]bool{}
 	for _, a := range actions {
-		repaired[snapshot.Key(a.Namespace, a.Pod)] = true
+		repaired[stuck.Key(a.Namespace, a.Pod)] = true
 	}
-	var out []model.Finding
+	var out []stuck.Finding
 	for _, f := range findings {
-		if f.Code != code || !repaired[snapshot.Key(f.Namespace, f.Pod)] {
+		if f.Code != code || !repaired[stuck.Key(f.Namespace, f.Pod)] {
 			out = append(out, f)
 		}
 	}

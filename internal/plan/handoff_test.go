@@ -10,8 +10,7 @@ import (
 	"github.com/stsdiag/stsdiag/internal/diagnose"
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/plan"
-	"github.com/stsdiag/stsdiag/internal/snapshot"
-	"github.com/stsdiag/stsdiag/internal/stuck"
+	"github.com/stsdiag/stsdiag/stuck"
 )
 
 // TestPlanFromDiagnosis plans from what stuck and resolver really produce (not hand-written
@@ -41,7 +40,7 @@ func TestPlanFromDiagnosis(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.scenario, func(t *testing.T) {
-			snap, err := snapshot.LoadFile(filepath.Join("..", "..", "testdata", c.scenario, "objects.yaml"), now)
+			snap, err := stuck.LoadFile(filepath.Join("..", "..", "testdata", c.scenario, "objects.yaml"), now)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -7,8 +7,8 @@ package plan
 import (
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/model"
-	"github.com/stsdiag/stsdiag/internal/resolver"
-	"github.com/stsdiag/stsdiag/internal/snapshot"
+	"github.com/stsdiag/stsdiag/resolver"
+	"github.com/stsdiag/stsdiag/stuck"
 )
 
 // planImagesAndStale plans the default repairs: image patches for UnresolvedImageReference and
@@ -20,7 +20,7 @@ import (
 // once per image field. The resolver sets Patch.To to exactly what OpenShift writes there: a
 // digest, except where admission or the trigger controller writes a tag (a legacy image ID, or a
 // trigger on a referencePolicy Source tag), which the finding's message says.
-func planImagesAndStale(rep *model.Report, o objects) (actions []model.Action, unrepaired []model.Finding) {
+func planImagesAndStale(rep *model.Report, o objects) (actions []model.Action, unrepaired []stuck.Finding) {
 	var patches, deletes []model.Action
 	planned := map[string]bool{}
 	afterPatch := map[string]bool{}
@@ -30,16 +30,16 @@ func planImagesAndStale(rep *model.Report, o objects) (actions []model.Action, u
 		if !patchable(f) || set == nil || set.UID == "" {
 			continue
 		}
-		field := snapshot.Key(f.Namespace, f.StatefulSet) + f.Patch.Path
+		field := stuck.Key(f.Namespace, f.StatefulSet) + f.Patch.Path
 		if patchedFields[field] {
 			continue
 		}
 		patchedFields[field] = true
-		governed[snapshot.Key(f.Namespace, f.StatefulSet)+"/"+f.Container] = true
+		governed[stuck.Key(f.Namespace, f.StatefulSet)+"/"+f.Container] = true
 		patches = append(patches, model.Action{Action: apiv1.Action{Action: apiv1.PatchImage, Namespace: f.Namespace, StatefulSet: f.StatefulSet, Container: f.Container,
 			From: f.Patch.From, To: f.Patch.To, UID: string(set.UID), Admission: clone(f.Patch.Admission)}, Cause: f.Code, Path: f.Patch.Path})
 		for _, pod := range f.FailingPods {
-			key := snapshot.Key(f.Namespace, pod)
+			key := stuck.Key(f.Namespace, pod)
 			if !afterPatch[key] {
 				afterPatch[key] = true
 				deletes = append(deletes, model.Action{Action: apiv1.Action{Action: apiv1.DeletePod, Namespace: f.Namespace, StatefulSet: f.StatefulSet, Pod: pod}, Cause: f.Code, AfterPatch: true})
@@ -50,7 +50,7 @@ func planImagesAndStale(rep *model.Report, o objects) (actions []model.Action, u
 		if f.Code != apiv1.StaleRevisionStuck || f.Target == nil || f.Target.UID == "" || o.set(f.Namespace, f.StatefulSet) == nil {
 			continue
 		}
-		key := snapshot.Key(f.Namespace, f.Target.Name)
+		key := stuck.Key(f.Namespace, f.Target.Name)
 		if planned[key] || afterPatch[key] || o.templateFails(f.Namespace, f.StatefulSet, f.Target.Name) {
 			continue
 		}
@@ -63,14 +63,14 @@ func planImagesAndStale(rep *model.Report, o objects) (actions []model.Action, u
 			continue
 		}
 		switch {
-		case f.Code == apiv1.StaleRevisionStuck && f.Target != nil && (planned[snapshot.Key(f.Namespace, f.Target.Name)] || afterPatch[snapshot.Key(f.Namespace, f.Target.Name)]):
+		case f.Code == apiv1.StaleRevisionStuck && f.Target != nil && (planned[stuck.Key(f.Namespace, f.Target.Name)] || afterPatch[stuck.Key(f.Namespace, f.Target.Name)]):
 		case f.Code == apiv1.UnresolvedImageReference && f.Pod != "":
 			// pods of an older template: stuck's findings carry their repair
 		case (f.Code == apiv1.UnresolvedImageReference || f.Code == apiv1.ImageTriggerStale) && f.Patch != nil &&
-			patchedFields[snapshot.Key(f.Namespace, f.StatefulSet)+f.Patch.Path]:
-		case f.Code == apiv1.UnresolvedImageReference && f.Patch == nil && governed[snapshot.Key(f.Namespace, f.StatefulSet)+"/"+f.Container]:
+			patchedFields[stuck.Key(f.Namespace, f.StatefulSet)+f.Patch.Path]:
+		case f.Code == apiv1.UnresolvedImageReference && f.Patch == nil && governed[stuck.Key(f.Namespace, f.StatefulSet)+"/"+f.Container]:
 			// an image trigger governs the container: its ImageTriggerStale patch repairs it
-		case f.Code == apiv1.CurrentRevisionFailing && afterPatch[snapshot.Key(f.Namespace, f.Pod)]:
+		case f.Code == apiv1.CurrentRevisionFailing && afterPatch[stuck.Key(f.Namespace, f.Pod)]:
 		default:
 			unrepaired = append(unrepaired, f)
 		}
@@ -81,7 +81,7 @@ func planImagesAndStale(rep *model.Report, o objects) (actions []model.Action, u
 // patchable reports whether a finding hands over a template image patch fix may send: from an
 // image finding on the template (not a pod), to a valid reference with a name — never empty, and
 // never a dangling "@" — that differs from the image diagnosed, at a known field.
-func patchable(f model.Finding) bool {
+func patchable(f stuck.Finding) bool {
 	if (f.Code != apiv1.UnresolvedImageReference && f.Code != apiv1.ImageTriggerStale) || f.Pod != "" || f.Patch == nil {
 		return false
 	}

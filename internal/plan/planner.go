@@ -11,8 +11,8 @@ import (
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/model"
-	"github.com/stsdiag/stsdiag/internal/snapshot"
 	"github.com/stsdiag/stsdiag/internal/statefulset"
+	"github.com/stsdiag/stsdiag/stuck"
 )
 
 // Policy says which repairs beyond the default ones a plan may hold.
@@ -50,7 +50,7 @@ type Planner struct {
 // then deletes), and the error findings no action repairs.
 type Plan struct {
 	Actions    []model.Action
-	Unrepaired []model.Finding
+	Unrepaired []stuck.Finding
 }
 
 // For lists the actions on one StatefulSet.
@@ -65,7 +65,7 @@ func (p Plan) For(namespace, statefulSet string) []model.Action {
 }
 
 // Plan plans the safe repairs of a diagnosis of snap.
-func (p Planner) Plan(rep *model.Report, snap *snapshot.Snapshot) Plan {
+func (p Planner) Plan(rep *model.Report, snap *stuck.Objects) Plan {
 	o := indexSnapshot(rep, snap)
 	actions, unrepaired := planImagesAndStale(rep, o)
 	var deletes []model.Action
@@ -110,51 +110,51 @@ func IsDelete(kind apiv1.ActionKind) bool {
 
 // objects indexes what the planner checks in the snapshot.
 type objects struct {
-	snap *snapshot.Snapshot
+	snap *stuck.Objects
 	sets map[string]*appsv1.StatefulSet // namespace/name → in-scope StatefulSet
 	pods map[string]*corev1.Pod         // namespace/name → pod
 	// failing marks namespace/pod with a CurrentRevisionFailing finding.
 	failing map[string]bool
 }
 
-func indexSnapshot(rep *model.Report, snap *snapshot.Snapshot) objects {
+func indexSnapshot(rep *model.Report, snap *stuck.Objects) objects {
 	o := objects{snap: snap, sets: map[string]*appsv1.StatefulSet{}, pods: map[string]*corev1.Pod{}, failing: map[string]bool{}}
 	for _, f := range rep.Findings {
 		if f.Code == apiv1.CurrentRevisionFailing && f.Pod != "" {
-			o.failing[snapshot.Key(f.Namespace, f.Pod)] = true
+			o.failing[stuck.Key(f.Namespace, f.Pod)] = true
 		}
 	}
 	for i := range snap.StatefulSets {
 		set := &snap.StatefulSets[i]
 		if snap.InScope(set.Namespace, set.Name) {
-			o.sets[snapshot.Key(set.Namespace, set.Name)] = set
+			o.sets[stuck.Key(set.Namespace, set.Name)] = set
 		}
 	}
 	for i := range snap.Pods {
-		o.pods[snapshot.Key(snap.Pods[i].Namespace, snap.Pods[i].Name)] = &snap.Pods[i]
+		o.pods[stuck.Key(snap.Pods[i].Namespace, snap.Pods[i].Name)] = &snap.Pods[i]
 	}
 	return o
 }
 
 // set is the in-scope StatefulSet of a finding or action (nil when out of scope or absent).
 func (o objects) set(namespace, name string) *appsv1.StatefulSet {
-	return o.sets[snapshot.Key(namespace, name)]
+	return o.sets[stuck.Key(namespace, name)]
 }
 
 // templateFails reports whether deleting the pod would only bring it back from the same
 // failing template: a CurrentRevisionFailing finding is on it, or it runs its StatefulSet's
 // update revision.
 func (o objects) templateFails(namespace, statefulSet, pod string) bool {
-	if o.failing[snapshot.Key(namespace, pod)] {
+	if o.failing[stuck.Key(namespace, pod)] {
 		return true
 	}
-	p, set := o.pods[snapshot.Key(namespace, pod)], o.set(namespace, statefulSet)
+	p, set := o.pods[stuck.Key(namespace, pod)], o.set(namespace, statefulSet)
 	return p != nil && set != nil && set.Status.UpdateRevision != "" && statefulset.PodRevision(p) == set.Status.UpdateRevision
 }
 
 // forceDeletable reports whether the pod is in the snapshot as diagnosed (same UID) and no
 // finalizer holds it: a force delete would skip what a finalizer still has to do.
-func (o objects) forceDeletable(namespace string, target *model.PodRef) bool {
-	p := o.pods[snapshot.Key(namespace, target.Name)]
+func (o objects) forceDeletable(namespace string, target *stuck.PodRef) bool {
+	p := o.pods[stuck.Key(namespace, target.Name)]
 	return p != nil && p.UID == target.UID && len(p.Finalizers) == 0
 }

@@ -11,8 +11,8 @@ import (
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/model"
-	"github.com/stsdiag/stsdiag/internal/snapshot"
 	"github.com/stsdiag/stsdiag/internal/statefulset"
+	"github.com/stsdiag/stsdiag/stuck"
 )
 
 // fix --rollback: the StatefulSet documentation's forced rollback. When the update revision
@@ -55,17 +55,17 @@ import (
 // stay unrepaired, with the reason in their remedy and in details.rollback. StatefulSets the plan
 // already patches are left to the patch. It reads the findings' typed fields and the snapshot,
 // never details.
-func planRollbacks(o objects, actions []model.Action, unrepaired []model.Finding) (rollbacks, deletes []model.Action, left []model.Finding) {
+func planRollbacks(o objects, actions []model.Action, unrepaired []stuck.Finding) (rollbacks, deletes []model.Action, left []stuck.Finding) {
 	patched := map[string]bool{}
 	for _, a := range actions {
 		if a.Kind() == apiv1.PatchImage || a.Kind() == apiv1.Rollback {
-			patched[snapshot.Key(a.Namespace, a.StatefulSet)] = true
+			patched[stuck.Key(a.Namespace, a.StatefulSet)] = true
 		}
 	}
-	failing := map[string][]model.Finding{}
+	failing := map[string][]stuck.Finding{}
 	var order []string
 	for _, f := range unrepaired {
-		key := snapshot.Key(f.Namespace, f.StatefulSet)
+		key := stuck.Key(f.Namespace, f.StatefulSet)
 		if f.Code != apiv1.CurrentRevisionFailing || f.Target == nil || patched[key] {
 			continue
 		}
@@ -87,16 +87,16 @@ func planRollbacks(o objects, actions []model.Action, unrepaired []model.Finding
 		}
 		rollbacks = append(rollbacks, rollback)
 		for _, pod := range pods {
-			repaired[snapshot.Key(rollback.Namespace, pod)] = true
+			repaired[stuck.Key(rollback.Namespace, pod)] = true
 			deletes = append(deletes, model.Action{Action: apiv1.Action{Action: apiv1.DeletePod, Namespace: rollback.Namespace, StatefulSet: rollback.StatefulSet, Pod: pod}, Cause: apiv1.CurrentRevisionFailing, AfterPatch: true})
 		}
 	}
 	for _, f := range unrepaired {
-		key := snapshot.Key(f.Namespace, f.StatefulSet)
+		key := stuck.Key(f.Namespace, f.StatefulSet)
 		switch {
 		case f.Code != apiv1.CurrentRevisionFailing:
 			left = append(left, f)
-		case repaired[snapshot.Key(f.Namespace, f.Pod)]:
+		case repaired[stuck.Key(f.Namespace, f.Pod)]:
 		case reasons[key] != "":
 			left = append(left, notRolledBack(f, reasons[key]))
 		default:
@@ -107,7 +107,7 @@ func planRollbacks(o objects, actions []model.Action, unrepaired []model.Finding
 }
 
 // notRolledBack returns a copy of the finding that says why it was not rolled back.
-func notRolledBack(f model.Finding, reason string) model.Finding {
+func notRolledBack(f stuck.Finding, reason string) stuck.Finding {
 	c := f.DeepCopy()
 	c.Details.Rollback = reason
 	c.Remedy = "not rolled back: " + reason + "; " + c.Remedy
@@ -115,7 +115,7 @@ func notRolledBack(f model.Finding, reason string) model.Finding {
 }
 
 // planRollback decides one StatefulSet: the Rollback and the pods to delete after it, or why not.
-func planRollback(o objects, key string, failing []model.Finding) (model.Action, []string, string) {
+func planRollback(o objects, key string, failing []stuck.Finding) (model.Action, []string, string) {
 	set, snap := o.sets[key], o.snap
 	switch {
 	case set == nil:
@@ -191,13 +191,13 @@ func revisionTemplate(rev *appsv1.ControllerRevision) (json.RawMessage, *corev1.
 }
 
 // imageFields lists the image field of every container of a template, init containers first.
-func imageFields(t *corev1.PodTemplateSpec) []model.ImagePatch {
-	var out []model.ImagePatch
+func imageFields(t *corev1.PodTemplateSpec) []stuck.ImagePatch {
+	var out []stuck.ImagePatch
 	for i, c := range t.Spec.InitContainers {
-		out = append(out, model.ImagePatch{Path: fmt.Sprintf("/spec/template/spec/initContainers/%d/image", i), From: c.Image})
+		out = append(out, stuck.ImagePatch{Path: fmt.Sprintf("/spec/template/spec/initContainers/%d/image", i), From: c.Image})
 	}
 	for i, c := range t.Spec.Containers {
-		out = append(out, model.ImagePatch{Path: fmt.Sprintf("/spec/template/spec/containers/%d/image", i), From: c.Image})
+		out = append(out, stuck.ImagePatch{Path: fmt.Sprintf("/spec/template/spec/containers/%d/image", i), From: c.Image})
 	}
 	return out
 }

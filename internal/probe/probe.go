@@ -21,8 +21,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/stsdiag/stsdiag/internal/gather"
-	"github.com/stsdiag/stsdiag/internal/resolver"
-	"github.com/stsdiag/stsdiag/internal/snapshot"
+	"github.com/stsdiag/stsdiag/resolver"
+	"github.com/stsdiag/stsdiag/stuck"
 )
 
 const (
@@ -87,7 +87,7 @@ type probeKey struct {
 // resolve-names setting (a few at once), whatever the number of StatefulSets and pods. Every
 // question gets an answer: the image admission wrote, or why it could not be asked. A probe that
 // fails also gives a warning, naming the permission when it is the missing one.
-func Ask(ctx context.Context, kube kubernetes.Interface, questions []snapshot.AdmissionQuestion) (map[snapshot.AdmissionQuestion]snapshot.AdmissionAnswer, []string) {
+func Ask(ctx context.Context, kube kubernetes.Interface, questions []stuck.AdmissionQuestion) (map[stuck.AdmissionQuestion]stuck.AdmissionAnswer, []string) {
 	images := map[probeKey][]string{}
 	var keys []probeKey
 	for _, q := range questions {
@@ -105,7 +105,7 @@ func Ask(ctx context.Context, kube kubernetes.Interface, questions []snapshot.Ad
 		}
 		return !keys[i].forced && keys[j].forced
 	})
-	answers := make([]map[string]snapshot.AdmissionAnswer, len(keys))
+	answers := make([]map[string]stuck.AdmissionAnswer, len(keys))
 	warnings := make([]string, len(keys))
 	var g errgroup.Group
 	g.SetLimit(parallel)
@@ -116,11 +116,11 @@ func Ask(ctx context.Context, kube kubernetes.Interface, questions []snapshot.Ad
 		})
 	}
 	_ = g.Wait()
-	out := map[snapshot.AdmissionQuestion]snapshot.AdmissionAnswer{}
+	out := map[stuck.AdmissionQuestion]stuck.AdmissionAnswer{}
 	var warned []string
 	for i, k := range keys {
 		for image, a := range answers[i] {
-			out[snapshot.AdmissionQuestion{Namespace: k.namespace, Forced: k.forced, Image: image}] = a
+			out[stuck.AdmissionQuestion{Namespace: k.namespace, Forced: k.forced, Image: image}] = a
 		}
 		if warnings[i] != "" {
 			warned = append(warned, warnings[i])
@@ -130,14 +130,14 @@ func Ask(ctx context.Context, kube kubernetes.Interface, questions []snapshot.Ad
 }
 
 // ask sends one probe and answers each of its images.
-func ask(ctx context.Context, kube kubernetes.Interface, k probeKey, images []string) (map[string]snapshot.AdmissionAnswer, string) {
-	out := make(map[string]snapshot.AdmissionAnswer, len(images))
+func ask(ctx context.Context, kube kubernetes.Interface, k probeKey, images []string) (map[string]stuck.AdmissionAnswer, string) {
+	out := make(map[string]stuck.AdmissionAnswer, len(images))
 	created, err := kube.CoreV1().Pods(k.namespace).Create(ctx, Pod(k.namespace, k.forced, images),
 		metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}, FieldManager: "stsdiag"})
 	if err != nil {
 		msg := firstLine(err)
 		for _, image := range images {
-			out[image] = snapshot.AdmissionAnswer{Error: msg}
+			out[image] = stuck.AdmissionAnswer{Error: msg}
 		}
 		warning := fmt.Sprintf("image predictions not confirmed with admission: a server-side dry run of a probe pod in namespace %q failed: %s", k.namespace, msg)
 		if noPermission(err) {
@@ -153,9 +153,9 @@ func ask(ctx context.Context, kube kubernetes.Interface, k probeKey, images []st
 	}
 	for i, image := range images {
 		if w, ok := written[containerName(i)]; ok && w != "" {
-			out[image] = snapshot.AdmissionAnswer{Written: w}
+			out[image] = stuck.AdmissionAnswer{Written: w}
 		} else {
-			out[image] = snapshot.AdmissionAnswer{Error: fmt.Sprintf("admission's answer has no container %s", containerName(i))}
+			out[image] = stuck.AdmissionAnswer{Error: fmt.Sprintf("admission's answer has no container %s", containerName(i))}
 		}
 	}
 	return out, ""
@@ -177,7 +177,7 @@ type Source struct {
 }
 
 // Snapshot takes the inner source's snapshot and asks admission about its predictions.
-func (s Source) Snapshot(ctx context.Context) (*snapshot.Snapshot, []string, error) {
+func (s Source) Snapshot(ctx context.Context) (*stuck.Objects, []string, error) {
 	snap, warnings, err := s.Source.Snapshot(ctx)
 	if err != nil {
 		return nil, nil, err

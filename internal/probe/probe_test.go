@@ -23,9 +23,8 @@ import (
 	"github.com/stsdiag/stsdiag/internal/gather"
 	"github.com/stsdiag/stsdiag/internal/imageapi"
 	"github.com/stsdiag/stsdiag/internal/probe"
-	"github.com/stsdiag/stsdiag/internal/snapshot"
 	"github.com/stsdiag/stsdiag/internal/snapshot/snapshottest"
-	"github.com/stsdiag/stsdiag/internal/stuck"
+	"github.com/stsdiag/stsdiag/stuck"
 )
 
 const (
@@ -107,7 +106,7 @@ func TestProbePod(t *testing.T) {
 // questions; each answer is the image admission wrote in the container of that image.
 func TestAskBatches(t *testing.T) {
 	adm := &admission{rewrite: map[string]string{"myapp:1.0.1": shopMyapp, "quay.io/team/myapp:1.0.1": shopMyapp}}
-	questions := []snapshot.AdmissionQuestion{
+	questions := []stuck.AdmissionQuestion{
 		{Namespace: "other", Image: "myapp:9.9"},
 		{Namespace: "shop", Image: "myapp:1.0.1"},
 		{Namespace: "shop", Image: "tools:2"},
@@ -115,7 +114,7 @@ func TestAskBatches(t *testing.T) {
 		{Namespace: "shop", Forced: true, Image: "quay.io/team/myapp:1.0.1"},
 	}
 	answers, warnings := probe.Ask(context.Background(), adm.client(), questions)
-	want := map[snapshot.AdmissionQuestion]snapshot.AdmissionAnswer{
+	want := map[stuck.AdmissionQuestion]stuck.AdmissionAnswer{
 		{Namespace: "other", Image: "myapp:9.9"}:                             {Written: "myapp:9.9"},
 		{Namespace: "shop", Image: "myapp:1.0.1"}:                            {Written: shopMyapp},
 		{Namespace: "shop", Image: "tools:2"}:                                {Written: "tools:2"},
@@ -165,11 +164,11 @@ func TestAskRefused(t *testing.T) {
 		}
 		return nil
 	}}
-	answers, warnings := probe.Ask(context.Background(), adm.client(), []snapshot.AdmissionQuestion{
+	answers, warnings := probe.Ask(context.Background(), adm.client(), []stuck.AdmissionQuestion{
 		{Namespace: "full", Image: "myapp:1.0.1"}, {Namespace: "ok", Image: "myapp:1.0.1"},
 		{Namespace: "shop", Image: "myapp:1.0.1"}, {Namespace: "shop", Image: "tools:2"},
 	})
-	want := map[snapshot.AdmissionQuestion]snapshot.AdmissionAnswer{
+	want := map[stuck.AdmissionQuestion]stuck.AdmissionAnswer{
 		{Namespace: "full", Image: "myapp:1.0.1"}: {Error: `pods "stsdiag-probe-x7k2p" is forbidden: exceeded quota: pods, requested: pods=1, used: pods=2, limited: pods=2`},
 		{Namespace: "ok", Image: "myapp:1.0.1"}:   {Written: shopMyapp},
 		{Namespace: "shop", Image: "myapp:1.0.1"}: {Error: `pods is forbidden: User "alice" cannot create resource "pods" in API group "" in the namespace "shop"`},
@@ -188,16 +187,16 @@ func TestAskRefused(t *testing.T) {
 }
 
 // source is a gather.Source of one snapshot.
-type source struct{ snap *snapshot.Snapshot }
+type source struct{ snap *stuck.Objects }
 
-func (s source) Snapshot(context.Context) (*snapshot.Snapshot, []string, error) {
+func (s source) Snapshot(context.Context) (*stuck.Objects, []string, error) {
 	return s.snap, []string{"events not listed"}, nil
 }
 
 // TestSource: the snapshot carries admission's answers to the resolver's questions about it,
 // asked with one probe per namespace and resolve-names setting.
 func TestSource(t *testing.T) {
-	snap, err := snapshot.LoadFile("../../testdata/admission/objects.yaml", snapshottest.Now)
+	snap, err := stuck.LoadFile("../../testdata/admission/objects.yaml", snapshottest.Now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,7 +208,7 @@ func TestSource(t *testing.T) {
 	if len(adm.requests) != 3 || len(got.Admission) != 4 {
 		t.Errorf("%d probes, %d answers; want 3 probes (other, shop, shop forced), 4 answers", len(adm.requests), len(got.Admission))
 	}
-	if a := got.Admission[snapshot.AdmissionQuestion{Namespace: "shop", Image: "myapp:1.0.1"}]; a.Written != shopMyapp {
+	if a := got.Admission[stuck.AdmissionQuestion{Namespace: "shop", Image: "myapp:1.0.1"}]; a.Written != shopMyapp {
 		t.Errorf("shop myapp:1.0.1: %+v", a)
 	}
 }

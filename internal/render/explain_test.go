@@ -9,9 +9,8 @@ import (
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/diagnose"
 	"github.com/stsdiag/stsdiag/internal/render"
-	"github.com/stsdiag/stsdiag/internal/snapshot"
 	"github.com/stsdiag/stsdiag/internal/snapshot/snapshottest"
-	"github.com/stsdiag/stsdiag/internal/stuck"
+	"github.com/stsdiag/stsdiag/stuck"
 )
 
 // TestExplainGolden renders explain's table (and, for one scenario, its YAML) for scenarios that
@@ -42,7 +41,7 @@ func TestExplainGolden(t *testing.T) {
 	sort.Strings(names)
 	for _, scenario := range names {
 		t.Run(scenario, func(t *testing.T) {
-			snap, err := snapshot.LoadFile(filepath.Join("..", "..", "testdata", "stuck", scenario, "objects.yaml"), snapshottest.Now)
+			snap, err := stuck.LoadFile(filepath.Join("..", "..", "testdata", "stuck", scenario, "objects.yaml"), snapshottest.Now)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -9,6 +9,7 @@ import (
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/render"
 	"github.com/stsdiag/stsdiag/internal/snapshot/snapshottest"
+	"github.com/stsdiag/stsdiag/stuck"
 )
 
 func TestFixResultJSON(t *testing.T) {
@@ -30,7 +31,7 @@ func TestFixResultJSON(t *testing.T) {
 func TestFixSummary(t *testing.T) {
 	res := &model.FixResult{DryRun: "server"}
 	res.Actions = []model.Action{{Action: apiv1.Action{Action: apiv1.DeletePod, Result: apiv1.ResultDone}}, {Action: apiv1.Action{Action: apiv1.DeletePod, Result: apiv1.ResultFailed}}}
-	res.Unrepaired = []model.Finding{{Finding: apiv1.Finding{Code: apiv1.CurrentRevisionFailing}}}
+	res.Unrepaired = []stuck.Finding{{Finding: apiv1.Finding{Code: apiv1.CurrentRevisionFailing}}}
 	want := "2 actions: 1 done, 0 skipped, 1 failed; 1 finding left unrepaired (dry run: server)."
 	if got := render.FixSummary(res); got != want {
 		t.Errorf("summary %q, want %q", got, want)

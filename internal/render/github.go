@@ -8,6 +8,7 @@ import (
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/model"
+	"github.com/stsdiag/stsdiag/stuck"
 )
 
 // GitHubActions is the CI-native output of check and wait inside a GitHub Actions job: one
@@ -75,7 +76,7 @@ func (g GitHubActions) appendSummary(write func(io.Writer) error) error {
 //	::error title=<code>::<namespace>/<statefulset>[/<pod>]: <message> — <remedy>
 //
 // Info findings are not annotated (the step summary lists them).
-func WriteAnnotations(w io.Writer, findings []model.Finding) error {
+func WriteAnnotations(w io.Writer, findings []stuck.Finding) error {
 	for _, f := range findings {
 		var command string
 		switch f.Severity {
@@ -98,7 +99,7 @@ func WriteAnnotations(w io.Writer, findings []model.Finding) error {
 }
 
 // StepSummary writes a Markdown section: a heading, the verdict line and a table of findings.
-func StepSummary(w io.Writer, heading, verdict string, findings []model.Finding) error {
+func StepSummary(w io.Writer, heading, verdict string, findings []stuck.Finding) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "### %s\n\n%s\n\n", heading, verdict)
 	if len(findings) > 0 {
@@ -122,11 +123,11 @@ func StepSummary(w io.Writer, heading, verdict string, findings []model.Finding)
 }
 
 // setPath is [context/]namespace/statefulset; findingPath adds /pod.
-func setPath(f model.Finding) string {
+func setPath(f stuck.Finding) string {
 	return f.Namespace + "/" + f.StatefulSet
 }
 
-func findingPath(f model.Finding) string {
+func findingPath(f stuck.Finding) string {
 	if f.Pod != "" {
 		return setPath(f) + "/" + f.Pod
 	}

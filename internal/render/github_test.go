@@ -11,12 +11,13 @@ import (
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/render"
 	"github.com/stsdiag/stsdiag/internal/snapshot/snapshottest"
+	"github.com/stsdiag/stsdiag/stuck"
 )
 
 func githubReport() *model.Report {
 	return model.NewReport(false,
 		[]apiv1.StatefulSetSummary{{Namespace: "shop", Name: "web", Replicas: 3, Status: apiv1.StatusStuck}},
-		[]model.Finding{
+		[]stuck.Finding{
 			stuckFinding,
 			{Finding: apiv1.Finding{Code: apiv1.ImageLookupDisabled, Severity: apiv1.SeverityWarning, Namespace: "shop", StatefulSet: "web", Message: "stream app: lookupPolicy.local is off, \n100% sure", Remedy: "oc set image-lookup app -n shop"}},
 			{Finding: apiv1.Finding{Code: apiv1.OnDeleteStale, Severity: apiv1.SeverityInfo, Namespace: "shop", StatefulSet: "db", Pod: "db-0", Message: "db-0 waits for a delete | by design"}},
@@ -47,7 +48,7 @@ func TestGitHubAnnotations(t *testing.T) {
 		t.Errorf("got\n%s\nwant\n%s", buf.String(), want)
 	}
 	buf.Reset()
-	_ = render.WriteAnnotations(&buf, []model.Finding{{Finding: apiv1.Finding{Code: "A:b,c", Severity: apiv1.SeverityError, Namespace: "n", StatefulSet: "s", Message: "m"}}})
+	_ = render.WriteAnnotations(&buf, []stuck.Finding{{Finding: apiv1.Finding{Code: "A:b,c", Severity: apiv1.SeverityError, Namespace: "n", StatefulSet: "s", Message: "m"}}})
 	if got := buf.String(); got != "::error title=A%3Ab%2Cc::n/s: m\n" {
 		t.Errorf("property escaping: %q", got)
 	}
@@ -66,7 +67,7 @@ func TestGitHubStepSummary(t *testing.T) {
 	}
 	res := model.NewWaitResult(apiv1.WaitStuck, "1 finding(s) held for 30s")
 	res.Elapsed = "31.5s"
-	res.Findings = []model.Finding{stuckFinding}
+	res.Findings = []stuck.Finding{stuckFinding}
 	if err := g.WaitResult(&stderr, res); err != nil {
 		t.Fatal(err)
 	}

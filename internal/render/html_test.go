@@ -10,16 +10,15 @@ import (
 	"github.com/stsdiag/stsdiag/internal/diagnose"
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/render"
-	"github.com/stsdiag/stsdiag/internal/snapshot"
 	"github.com/stsdiag/stsdiag/internal/snapshot/snapshottest"
-	"github.com/stsdiag/stsdiag/internal/stuck"
+	"github.com/stsdiag/stsdiag/stuck"
 )
 
 // checkPage renders check -o html for a testdata/stuck scenario through the diagnosis (the
 // report and the explanations of one run, as check computes them).
 func checkPage(t *testing.T, scenario string) []byte {
 	t.Helper()
-	snap, err := snapshot.LoadFile(filepath.Join("..", "..", "testdata", "stuck", scenario, "objects.yaml"), snapshottest.Now)
+	snap, err := stuck.LoadFile(filepath.Join("..", "..", "testdata", "stuck", scenario, "objects.yaml"), snapshottest.Now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +37,7 @@ func checkPage(t *testing.T, scenario string) []byte {
 
 func explainPage(t *testing.T, scenario, name string) []byte {
 	t.Helper()
-	snap, err := snapshot.LoadFile(filepath.Join("..", "..", "testdata", "stuck", scenario, "objects.yaml"), snapshottest.Now)
+	snap, err := stuck.LoadFile(filepath.Join("..", "..", "testdata", "stuck", scenario, "objects.yaml"), snapshottest.Now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,10 +71,10 @@ func TestHTMLGolden(t *testing.T) {
 // page, never markup or script; and the page loads nothing from anywhere.
 func TestHTMLEscapes(t *testing.T) {
 	hostile := `<script>alert("x")</script><img src=x onerror=alert(1)>`
-	f := model.Finding{Finding: apiv1.Finding{Code: apiv1.StaleRevisionStuck, Severity: apiv1.SeverityError, Namespace: "shop", StatefulSet: "web",
+	f := stuck.Finding{Finding: apiv1.Finding{Code: apiv1.StaleRevisionStuck, Severity: apiv1.SeverityError, Namespace: "shop", StatefulSet: "web",
 		Pod: "web-0", Container: "app", Image: "registry.example/app:1" + hostile, Message: "stuck " + hostile, Remedy: "kubectl delete pod web-0 -n shop " + hostile,
 		Details: apiv1.FindingDetails{Logs: []string{"panic: " + hostile}}}}
-	rep := model.NewReport(false, []apiv1.StatefulSetSummary{{Namespace: "shop", Name: "web", Replicas: 1, Status: apiv1.StatusStuck}}, []model.Finding{f})
+	rep := model.NewReport(false, []apiv1.StatefulSetSummary{{Namespace: "shop", Name: "web", Replicas: 1, Status: apiv1.StatusStuck}}, []stuck.Finding{f})
 	rep.Warnings = []string{hostile}
 	e := &apiv1.Explanation{Namespace: "shop", StatefulSet: "web", Status: apiv1.StatusStuck, Replicas: 1, UpdateRevision: "web-1" + hostile,
 		TemplateChanges: []string{"image: a → " + hostile},

@@ -10,6 +10,7 @@ import (
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/model"
+	"github.com/stsdiag/stsdiag/stuck"
 )
 
 type junitSuites struct {
@@ -42,7 +43,7 @@ type junitFailure struct {
 func WriteJUnit(w io.Writer, res *model.WaitResult, elapsed time.Duration) error {
 	seconds := fmt.Sprintf("%.3f", elapsed.Seconds())
 	suite := junitSuite{Name: "stsdiag wait", Time: seconds}
-	byName := map[string][]model.Finding{}
+	byName := map[string][]stuck.Finding{}
 	for _, f := range res.Findings {
 		k := key(f.Context, f.Namespace, f.StatefulSet)
 		byName[k] = append(byName[k], f)
@@ -58,7 +59,7 @@ func WriteJUnit(w io.Writer, res *model.WaitResult, elapsed time.Duration) error
 	}
 	for _, s := range sets {
 		tc := junitCase{Name: key(s.Context, s.Namespace, s.Name), Classname: "stsdiag.wait", Time: seconds}
-		var failing []model.Finding
+		var failing []stuck.Finding
 		for _, f := range byName[tc.Name] {
 			if f.Blocking() {
 				failing = append(failing, f)

@@ -9,9 +9,10 @@ import (
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/render"
 	"github.com/stsdiag/stsdiag/internal/snapshot/snapshottest"
+	"github.com/stsdiag/stsdiag/stuck"
 )
 
-var stuckFinding = model.Finding{Finding: apiv1.Finding{Code: apiv1.StaleRevisionStuck, Severity: apiv1.SeverityError, Reason: "ImagePullBackOff", Namespace: "shop", StatefulSet: "web", Pod: "web-0", Message: "web-0 runs old revision web-a & is stuck <here>", Remedy: "kubectl delete pod web-0 -n shop"}}
+var stuckFinding = stuck.Finding{Finding: apiv1.Finding{Code: apiv1.StaleRevisionStuck, Severity: apiv1.SeverityError, Reason: "ImagePullBackOff", Namespace: "shop", StatefulSet: "web", Pod: "web-0", Message: "web-0 runs old revision web-a & is stuck <here>", Remedy: "kubectl delete pod web-0 -n shop"}}
 
 func TestWaitJUnit(t *testing.T) {
 	res := &model.WaitResult{Result: apiv1.WaitStuck, Message: "1 finding(s) held for 30s",
@@ -19,7 +20,7 @@ func TestWaitJUnit(t *testing.T) {
 			{Namespace: "shop", Name: "web", Replicas: 3, Status: apiv1.StatusStuck},
 			{Namespace: "shop", Name: "db", Replicas: 1, ReadyReplicas: 1, Status: apiv1.StatusComplete},
 		},
-		Findings: []model.Finding{stuckFinding}}
+		Findings: []stuck.Finding{stuckFinding}}
 	var buf bytes.Buffer
 	if err := render.WriteJUnit(&buf, res, 31500*time.Millisecond); err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/model"
+	"github.com/stsdiag/stsdiag/stuck"
 )
 
 // TableOptions controls the human-readable table.
@@ -165,7 +166,7 @@ func colorizeRows(table []byte, enabled bool) []byte {
 }
 
 // PreviousLogs prints the previous logs check --logs read, under the findings they belong to.
-func PreviousLogs(w io.Writer, findings []model.Finding) {
+func PreviousLogs(w io.Writer, findings []stuck.Finding) {
 	printed := map[string]bool{}
 	for _, f := range findings {
 		key := f.Namespace + "/" + f.Pod + "/" + f.Container

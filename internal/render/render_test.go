@@ -12,8 +12,7 @@ import (
 	"github.com/stsdiag/stsdiag/internal/explain"
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/render"
-	"github.com/stsdiag/stsdiag/internal/snapshot"
-	"github.com/stsdiag/stsdiag/internal/stuck"
+	"github.com/stsdiag/stsdiag/stuck"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -23,7 +22,7 @@ var update = flag.Bool("update", false, "rewrite the golden files")
 func TestGolden(t *testing.T) {
 	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 	for _, scenario := range []string{"stale-revision-stuck-3-replicas", "on-delete", "healthy-ordered-ready", "orphaned-revision"} {
-		snap, err := snapshot.LoadFile(filepath.Join("..", "..", "testdata", "stuck", scenario, "objects.yaml"), now)
+		snap, err := stuck.LoadFile(filepath.Join("..", "..", "testdata", "stuck", scenario, "objects.yaml"), now)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -60,7 +59,7 @@ func TestGolden(t *testing.T) {
 }
 
 func TestColorKeepsAlignment(t *testing.T) {
-	rep := model.NewReport(false, nil, []model.Finding{
+	rep := model.NewReport(false, nil, []stuck.Finding{
 		{Finding: apiv1.Finding{Code: "A", Severity: apiv1.SeverityError, StatefulSet: "web", Message: "m"}},
 		{Finding: apiv1.Finding{Code: "B", Severity: apiv1.SeverityInfo, StatefulSet: "web", Message: "m"}},
 	})
@@ -85,7 +84,7 @@ func TestColorKeepsAlignment(t *testing.T) {
 }
 
 func TestCountAndSummary(t *testing.T) {
-	rep := model.NewReport(false, []apiv1.StatefulSetSummary{{Name: "web", Status: apiv1.StatusStuck}}, []model.Finding{
+	rep := model.NewReport(false, []apiv1.StatefulSetSummary{{Name: "web", Status: apiv1.StatusStuck}}, []stuck.Finding{
 		{Finding: apiv1.Finding{Code: "A", Severity: apiv1.SeverityWarning}},
 		{Finding: apiv1.Finding{Code: "B", Severity: apiv1.SeverityError}},
 	})

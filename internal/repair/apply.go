@@ -22,11 +22,11 @@ import (
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/plan"
 	"github.com/stsdiag/stsdiag/internal/rollout"
-	"github.com/stsdiag/stsdiag/internal/snapshot"
+	"github.com/stsdiag/stsdiag/stuck"
 )
 
 // Diagnoser re-reads the cluster and diagnoses it again (gather → diagnose).
-type Diagnoser func(ctx context.Context) (*model.Report, *snapshot.Snapshot, error)
+type Diagnoser func(ctx context.Context) (*model.Report, *stuck.Objects, error)
 
 // Executor applies planned actions.
 type Executor struct {
@@ -97,7 +97,7 @@ func (e *Executor) Apply(ctx context.Context, actions []model.Action) ([]model.A
 				return append(out, a), err
 			}
 			if done {
-				patched[snapshot.Key(a.Namespace, a.StatefulSet)] = generation
+				patched[stuck.Key(a.Namespace, a.StatefulSet)] = generation
 			}
 			e.report(a)
 			out = append(out, a)
@@ -141,7 +141,7 @@ func (e *Executor) Apply(ctx context.Context, actions []model.Action) ([]model.A
 type proofs map[string]model.Action
 
 func proofKey(kind apiv1.ActionKind, namespace, pod string) string {
-	return string(kind) + "/" + snapshot.Key(namespace, pod)
+	return string(kind) + "/" + stuck.Key(namespace, pod)
 }
 
 // prove plans afresh and collects the proofs. Without a Rediagnose it returns nil (the plan's
@@ -152,7 +152,7 @@ func (e *Executor) prove(ctx context.Context) (proofs, error) {
 }
 
 // proveSnap is prove that also returns the snapshot the proofs were made on.
-func (e *Executor) proveSnap(ctx context.Context) (proofs, *snapshot.Snapshot, error) {
+func (e *Executor) proveSnap(ctx context.Context) (proofs, *stuck.Objects, error) {
 	if e.Rediagnose == nil {
 		return nil, nil, nil
 	}
@@ -176,7 +176,7 @@ func (e *Executor) replan(ctx context.Context) (plan.Plan, error) {
 	return plan, err
 }
 
-func (e *Executor) replanSnap(ctx context.Context) (plan.Plan, *snapshot.Snapshot, error) {
+func (e *Executor) replanSnap(ctx context.Context) (plan.Plan, *stuck.Objects, error) {
 	rep, snap, err := e.Rediagnose(ctx)
 	if err != nil {
 		return plan.Plan{}, nil, &UnavailableError{Err: err}
@@ -411,7 +411,7 @@ func (e *Executor) provenAfterPatch(ctx context.Context, later []model.Action, p
 		return nil, decided, nil
 	}
 	for _, a := range later {
-		if _, ok := patched[snapshot.Key(a.Namespace, a.StatefulSet)]; ok {
+		if _, ok := patched[stuck.Key(a.Namespace, a.StatefulSet)]; ok {
 			pending = append(pending, a)
 			continue
 		}
@@ -432,7 +432,7 @@ func (e *Executor) provenAfterPatch(ctx context.Context, later []model.Action, p
 	e.notObserved = sortedKeys(notObserved)
 	var proven []model.Action
 	for _, a := range pending {
-		key := snapshot.Key(a.Namespace, a.StatefulSet)
+		key := stuck.Key(a.Namespace, a.StatefulSet)
 		if observed, ok := notObserved[key]; ok {
 			a.NotObserved = true
 			a.Result, a.Message = apiv1.ResultSkipped, fmt.Sprintf("the StatefulSet controller did not observe the patch within the --wait budget (status.observedGeneration %d, patched generation %d); nothing deleted: a fresh diagnosis is trusted only once the controller has observed the patch", observed, patched[key])

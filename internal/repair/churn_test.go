@@ -17,14 +17,14 @@ import (
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/plan"
 	"github.com/stsdiag/stsdiag/internal/repair"
-	"github.com/stsdiag/stsdiag/internal/snapshot"
+	"github.com/stsdiag/stsdiag/stuck"
 )
 
 // freshDiagnoses returns an Executor whose fresh diagnoses answer the reports in turn (the last
 // one again once they run out) and counts them.
 func freshDiagnoses(kube *fake.Clientset, reports ...*model.Report) (*repair.Executor, *int) {
 	n := 0
-	return &repair.Executor{Kube: kube, DryRun: apiv1.DryRunNone, Rediagnose: func(context.Context) (*model.Report, *snapshot.Snapshot, error) {
+	return &repair.Executor{Kube: kube, DryRun: apiv1.DryRunNone, Rediagnose: func(context.Context) (*model.Report, *stuck.Objects, error) {
 		rep := reports[min(n, len(reports)-1)]
 		n++
 		return rep, snap(), nil
@@ -33,8 +33,8 @@ func freshDiagnoses(kube *fake.Clientset, reports ...*model.Report) (*repair.Exe
 
 // withUID is a StaleRevisionStuck report on web-0 with the given pod UID and resourceVersion.
 func withUID(uid, rv string) *model.Report {
-	return model.NewReport(false, nil, []model.Finding{{Finding: apiv1.Finding{Code: apiv1.StaleRevisionStuck, Severity: apiv1.SeverityError, Namespace: "shop",
-		StatefulSet: "web", Pod: "web-0"}, Target: &model.PodRef{Name: "web-0", UID: types.UID(uid)}}})
+	return model.NewReport(false, nil, []stuck.Finding{{Finding: apiv1.Finding{Code: apiv1.StaleRevisionStuck, Severity: apiv1.SeverityError, Namespace: "shop",
+		StatefulSet: "web", Pod: "web-0"}, Target: &stuck.PodRef{Name: "web-0", UID: types.UID(uid)}}})
 }
 
 func deleted(kube *fake.Clientset) []k8stesting.DeleteAction {
@@ -124,8 +124,8 @@ func TestReplacedAndRecoveredIsSkipped(t *testing.T) {
 // precondition only while a fresh diagnosis still says the pod's node is lost.
 func TestForceDeleteOnlyOnALostNode(t *testing.T) {
 	stuck := func(lost string) *model.Report {
-		return model.NewReport(false, nil, []model.Finding{{Finding: apiv1.Finding{Code: apiv1.PodStuckTerminating, Severity: apiv1.SeverityError, Namespace: "shop",
-			StatefulSet: "web", Pod: "web-1"}, LostNode: lost, Target: &model.PodRef{Name: "web-1", UID: "uid-web-1"}}})
+		return model.NewReport(false, nil, []stuck.Finding{{Finding: apiv1.Finding{Code: apiv1.PodStuckTerminating, Severity: apiv1.SeverityError, Namespace: "shop",
+			StatefulSet: "web", Pod: "web-1"}, LostNode: lost, Target: &stuck.PodRef{Name: "web-1", UID: "uid-web-1"}}})
 	}
 	forced, _ := planOf(plan.Policy{ForceLostNode: true}, stuck("node-1"), snap())
 	if len(forced) != 1 || forced[0].Kind() != apiv1.ForceDeletePod || forced[0].UID != "uid-web-1" {

@@ -19,9 +19,8 @@ import (
 	"github.com/stsdiag/stsdiag/internal/diagnose"
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/plan"
-	"github.com/stsdiag/stsdiag/internal/snapshot"
 	"github.com/stsdiag/stsdiag/internal/snapshot/snapshottest"
-	"github.com/stsdiag/stsdiag/internal/stuck"
+	"github.com/stsdiag/stsdiag/stuck"
 )
 
 // policies is every combination of the planner's options.
@@ -42,12 +41,12 @@ func TestPlanInvariantsOverEveryScenario(t *testing.T) {
 		files = append(files, found...)
 	}
 	planned := map[apiv1.ActionKind]int{}
-	scenarios := map[string]func(*testing.T) (*snapshot.Snapshot, *model.Report){
+	scenarios := map[string]func(*testing.T) (*stuck.Objects, *model.Report){
 		"stuck/current-revision-failing+revision": rollbackScenario,
 	}
 	for _, file := range files {
 		dir := filepath.Dir(file)
-		scenarios[filepath.Base(filepath.Dir(dir))+"/"+filepath.Base(dir)] = func(t *testing.T) (*snapshot.Snapshot, *model.Report) { return diagnoseScenario(t, dir) }
+		scenarios[filepath.Base(filepath.Dir(dir))+"/"+filepath.Base(dir)] = func(t *testing.T) (*stuck.Objects, *model.Report) { return diagnoseScenario(t, dir) }
 	}
 	for name, load := range scenarios {
 		t.Run(name, func(t *testing.T) {
@@ -75,7 +74,7 @@ func TestPlanInvariantsOverEveryScenario(t *testing.T) {
 
 // rollbackScenario is testdata/stuck/current-revision-failing with the ControllerRevision of its
 // Ready earlier revision kept: no testdata scenario has one, this one plans a Rollback.
-func rollbackScenario(t *testing.T) (*snapshot.Snapshot, *model.Report) {
+func rollbackScenario(t *testing.T) (*stuck.Objects, *model.Report) {
 	snap, _ := diagnoseScenario(t, filepath.Join("..", "..", "testdata", "stuck", "current-revision-failing"))
 	data := `{"spec":{"template":{"$patch":"replace","metadata":{"labels":{"app":"web"}},"spec":{"containers":[{"name":"app","image":"registry.k8s.io/app:1"}]}}}}`
 	snap.Revisions = append(snap.Revisions, appsv1.ControllerRevision{
@@ -86,9 +85,9 @@ func rollbackScenario(t *testing.T) (*snapshot.Snapshot, *model.Report) {
 
 // diagnoseScenario loads a scenario folder and diagnoses it against the server version and
 // feature gates its expected.yaml names, as the scenario tables do.
-func diagnoseScenario(t *testing.T, dir string) (*snapshot.Snapshot, *model.Report) {
+func diagnoseScenario(t *testing.T, dir string) (*stuck.Objects, *model.Report) {
 	t.Helper()
-	snap, err := snapshot.LoadFile(filepath.Join(dir, "objects.yaml"), snapshottest.Now)
+	snap, err := stuck.LoadFile(filepath.Join(dir, "objects.yaml"), snapshottest.Now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +110,7 @@ func diagnoseScenario(t *testing.T, dir string) (*snapshot.Snapshot, *model.Repo
 var imagePath = regexp.MustCompile(`^/spec/template/spec/(initContainers|containers)/(\d+)/image$`)
 
 // violations lists every safety rule a plan breaks.
-func violations(rep *model.Report, snap *snapshot.Snapshot, actions []model.Action) []string {
+func violations(rep *model.Report, snap *stuck.Objects, actions []model.Action) []string {
 	var out []string
 	for i, a := range actions {
 		bad := func(format string, args ...any) {
@@ -236,7 +235,7 @@ func imageAt(t *corev1.PodTemplateSpec, path string) (string, bool) {
 	return containers[i].Image, true
 }
 
-func findSet(snap *snapshot.Snapshot, namespace, name string) *appsv1.StatefulSet {
+func findSet(snap *stuck.Objects, namespace, name string) *appsv1.StatefulSet {
 	for i := range snap.StatefulSets {
 		if snap.StatefulSets[i].Namespace == namespace && snap.StatefulSets[i].Name == name {
 			return &snap.StatefulSets[i]
@@ -245,7 +244,7 @@ func findSet(snap *snapshot.Snapshot, namespace, name string) *appsv1.StatefulSe
 	return nil
 }
 
-func findPod(snap *snapshot.Snapshot, namespace, name string) *corev1.Pod {
+func findPod(snap *stuck.Objects, namespace, name string) *corev1.Pod {
 	for i := range snap.Pods {
 		if snap.Pods[i].Namespace == namespace && snap.Pods[i].Name == name {
 			return &snap.Pods[i]
@@ -306,7 +305,7 @@ func TestInvariantCheckCanFail(t *testing.T) {
 		{"delete before its change", []model.Action{deleteAfter, patch}, "waits for a template change no earlier action makes"},
 		{"force delete of another pod", []model.Action{{Action: apiv1.Action{Action: apiv1.ForceDeletePod, Namespace: "shop", StatefulSet: "db", Pod: "db-1", UID: "uid-other"}, Cause: apiv1.PodStuckTerminating}}, "not in the snapshot as diagnosed"},
 		{"rollback missing a test", []model.Action{{Action: apiv1.Action{Action: apiv1.Rollback, Namespace: "shop", StatefulSet: "db", UID: "db-uid"}, Cause: apiv1.CurrentRevisionFailing,
-			Guard: &model.RollbackPlan{Template: []byte(`{}`), Generation: 4, Tests: []model.ImagePatch{{Path: "/spec/template/spec/containers/0/image", From: badImage}}}}}, "rollback does not test /spec/template/spec/containers/1/image"},
+			Guard: &model.RollbackPlan{Template: []byte(`{}`), Generation: 4, Tests: []stuck.ImagePatch{{Path: "/spec/template/spec/containers/0/image", From: badImage}}}}}, "rollback does not test /spec/template/spec/containers/1/image"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

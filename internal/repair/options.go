@@ -8,8 +8,7 @@ import (
 	"github.com/stsdiag/stsdiag/internal/gather"
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/plan"
-	"github.com/stsdiag/stsdiag/internal/snapshot"
-	"github.com/stsdiag/stsdiag/internal/stuck"
+	"github.com/stsdiag/stsdiag/stuck"
 )
 
 // Options say what to repair and how; fix, wait --fix and watch --fix share them.
@@ -38,7 +37,7 @@ func (o Options) Rediagnose() Diagnoser {
 	if src == nil {
 		src = gather.Lister{Clients: o.Clients, Scope: o.Scope}
 	}
-	return func(ctx context.Context) (*model.Report, *snapshot.Snapshot, error) {
+	return func(ctx context.Context) (*model.Report, *stuck.Objects, error) {
 		return diagnose.FromSource(ctx, src, o.Diagnosis)
 	}
 }
@@ -58,7 +57,7 @@ func New(o Options) *Executor {
 
 // Repair plans the safe repairs of a diagnosis and applies them. It is what wait --fix does
 // when a finding has held.
-func (e *Executor) Repair(ctx context.Context, rep *model.Report, snap *snapshot.Snapshot) ([]model.Action, error) {
+func (e *Executor) Repair(ctx context.Context, rep *model.Report, snap *stuck.Objects) ([]model.Action, error) {
 	actions := e.Planner.Plan(rep, snap).Actions
 	if len(actions) == 0 {
 		return nil, nil

@@ -9,8 +9,7 @@ import (
 	"github.com/stsdiag/stsdiag/internal/diagnose"
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/plan"
-	"github.com/stsdiag/stsdiag/internal/snapshot"
-	"github.com/stsdiag/stsdiag/internal/stuck"
+	"github.com/stsdiag/stsdiag/stuck"
 )
 
 // TestPlanAdmission: with admission's answers, a patch writes what admission wrote and carries
@@ -21,11 +20,11 @@ func TestPlanAdmission(t *testing.T) {
 		tagForm  = "image-registry.openshift-image-registry.svc:5000/shop/myapp:1.0.1"
 		path     = "/spec/template/spec/containers/0/image"
 	)
-	snap, err := snapshot.LoadFile("../../testdata/admission/objects.yaml", time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC))
+	snap, err := stuck.LoadFile("../../testdata/admission/objects.yaml", time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC))
 	if err != nil {
 		t.Fatal(err)
 	}
-	snap.Admission = map[snapshot.AdmissionQuestion]snapshot.AdmissionAnswer{
+	snap.Admission = map[stuck.AdmissionQuestion]stuck.AdmissionAnswer{
 		{Namespace: "shop", Image: "myapp:1.0.1"}:                            {Written: resolved},
 		{Namespace: "shop", Image: "tools:2"}:                                {Written: "tools:2"},
 		{Namespace: "shop", Forced: true, Image: "quay.io/team/myapp:1.0.1"}: {Written: tagForm},

@@ -13,8 +13,7 @@ import (
 	"github.com/stsdiag/stsdiag/internal/diagnose"
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/plan"
-	"github.com/stsdiag/stsdiag/internal/snapshot"
-	"github.com/stsdiag/stsdiag/internal/stuck"
+	"github.com/stsdiag/stsdiag/stuck"
 )
 
 const (
@@ -46,7 +45,7 @@ func TestPlanImageFindings(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.scenario, func(t *testing.T) {
-			snap, err := snapshot.LoadFile(filepath.Join("..", "..", "testdata", c.scenario, "objects.yaml"), now)
+			snap, err := stuck.LoadFile(filepath.Join("..", "..", "testdata", c.scenario, "objects.yaml"), now)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -66,20 +65,20 @@ func TestPlanImageFindings(t *testing.T) {
 // TestPlanPatchGuards: fix never sends an empty, malformed or no-op image, nor two patches of one
 // field, and an ImageTriggerStale error it cannot patch stays unrepaired.
 func TestPlanPatchGuards(t *testing.T) {
-	snap := &snapshot.Snapshot{}
+	snap := &stuck.Objects{}
 	for _, name := range []string{"a", "b", "c", "d", "e", "f", "g", "h"} {
 		set := snapshotSet("shop", name)
 		snap.StatefulSets = append(snap.StatefulSets, set)
 	}
 	const path = "/spec/template/spec/containers/0/image"
-	finding := func(code apiv1.Code, set, to string) model.Finding {
-		return model.Finding{Finding: apiv1.Finding{Code: code, Severity: apiv1.SeverityError, Namespace: "shop", StatefulSet: set, Container: "app", Image: "app:1"}, Patch: &model.ImagePatch{Path: path, From: "app:1", To: to}}
+	finding := func(code apiv1.Code, set, to string) stuck.Finding {
+		return stuck.Finding{Finding: apiv1.Finding{Code: code, Severity: apiv1.SeverityError, Namespace: "shop", StatefulSet: set, Container: "app", Image: "app:1"}, Patch: &stuck.ImagePatch{Path: path, From: "app:1", To: to}}
 	}
 	noPatch := finding(apiv1.ImageTriggerStale, "g", "")
 	noPatch.Patch = nil
 	onPod := finding(apiv1.UnresolvedImageReference, "h", appImage)
 	onPod.Pod = "h-0"
-	rep := &model.Report{Findings: []model.Finding{
+	rep := &model.Report{Findings: []stuck.Finding{
 		finding(apiv1.UnresolvedImageReference, "a", ""),                                                           // empty
 		finding(apiv1.UnresolvedImageReference, "b", "image-registry.openshift-image-registry.svc:5000/shop/app@"), // empty digest
 		finding(apiv1.ImageTriggerStale, "c", "Not A Reference"),                                                   // malformed

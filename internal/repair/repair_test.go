@@ -21,7 +21,7 @@ import (
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/plan"
 	"github.com/stsdiag/stsdiag/internal/repair"
-	"github.com/stsdiag/stsdiag/internal/snapshot"
+	"github.com/stsdiag/stsdiag/stuck"
 )
 
 const digestImage = "image-registry.openshift-image-registry.svc:5000/shop/myapp@sha256:0000000000000000000000000000000000000000000000000000000000000000"
@@ -38,22 +38,22 @@ func objects() []runtime.Object {
 }
 
 func stuckReport(pods ...string) *model.Report {
-	var findings []model.Finding
+	var findings []stuck.Finding
 	for _, pod := range pods {
-		findings = append(findings, model.Finding{Finding: apiv1.Finding{Code: apiv1.StaleRevisionStuck, Severity: apiv1.SeverityError, Namespace: "shop", StatefulSet: "web", Pod: pod}, Target: &model.PodRef{Name: pod, UID: types.UID("uid-" + pod)}})
+		findings = append(findings, stuck.Finding{Finding: apiv1.Finding{Code: apiv1.StaleRevisionStuck, Severity: apiv1.SeverityError, Namespace: "shop", StatefulSet: "web", Pod: pod}, Target: &stuck.PodRef{Name: pod, UID: types.UID("uid-" + pod)}})
 	}
 	return model.NewReport(false, nil, findings)
 }
 
 func unresolvedReport(from string) *model.Report {
-	return model.NewReport(true, nil, []model.Finding{
-		{Finding: apiv1.Finding{Code: apiv1.UnresolvedImageReference, Severity: apiv1.SeverityError, Namespace: "shop", StatefulSet: "web", Container: "app", Image: from, ResolvedImage: digestImage}, FailingPods: []string{"web-0"}, Patch: &model.ImagePatch{Path: "/spec/template/spec/containers/0/image", From: from, To: digestImage}},
+	return model.NewReport(true, nil, []stuck.Finding{
+		{Finding: apiv1.Finding{Code: apiv1.UnresolvedImageReference, Severity: apiv1.SeverityError, Namespace: "shop", StatefulSet: "web", Container: "app", Image: from, ResolvedImage: digestImage}, FailingPods: []string{"web-0"}, Patch: &stuck.ImagePatch{Path: "/spec/template/spec/containers/0/image", From: from, To: digestImage}},
 		{Finding: apiv1.Finding{Code: apiv1.CurrentRevisionFailing, Severity: apiv1.SeverityError, Namespace: "shop", StatefulSet: "web", Pod: "web-0", Container: "app", Image: from}},
 	})
 }
 
-func snap() *snapshot.Snapshot {
-	s := &snapshot.Snapshot{}
+func snap() *stuck.Objects {
+	s := &stuck.Objects{}
 	for _, o := range objects() {
 		switch o := o.(type) {
 		case *appsv1.StatefulSet:
@@ -66,7 +66,7 @@ func snap() *snapshot.Snapshot {
 }
 
 // planOf plans with the policy and returns the plan's two lists.
-func planOf(policy plan.Policy, rep *model.Report, s *snapshot.Snapshot) ([]model.Action, []model.Finding) {
+func planOf(policy plan.Policy, rep *model.Report, s *stuck.Objects) ([]model.Action, []stuck.Finding) {
 	p := plan.Planner{Policy: policy}.Plan(rep, s)
 	return p.Actions, p.Unrepaired
 }
@@ -98,7 +98,7 @@ func TestPlan(t *testing.T) {
 	if len(unrepaired) != 0 {
 		t.Errorf("the failing pod is repaired by patch + delete: unrepaired %v", unrepaired)
 	}
-	rep := model.NewReport(false, nil, []model.Finding{
+	rep := model.NewReport(false, nil, []stuck.Finding{
 		{Finding: apiv1.Finding{Code: apiv1.CurrentRevisionFailing, Severity: apiv1.SeverityError, Pod: "web-0"}},
 		{Finding: apiv1.Finding{Code: apiv1.VolumeClaimPending, Severity: apiv1.SeverityError, Pod: "web-1"}},
 		{Finding: apiv1.Finding{Code: apiv1.OnDeleteStale, Severity: apiv1.SeverityInfo}},
@@ -166,7 +166,7 @@ func TestAPIGoneIsUnavailable(t *testing.T) {
 
 func TestPatchTestsTheDiagnosedImage(t *testing.T) {
 	kube := fake.NewClientset(objects()...)
-	exec := &repair.Executor{Kube: kube, DryRun: apiv1.DryRunNone, Rediagnose: func(context.Context) (*model.Report, *snapshot.Snapshot, error) {
+	exec := &repair.Executor{Kube: kube, DryRun: apiv1.DryRunNone, Rediagnose: func(context.Context) (*model.Report, *stuck.Objects, error) {
 		return model.NewReport(true, nil, nil), snap(), nil
 	}}
 	actions, _ := planOf(plan.Policy{}, unresolvedReport("myapp:1"), snap())
@@ -205,7 +205,7 @@ func TestStatefulSetChangedBeforePatch(t *testing.T) {
 				return true, nil, invalid
 			})
 			diagnosed := 0
-			exec := &repair.Executor{Kube: kube, DryRun: apiv1.DryRunNone, Rediagnose: func(context.Context) (*model.Report, *snapshot.Snapshot, error) {
+			exec := &repair.Executor{Kube: kube, DryRun: apiv1.DryRunNone, Rediagnose: func(context.Context) (*model.Report, *stuck.Objects, error) {
 				diagnosed++
 				return tc.fresh, snap(), nil
 			}}

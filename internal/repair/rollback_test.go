@@ -23,7 +23,7 @@ import (
 	"github.com/stsdiag/stsdiag/internal/plan"
 	"github.com/stsdiag/stsdiag/internal/render"
 	"github.com/stsdiag/stsdiag/internal/repair"
-	"github.com/stsdiag/stsdiag/internal/snapshot"
+	"github.com/stsdiag/stsdiag/stuck"
 )
 
 const (
@@ -68,20 +68,20 @@ func rolloutSet(current string) (*appsv1.StatefulSet, []appsv1.ControllerRevisio
 	return set, revs, pods
 }
 
-func rolloutSnap(current string) *snapshot.Snapshot {
+func rolloutSnap(current string) *stuck.Objects {
 	set, revs, pods := rolloutSet(current)
-	return &snapshot.Snapshot{StatefulSets: []appsv1.StatefulSet{*set}, Revisions: revs, Pods: pods}
+	return &stuck.Objects{StatefulSets: []appsv1.StatefulSet{*set}, Revisions: revs, Pods: pods}
 }
 
 func failingReport(pods ...string) *model.Report {
-	var findings []model.Finding
+	var findings []stuck.Finding
 	for _, pod := range pods {
-		findings = append(findings, model.Finding{Finding: apiv1.Finding{Code: apiv1.CurrentRevisionFailing, Severity: apiv1.SeverityError, Namespace: "shop", StatefulSet: "db", Pod: pod, Container: "db", Image: badImage, Reason: "ImagePullBackOff", Remedy: "fix the template"}, Target: &model.PodRef{Name: pod, UID: types.UID("uid-" + pod)}})
+		findings = append(findings, stuck.Finding{Finding: apiv1.Finding{Code: apiv1.CurrentRevisionFailing, Severity: apiv1.SeverityError, Namespace: "shop", StatefulSet: "db", Pod: pod, Container: "db", Image: badImage, Reason: "ImagePullBackOff", Remedy: "fix the template"}, Target: &stuck.PodRef{Name: pod, UID: types.UID("uid-" + pod)}})
 	}
 	return model.NewReport(false, nil, findings)
 }
 
-func planWithRollbacks(rep *model.Report, s *snapshot.Snapshot) ([]model.Action, []model.Finding) {
+func planWithRollbacks(rep *model.Report, s *stuck.Objects) ([]model.Action, []stuck.Finding) {
 	return planOf(plan.Policy{Rollback: true}, rep, s)
 }
 
@@ -98,7 +98,7 @@ func TestPlanRollback(t *testing.T) {
 	if len(rb.Rollback.Images) != 1 || rb.Rollback.Images[0] != (apiv1.ImageChange{Container: "db", From: badImage, To: goodImage}) {
 		t.Errorf("images %+v", rb.Rollback.Images)
 	}
-	wantTests := []model.ImagePatch{{Path: "/spec/template/spec/initContainers/0/image", From: "busybox:1"},
+	wantTests := []stuck.ImagePatch{{Path: "/spec/template/spec/initContainers/0/image", From: "busybox:1"},
 		{Path: "/spec/template/spec/containers/0/image", From: badImage}, {Path: "/spec/template/spec/containers/1/image", From: "sidecar:1"}}
 	if len(rb.Guard.Tests) != 3 || rb.Guard.Tests[0] != wantTests[0] || rb.Guard.Tests[1] != wantTests[1] || rb.Guard.Tests[2] != wantTests[2] {
 		t.Errorf("tests %+v", rb.Guard.Tests)
@@ -131,7 +131,7 @@ func TestNoRollbackWithoutAReadyEarlierRevision(t *testing.T) {
 	unobserved := rolloutSnap("db-good")
 	unobserved.StatefulSets[0].Generation = 5
 	for name, tc := range map[string]struct {
-		snap *snapshot.Snapshot
+		snap *stuck.Objects
 		want string
 	}{
 		// At creation the controller makes the first revision current without any pod Ready.
@@ -172,7 +172,7 @@ func rolloutObjects(current string) []runtime.Object {
 
 // rolledBackSnap is the cluster once the controller has observed the rollback: the good
 // revision is the update revision again, db-2 still runs the bad one.
-func rolledBackSnap() *snapshot.Snapshot {
+func rolledBackSnap() *stuck.Objects {
 	s := rolloutSnap("db-good")
 	s.StatefulSets[0].Status.UpdateRevision = "db-good"
 	return s
@@ -181,13 +181,13 @@ func rolledBackSnap() *snapshot.Snapshot {
 // afterRollback is the fresh diagnosis once the controller has observed the rollback: db-2 now
 // runs an old revision and is StaleRevisionStuck.
 func afterRollback() *model.Report {
-	return model.NewReport(false, nil, []model.Finding{{Finding: apiv1.Finding{Code: apiv1.StaleRevisionStuck, Severity: apiv1.SeverityError, Namespace: "shop", StatefulSet: "db", Pod: "db-2"}, Target: &model.PodRef{Name: "db-2", UID: "uid-db-2"}}})
+	return model.NewReport(false, nil, []stuck.Finding{{Finding: apiv1.Finding{Code: apiv1.StaleRevisionStuck, Severity: apiv1.SeverityError, Namespace: "shop", StatefulSet: "db", Pod: "db-2"}, Target: &stuck.PodRef{Name: "db-2", UID: "uid-db-2"}}})
 }
 
 func TestApplyRollbackThenDeleteProven(t *testing.T) {
 	kube := fake.NewClientset(rolloutObjects("db-good")...)
 	diagnoses := 0
-	exec := &repair.Executor{Kube: kube, DryRun: apiv1.DryRunNone, Rediagnose: func(context.Context) (*model.Report, *snapshot.Snapshot, error) {
+	exec := &repair.Executor{Kube: kube, DryRun: apiv1.DryRunNone, Rediagnose: func(context.Context) (*model.Report, *stuck.Objects, error) {
 		diagnoses++
 		return afterRollback(), rolledBackSnap(), nil
 	}}
@@ -229,7 +229,7 @@ func TestRollbackRefusedByTheTestIsNeverOverwritten(t *testing.T) {
 	changed.StatefulSets[0].Status.UpdateRevision = "db-third"
 	for name, tc := range map[string]struct {
 		fresh      *model.Report
-		snap       *snapshot.Snapshot
+		snap       *stuck.Objects
 		wantResult apiv1.ActionResult
 		patches    int
 	}{
@@ -245,7 +245,7 @@ func TestRollbackRefusedByTheTestIsNeverOverwritten(t *testing.T) {
 				return true, nil, invalid
 			})
 			diagnoses := 0
-			exec := &repair.Executor{Kube: kube, DryRun: apiv1.DryRunNone, Rediagnose: func(context.Context) (*model.Report, *snapshot.Snapshot, error) {
+			exec := &repair.Executor{Kube: kube, DryRun: apiv1.DryRunNone, Rediagnose: func(context.Context) (*model.Report, *stuck.Objects, error) {
 				diagnoses++
 				return tc.fresh, tc.snap, nil
 			}}

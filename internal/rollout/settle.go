@@ -85,7 +85,7 @@ func Settled(set *appsv1.StatefulSet, pods []*corev1.Pod, now time.Time, settle 
 		need := max(settle, time.Duration(set.Spec.MinReadySeconds)*time.Second, liveness)
 		if previous > 0 {
 			// A container that exited before must outlive its previous run, as the crash-loop
-			// rule asks of a restarted container (stuck's runGrace, internal/stuck/kubelet.go):
+			// rule asks of a restarted container (stuck's runGrace, stuck/kubelet.go):
 			// a loop whose runs last longer than settle is not called Complete between crashes.
 			need = max(need, previous+recoveredGrace)
 		}

@@ -23,6 +23,7 @@ import (
 	"github.com/stsdiag/stsdiag/internal/slimpb"
 	"github.com/stsdiag/stsdiag/internal/snapshot"
 	"github.com/stsdiag/stsdiag/internal/snapshot/snapshottest"
+	"github.com/stsdiag/stsdiag/stuck"
 )
 
 // full is client-go's protobuf decoder, which slimpb replaces.
@@ -50,7 +51,7 @@ func scenarioObjects(t *testing.T) []marshaler {
 	}
 	var out []marshaler
 	for _, f := range files {
-		s, err := snapshot.LoadFile(f, snapshottest.Now)
+		s, err := stuck.LoadFile(f, snapshottest.Now)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -15,8 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/kubectl/pkg/util/podutils"
-
-	"github.com/stsdiag/stsdiag/internal/snapshot"
 )
 
 // PodRevision is the ControllerRevision a pod was created from (its controller-revision-hash
@@ -124,21 +122,21 @@ type Owned struct {
 	Revisions map[types.UID][]*appsv1.ControllerRevision
 }
 
-// ByController indexes the snapshot's pods and ControllerRevisions by their controller's UID, in
-// snapshot order. Objects without a controller are left out.
-func ByController(s *snapshot.Snapshot) Owned {
+// ByController indexes pods and ControllerRevisions by their controller's UID, in their order.
+// Objects without a controller are left out.
+func ByController(pods []corev1.Pod, revisions []appsv1.ControllerRevision) Owned {
 	o := Owned{
-		Pods:      make(map[types.UID][]*corev1.Pod, len(s.StatefulSets)),
-		Revisions: make(map[types.UID][]*appsv1.ControllerRevision, len(s.StatefulSets)),
+		Pods:      make(map[types.UID][]*corev1.Pod, len(revisions)),
+		Revisions: make(map[types.UID][]*appsv1.ControllerRevision, len(revisions)),
 	}
-	for i := range s.Pods {
-		if ref := metav1.GetControllerOfNoCopy(&s.Pods[i]); ref != nil {
-			o.Pods[ref.UID] = append(o.Pods[ref.UID], &s.Pods[i])
+	for i := range pods {
+		if ref := metav1.GetControllerOfNoCopy(&pods[i]); ref != nil {
+			o.Pods[ref.UID] = append(o.Pods[ref.UID], &pods[i])
 		}
 	}
-	for i := range s.Revisions {
-		if ref := metav1.GetControllerOfNoCopy(&s.Revisions[i]); ref != nil {
-			o.Revisions[ref.UID] = append(o.Revisions[ref.UID], &s.Revisions[i])
+	for i := range revisions {
+		if ref := metav1.GetControllerOfNoCopy(&revisions[i]); ref != nil {
+			o.Revisions[ref.UID] = append(o.Revisions[ref.UID], &revisions[i])
 		}
 	}
 	return o

@@ -9,8 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/stsdiag/stsdiag/internal/snapshot"
 	"github.com/stsdiag/stsdiag/internal/statefulset"
+	"github.com/stsdiag/stsdiag/stuck"
 )
 
 func TestRevisionTemplate(t *testing.T) {
@@ -71,7 +71,7 @@ func TestByController(t *testing.T) {
 	owner := func(uid string, controller bool) []metav1.OwnerReference {
 		return []metav1.OwnerReference{{UID: types.UID("uid-" + uid), Controller: &controller}}
 	}
-	s := &snapshot.Snapshot{
+	s := &stuck.Objects{
 		Pods: []corev1.Pod{
 			{ObjectMeta: metav1.ObjectMeta{Name: "web-0", OwnerReferences: owner("web", true)}},
 			{ObjectMeta: metav1.ObjectMeta{Name: "loose", OwnerReferences: owner("web", false)}},
@@ -79,7 +79,7 @@ func TestByController(t *testing.T) {
 		},
 		Revisions: []appsv1.ControllerRevision{{ObjectMeta: metav1.ObjectMeta{Name: "web-a", OwnerReferences: owner("web", true)}}},
 	}
-	o := statefulset.ByController(s)
+	o := statefulset.ByController(s.Pods, s.Revisions)
 	pods := o.Pods["uid-web"]
 	if len(pods) != 2 || pods[0].Name != "web-0" || pods[1].Name != "web-1" || len(o.Pods) != 1 {
 		t.Errorf("pods %v", o.Pods)

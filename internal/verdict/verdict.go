@@ -9,6 +9,7 @@ import (
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/model"
+	"github.com/stsdiag/stsdiag/stuck"
 )
 
 // precedence orders wait's verdicts from worst to best when several clusters are waited for:
@@ -58,6 +59,6 @@ func MergeFleet(contexts []string, results []*model.WaitResult) *model.WaitResul
 	if len(messages) > 0 {
 		merged.Message = strings.Join(messages, "; ")
 	}
-	model.SortFindings(merged.Findings)
+	stuck.SortFindings(merged.Findings)
 	return merged
 }

@@ -6,17 +6,18 @@ import (
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/verdict"
+	"github.com/stsdiag/stsdiag/stuck"
 )
 
 func TestMergeFleet(t *testing.T) {
-	stuck := model.NewWaitResult(apiv1.WaitStuck, "1 finding(s) held for 30s")
-	stuck.Findings = []model.Finding{{Finding: apiv1.Finding{Code: apiv1.StaleRevisionStuck, Severity: apiv1.SeverityError, StatefulSet: "web", Pod: "web-0"}}}
-	stuck.StatefulSets = []apiv1.StatefulSetSummary{{Name: "web", Status: apiv1.StatusStuck}}
+	stuckRes := model.NewWaitResult(apiv1.WaitStuck, "1 finding(s) held for 30s")
+	stuckRes.Findings = []stuck.Finding{{Finding: apiv1.Finding{Code: apiv1.StaleRevisionStuck, Severity: apiv1.SeverityError, StatefulSet: "web", Pod: "web-0"}}}
+	stuckRes.StatefulSets = []apiv1.StatefulSetSummary{{Name: "web", Status: apiv1.StatusStuck}}
 	done := model.NewWaitResult(apiv1.WaitComplete, "rollout complete")
 	done.StatefulSets = []apiv1.StatefulSetSummary{{Name: "web", Status: apiv1.StatusComplete}}
 	cut := model.NewWaitResult(apiv1.WaitInterrupted, "interrupted while the rollout was still progressing")
 
-	got := verdict.MergeFleet([]string{"east", "west", "north"}, []*model.WaitResult{done, stuck, cut})
+	got := verdict.MergeFleet([]string{"east", "west", "north"}, []*model.WaitResult{done, stuckRes, cut})
 	if got.Result != apiv1.WaitStuck || len(got.Findings) != 1 || got.Findings[0].Context != "west" {
 		t.Fatalf("%+v", got)
 	}

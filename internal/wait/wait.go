@@ -16,8 +16,8 @@ import (
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/plan"
 	"github.com/stsdiag/stsdiag/internal/repair"
-	"github.com/stsdiag/stsdiag/internal/snapshot"
 	"github.com/stsdiag/stsdiag/internal/verdict"
+	"github.com/stsdiag/stsdiag/stuck"
 )
 
 // WaitOptions tune Wait.
@@ -76,13 +76,13 @@ func Wait(ctx context.Context, c gather.Clients, scope gather.Scope, opts WaitOp
 }
 
 // repairOnce is wait --fix's repair: fix's safe actions, each reported to Progress.
-func repairOnce(c gather.Clients, scope gather.Scope, opts WaitOptions) func(context.Context, *model.Report, *snapshot.Snapshot) ([]model.Action, error) {
+func repairOnce(c gather.Clients, scope gather.Scope, opts WaitOptions) func(context.Context, *model.Report, *stuck.Objects) ([]model.Action, error) {
 	exec := repair.New(repair.Options{Clients: c, Scope: scope, Diagnosis: opts.Diagnosis, DryRun: apiv1.DryRunNone, Policy: plan.Policy{Rollback: opts.Rollback}, Disruption: opts.Disruption, Progress: opts.Progress})
 	log := opts.Log
 	if log == nil {
 		log = io.Discard
 	}
-	return func(ctx context.Context, rep *model.Report, snap *snapshot.Snapshot) ([]model.Action, error) {
+	return func(ctx context.Context, rep *model.Report, snap *stuck.Objects) ([]model.Action, error) {
 		actions, err := exec.Repair(ctx, rep, snap)
 		if len(actions) == 0 && err == nil {
 			fmt.Fprintln(log, "nothing stsdiag can repair safely")

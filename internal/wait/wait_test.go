@@ -17,10 +17,9 @@ import (
 	"github.com/stsdiag/stsdiag/internal/follow"
 	"github.com/stsdiag/stsdiag/internal/gather"
 	"github.com/stsdiag/stsdiag/internal/model"
-	"github.com/stsdiag/stsdiag/internal/snapshot"
-	"github.com/stsdiag/stsdiag/internal/stuck"
 	"github.com/stsdiag/stsdiag/internal/verdict"
 	"github.com/stsdiag/stsdiag/internal/wait"
+	"github.com/stsdiag/stsdiag/stuck"
 )
 
 func TestVerdictOf(t *testing.T) {
@@ -55,13 +54,13 @@ func TestVerdictOf(t *testing.T) {
 // stillSource is a cluster where a rollout progresses and nothing ever changes.
 type stillSource struct{}
 
-func (stillSource) Snapshot(context.Context) (*snapshot.Snapshot, []string, error) {
+func (stillSource) Snapshot(context.Context) (*stuck.Objects, []string, error) {
 	set := appsv1.StatefulSet{
 		ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "shop", UID: "db-uid", Generation: 2},
 		Spec:       appsv1.StatefulSetSpec{Replicas: ptr.To[int32](1)},
 		Status:     appsv1.StatefulSetStatus{ObservedGeneration: 1, CurrentRevision: "db-a", UpdateRevision: "db-a"},
 	}
-	return &snapshot.Snapshot{Now: time.Now(), StatefulSets: []appsv1.StatefulSet{set}}, nil, nil
+	return &stuck.Objects{Now: time.Now(), StatefulSets: []appsv1.StatefulSet{set}}, nil, nil
 }
 
 func (stillSource) Changes() <-chan struct{} { return nil }
@@ -71,7 +70,7 @@ func (stillSource) Changes() <-chan struct{} { return nil }
 // it was ended is Interrupted, not Unevaluable (which would outrank the Stuck that ended it).
 func TestRunFleetStuckEndsEveryWait(t *testing.T) {
 	stuckResult := model.NewWaitResult(apiv1.WaitStuck, "1 finding(s) held for 30s")
-	stuckResult.Findings = []model.Finding{{Finding: apiv1.Finding{Code: apiv1.StaleRevisionStuck, Severity: apiv1.SeverityError, Namespace: "shop", StatefulSet: "web", Pod: "web-0"}}}
+	stuckResult.Findings = []stuck.Finding{{Finding: apiv1.Finding{Code: apiv1.StaleRevisionStuck, Severity: apiv1.SeverityError, Namespace: "shop", StatefulSet: "web", Pod: "web-0"}}}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	start := time.Now()

@@ -15,7 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
-	"github.com/stsdiag/stsdiag/internal/snapshot"
+	"github.com/stsdiag/stsdiag/stuck"
 )
 
 // Digest every synthetic ImageStream tag points at.
@@ -155,8 +155,8 @@ func waiting(reason, message string) corev1.PodStatus {
 }
 
 // Snapshot is the cluster as an in-memory snapshot (OpenShift on).
-func (c *Cluster) Snapshot() *snapshot.Snapshot {
-	return &snapshot.Snapshot{StatefulSets: c.StatefulSets, Pods: c.Pods, Revisions: c.Revisions, PVCs: c.PVCs,
+func (c *Cluster) Snapshot() *stuck.Objects {
+	return &stuck.Objects{StatefulSets: c.StatefulSets, Pods: c.Pods, Revisions: c.Revisions, PVCs: c.PVCs,
 		ImageStreams: c.ImageStreams, OpenShift: true}
 }
 

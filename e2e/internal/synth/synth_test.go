@@ -7,7 +7,7 @@ import (
 
 	"github.com/stsdiag/stsdiag/e2e/internal/synth"
 	"github.com/stsdiag/stsdiag/internal/diagnose"
-	"github.com/stsdiag/stsdiag/internal/stuck"
+	"github.com/stsdiag/stsdiag/stuck"
 )
 
 // TestSyntheticMix: the benchmark's cluster gives exactly its known findings.

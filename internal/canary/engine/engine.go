@@ -10,7 +10,7 @@ import (
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/plan"
 	"github.com/stsdiag/stsdiag/internal/rollout"
-	"github.com/stsdiag/stsdiag/internal/snapshot"
+	"github.com/stsdiag/stsdiag/stuck"
 )
 
 // The step engine: one decision over typed facts, driven by `stsdiag canary` (facts from its gate)
@@ -104,7 +104,7 @@ func Decide(steps []Step, f Facts) (Decision, error) {
 // RollbackActions are the actions of a canary's rollback: fix --rollback's plan (the same planner
 // and guards) for the StatefulSet, keeping only its Rollback and the deletes, after it, of canary
 // pods (at or above the partition). why is set when the plan has no rollback.
-func RollbackActions(rep *model.Report, snap *snapshot.Snapshot, set *appsv1.StatefulSet, partition int32) (actions []model.Action, why string) {
+func RollbackActions(rep *model.Report, snap *stuck.Objects, set *appsv1.StatefulSet, partition int32) (actions []model.Action, why string) {
 	planned := plan.Planner{Policy: plan.Policy{Rollback: true}}.Plan(rep, snap)
 	canary := CanaryPods(set, partition)
 	for _, a := range planned.For(set.Namespace, set.Name) {

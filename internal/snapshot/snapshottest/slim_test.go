@@ -7,15 +7,15 @@ import (
 	"testing"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
-	"github.com/stsdiag/stsdiag/internal/snapshot"
+	"github.com/stsdiag/stsdiag/stuck"
 )
 
 const scenario = "testdata/readiness-probe"
 
 // ruleReading returns a rule that reports each pod whose first container has the field read
 // sets. The readiness probe is a field snapshot.Slim drops; the image one it keeps.
-func ruleReading(read func(s *snapshot.Snapshot, i int) bool) Diagnosis {
-	return func(s *snapshot.Snapshot, _ map[string]bool) ([]apiv1.Finding, []apiv1.StatefulSetSummary) {
+func ruleReading(read func(s *stuck.Objects, i int) bool) Diagnosis {
+	return func(s *stuck.Objects, _ map[string]bool) ([]apiv1.Finding, []apiv1.StatefulSetSummary) {
 		var out []apiv1.Finding
 		for i := range s.Pods {
 			if read(s, i) {
@@ -27,8 +27,8 @@ func ruleReading(read func(s *snapshot.Snapshot, i int) bool) Diagnosis {
 }
 
 var (
-	readsProbe = ruleReading(func(s *snapshot.Snapshot, i int) bool { return s.Pods[i].Spec.Containers[0].ReadinessProbe != nil })
-	readsImage = ruleReading(func(s *snapshot.Snapshot, i int) bool { return s.Pods[i].Spec.Containers[0].Image != "" })
+	readsProbe = ruleReading(func(s *stuck.Objects, i int) bool { return s.Pods[i].Spec.Containers[0].ReadinessProbe != nil })
+	readsImage = ruleReading(func(s *stuck.Objects, i int) bool { return s.Pods[i].Spec.Containers[0].Image != "" })
 )
 
 // TestRunDiagnosesWhatGatheringKeeps: a rule reading a field gathering drops finds it in the raw
@@ -37,14 +37,14 @@ var (
 // runner, so such a rule cannot pass its scenario and then see a zero value in production: keep
 // the field in snapshot.Slim instead. The same rule reading a kept field passes.
 func TestRunDiagnosesWhatGatheringKeeps(t *testing.T) {
-	raw, err := snapshot.LoadFile(scenario+"/objects.yaml", Now)
+	raw, err := stuck.LoadFile(scenario+"/objects.yaml", Now)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if findings, _ := readsProbe(raw, nil); len(findings) != 1 {
 		t.Fatalf("the raw objects give %d findings, want 1", len(findings))
 	}
-	for name, read := range map[string]func(*snapshot.Snapshot) error{"Slim": slim, "protobuf": slimDecode} {
+	for name, read := range map[string]func(*stuck.Objects) error{"Slim": slim, "protobuf": slimDecode} {
 		t.Run(name+": a dropped field fails", func(t *testing.T) {
 			r := runCheck(readsProbe, read)
 			if got := strings.Join(r.log, "\n"); got != "got 0 findings, want 1:\nnull" {
@@ -60,7 +60,7 @@ func TestRunDiagnosesWhatGatheringKeeps(t *testing.T) {
 }
 
 // runCheck runs the scenario through Run's check, its objects read by read, recording its failures.
-func runCheck(rule Diagnosis, read func(*snapshot.Snapshot) error) *recorder {
+func runCheck(rule Diagnosis, read func(*stuck.Objects) error) *recorder {
 	r := &recorder{}
 	done := make(chan struct{})
 	go func() {

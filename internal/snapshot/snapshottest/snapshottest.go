@@ -17,6 +17,7 @@ import (
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/slimpb"
 	"github.com/stsdiag/stsdiag/internal/snapshot"
+	"github.com/stsdiag/stsdiag/stuck"
 )
 
 // Now is the clock of every scenario.
@@ -38,7 +39,7 @@ type Expectation struct {
 
 // Diagnosis turns a snapshot into findings and StatefulSet summaries, with the feature gates
 // the scenario overrides.
-type Diagnosis func(snap *snapshot.Snapshot, gates map[string]bool) ([]apiv1.Finding, []apiv1.StatefulSetSummary)
+type Diagnosis func(snap *stuck.Objects, gates map[string]bool) ([]apiv1.Finding, []apiv1.StatefulSetSummary)
 
 // Run runs every scenario folder under root (a folder holding objects.yaml and expected.yaml).
 // The objects are diagnosed as gathering reads them, both ways: through snapshot.Slim (informer
@@ -60,8 +61,8 @@ func Run(t *testing.T, root string, diagnose Diagnosis) {
 }
 
 // check runs the scenario of one folder, its objects read by read.
-func check(t testing.TB, dir string, diagnose Diagnosis, read func(*snapshot.Snapshot) error) {
-	snap, err := snapshot.LoadFile(filepath.Join(dir, "objects.yaml"), Now)
+func check(t testing.TB, dir string, diagnose Diagnosis, read func(*stuck.Objects) error) {
+	snap, err := stuck.LoadFile(filepath.Join(dir, "objects.yaml"), Now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +104,7 @@ func check(t testing.TB, dir string, diagnose Diagnosis, read func(*snapshot.Sna
 
 // slim applies the production transform (snapshot.Slim) to every object of the snapshot: to
 // each element of each of its slices, whatever kinds it holds now or later.
-func slim(snap *snapshot.Snapshot) error {
+func slim(snap *stuck.Objects) error {
 	return eachObject(snap, func(obj any) error {
 		_, err := snapshot.Slim(obj)
 		return err
@@ -113,7 +114,7 @@ func slim(snap *snapshot.Snapshot) error {
 // slimDecode reads every object of the snapshot as check's LISTs do: encoded as the API
 // server's protobuf and decoded by slimpb, or, for kinds it does not decode (ImageStreams, read
 // as JSON), through snapshot.Slim.
-func slimDecode(snap *snapshot.Snapshot) error {
+func slimDecode(snap *stuck.Objects) error {
 	return eachObject(snap, func(obj any) error {
 		if o, ok := obj.(runtime.Object); ok {
 			if decoded, err := slimpb.RoundTrip(o); decoded || err != nil {
@@ -126,7 +127,7 @@ func slimDecode(snap *snapshot.Snapshot) error {
 }
 
 // eachObject calls fn with each element of each slice of the snapshot.
-func eachObject(snap *snapshot.Snapshot, fn func(any) error) error {
+func eachObject(snap *stuck.Objects, fn func(any) error) error {
 	fields := reflect.ValueOf(snap).Elem()
 	for i := 0; i < fields.NumField(); i++ {
 		if f := fields.Field(i); f.Kind() == reflect.Slice {

@@ -1,5 +1,4 @@
-// Package snapshot is the data model of a diagnosis: the objects it looks at, read at one moment.
-package snapshot
+package stuck
 
 import (
 	"strings"
@@ -12,11 +11,11 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// Snapshot is every object a diagnosis needs, read at one moment. Diagnosis never calls the API.
-type Snapshot struct {
+// Objects is every object a diagnosis needs, read at one moment. Diagnosis never calls the API.
+type Objects struct {
 	Now time.Time
 	// ServerVersion is the API server's gitVersion ("v1.35.3"); "" when unknown. The controller
-	// rules of that release apply (stuck.RulesFor).
+	// rules of that release apply (RulesFor).
 	ServerVersion string
 
 	StatefulSets []appsv1.StatefulSet
@@ -112,7 +111,7 @@ func OwnerKey(namespace, apiVersion, kind, name string) string {
 func Key(namespace, name string) string { return namespace + "/" + name }
 
 // InScope reports whether the StatefulSet namespace/name was selected.
-func (s *Snapshot) InScope(namespace, name string) bool {
+func (s *Objects) InScope(namespace, name string) bool {
 	return s.Selected == nil || s.Selected[Key(namespace, name)]
 }
 
@@ -137,7 +136,7 @@ type StreamIndex interface {
 }
 
 // NewShared indexes the shared kinds of s.
-func NewShared(s *Snapshot) *Shared {
+func NewShared(s *Objects) *Shared {
 	nodes := make(map[string]*corev1.Node, len(s.Nodes))
 	for i := range s.Nodes {
 		nodes[s.Nodes[i].Name] = &s.Nodes[i]
@@ -148,7 +147,7 @@ func NewShared(s *Snapshot) *Shared {
 // For indexes s's Namespaces and ImageStreams (or takes s.Streams), with x's index of the Nodes
 // (s holds the same Nodes): snapshots of one namespace each share the cluster's Nodes, not their
 // namespace's.
-func (x *Shared) For(s *Snapshot) *Shared {
+func (x *Shared) For(s *Objects) *Shared {
 	x = &Shared{Nodes: x.Nodes, Namespaces: make(map[string]*corev1.Namespace, len(s.Namespaces)), Streams: s.Streams}
 	for i := range s.Namespaces {
 		x.Namespaces[s.Namespaces[i].Name] = &s.Namespaces[i]
@@ -182,7 +181,7 @@ func (m streamMap) Stream(namespace, name string) *imagev1.ImageStream {
 func (m streamMap) HasStreams(namespace string) bool { return m.namespaces[namespace] }
 
 // Indexed is s.Shared, or when it is not set an index of s built now.
-func (s *Snapshot) Indexed() *Shared {
+func (s *Objects) Indexed() *Shared {
 	if s.Shared != nil {
 		return s.Shared
 	}

@@ -3,7 +3,7 @@ package stuck_test
 import (
 	"testing"
 
-	"github.com/stsdiag/stsdiag/internal/stuck"
+	"github.com/stsdiag/stsdiag/stuck"
 )
 
 // TestRulesByVersion: one row per release whose StatefulSet-controller behaviour differs, each

@@ -4,9 +4,9 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/utils/ptr"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
-	"github.com/stsdiag/stsdiag/internal/model"
 )
 
 // Reasons of ServiceMissing (details.reason).
@@ -42,7 +42,7 @@ func (d *diagnosis) governingService(set *appsv1.StatefulSet) {
 		}
 	}
 	podLabels := set.Spec.Template.Labels
-	f := model.Finding{Finding: apiv1.Finding{Code: apiv1.ServiceMissing, Severity: apiv1.SeverityWarning, Namespace: set.Namespace, StatefulSet: set.Name,
+	f := Finding{Finding: apiv1.Finding{Code: apiv1.ServiceMissing, Severity: apiv1.SeverityWarning, Namespace: set.Namespace, StatefulSet: set.Name,
 		Details: apiv1.FindingDetails{Service: name}}}
 	facts := ServiceProblem{Service: name, Wanted: selectorFor(set)}
 	switch {
@@ -53,11 +53,11 @@ func (d *diagnosis) governingService(set *appsv1.StatefulSet) {
 	case svc.Spec.ClusterIP != corev1.ClusterIPNone:
 		f.Reason = ServiceNotHeadless
 		facts.ClusterIP, facts.ExternalName = svc.Spec.ClusterIP, svc.Spec.Type == corev1.ServiceTypeExternalName
-		f.Details.ClusterIP = model.Ptr(svc.Spec.ClusterIP)
+		f.Details.ClusterIP = ptr.To(svc.Spec.ClusterIP)
 	case len(svc.Spec.Selector) == 0 || !labels.SelectorFromSet(svc.Spec.Selector).Matches(labels.Set(podLabels)):
 		f.Reason = ServiceSelectorMismatch
 		facts.Selector, facts.PodLabels = svc.Spec.Selector, podLabels
-		f.Details.Selector = model.Ptr(svc.Spec.Selector)
+		f.Details.Selector = ptr.To(svc.Spec.Selector)
 		f.Details.PodLabels = podLabels
 	default:
 		return

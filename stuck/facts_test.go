@@ -7,10 +7,8 @@ import (
 	"time"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
-	"github.com/stsdiag/stsdiag/internal/model"
-	"github.com/stsdiag/stsdiag/internal/snapshot"
 	"github.com/stsdiag/stsdiag/internal/snapshot/snapshottest"
-	"github.com/stsdiag/stsdiag/internal/stuck"
+	"github.com/stsdiag/stsdiag/stuck"
 )
 
 // TestFacts: the rules establish typed facts (explain words them; testdata/golden/findings
@@ -21,7 +19,7 @@ func TestFacts(t *testing.T) {
 		scenario, version string
 		code              apiv1.Code
 		pod               string
-		want              model.Facts
+		want              stuck.Facts
 	}{
 		{scenario: "stale-revision-stuck-3-replicas", code: apiv1.StaleRevisionStuck, pod: "web-0",
 			want: stuck.StaleStuck{Startup: imagePull, Revision: "web-a", Target: "web-b",
@@ -47,7 +45,7 @@ func TestFacts(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.scenario, func(t *testing.T) {
-			snap, err := snapshot.LoadFile(filepath.Join("..", "..", "testdata", "stuck", c.scenario, "objects.yaml"), snapshottest.Now)
+			snap, err := stuck.LoadFile(filepath.Join("..", "testdata", "stuck", c.scenario, "objects.yaml"), snapshottest.Now)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -74,7 +72,7 @@ func TestLostNodeHandOff(t *testing.T) {
 	cases := map[string]string{"pod-stuck-terminating-lost-node": "node-1", "pod-stuck-terminating-finalizer": ""}
 	for scenario, want := range cases {
 		t.Run(scenario, func(t *testing.T) {
-			snap, err := snapshot.LoadFile(filepath.Join("..", "..", "testdata", "stuck", scenario, "objects.yaml"), snapshottest.Now)
+			snap, err := stuck.LoadFile(filepath.Join("..", "testdata", "stuck", scenario, "objects.yaml"), snapshottest.Now)
 			if err != nil {
 				t.Fatal(err)
 			}

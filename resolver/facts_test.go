@@ -7,10 +7,9 @@ import (
 	"time"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
-	"github.com/stsdiag/stsdiag/internal/model"
-	"github.com/stsdiag/stsdiag/internal/resolver"
-	"github.com/stsdiag/stsdiag/internal/snapshot"
 	"github.com/stsdiag/stsdiag/internal/snapshot/snapshottest"
+	"github.com/stsdiag/stsdiag/resolver"
+	"github.com/stsdiag/stsdiag/stuck"
 )
 
 // TestFacts: the rules establish typed facts (explain words them; testdata/golden/findings
@@ -20,7 +19,7 @@ func TestFacts(t *testing.T) {
 	cases := []struct {
 		name, scenario, set string
 		code                apiv1.Code
-		want                model.Facts
+		want                stuck.Facts
 	}{
 		{name: "stream created after the template", scenario: "causes", set: "late", code: apiv1.UnresolvedImageReference,
 			want: resolver.NotRewritten{Stream: "late", Tag: "1", PulledAs: "docker.io/library/late:1", Cause: resolver.CauseStreamCreatedAfterTemplate,
@@ -33,7 +32,7 @@ func TestFacts(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			snap, err := snapshot.LoadFile(filepath.Join("..", "..", "testdata", "resolver", c.scenario, "objects.yaml"), snapshottest.Now)
+			snap, err := stuck.LoadFile(filepath.Join("..", "testdata", "resolver", c.scenario, "objects.yaml"), snapshottest.Now)
 			if err != nil {
 				t.Fatal(err)
 			}

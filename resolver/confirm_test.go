@@ -5,10 +5,9 @@ import (
 	"testing"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
-	"github.com/stsdiag/stsdiag/internal/model"
-	"github.com/stsdiag/stsdiag/internal/resolver"
-	"github.com/stsdiag/stsdiag/internal/snapshot"
 	"github.com/stsdiag/stsdiag/internal/snapshot/snapshottest"
+	"github.com/stsdiag/stsdiag/resolver"
+	"github.com/stsdiag/stsdiag/stuck"
 )
 
 const (
@@ -19,9 +18,9 @@ const (
 	tagFormShop = "image-registry.openshift-image-registry.svc:5000/shop/myapp:1.0.1"
 )
 
-func admissionSnapshot(t *testing.T) *snapshot.Snapshot {
+func admissionSnapshot(t *testing.T) *stuck.Objects {
 	t.Helper()
-	s, err := snapshot.LoadFile("../../testdata/admission/objects.yaml", snapshottest.Now)
+	s, err := stuck.LoadFile("../testdata/admission/objects.yaml", snapshottest.Now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +31,7 @@ func admissionSnapshot(t *testing.T) *snapshot.Snapshot {
 // the image; none for names admission leaves or namespaces it skips.
 func TestQuestions(t *testing.T) {
 	got := resolver.Questions(admissionSnapshot(t))
-	want := []snapshot.AdmissionQuestion{
+	want := []stuck.AdmissionQuestion{
 		{Namespace: "other", Image: "myapp:9.9"},
 		{Namespace: "shop", Image: "myapp:1.0.1"},
 		{Namespace: "shop", Image: "tools:2"},
@@ -49,7 +48,7 @@ func TestQuestions(t *testing.T) {
 }
 
 // finding returns the finding about a StatefulSet's container.
-func finding(t *testing.T, findings []model.Finding, set, container string) model.Finding {
+func finding(t *testing.T, findings []stuck.Finding, set, container string) stuck.Finding {
 	t.Helper()
 	for _, f := range findings {
 		if f.StatefulSet == set && f.Container == container {
@@ -57,7 +56,7 @@ func finding(t *testing.T, findings []model.Finding, set, container string) mode
 		}
 	}
 	t.Fatalf("no finding for %s container %s", set, container)
-	return model.Finding{}
+	return stuck.Finding{}
 }
 
 // TestAnswers: what the resolver makes of each kind of answer: the prediction confirmed; another
@@ -65,7 +64,7 @@ func finding(t *testing.T, findings []model.Finding, set, container string) mode
 func TestAnswers(t *testing.T) {
 	forbidden := `pods "stsdiag-probe-" is forbidden: User "alice" cannot create resource "pods" in API group "" in the namespace "other"`
 	s := admissionSnapshot(t)
-	s.Admission = map[snapshot.AdmissionQuestion]snapshot.AdmissionAnswer{
+	s.Admission = map[stuck.AdmissionQuestion]stuck.AdmissionAnswer{
 		{Namespace: "shop", Image: "myapp:1.0.1"}:                            {Written: shopMyapp},
 		{Namespace: "shop", Image: "tools:2"}:                                {Written: "tools:2"},
 		{Namespace: "shop", Forced: true, Image: "quay.io/team/myapp:1.0.1"}: {Written: tagFormShop},
@@ -77,19 +76,19 @@ func TestAnswers(t *testing.T) {
 		code           apiv1.Code
 		resolved       string
 		admission      apiv1.AdmissionCheck
-		patch          *model.ImagePatch
+		patch          *stuck.ImagePatch
 	}{
 		{"web", "app", apiv1.UnresolvedImageReference, shopMyapp,
 			apiv1.AdmissionCheck{Result: apiv1.AdmissionConfirmed, Predicted: shopMyapp, Written: shopMyapp},
-			&model.ImagePatch{Path: "/spec/template/spec/containers/0/image", From: "myapp:1.0.1", To: shopMyapp}},
+			&stuck.ImagePatch{Path: "/spec/template/spec/containers/0/image", From: "myapp:1.0.1", To: shopMyapp}},
 		{"db", "db", apiv1.UnresolvedImageReference, shopMyapp,
 			apiv1.AdmissionCheck{Result: apiv1.AdmissionConfirmed, Predicted: shopMyapp, Written: shopMyapp},
-			&model.ImagePatch{Path: "/spec/template/spec/containers/0/image", From: "myapp:1.0.1", To: shopMyapp}},
+			&stuck.ImagePatch{Path: "/spec/template/spec/containers/0/image", From: "myapp:1.0.1", To: shopMyapp}},
 		{"db", "init", apiv1.UnresolvedImageReference, "",
 			apiv1.AdmissionCheck{Result: apiv1.AdmissionDiffers, Predicted: shopTools, Written: "tools:2"}, nil},
 		{"forced", "app", apiv1.UnresolvedImageReference, tagFormShop,
 			apiv1.AdmissionCheck{Result: apiv1.AdmissionDiffers, Predicted: shopMyapp, Written: tagFormShop},
-			&model.ImagePatch{Path: "/spec/template/spec/containers/0/image", From: "quay.io/team/myapp:1.0.1", To: tagFormShop}},
+			&stuck.ImagePatch{Path: "/spec/template/spec/containers/0/image", From: "quay.io/team/myapp:1.0.1", To: tagFormShop}},
 		{"managed", "app", apiv1.ImageResolutionSkipped, shopMyapp,
 			apiv1.AdmissionCheck{Result: apiv1.AdmissionConfirmed, Predicted: shopMyapp, Written: shopMyapp}, nil},
 		{"next", "app", apiv1.ImageStreamTagNotFound, otherMyapp,

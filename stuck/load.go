@@ -1,4 +1,4 @@
-package snapshot
+package stuck
 
 import (
 	"bufio"
@@ -30,8 +30,8 @@ var decoder = func() runtime.Decoder {
 	return serializer.NewCodecFactory(scheme).UniversalDeserializer()
 }()
 
-// LoadFile reads a snapshot from a multi-document YAML file of Kubernetes objects.
-func LoadFile(path string, now time.Time) (*Snapshot, error) {
+// LoadFile reads Objects from a multi-document YAML file of Kubernetes objects.
+func LoadFile(path string, now time.Time) (*Objects, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -44,10 +44,10 @@ func LoadFile(path string, now time.Time) (*Snapshot, error) {
 	return s, nil
 }
 
-// Load reads a snapshot from multi-document YAML (or List objects). The image.openshift.io API
+// Load reads Objects from multi-document YAML (or List objects). The image.openshift.io API
 // counts as present when an ImageStream appears, unless a document sets it otherwise.
-func Load(r io.Reader, now time.Time) (*Snapshot, error) {
-	s := &Snapshot{Now: now}
+func Load(r io.Reader, now time.Time) (*Objects, error) {
+	s := &Objects{Now: now}
 	var others []*unstructured.Unstructured
 	reader := utilyaml.NewYAMLReader(bufio.NewReader(r))
 	for {
@@ -84,7 +84,7 @@ func Load(r io.Reader, now time.Time) (*Snapshot, error) {
 
 // lookUpOwners does what gathering does for terminating StatefulSets: it records whether an
 // object of their controller owner's kind and name exists (among the file's objects) and its UID.
-func (s *Snapshot) lookUpOwners(objects []*unstructured.Unstructured) {
+func (s *Objects) lookUpOwners(objects []*unstructured.Unstructured) {
 	present := map[string]types.UID{}
 	for _, u := range objects {
 		present[OwnerKey(u.GetNamespace(), u.GetAPIVersion(), u.GetKind(), u.GetName())] = u.GetUID()
@@ -117,7 +117,7 @@ func TerminatingOwners(sets []appsv1.StatefulSet) []Owner {
 }
 
 // Owner returns what is known of an owner reference's kind and name in a namespace.
-func (s *Snapshot) Owner(namespace string, ref *metav1.OwnerReference) (Owner, bool) {
+func (s *Objects) Owner(namespace string, ref *metav1.OwnerReference) (Owner, bool) {
 	key := OwnerKey(namespace, ref.APIVersion, ref.Kind, ref.Name)
 	for _, o := range s.Owners {
 		if OwnerKey(o.Namespace, o.APIVersion, o.Kind, o.Name) == key {
@@ -127,7 +127,7 @@ func (s *Snapshot) Owner(namespace string, ref *metav1.OwnerReference) (Owner, b
 	return Owner{}, false
 }
 
-func (s *Snapshot) add(obj runtime.Object) error {
+func (s *Objects) add(obj runtime.Object) error {
 	switch o := obj.(type) {
 	case *appsv1.StatefulSet:
 		s.StatefulSets = append(s.StatefulSets, *o)

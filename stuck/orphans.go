@@ -9,10 +9,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
-	"github.com/stsdiag/stsdiag/internal/model"
-	"github.com/stsdiag/stsdiag/internal/snapshot"
 	"github.com/stsdiag/stsdiag/internal/statefulset"
 )
 
@@ -20,7 +19,7 @@ import (
 const ownerLive OwnerState = 0
 
 func (ix *index) owner(namespace string, ref *metav1.OwnerReference) (OwnerState, *appsv1.StatefulSet) {
-	set := ix.sets[snapshot.Key(namespace, ref.Name)]
+	set := ix.sets[Key(namespace, ref.Name)]
 	switch {
 	case set == nil:
 		return OwnerGone, nil
@@ -39,15 +38,15 @@ func isStatefulSetRef(ref *metav1.OwnerReference) bool {
 // orphans reports pods and ControllerRevisions whose controlling StatefulSet is gone or was
 // replaced by a new object of the same name. Objects already being deleted get the
 // TerminatingAfter grace: the garbage collector removes them in seconds.
-func (d *diagnosis) orphans(s *snapshot.Snapshot) {
+func (d *diagnosis) orphans(s *Objects) {
 	for i := range s.Pods {
 		pod := &s.Pods[i]
 		ref, state, set, orphan := d.orphaned(s, pod)
 		if !orphan {
 			continue
 		}
-		f := model.Finding{Finding: apiv1.Finding{Code: apiv1.OrphanedRevision, Severity: apiv1.SeverityWarning, Namespace: pod.Namespace, StatefulSet: ref.Name, Pod: pod.Name,
-			Details: apiv1.FindingDetails{Kind: "Pod", OwnerUID: string(ref.UID), PodRevision: model.Ptr(statefulset.PodRevision(pod)), PodUID: model.Ptr(string(pod.UID))}}}
+		f := Finding{Finding: apiv1.Finding{Code: apiv1.OrphanedRevision, Severity: apiv1.SeverityWarning, Namespace: pod.Namespace, StatefulSet: ref.Name, Pod: pod.Name,
+			Details: apiv1.FindingDetails{Kind: "Pod", OwnerUID: string(ref.UID), PodRevision: ptr.To(statefulset.PodRevision(pod)), PodUID: ptr.To(string(pod.UID))}}}
 		facts := OrphanPod{Fate: d.ownerFate(state, set, pod.DeletionTimestamp), OwnerUID: ref.UID}
 		if state == OwnerReplaced {
 			f.Details.CurrentUID = string(set.UID)
@@ -84,7 +83,7 @@ func (d *diagnosis) orphans(s *snapshot.Snapshot) {
 	}
 	for _, g := range groups {
 		sort.Strings(g.revisions)
-		f := model.Finding{Finding: apiv1.Finding{Code: apiv1.OrphanedRevision, Severity: apiv1.SeverityWarning, Namespace: g.namespace, StatefulSet: g.name,
+		f := Finding{Finding: apiv1.Finding{Code: apiv1.OrphanedRevision, Severity: apiv1.SeverityWarning, Namespace: g.namespace, StatefulSet: g.name,
 			Details: apiv1.FindingDetails{Kind: "ControllerRevision", OwnerUID: string(g.uid), Revisions: g.revisions}}}
 		if g.set != nil {
 			f.Details.CurrentUID = string(g.set.UID)
@@ -96,7 +95,7 @@ func (d *diagnosis) orphans(s *snapshot.Snapshot) {
 
 // orphaned reports whether obj's controlling StatefulSet is gone or replaced (and in scope, and
 // obj not within its deletion grace).
-func (d *diagnosis) orphaned(s *snapshot.Snapshot, obj metav1.Object) (*metav1.OwnerReference, OwnerState, *appsv1.StatefulSet, bool) {
+func (d *diagnosis) orphaned(s *Objects, obj metav1.Object) (*metav1.OwnerReference, OwnerState, *appsv1.StatefulSet, bool) {
 	ref := metav1.GetControllerOfNoCopy(obj)
 	if !isStatefulSetRef(ref) || !s.InScope(obj.GetNamespace(), ref.Name) {
 		return nil, ownerLive, nil, false
@@ -138,7 +137,7 @@ func (d *diagnosis) ownerFate(state OwnerState, set *appsv1.StatefulSet, deletin
 		}
 	}
 	if deleting != nil {
-		fate.Deleting = model.Ptr(d.ix.now.Sub(deleting.Time).Round(time.Second))
+		fate.Deleting = ptr.To(d.ix.now.Sub(deleting.Time).Round(time.Second))
 	}
 	return fate
 }

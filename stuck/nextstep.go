@@ -5,10 +5,9 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
-	"github.com/stsdiag/stsdiag/internal/admission"
-	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/stuck/controller"
 )
 
@@ -72,13 +71,13 @@ func (d *diagnosis) createFailed(r *controllerView, i int, o controller.Ordinal)
 		}
 		return
 	}
-	f := model.Finding{Finding: apiv1.Finding{Code: apiv1.PodCreateFailed, Severity: apiv1.SeverityError,
-		Namespace: r.set.Namespace, StatefulSet: r.set.Name, Pod: o.Name, Reason: string(admission.Unknown)}}
+	f := Finding{Finding: apiv1.Finding{Code: apiv1.PodCreateFailed, Severity: apiv1.SeverityError,
+		Namespace: r.set.Namespace, StatefulSet: r.set.Name, Pod: o.Name, Reason: string(Unknown)}}
 	facts := CreateFailed{Pod: o.Name, Ordinal: o.Ordinal, Refusal: refusal, BlockedBy: blockedBy, MissingFor: missing.Round(time.Second),
 		Replaced: r.set.Status.Replicas < int32(r.replicas) && r.Current != "" && r.Current != r.update, Blocked: r.blocked(i), Ordered: r.ordered()}
 	f.Details.Object = "pod"
-	f.Details.Ordinal = model.Ptr(o.Ordinal)
-	f.Details.TargetRevision = model.Ptr(o.Target)
+	f.Details.Ordinal = ptr.To(o.Ordinal)
+	f.Details.TargetRevision = ptr.To(o.Target)
 	f.Details.UpdateRevision = r.update
 	f.Details.MissingFor = facts.MissingFor.String()
 	if refusal != nil {
@@ -95,7 +94,7 @@ func (d *diagnosis) createFailed(r *controllerView, i int, o controller.Ordinal)
 // batches (1, 2, 4, ... in ordinal order) and stops after the first batch with a failure
 // (runForAll and slowStartBatch, stateful_set_control.go:334-364 and :539-552@v1.37.2): a pod
 // above a refused one is never attempted and has no FailedCreate Event of its own.
-func (d *diagnosis) batchRefusal(r *controllerView, i int) (*admission.Refusal, string) {
+func (d *diagnosis) batchRefusal(r *controllerView, i int) (*Refusal, string) {
 	for k := 0; k < i; k++ {
 		o := r.Ordinals[k]
 		if o.Pod != nil || o.Next != controller.Create {
@@ -108,10 +107,10 @@ func (d *diagnosis) batchRefusal(r *controllerView, i int) (*admission.Refusal, 
 	return nil, ""
 }
 
-func refusalDetails(f *model.Finding, r *admission.Refusal) {
+func refusalDetails(f *Finding, r *Refusal) {
 	f.Reason = string(r.Reason)
 	f.Details.AdmissionError = r.Error
-	if r.Kind == admission.KindClaim {
+	if r.Kind == KindClaim {
 		f.Details.Object, f.Details.Claim = "claim", r.Name
 	}
 	if r.Quota != nil {
@@ -158,11 +157,11 @@ func (d *diagnosis) waitBlocked(r *controllerView, i int, o controller.Ordinal, 
 	}
 	f := d.base(r, apiv1.RolloutBlocked, apiv1.SeverityError, o.Pod, nil)
 	f.Reason = string(o.Next)
-	f.Details.Ordinal = model.Ptr(o.Ordinal)
+	f.Details.Ordinal = ptr.To(o.Ordinal)
 	f.Details.WaitingFor = waitingFor(o.Next)
 	f.Details.WaitedFor = facts.For.String()
 	if facts.Node != "" {
-		f.Details.Node = model.Ptr(facts.Node)
+		f.Details.Node = ptr.To(facts.Node)
 		nodeDetails(&f.Details, facts.NodeState, facts.Node)
 	}
 	if in := facts.Init; in != nil {
@@ -171,9 +170,9 @@ func (d *diagnosis) waitBlocked(r *controllerView, i int, o controller.Ordinal, 
 			f.Details.RunningFor = in.For.String()
 		}
 		if e := in.LastExit; e != nil {
-			f.Details.LastExitCode = model.Ptr(e.Code)
+			f.Details.LastExitCode = ptr.To(e.Code)
 			f.Details.LastExitReason, f.Details.LastExitMessage = e.Reason, e.Message
-			f.Details.RestartCount = model.Ptr(in.Restarts)
+			f.Details.RestartCount = ptr.To(in.Restarts)
 			f.LogCurrent = in.Exited
 		}
 	}
@@ -227,7 +226,7 @@ func (d *diagnosis) neverObserved(set *appsv1.StatefulSet) {
 		d.ix.wake(set.CreationTimestamp.Add(missingAfter))
 		return
 	}
-	f := model.Finding{Finding: apiv1.Finding{Code: apiv1.RolloutBlocked, Severity: apiv1.SeverityError,
+	f := Finding{Finding: apiv1.Finding{Code: apiv1.RolloutBlocked, Severity: apiv1.SeverityError,
 		Namespace: set.Namespace, StatefulSet: set.Name, Reason: "NeverObserved"}}
 	facts := NeverObserved{For: age.Round(time.Second)}
 	f.Details.WaitingFor = "Observed"
@@ -308,7 +307,7 @@ func (d *diagnosis) canaryNotStarted(set *appsv1.StatefulSet) {
 		d.ix.wake(created.Add(missingAfter))
 		return
 	}
-	f := model.Finding{Finding: apiv1.Finding{Code: apiv1.RolloutBlocked, Severity: apiv1.SeverityError,
+	f := Finding{Finding: apiv1.Finding{Code: apiv1.RolloutBlocked, Severity: apiv1.SeverityError,
 		Namespace: set.Namespace, StatefulSet: set.Name, Reason: "CanaryNotStarted"}}
 	facts := CanaryNotStarted{Revision: st.UpdateRevision, Steps: set.Annotations[apiv1.AnnotationCanarySteps],
 		Partition: *ru.Partition, Replicas: replicas, For: d.ix.now.Sub(created).Round(time.Second)}

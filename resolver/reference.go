@@ -1,8 +1,12 @@
 // Package resolver predicts what OpenShift writes into a StatefulSet's images — the ImagePolicy
 // admission plugin (local ImageStream names) and the image trigger controller
 // (image.openshift.io/triggers) — and reports where the template does not say it. It is pure: it
-// reads a snapshot and returns findings. Every rule cites the upstream line it follows; the
-// commits are listed in docs/findings.md ("What is predicted is exactly what OpenShift writes").
+// reads stuck.Objects (with their ImageStreams) and returns findings with typed facts (NotRewritten,
+// TagMissing, LookupOff, TriggerBehind, …), each UnresolvedImageReference with the JSON patch that
+// pins the digest. Resolve answers for one image; Admission models the plugin's rewrite. Every
+// rule cites the upstream line it follows; the commits are listed in docs/findings.md ("What is
+// predicted is exactly what OpenShift writes"). Package openshift reads the objects from a
+// cluster and applies the patch.
 package resolver
 
 import (

@@ -1,8 +1,9 @@
-// Package admission reads why the API server refused an object the StatefulSet controller tried
-// to create: it parses the controller's FailedCreate Events and classifies the admission error
-// (quota, PodSecurity, SecurityContextConstraints, ServiceAccount, LimitRange, a webhook or a
-// ValidatingAdmissionPolicy). It is pure: text in, typed facts out.
-package admission
+package stuck
+
+// Why the API server refused an object the StatefulSet controller tried to create: ParseEvent
+// reads the controller's FailedCreate Events and classifies the admission error (quota,
+// PodSecurity, SecurityContextConstraints, ServiceAccount, LimitRange, a webhook or a
+// ValidatingAdmissionPolicy) into a Refusal, part of the CreateFailed facts.
 
 import (
 	"regexp"

@@ -6,7 +6,7 @@ import (
 	imagev1 "github.com/openshift/api/image/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/stsdiag/stsdiag/internal/resolver"
+	"github.com/stsdiag/stsdiag/resolver"
 )
 
 func ExampleParse() {

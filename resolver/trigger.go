@@ -9,10 +9,11 @@ import (
 
 	imagev1 "github.com/openshift/api/image/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
-	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/statefulset"
+	"github.com/stsdiag/stsdiag/stuck"
 )
 
 // TriggerAnnotation asks openshift-controller-manager to keep container images on an
@@ -185,7 +186,7 @@ func triggerValue(stream *imagev1.ImageStream, namespace, tag string) (value, su
 // (ImageTriggerInvalid) and triggers whose tag's current image the template does not have
 // (ImageTriggerStale). It returns, too, the template containers an active trigger with a value
 // governs: they converge to the trigger's value, not admission's.
-func (c *checker) checkTriggers() ([]model.Finding, map[string]bool) {
+func (c *checker) checkTriggers() ([]stuck.Finding, map[string]bool) {
 	triggered := map[string]bool{}
 	value, ok := c.set.Annotations[TriggerAnnotation]
 	if !ok {
@@ -198,9 +199,9 @@ func (c *checker) checkTriggers() ([]model.Finding, map[string]bool) {
 		if errors.As(err, &dup) {
 			facts = TriggerBroken{FieldPath: dup.path}
 		}
-		return []model.Finding{c.invalidTrigger(c.triggerFinding(), reason, facts)}, triggered
+		return []stuck.Finding{c.invalidTrigger(c.triggerFinding(), reason, facts)}, triggered
 	}
-	var out []model.Finding
+	var out []stuck.Finding
 	for i, t := range triggers {
 		if t.Paused { // the controller skips paused triggers (annotations.go:128-130@LG)
 			continue
@@ -216,11 +217,11 @@ func (c *checker) checkTriggers() ([]model.Finding, map[string]bool) {
 	return out, triggered
 }
 
-func (c *checker) triggerFinding() model.Finding {
-	return model.Finding{Finding: apiv1.Finding{Namespace: c.set.Namespace, StatefulSet: c.set.Name}}
+func (c *checker) triggerFinding() stuck.Finding {
+	return stuck.Finding{Finding: apiv1.Finding{Namespace: c.set.Namespace, StatefulSet: c.set.Name}}
 }
 
-func (c *checker) invalidTrigger(f model.Finding, reason string, facts TriggerBroken) model.Finding {
+func (c *checker) invalidTrigger(f stuck.Finding, reason string, facts TriggerBroken) stuck.Finding {
 	f.Code, f.Severity = apiv1.ImageTriggerInvalid, apiv1.SeverityWarning
 	f.Details.Reason = reason
 	f.Facts = facts
@@ -229,12 +230,12 @@ func (c *checker) invalidTrigger(f model.Finding, reason string, facts TriggerBr
 
 // checkTrigger checks trigger i. It returns its finding, if any, and the container it governs
 // when the controller has a valid value to write ("" otherwise).
-func (c *checker) checkTrigger(i int, t objectFieldTrigger) (*model.Finding, string) {
+func (c *checker) checkTrigger(i int, t objectFieldTrigger) (*stuck.Finding, string) {
 	f := c.triggerFinding()
-	f.Details.Trigger = model.Ptr(i)
-	f.Details.FieldPath = model.Ptr(t.FieldPath)
-	f.Details.From = model.Ptr(t.From.Name)
-	facts := TriggerBroken{Index: model.Ptr(i), FieldPath: t.FieldPath, FromKind: t.From.Kind, FromAPIVersion: t.From.APIVersion, FromName: t.From.Name}
+	f.Details.Trigger = ptr.To(i)
+	f.Details.FieldPath = ptr.To(t.FieldPath)
+	f.Details.From = ptr.To(t.From.Name)
+	facts := TriggerBroken{Index: ptr.To(i), FieldPath: t.FieldPath, FromKind: t.From.Kind, FromAPIVersion: t.From.APIVersion, FromName: t.From.Name}
 	target, reason := containerForFieldPath(&c.set.Spec.Template.Spec, t.FieldPath)
 	if reason == "" {
 		f.Container, f.Image = target.c.Name, target.c.Image
@@ -249,7 +250,7 @@ func (c *checker) checkTrigger(i int, t objectFieldTrigger) (*model.Finding, str
 		reason = TriggerInvalidTagName
 	}
 	if reason != "" {
-		return model.Ptr(c.invalidTrigger(f, reason, facts)), ""
+		return ptr.To(c.invalidTrigger(f, reason, facts)), ""
 	}
 	ns := t.From.Namespace
 	if ns == "" {
@@ -259,12 +260,12 @@ func (c *checker) checkTrigger(i int, t objectFieldTrigger) (*model.Finding, str
 	stream := c.adm.Stream(ns, name)
 	switch {
 	case stream == nil && (ns == c.set.Namespace || c.hasStreams(ns)):
-		return model.Ptr(c.invalidTrigger(f, TriggerStreamNotFound, facts)), ""
+		return ptr.To(c.invalidTrigger(f, TriggerStreamNotFound, facts)), ""
 	case stream == nil:
 		return nil, "" // ImageStreams of namespace ns were not read: nothing to judge
 	}
 	if _, inSpec := specTag(stream, tag); !inSpec && !statusHasTag(stream, tag) {
-		return model.Ptr(c.invalidTrigger(f, TriggerTagNotFound, facts)), ""
+		return ptr.To(c.invalidTrigger(f, TriggerTagNotFound, facts)), ""
 	}
 	want, suffix, ok := triggerValue(stream, ns, tag)
 	if !ok {
@@ -290,7 +291,7 @@ func statusHasTag(stream *imagev1.ImageStream, tag string) bool {
 // controller writes only when the image differs (annotations.go:158-166@LG); the update then
 // passes admission, which may rewrite it again when resolve-names is forced, so that result
 // counts as current too.
-func (c *checker) stale(f model.Finding, target targetContainer, want, suffix, from string) *model.Finding {
+func (c *checker) stale(f stuck.Finding, target targetContainer, want, suffix, from string) *stuck.Finding {
 	image := target.c.Image
 	forced := Forced(c.set.Annotations, c.set.Spec.Template.Annotations)
 	switch {

@@ -7,10 +7,9 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
-	"github.com/stsdiag/stsdiag/internal/model"
-	"github.com/stsdiag/stsdiag/internal/snapshot"
 )
 
 // podTerminating reports a pod of a live StatefulSet that should have been gone for longer than
@@ -39,9 +38,9 @@ func (d *diagnosis) podTerminatingAt(r *controllerView, ordinal int, blocked []B
 	node := pod.Spec.NodeName
 	facts := PodTerminating{Overdue: overdue.Round(time.Second), Node: node, NodeState: d.nodeState(node), Finalizers: pod.Finalizers, Blocked: blocked}
 	f.Reason = "Terminating"
-	f.Details.Ordinal = model.Ptr(ordinal)
+	f.Details.Ordinal = ptr.To(ordinal)
 	f.Details.Overdue = facts.Overdue.String()
-	f.Details.Node = model.Ptr(node)
+	f.Details.Node = ptr.To(node)
 	if len(pod.Finalizers) > 0 {
 		f.Details.Finalizers = pod.Finalizers
 	}
@@ -100,21 +99,21 @@ func (d *diagnosis) nodeState(name string) NodeState {
 // deleted and recreated (an object of its kind and name now has another UID), as when a
 // LeaderWorkerSet is recreated while its StatefulSet still terminates. Then the deletion is not
 // "in progress" but in the way of the new owner, whatever its age.
-func (d *diagnosis) replacedOwner(set *appsv1.StatefulSet) (*metav1.OwnerReference, snapshot.Owner, bool) {
+func (d *diagnosis) replacedOwner(set *appsv1.StatefulSet) (*metav1.OwnerReference, Owner, bool) {
 	ref := metav1.GetControllerOfNoCopy(set)
 	if ref == nil {
-		return nil, snapshot.Owner{}, false
+		return nil, Owner{}, false
 	}
 	now, ok := d.snap.Owner(set.Namespace, ref)
 	if !ok || (now.Exists && now.UID == ref.UID) {
-		return nil, snapshot.Owner{}, false
+		return nil, Owner{}, false
 	}
 	return ref, now, true
 }
 
 // newOwnerRevisions lists the ControllerRevisions the new owner created after the StatefulSet's
 // deletion began (the LeaderWorkerSet bug: the LWS controller creates a revision during it).
-func (d *diagnosis) newOwnerRevisions(set *appsv1.StatefulSet, owner snapshot.Owner) []string {
+func (d *diagnosis) newOwnerRevisions(set *appsv1.StatefulSet, owner Owner) []string {
 	var out []string
 	for _, rev := range d.ix.owned.Revisions[owner.UID] {
 		// Timestamps have one-second resolution: the same second counts as after.

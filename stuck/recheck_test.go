@@ -5,9 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stsdiag/stsdiag/internal/snapshot"
 	"github.com/stsdiag/stsdiag/internal/snapshot/snapshottest"
-	"github.com/stsdiag/stsdiag/internal/stuck"
+	"github.com/stsdiag/stsdiag/stuck"
 )
 
 // TestRecheckAt: a situation that becomes a finding only once a settle time or threshold has
@@ -25,7 +24,7 @@ func TestRecheckAt(t *testing.T) {
 		"kubelet-crash-loop": "2026-11-25T12:00:09Z",
 	}
 	for scenario, want := range cases {
-		snap, err := snapshot.LoadFile(filepath.Join("..", "..", "testdata", "stuck", scenario, "objects.yaml"), snapshottest.Now)
+		snap, err := stuck.LoadFile(filepath.Join("..", "testdata", "stuck", scenario, "objects.yaml"), snapshottest.Now)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,11 +7,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
-	"github.com/stsdiag/stsdiag/internal/admission"
 	"github.com/stsdiag/stsdiag/stuck/controller"
 )
 
-// The facts below are what the rules establish about each finding, in types: model.Finding.Facts
+// The facts below are what the rules establish about each finding, in types: Finding.Facts
 // holds one of them, and package explain words it (message, short, remedy).
 
 // BlockedWhy is why a pod waits on a stuck one.
@@ -134,7 +133,7 @@ type CreateFailed struct {
 	Ordinal int
 	// Refusal is the API server's refusal as the last FailedCreate Event quotes it; nil when
 	// no Event since the pod went missing says why (Events expire).
-	Refusal *admission.Refusal
+	Refusal *Refusal
 	// MissingFor is how long the pod has been missing, as far as the objects tell.
 	MissingFor time.Duration
 	// Replaced: the pod was deleted by the update and never came back (the set is one replica

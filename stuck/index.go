@@ -12,8 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/stsdiag/stsdiag/internal/admission"
-	"github.com/stsdiag/stsdiag/internal/snapshot"
 	"github.com/stsdiag/stsdiag/internal/statefulset"
 )
 
@@ -37,18 +35,18 @@ type index struct {
 
 const defaultClassAnnotation = "storageclass.kubernetes.io/is-default-class"
 
-func newIndex(s *snapshot.Snapshot, settle time.Duration) *index {
+func newIndex(s *Objects, settle time.Duration) *index {
 	ix := &index{
 		now:    s.Now,
 		settle: settle,
 		sets:   make(map[string]*appsv1.StatefulSet, len(s.StatefulSets)),
-		owned:  statefulset.ByController(s),
+		owned:  statefulset.ByController(s.Pods, s.Revisions),
 		pvcs:   make(map[string]*corev1.PersistentVolumeClaim, len(s.PVCs)),
 		events: map[string][]*corev1.Event{},
 	}
 	for i := range s.StatefulSets {
 		set := &s.StatefulSets[i]
-		ix.sets[snapshot.Key(set.Namespace, set.Name)] = set
+		ix.sets[Key(set.Namespace, set.Name)] = set
 	}
 	for i := range s.PVCs {
 		pvc := &s.PVCs[i]
@@ -213,12 +211,12 @@ const clockSkew = time.Minute
 
 // refusal returns the newest refusal of the pod in the StatefulSet's FailedCreate Events since
 // the pod went missing, or nil.
-func (ix *index) refusal(set *appsv1.StatefulSet, pod string, since time.Time) *admission.Refusal {
+func (ix *index) refusal(set *appsv1.StatefulSet, pod string, since time.Time) *Refusal {
 	for _, e := range ix.events[eventKey("StatefulSet", set.Namespace, set.Name)] {
 		if e.Reason != "FailedCreate" || eventTime(e).Before(since.Add(-clockSkew)) {
 			continue
 		}
-		if r, ok := admission.ParseEvent(e.Message); ok && r.Pod == pod {
+		if r, ok := ParseEvent(e.Message); ok && r.Pod == pod {
 			return &r
 		}
 	}

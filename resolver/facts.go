@@ -6,7 +6,7 @@ import (
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 )
 
-// The facts below are what the rules establish about each finding, in types: model.Finding.Facts
+// The facts below are what the rules establish about each finding, in types: stuck.Finding.Facts
 // holds one of them, and package explain words it (message, short, remedy). The container, its
 // image and the resolved image are the finding's own fields.
 

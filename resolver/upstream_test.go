@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
-	"github.com/stsdiag/stsdiag/internal/resolver"
+	"github.com/stsdiag/stsdiag/resolver"
 )
 
 // Upstream cases that cannot agree, each skipped with its reason (also listed in docs/findings.md,
@@ -268,7 +268,7 @@ func TestUpstreamTagEvents(t *testing.T) {
 
 func load(t *testing.T, name string, into any) {
 	t.Helper()
-	data, err := os.ReadFile("../../testdata/resolver/upstream/" + name)
+	data, err := os.ReadFile("../testdata/resolver/upstream/" + name)
 	if err != nil {
 		t.Fatal(err)
 	}
