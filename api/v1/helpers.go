@@ -131,6 +131,7 @@ func copyServer(s *ServerInfo) *ServerInfo {
 	}
 	c := *s
 	c.AssumedFeatureGates = maps.Clone(s.AssumedFeatureGates)
+	c.ControllerManager = clonePtr(s.ControllerManager)
 	return &c
 }
 
