@@ -32,6 +32,8 @@ type CheckFlags struct {
 	// ConfirmWithAdmission asks admission about each predicted image rewrite (a server-side
 	// dry-run create of a probe pod per namespace).
 	ConfirmWithAdmission bool
+	// Full reads every object of all namespaces instead of triaging them by status (-A only).
+	Full bool
 }
 
 // CheckOptions are what `stsdiag check` runs with, parsed and checked.
@@ -44,6 +46,7 @@ type CheckOptions struct {
 	failOn    apiv1.Severity
 	logs      int64
 	admission bool
+	full      bool
 }
 
 const checkExample = `  # Check every StatefulSet in the current namespace
@@ -88,13 +91,14 @@ func (f *CheckFlags) command() *cobra.Command {
 	c.Flags().StringVar(&f.FailOn, "fail-on", f.FailOn, "Exit 1 when a finding is at least this severe: error, warning, info or never")
 	c.Flags().Int64Var(&f.Logs, "logs", 0, "Add the last N lines of the previous run of each container a finding says exited (one GET per container)")
 	addConfirmFlag(c, &f.ConfirmWithAdmission)
+	c.Flags().BoolVar(&f.Full, "full", false, "With -A: read every pod, claim, revision and Event of the cluster, instead of only those of namespaces whose StatefulSets' status is not settled")
 	f.Diagnosis.AddFlags(c)
 	return c
 }
 
 // ToOptions checks and parses the flags with the NAME arguments.
 func (f *CheckFlags) ToOptions(args []string) (*CheckOptions, error) {
-	o := &CheckOptions{configFlags: f.configFlags, IOStreams: f.IOStreams, print: f.PrintFlags, admission: f.ConfirmWithAdmission}
+	o := &CheckOptions{configFlags: f.configFlags, IOStreams: f.IOStreams, print: f.PrintFlags, admission: f.ConfirmWithAdmission, full: f.Full}
 	var err error
 	if o.scope, err = f.Scope.ToScope(args); err != nil {
 		return nil, err
@@ -107,6 +111,9 @@ func (f *CheckFlags) ToOptions(args []string) (*CheckOptions, error) {
 	}
 	if o.failOn, err = parseFailOn(f.FailOn); err != nil {
 		return nil, err
+	}
+	if o.full && !o.scope.allNamespaces {
+		return nil, errors.New("--full reads all namespaces: use it with -A")
 	}
 	if o.logs = f.Logs; o.logs < 0 || (o.logs > 0 && o.scope.fleet()) {
 		return nil, errors.New("--logs takes a positive number of lines, and one cluster (not --contexts)")
@@ -125,13 +132,13 @@ func (o *CheckOptions) Run(ctx context.Context) error {
 		if err != nil {
 			return withCode(ExitError, err)
 		}
-		rep, failed = check.RunFleet(ctx, targets, o.diagnosis)
+		rep, failed = check.RunFleet(ctx, targets, check.Options{Diagnosis: o.diagnosis, Full: o.full})
 	} else {
 		c, err := clients(o.configFlags, defaultRequestTimeout)
 		if err != nil {
 			return withCode(ExitError, err)
 		}
-		opts := check.Options{Diagnosis: o.diagnosis, Logs: o.logs,
+		opts := check.Options{Diagnosis: o.diagnosis, Logs: o.logs, Full: o.full,
 			// The page draws each set's ordinals: its explanation, from the same diagnosis.
 			Explanations: o.print.OutputFormat == render.FormatHTML}
 		if o.admission {

@@ -47,17 +47,34 @@ func scenarioCluster(t *testing.T) (kube *fake.Clientset, image *imagefake.Clien
 		dirs = append(dirs, found...)
 	}
 	sort.Strings(dirs)
-	var kubeObjs, imageObjs []runtime.Object
-	seen := map[string]bool{}
+	var placed []placement
 	for i, path := range dirs {
-		snap, err := stuck.LoadFile(path, time.Now())
-		if err != nil {
-			t.Fatal(err)
-		}
 		ns := "n" + strconv.Itoa(i/2)
 		if i%2 == 1 {
 			ns += "-a" // before ns in key order ('-' < '/'), after it by name
 		}
+		placed = append(placed, placement{path, ns})
+	}
+	kube, image = clusterOf(t, placed)
+	return kube, image, len(dirs)
+}
+
+// placement puts a scenario's objects in a namespace.
+type placement struct{ path, namespace string }
+
+// clusterOf puts each scenario's objects in its namespace (UIDs and owner references prefixed
+// with it, so that they stay unique), and extra objects as they are, in fake clientsets.
+func clusterOf(t *testing.T, placed []placement, extra ...runtime.Object) (*fake.Clientset, *imagefake.Clientset) {
+	t.Helper()
+	kubeObjs := append([]runtime.Object(nil), extra...)
+	var imageObjs []runtime.Object
+	seen := map[string]bool{}
+	for _, p := range placed {
+		snap, err := stuck.LoadFile(p.path, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		ns := p.namespace
 		fields := reflect.ValueOf(snap).Elem()
 		for f := 0; f < fields.NumField(); f++ {
 			field := fields.Field(f)
@@ -99,7 +116,7 @@ func scenarioCluster(t *testing.T) (kube *fake.Clientset, image *imagefake.Clien
 			}
 		}
 	}
-	return fake.NewClientset(kubeObjs...), imagefake.NewClientset(imageObjs...), len(dirs)
+	return fake.NewClientset(kubeObjs...), imagefake.NewClientset(imageObjs...)
 }
 
 // pageLists makes the fakes answer LISTs with a limit as the API server does: in key order
