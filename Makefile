@@ -3,8 +3,13 @@
 SHELL := /bin/bash
 GO ?= go
 BIN := bin/kubectl-stsdiag
-RACE_PKGS = $$($(GO) list ./... | grep -v -e '/e2e$$' -e '/e2e/node$$' -e '/e2e/openshift$$' -e '/deploy$$' -e '/release')
-FILE_PKGS = ./deploy/ ./release/...
+RACE_PKGS = $$($(GO) list ./... | grep -v -e '/e2e$$' -e '/e2e/node$$' -e '/e2e/openshift$$' -e '/deploy$$')
+FILE_PKGS = ./deploy/
+# The modules: the product's (cmd, internal, stuck, resolver, openshift, api) and, each with a
+# go.mod of its own so that what only they need stays out of the product's go.mod: release
+# (goreleaser, krew, the container image), deploy/tekton (Tekton's types) and examples (the
+# public packages imported as others would). vet runs go vet and golangci-lint in each.
+MODULES = . release deploy/tekton examples
 # The kwok suite: e2e/node (a real node) and e2e/openshift (OpenShift's image API) have their own targets.
 E2E_PKGS = $$($(GO) list ./e2e/... | grep -v -e '/e2e/node$$' -e '/e2e/openshift$$')
 
@@ -34,21 +39,21 @@ GOLANGCI_VERSION ?= v2.15.0
 GOLANGCI_DIR := $(or $(STSDIAG_CACHE),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/stsdiag)/bin/golangci-lint-$(GOLANGCI_VERSION)
 vet:
 	@test -z "$$(gofmt -l . | tee /dev/stderr)" || { echo "gofmt needed"; exit 1; }
-	$(GO) vet ./...
-	cd deploy/tekton && $(GO) vet ./...
-	cd examples && $(GO) vet ./...
+	@set -e; for m in $(MODULES); do echo "cd $$m && $(GO) vet ./..."; (cd $$m && $(GO) vet ./...); done
 	@test -x $(GOLANGCI_DIR)/golangci-lint || GOBIN=$(GOLANGCI_DIR) $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_VERSION)
-	$(GOLANGCI_DIR)/golangci-lint run --timeout 20m ./...
-	cd deploy/tekton && $(GOLANGCI_DIR)/golangci-lint run --timeout 20m --config ../../.golangci.yml ./...
+	@set -e; for m in $(MODULES); do echo "cd $$m && golangci-lint run ./..."; \
+		(cd $$m && $(GOLANGCI_DIR)/golangci-lint run --timeout 20m --config $(CURDIR)/.golangci.yml ./...); done
 
-## unit also runs deploy/tekton, a module of its own (Tekton's Go types and validation), and
-## examples, a module that imports the public packages stuck, resolver and openshift as others would
+## unit also runs the other modules' tests: release, deploy/tekton (Tekton's Go types and
+## validation), and examples, which imports the public packages stuck, resolver and openshift as
+## others would
 ## unit: -race where our goroutines run; the shipped files' tests (Helm, kustomize, goreleaser,
 ## the image, Tekton's validation) start none, and without -race reuse vet's build of those large
 ## libraries (a cold `make test` compiles them once, not twice)
 unit: browser
 	$(GO) test -race -count=1 $(RACE_PKGS)
 	$(GO) test -count=1 $(FILE_PKGS)
+	cd release && $(GO) test -count=1 ./...
 	cd deploy/tekton && $(GO) test -count=1 ./...
 	cd examples && $(GO) test -count=1 ./...
 
@@ -139,7 +144,8 @@ bench: build cluster-bins
 	$(GO) run ./e2e/cmd/bench -sets $(SETS) -replicas 5 -reps $(REPS) -stsdiag $(BIN) $(if $(PROFILE),-profile e2e/_artifacts/bench/profiles)
 
 ## image: the container image of `stsdiag watch`, built without a container engine and without
-## network (release/ociimage): an OCI layout in bin/image and a tarball bin/image.tar (docker/podman load)
+## network (release/ociimage, in the release module): an OCI layout in bin/image and a tarball
+## bin/image.tar (docker/podman load)
 IMAGE ?= ghcr.io/stsdiag/stsdiag:$(VERSION)
 IMAGE_PLATFORM ?= linux/amd64
 IMAGE_BIN = bin/$(subst /,_,$(IMAGE_PLATFORM))/kubectl-stsdiag
@@ -147,9 +153,9 @@ image:
 	rm -rf bin/image bin/image.tar
 	CGO_ENABLED=0 GOOS=$(word 1,$(subst /, ,$(IMAGE_PLATFORM))) GOARCH=$(word 2,$(subst /, ,$(IMAGE_PLATFORM))) \
 		$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(IMAGE_BIN) ./cmd/kubectl-stsdiag
-	SOURCE_DATE_EPOCH=$$(git log -1 --format=%ct 2>/dev/null || echo 0) $(GO) run ./release/ociimage -binary $(IMAGE_BIN) \
+	cd release && SOURCE_DATE_EPOCH=$$(git log -1 --format=%ct 2>/dev/null || echo 0) $(GO) run ./ociimage -binary $(abspath $(IMAGE_BIN)) \
 		-platform $(IMAGE_PLATFORM) -tag $(IMAGE) -version $(VERSION) -revision "$$(git rev-parse HEAD 2>/dev/null)" \
-		-layout bin/image -tarball bin/image.tar
+		-layout $(abspath bin/image) -tarball $(abspath bin/image.tar)
 
 fuzz:
 	$(GO) test ./resolver -run '^$$' -fuzz FuzzResolve -fuzztime 30s
