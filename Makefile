@@ -3,15 +3,15 @@
 SHELL := /bin/bash
 GO ?= go
 BIN := bin/kubectl-stsdiag
-RACE_PKGS = $$($(GO) list ./... | grep -v -e '/deploy$$')
-FILE_PKGS = ./deploy/
+RACE_PKGS = ./...
 # The modules: the product's (cmd, internal, stuck, resolver, openshift, api) and, each with a
 # go.mod of its own so that what only they need stays out of the product's go.mod: e2e (the
 # suites, their harnesses, the HTML report's browser test; it replaces the product's module with
-# ../), release (goreleaser, krew, the container image), deploy/tekton (Tekton's types) and
+# ../), deploy (the shipped files' tests: Helm, kustomize, prometheus-operator's types, Argo CD's
+# Lua), release (goreleaser, krew, the container image), deploy/tekton (Tekton's types) and
 # examples (the public packages imported as others would). vet runs go vet and golangci-lint in
 # each; the e2e targets run `go test` and `go run` in e2e/.
-MODULES = . e2e release deploy/tekton examples
+MODULES = . e2e deploy release deploy/tekton examples
 # The e2e module's packages that need no control plane (the harnesses' tests, the browser test),
 # for unit; listed in e2e/.
 E2E_UNIT_PKGS = $$($(GO) list ./... | grep -v -e '/e2e$$' -e '/e2e/node$$' -e '/e2e/openshift$$')
@@ -50,16 +50,16 @@ vet:
 	@set -e; for m in $(MODULES); do echo "cd $$m && golangci-lint run ./..."; \
 		(cd $$m && $(GOLANGCI_DIR)/golangci-lint run --timeout 20m --config $(CURDIR)/.golangci.yml ./...); done
 
-## unit also runs the other modules' tests: e2e's packages that need no control plane (with
-## -race, as before the split), release, deploy/tekton (Tekton's Go types and validation), and
+## unit also runs the other modules' tests: e2e's packages that need no control plane, deploy
+## and release (the shipped files), deploy/tekton (Tekton's Go types and validation), and
 ## examples, which imports the public packages stuck, resolver and openshift as others would
-## unit: -race where our goroutines run; the shipped files' tests (Helm, kustomize, goreleaser,
-## the image, Tekton's validation) start none, and without -race reuse vet's build of those large
-## libraries (a cold `make test` compiles them once, not twice)
+## unit: -race where our goroutines run; the shipped files' tests (Helm, kustomize, Argo CD's Lua,
+## goreleaser, the image, Tekton's validation) start none, and without -race reuse vet's build of
+## those large libraries (a cold `make test` compiles them once, not twice)
 unit: browser
 	$(GO) test -race -count=1 $(RACE_PKGS)
 	cd e2e && $(GO) test -race -count=1 $(E2E_UNIT_PKGS)
-	$(GO) test -count=1 $(FILE_PKGS)
+	cd deploy && $(GO) test -count=1 ./...
 	cd release && $(GO) test -count=1 ./...
 	cd deploy/tekton && $(GO) test -count=1 ./...
 	cd examples && $(GO) test -count=1 ./...

@@ -11,6 +11,7 @@ require (
 	github.com/openshift/api v0.0.0-20260326111139-30c2ef7a272e
 	github.com/openshift/client-go v0.0.0-20260330134249-7e1499aaacd7
 	github.com/stsdiag/stsdiag v0.0.0
+	github.com/stsdiag/stsdiag/deploy v0.0.0
 	golang.org/x/sync v0.25.0
 	helm.sh/helm/v3 v3.20.2
 	k8s.io/api v0.35.4
@@ -149,3 +150,5 @@ require (
 )
 
 replace github.com/stsdiag/stsdiag => ../
+
+replace github.com/stsdiag/stsdiag/deploy => ../deploy
