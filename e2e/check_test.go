@@ -22,8 +22,8 @@ import (
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/e2e/internal/harness"
+	"github.com/stsdiag/stsdiag/e2e/internal/htmltest"
 	"github.com/stsdiag/stsdiag/e2e/internal/scenario"
-	"github.com/stsdiag/stsdiag/internal/render/htmltest"
 )
 
 // TestStuckRollout reproduces kubernetes#67250 with the real StatefulSet controller, proves the
