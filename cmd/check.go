@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -47,6 +48,9 @@ type CheckOptions struct {
 	logs      int64
 	admission bool
 	full      bool
+	// pageSize is STSDIAG_PAGE_SIZE: the page size of check -A --full's LISTs, for tests on a
+	// real API server (docs/development.md); 0 for the default.
+	pageSize int64
 }
 
 const checkExample = `  # Check every StatefulSet in the current namespace
@@ -112,6 +116,9 @@ func (f *CheckFlags) ToOptions(args []string) (*CheckOptions, error) {
 	if o.failOn, err = parseFailOn(f.FailOn); err != nil {
 		return nil, err
 	}
+	if n, err := strconv.ParseInt(os.Getenv("STSDIAG_PAGE_SIZE"), 10, 64); err == nil && n > 0 {
+		o.pageSize = n
+	}
 	if o.full && !o.scope.allNamespaces {
 		return nil, errors.New("--full reads all namespaces: use it with -A")
 	}
@@ -132,13 +139,13 @@ func (o *CheckOptions) Run(ctx context.Context) error {
 		if err != nil {
 			return withCode(ExitError, err)
 		}
-		rep, failed = check.RunFleet(ctx, targets, check.Options{Diagnosis: o.diagnosis, Full: o.full})
+		rep, failed = check.RunFleet(ctx, targets, check.Options{Diagnosis: o.diagnosis, Full: o.full, PageSize: o.pageSize})
 	} else {
 		c, err := clients(o.configFlags, defaultRequestTimeout)
 		if err != nil {
 			return withCode(ExitError, err)
 		}
-		opts := check.Options{Diagnosis: o.diagnosis, Logs: o.logs, Full: o.full,
+		opts := check.Options{Diagnosis: o.diagnosis, Logs: o.logs, Full: o.full, PageSize: o.pageSize,
 			// The page draws each set's ordinals: its explanation, from the same diagnosis.
 			Explanations: o.print.OutputFormat == render.FormatHTML}
 		if o.admission {

@@ -27,6 +27,8 @@ type Options struct {
 	// Full reads every object of all namespaces instead of triaging them by the StatefulSets'
 	// statuses (check -A --full).
 	Full bool
+	// PageSize is the limit of each page of a full all-namespaces read (0: the default).
+	PageSize int64
 	// Logs, if positive, adds the last Logs lines of the run that exited to each finding about a
 	// container that exited (gather.PreviousLogs).
 	Logs int64

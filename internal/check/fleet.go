@@ -43,7 +43,7 @@ func RunFleet(ctx context.Context, targets []Target, o Options) (rep *model.Repo
 		if src == nil {
 			if t.Scope.Namespace == "" && len(t.Scope.Names) == 0 {
 				// All namespaces, as check -A.
-				r, _, err := ClusterWide(ctx, t.Clients, t.Scope, Options{Diagnosis: opts, Full: o.Full})
+				r, _, err := ClusterWide(ctx, t.Clients, t.Scope, Options{Diagnosis: opts, Full: o.Full, PageSize: o.PageSize})
 				return outcome{r, err}
 			}
 			src = gather.Lister{Clients: t.Clients, Scope: t.Scope}

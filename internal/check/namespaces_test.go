@@ -123,8 +123,9 @@ func clusterOf(t *testing.T, placed []placement, extra ...runtime.Object) (*fake
 // (namespace, '/', name), a page at a time, with a continue token. reorder, if set, may reorder
 // the items of each kind first (an API server breaking key order), and expire the continue
 // token of the kind it names. lists counts the LISTs by their limit, whole names the kinds not
-// listed in pages of gather.PageSize.
+// listed in pages of size.
 type pager struct {
+	size    int64
 	reorder func(items []runtime.Object)
 	expire  string
 	mu      sync.Mutex
@@ -151,7 +152,7 @@ func (p *pager) install(trackers ...interface {
 			o := la.ListOptions
 			p.mu.Lock()
 			p.lists[o.Limit]++
-			if o.Limit != gather.PageSize {
+			if o.Limit != p.size {
 				p.whole[la.Resource.Resource] = true
 			}
 			p.mu.Unlock()
@@ -197,14 +198,12 @@ func key(obj runtime.Object) string {
 // gives the report of one snapshot of everything (Gather's unpaged LISTs), finding for finding,
 // set for set, warning for warning, on every scenario of testdata in one cluster.
 func TestAllNamespacesIsOneSnapshot(t *testing.T) {
-	defer func(size int64) { gather.PageSize = size }(gather.PageSize)
 	opts := stuck.DefaultOptions()
 	scope := gather.Scope{OpenShift: imageapi.ModeAlways}
 	for _, size := range []int64{1, 2, 7, 5000} {
 		t.Run(fmt.Sprintf("pages of %d", size), func(t *testing.T) {
-			gather.PageSize = size
 			kube, image, scenarios := scenarioCluster(t)
-			p := &pager{}
+			p := &pager{size: size}
 			p.install(kube, image)
 			c := gather.Clients{Kube: kube, Image: image}
 			want, _, err := check.Run(context.Background(), c, scope, opts)
@@ -212,7 +211,7 @@ func TestAllNamespacesIsOneSnapshot(t *testing.T) {
 				t.Fatal(err)
 			}
 			p.reset()
-			got, explained, err := check.AllNamespaces(context.Background(), c, scope, opts, true)
+			got, explained, err := check.AllNamespaces(context.Background(), gather.Paged{Clients: c, Scope: scope, PageSize: size}, opts, true)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -241,8 +240,6 @@ func TestAllNamespacesIsOneSnapshot(t *testing.T) {
 // expires, the namespaces handed out may have been incomplete: the report is then Gather's, read
 // again whole, never one built from part of a namespace.
 func TestAllNamespacesFallsBack(t *testing.T) {
-	defer func(size int64) { gather.PageSize = size }(gather.PageSize)
-	gather.PageSize = 3
 	opts := stuck.DefaultOptions()
 	scope := gather.Scope{OpenShift: imageapi.ModeAlways}
 	cases := map[string]*pager{
@@ -256,11 +253,12 @@ func TestAllNamespacesFallsBack(t *testing.T) {
 		"controllerrevisions' continue token expired": {expire: "controllerrevisions"},
 	}
 	for name, p := range cases {
+		p.size = 3
 		t.Run(name, func(t *testing.T) {
 			kube, image, _ := scenarioCluster(t)
 			p.install(kube, image)
 			c := gather.Clients{Kube: kube, Image: image}
-			got, _, err := check.AllNamespaces(context.Background(), c, scope, opts, false)
+			got, _, err := check.AllNamespaces(context.Background(), gather.Paged{Clients: c, Scope: scope, PageSize: 3}, opts, false)
 			if err != nil {
 				t.Fatal(err)
 			}

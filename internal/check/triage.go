@@ -25,7 +25,7 @@ func ClusterWide(ctx context.Context, c gather.Clients, scope gather.Scope, o Op
 	var explanations map[string]*apiv1.Explanation
 	var err error
 	if o.Full || o.Explanations || lease.State(now) == stuck.LeaseNotRenewed {
-		rep, explanations, err = AllNamespaces(ctx, c, scope, o.Diagnosis, o.Explanations)
+		rep, explanations, err = AllNamespaces(ctx, gather.Paged{Clients: c, Scope: scope, PageSize: o.PageSize}, o.Diagnosis, o.Explanations)
 	} else {
 		rep, err = Triaged(ctx, c, scope, o.Diagnosis)
 	}

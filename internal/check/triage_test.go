@@ -111,7 +111,7 @@ func TestTriagedIsFull(t *testing.T) {
 		kube, image := clusterOf(t, placed, extra...)
 		c := gather.Clients{Kube: kube, Image: image}
 		scope := gather.Scope{OpenShift: mode}
-		full, _, err := check.AllNamespaces(context.Background(), c, scope, opts, false)
+		full, _, err := check.AllNamespaces(context.Background(), gather.Paged{Clients: c, Scope: scope}, opts, false)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -119,7 +119,7 @@ func startLive(ctx context.Context, c Clients, scope Scope, onChange func(obj an
 	if diagnose != nil {
 		// Whatever fails here (ErrRestart, a page that could not be read) the informers read again
 		// by themselves, with their own retries.
-		_, err := eachNamespace(ctx, c, scope, diagnose, first)
+		_, err := eachNamespace(ctx, c, scope, DefaultPageSize, diagnose, first)
 		diagnosed = err == nil
 	}
 	for i, r := range readable {

@@ -259,14 +259,14 @@ func run() error {
 	}
 	// check's requests: discovery of the image API and of the server version; StorageClasses,
 	// Nodes and Namespaces whole, the ImageStreams in pages of 500 (openshift.ListImageStreams);
-	// the namespaced kinds in pages of gather.PageSize (gather.EachNamespace): StatefulSets,
+	// the namespaced kinds in pages of gather.DefaultPageSize (gather.EachNamespace): StatefulSets,
 	// Pods, ControllerRevisions, PVCs, and Warning Events and Services (none created here but
 	// the kubernetes Service: one page each).
 	pages := func(n, size int) int { return max(1, (n+size-1)/size) }
-	paged := pages(len(syn.StatefulSets), int(gather.PageSize)) + pages(len(syn.Pods), int(gather.PageSize)) +
-		pages(len(syn.Revisions), int(gather.PageSize)) + pages(len(syn.PVCs), int(gather.PageSize)) + 2
+	paged := pages(len(syn.StatefulSets), int(gather.DefaultPageSize)) + pages(len(syn.Pods), int(gather.DefaultPageSize)) +
+		pages(len(syn.Revisions), int(gather.DefaultPageSize)) + pages(len(syn.PVCs), int(gather.DefaultPageSize)) + 2
 	if want := 2 + 3 + pages(len(syn.ImageStreams), 500) + paged; check[0].requests != want {
-		failures = append(failures, fmt.Sprintf("check made %d requests, want %d (discovery 2, 3 cluster-scoped kinds, ImageStreams by 500, namespaced kinds by %d: %d)", check[0].requests, want, gather.PageSize, paged))
+		failures = append(failures, fmt.Sprintf("check made %d requests, want %d (discovery 2, 3 cluster-scoped kinds, ImageStreams by 500, namespaced kinds by %d: %d)", check[0].requests, want, gather.DefaultPageSize, paged))
 	}
 	if want := decoded[0].requests + 2 + paged - 6; check[0].requests != want {
 		failures = append(failures, fmt.Sprintf("check made %d requests, the bare LISTs %d: want %d (the LISTs + 2 discovery + the namespaced kinds' further pages)", check[0].requests, decoded[0].requests, want))
