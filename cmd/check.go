@@ -21,8 +21,8 @@ import (
 	"github.com/stsdiag/stsdiag/stuck"
 )
 
-// CheckFlags are the flags of `stsdiag check`, as typed.
-type CheckFlags struct {
+// checkFlags are the flags of `stsdiag check`, as typed.
+type checkFlags struct {
 	configFlags *genericclioptions.ConfigFlags
 	genericiooptions.IOStreams
 	PrintFlags *render.PrintFlags
@@ -37,8 +37,8 @@ type CheckFlags struct {
 	Full bool
 }
 
-// CheckOptions are what `stsdiag check` runs with, parsed and checked.
-type CheckOptions struct {
+// checkOptions are what `stsdiag check` runs with, parsed and checked.
+type checkOptions struct {
 	configFlags *genericclioptions.ConfigFlags
 	genericiooptions.IOStreams
 	print     *render.PrintFlags
@@ -72,17 +72,17 @@ const checkExample = `  # Check every StatefulSet in the current namespace
   # writes (a server-side dry-run create of a probe pod per namespace; needs create pods)
   oc stsdiag check -n myproject --confirm-with-admission`
 
-// NewCheckCommand builds `stsdiag check`.
-func NewCheckCommand(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+// newCheckCommand builds `stsdiag check`.
+func newCheckCommand(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	return newCheckFlags(configFlags, streams).command()
 }
 
-func newCheckFlags(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *CheckFlags {
-	return &CheckFlags{configFlags: configFlags, IOStreams: streams, PrintFlags: render.NewPrintFlags(render.FormatHTML),
+func newCheckFlags(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *checkFlags {
+	return &checkFlags{configFlags: configFlags, IOStreams: streams, PrintFlags: render.NewPrintFlags(render.FormatHTML),
 		Scope: newScopeFlags(configFlags), Diagnosis: newDiagnosisFlags(), FailOn: "error"}
 }
 
-func (f *CheckFlags) command() *cobra.Command {
+func (f *checkFlags) command() *cobra.Command {
 	c := &cobra.Command{
 		Use:     "check [NAME...] [-n NAMESPACE | -A] [-l SELECTOR]",
 		Short:   "Report StatefulSet rollouts that will not finish on their own, and why",
@@ -101,8 +101,8 @@ func (f *CheckFlags) command() *cobra.Command {
 }
 
 // ToOptions checks and parses the flags with the NAME arguments.
-func (f *CheckFlags) ToOptions(args []string) (*CheckOptions, error) {
-	o := &CheckOptions{configFlags: f.configFlags, IOStreams: f.IOStreams, print: f.PrintFlags, admission: f.ConfirmWithAdmission, full: f.Full}
+func (f *checkFlags) ToOptions(args []string) (*checkOptions, error) {
+	o := &checkOptions{configFlags: f.configFlags, IOStreams: f.IOStreams, print: f.PrintFlags, admission: f.ConfirmWithAdmission, full: f.Full}
 	var err error
 	if o.scope, err = f.Scope.ToScope(args); err != nil {
 		return nil, err
@@ -130,7 +130,7 @@ func (f *CheckFlags) ToOptions(args []string) (*CheckOptions, error) {
 
 // Run gathers and diagnoses (one cluster, or the fleet of --contexts), prints the report and
 // sets the exit code: the worst of all clusters.
-func (o *CheckOptions) Run(ctx context.Context) error {
+func (o *checkOptions) Run(ctx context.Context) error {
 	var rep *model.Report
 	var explanations map[string]*apiv1.Explanation
 	var failed []string
@@ -177,7 +177,7 @@ func (o *CheckOptions) Run(ctx context.Context) error {
 
 // fleet builds one target per context: its own clients and its namespace (-n, else the
 // context's own).
-func (o *CheckOptions) fleet() ([]check.Target, error) {
+func (o *checkOptions) fleet() ([]check.Target, error) {
 	var targets []check.Target
 	for _, name := range o.scope.contexts {
 		c, scope, err := contextTarget(o.configFlags, name, o.scope.allNamespaces, o.scope.Scope, defaultRequestTimeout)

@@ -106,13 +106,13 @@ Exit codes: 0 nothing wrong (or everything repaired), 1 findings or something le
 	root.SetErr(streams.ErrOut)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return withCode(ExitError, err) })
 	configFlags.AddFlags(root.PersistentFlags())
-	root.AddCommand(NewCheckCommand(configFlags, streams))
-	root.AddCommand(NewFixCommand(configFlags, streams))
-	root.AddCommand(NewWaitCommand(configFlags, streams))
-	root.AddCommand(NewCanaryCommand(configFlags, streams))
-	root.AddCommand(NewExplainCommand(configFlags, streams))
-	root.AddCommand(NewWatchCommand(configFlags, streams))
-	root.AddCommand(NewVersionCommand(streams))
+	root.AddCommand(newCheckCommand(configFlags, streams))
+	root.AddCommand(newFixCommand(configFlags, streams))
+	root.AddCommand(newWaitCommand(configFlags, streams))
+	root.AddCommand(newCanaryCommand(configFlags, streams))
+	root.AddCommand(newExplainCommand(configFlags, streams))
+	root.AddCommand(newWatchCommand(configFlags, streams))
+	root.AddCommand(newVersionCommand(streams))
 	for _, c := range root.Commands() {
 		// pflag prints notices such as "Flag --stuck-grace has been deprecated" on the flag
 		// set's output; cobra would copy them to stdout, where the documents go.
