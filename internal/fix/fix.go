@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/internal/explain"
 	"github.com/stsdiag/stsdiag/internal/gather"
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/plan"
@@ -72,7 +73,8 @@ func Run(ctx context.Context, o Options) (*model.FixResult, error) {
 		ok, err := o.Confirm(result)
 		if err != nil {
 			for i := range result.Actions {
-				result.Actions[i].Result, result.Actions[i].Message = apiv1.ResultSkipped, "not confirmed"
+				result.Actions[i].Conclude(model.Outcome{Reason: model.OutcomeNotConfirmed})
+				explain.Outcome(&result.Actions[i])
 			}
 			return result, nil
 		}

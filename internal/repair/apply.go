@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"sort"
 	"strings"
 	"time"
@@ -19,6 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/internal/explain"
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/plan"
 	"github.com/stsdiag/stsdiag/internal/rollout"
@@ -184,6 +184,13 @@ func (e *Executor) replanSnap(ctx context.Context) (plan.Plan, *stuck.Objects, e
 	return plan.Planner{Policy: plan.Everything}.Plan(rep, snap), snap, nil
 }
 
+// conclude sets what became of an action: its outcome, the result that means, and explain's
+// words for it (the executor writes none).
+func conclude(a *model.Action, o model.Outcome) {
+	a.Conclude(o)
+	explain.Outcome(a)
+}
+
 // deleteProven deletes each pod only if a diagnosis made right now still proves it stuck, with a
 // UID precondition so exactly the pod proven is deleted. The kubelet rewrites a failing pod's
 // status (and resourceVersion) on every back-off, so the resourceVersion is no precondition: the
@@ -192,13 +199,14 @@ func (e *Executor) deleteProven(ctx context.Context, actions []model.Action) ([]
 	out := make([]model.Action, 0, len(actions))
 	if e.DryRun == apiv1.DryRunClient {
 		for _, a := range actions {
-			a.Result, a.Message = apiv1.ResultDone, "dry run: not sent"
+			o := model.Outcome{Reason: model.OutcomeDryRun}
 			if a.Kind() == apiv1.DeletePod {
 				a.Disruption = e.DisruptionMode()
 				if a.Disruption == apiv1.DisruptionEvict {
-					e.predictEviction(ctx, &a)
+					o.Eviction = e.predictEviction(ctx, a)
 				}
 			}
+			conclude(&a, o)
 			e.report(a)
 			out = append(out, a)
 		}
@@ -213,7 +221,7 @@ func (e *Executor) deleteProven(ctx context.Context, actions []model.Action) ([]
 			if fresh != nil {
 				proof, ok := fresh[proofKey(a.Kind(), a.Namespace, a.Pod)]
 				if !ok {
-					a.Result, a.Message = apiv1.ResultSkipped, "a fresh diagnosis no longer proves it stuck (it recovered, was replaced or its StatefulSet changed); nothing deleted"
+					conclude(&a, model.Outcome{Reason: model.OutcomeNotProven})
 					break
 				}
 				a.UID = proof.UID
@@ -264,23 +272,14 @@ type jsonPatchOp struct {
 // diagnosed, so a concurrent change is never overwritten. On such a change it diagnoses again,
 // once, and retries with the fresh finding.
 func (e *Executor) patch(ctx context.Context, a *model.Action) (done bool, generation int64, err error) {
-	return e.guardedPatch(ctx, a, guarded{
-		send:      e.sendPatch,
-		fresh:     e.freshPatch,
-		done:      func(*model.Action) string { return "image patched" },
-		dryRun:    "server dry run: the patch would be accepted",
-		notNeeded: "the StatefulSet changed since diagnosis and no longer needs this patch; nothing overwritten",
-	})
+	return e.guardedPatch(ctx, a, guarded{send: e.sendPatch, fresh: e.freshPatch})
 }
 
 // guarded describes one kind of precondition-guarded StatefulSet patch (image patch, rollback).
 type guarded struct {
 	send func(context.Context, *model.Action) (*appsv1.StatefulSet, error)
 	// fresh diagnoses again and returns the same change if it is still called for.
-	fresh     func(context.Context, model.Action) (model.Action, bool, error)
-	done      func(*model.Action) string
-	dryRun    string
-	notNeeded string
+	fresh func(context.Context, model.Action) (model.Action, bool, error)
 }
 
 // guardedPatch sends a patch whose test operations refuse it when the StatefulSet changed since
@@ -288,28 +287,27 @@ type guarded struct {
 // change is never overwritten.
 func (e *Executor) guardedPatch(ctx context.Context, a *model.Action, g guarded) (done bool, generation int64, err error) {
 	if e.DryRun == apiv1.DryRunClient {
-		a.Result, a.Message = apiv1.ResultDone, "dry run: not sent"
+		conclude(a, model.Outcome{Reason: model.OutcomeDryRun})
 		return false, 0, nil
 	}
 	for attempt := 0; ; attempt++ {
 		set, err := g.send(ctx, a)
 		switch {
+		case err == nil && e.DryRun == apiv1.DryRunServer:
+			conclude(a, model.Outcome{Reason: model.OutcomeServerDryRunAccepted})
+			return false, 0, nil
 		case err == nil:
-			a.Result, a.Message = apiv1.ResultDone, g.done(a)
-			if e.DryRun == apiv1.DryRunServer {
-				a.Message = g.dryRun
-				return false, 0, nil
-			}
+			conclude(a, model.Outcome{Reason: model.OutcomeDone})
 			return true, set.Generation, nil
 		case apierrors.IsForbidden(err):
-			a.Result, a.Message = apiv1.ResultFailed, fmt.Sprintf("forbidden: needs patch statefulsets.apps in namespace %s (see deploy/fix-clusterrole.yaml): %s", a.Namespace, firstLine(err))
+			conclude(a, model.Outcome{Reason: model.OutcomeForbidden, Verb: "patch", Resource: "statefulsets.apps", Err: firstLine(err)})
 			return false, 0, nil
 		case apierrors.IsNotFound(err):
-			a.Result, a.Message = apiv1.ResultSkipped, "the StatefulSet no longer exists; nothing patched"
+			conclude(a, model.Outcome{Reason: model.OutcomeGone})
 			return false, 0, nil
 		case apierrors.IsInvalid(err) || apierrors.IsConflict(err):
 			if attempt > 0 || e.Rediagnose == nil {
-				a.Result, a.Message = apiv1.ResultFailed, "the StatefulSet changed again since diagnosis; nothing overwritten"
+				conclude(a, model.Outcome{Reason: model.OutcomeChangedAgain})
 				return false, 0, nil
 			}
 			fresh, ok, err := g.fresh(ctx, *a)
@@ -317,15 +315,15 @@ func (e *Executor) guardedPatch(ctx context.Context, a *model.Action, g guarded)
 				return false, 0, err
 			}
 			if !ok {
-				a.Result, a.Message = apiv1.ResultSkipped, g.notNeeded
+				conclude(a, model.Outcome{Reason: model.OutcomeNotNeeded})
 				return false, 0, nil
 			}
 			*a = fresh
 		case isAPIAnswer(err):
-			a.Result, a.Message = apiv1.ResultFailed, firstLine(err)
+			conclude(a, model.Outcome{Reason: model.OutcomeFailed, Err: firstLine(err)})
 			return false, 0, nil
 		default:
-			a.Result, a.Message = apiv1.ResultFailed, firstLine(err)
+			conclude(a, model.Outcome{Reason: model.OutcomeFailed, Err: firstLine(err)})
 			return false, 0, &UnavailableError{Err: err}
 		}
 	}
@@ -367,32 +365,36 @@ func (e *Executor) deletePod(ctx context.Context, a *model.Action) (conflict boo
 		uid := types.UID(a.UID)
 		opts.Preconditions = &metav1.Preconditions{UID: &uid}
 	}
-	done := "pod deleted; the controller recreates it from the update revision, its PersistentVolumeClaims are kept"
 	if a.Kind() == apiv1.ForceDeletePod {
 		opts.GracePeriodSeconds = ptr.To[int64](0)
-		done = "pod force-deleted (grace period 0) from its lost node; the controller recreates it on a healthy node, its PersistentVolumeClaims are kept"
 	}
 	if a.Kind() == apiv1.DeletePod {
 		a.Disruption = apiv1.DisruptionDelete
 	}
 	err = e.Kube.CoreV1().Pods(a.Namespace).Delete(ctx, a.Pod, opts)
+	return e.removed(a, err, "delete", "pods")
+}
+
+// removed concludes a delete or an eviction from the API server's answer (the answers both
+// share; evictPod first takes those only an eviction gets). conflict is true when the UID
+// precondition failed: the pod was replaced meanwhile.
+func (e *Executor) removed(a *model.Action, err error, verb, resource string) (conflict bool, _ error) {
 	switch {
+	case err == nil && e.DryRun == apiv1.DryRunServer:
+		conclude(a, model.Outcome{Reason: model.OutcomeServerDryRunAccepted})
 	case err == nil:
-		a.Result, a.Message = apiv1.ResultDone, done
-		if e.DryRun == apiv1.DryRunServer {
-			a.Message = "server dry run: the delete would be accepted"
-		}
+		conclude(a, model.Outcome{Reason: model.OutcomeDone})
 	case apierrors.IsConflict(err):
-		a.Result, a.Message = apiv1.ResultSkipped, "the pod was replaced since it was proven stuck; nothing deleted"
+		conclude(a, model.Outcome{Reason: model.OutcomeReplaced})
 		return true, nil
 	case apierrors.IsNotFound(err):
-		a.Result, a.Message = apiv1.ResultSkipped, "the pod is already gone; nothing deleted"
+		conclude(a, model.Outcome{Reason: model.OutcomeGone})
 	case apierrors.IsForbidden(err):
-		a.Result, a.Message = apiv1.ResultFailed, fmt.Sprintf("forbidden: needs delete pods in namespace %s (see deploy/fix-clusterrole.yaml): %s", a.Namespace, firstLine(err))
+		conclude(a, model.Outcome{Reason: model.OutcomeForbidden, Verb: verb, Resource: resource, Err: firstLine(err)})
 	case isAPIAnswer(err):
-		a.Result, a.Message = apiv1.ResultFailed, firstLine(err)
+		conclude(a, model.Outcome{Reason: model.OutcomeFailed, Err: firstLine(err)})
 	default:
-		a.Result, a.Message = apiv1.ResultFailed, firstLine(err)
+		conclude(a, model.Outcome{Reason: model.OutcomeFailed, Err: firstLine(err)})
 		return false, &UnavailableError{Err: err}
 	}
 	return false, nil
@@ -405,7 +407,7 @@ func (e *Executor) deletePod(ctx context.Context, a *model.Action) (conflict boo
 func (e *Executor) provenAfterPatch(ctx context.Context, later []model.Action, patched map[string]int64) (pending, decided []model.Action, err error) {
 	if e.DryRun != apiv1.DryRunNone {
 		for _, a := range later {
-			a.Result, a.Message = apiv1.ResultDone, "dry run: deleted only if still stuck on the old revision after the patch"
+			conclude(&a, model.Outcome{Reason: model.OutcomeDryRunAfterPatch})
 			decided = append(decided, a)
 		}
 		return nil, decided, nil
@@ -415,7 +417,7 @@ func (e *Executor) provenAfterPatch(ctx context.Context, later []model.Action, p
 			pending = append(pending, a)
 			continue
 		}
-		a.Result, a.Message = apiv1.ResultSkipped, "its StatefulSet was not patched; nothing deleted"
+		conclude(&a, model.Outcome{Reason: model.OutcomeNotPatched})
 		decided = append(decided, a)
 	}
 	if len(pending) == 0 || e.Rediagnose == nil {
@@ -435,13 +437,13 @@ func (e *Executor) provenAfterPatch(ctx context.Context, later []model.Action, p
 		key := stuck.Key(a.Namespace, a.StatefulSet)
 		if observed, ok := notObserved[key]; ok {
 			a.NotObserved = true
-			a.Result, a.Message = apiv1.ResultSkipped, fmt.Sprintf("the StatefulSet controller did not observe the patch within the --wait budget (status.observedGeneration %d, patched generation %d); nothing deleted: a fresh diagnosis is trusted only once the controller has observed the patch", observed, patched[key])
+			conclude(&a, model.Outcome{Reason: model.OutcomeNotObserved, ObservedGeneration: observed, PatchedGeneration: patched[key]})
 			decided = append(decided, a)
 			continue
 		}
 		proof, ok := fresh[proofKey(apiv1.DeletePod, a.Namespace, a.Pod)]
 		if !ok {
-			a.Result, a.Message = apiv1.ResultSkipped, "not stuck on an old revision after the patch (the controller replaced it or it recovered); nothing deleted"
+			conclude(&a, model.Outcome{Reason: model.OutcomeNotStuckAfterPatch})
 			decided = append(decided, a)
 			continue
 		}

@@ -329,6 +329,9 @@ func TestOutcomeWording(t *testing.T) {
 	for _, c := range outcomeCases() {
 		t.Run(c.reason+"/"+c.name, func(t *testing.T) {
 			a := runOutcome(t, c)
+			if a.Outcome.Reason != model.OutcomeReason(c.reason) {
+				t.Errorf("outcome %q, want %q", a.Outcome.Reason, c.reason)
+			}
 			byReason[c.reason] = append(byReason[c.reason], actionWords(c.name, a, c.dryRun))
 		})
 	}
