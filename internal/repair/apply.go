@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -25,8 +26,26 @@ import (
 	"github.com/stsdiag/stsdiag/stuck"
 )
 
-// Diagnoser re-reads the cluster and diagnoses it again (gather → diagnose).
-type Diagnoser func(ctx context.Context) (*model.Report, *stuck.Objects, error)
+// Prover reads the cluster again and diagnoses it: the proof of each delete, and what a patch
+// refused by its tests is checked against. after lists the writes the executor made so far in
+// this Apply, the last one last: a prover that reads a cache returns only once the cache has seen
+// them (or reads afresh); one that LISTs reads after them anyway. The executor imports no reader:
+// each use case injects its prover.
+type Prover func(ctx context.Context, after []Write) (*model.Report, *stuck.Objects, error)
+
+// Write is a change the executor made to the cluster (not a dry run's).
+type Write struct {
+	// Kind is the action that wrote: PatchImage or Rollback patched the StatefulSet Name,
+	// DeletePod or ForceDeletePod deleted or evicted the pod Name.
+	Kind            apiv1.ActionKind
+	Namespace, Name string
+	// UID is the object's: the StatefulSet patched, the pod removed.
+	UID string
+	// ResourceVersion and Generation are the StatefulSet's as the patch answered (empty for a
+	// pod: neither a delete's answer nor an eviction's is read).
+	ResourceVersion string
+	Generation      int64
+}
 
 // Executor applies planned actions.
 type Executor struct {
@@ -34,10 +53,10 @@ type Executor struct {
 	DryRun apiv1.DryRunMode
 	// Planner plans Repair.
 	Planner plan.Planner
-	// Rediagnose diagnoses afresh: right before a delete and after a patch or a conflict, a
-	// fresh plan proves what is still called for. Without it the plan's own diagnosis is the
-	// proof.
-	Rediagnose Diagnoser
+	// Prove diagnoses afresh: before the first delete and before every delete that follows a
+	// write, and after a patch or a conflict, a fresh plan proves what is still called for.
+	// Without it (tests) the plan's own diagnosis is the proof.
+	Prove Prover
 	// Follow follows a patched StatefulSet until its controller observed the patch (a watch on
 	// Kube if nil).
 	Follow Follower
@@ -56,6 +75,10 @@ type Executor struct {
 	// notObserved lists the patched StatefulSets (namespace/name) whose controller did not
 	// observe the patch within the budget.
 	notObserved []string
+	// writes are the writes of the current Apply, in order; proved is how many of them the last
+	// proof was made after (-1: none made yet).
+	writes []Write
+	proved int
 }
 
 // defaultObserveTimeout bounds the wait for the controller to observe a patch when nothing else
@@ -81,7 +104,7 @@ func (e *UnavailableError) Unwrap() error { return e.Err }
 // answer about one object.
 func (e *Executor) Apply(ctx context.Context, actions []model.Action) ([]model.Action, error) {
 	out := make([]model.Action, 0, len(actions))
-	e.notObserved = nil
+	e.notObserved, e.writes, e.proved = nil, nil, -1
 	patched := map[string]int64{}
 	var deletes, later []model.Action
 	for _, a := range actions {
@@ -144,8 +167,8 @@ func proofKey(kind apiv1.ActionKind, namespace, pod string) string {
 	return string(kind) + "/" + stuck.Key(namespace, pod)
 }
 
-// prove plans afresh and collects the proofs. Without a Rediagnose it returns nil (the plan's
-// own diagnosis is then the proof).
+// prove plans afresh and collects the proofs. Without a Prove it returns nil (the plan's own
+// diagnosis is then the proof).
 func (e *Executor) prove(ctx context.Context) (proofs, error) {
 	p, _, err := e.proveSnap(ctx)
 	return p, err
@@ -153,7 +176,7 @@ func (e *Executor) prove(ctx context.Context) (proofs, error) {
 
 // proveSnap is prove that also returns the snapshot the proofs were made on.
 func (e *Executor) proveSnap(ctx context.Context) (proofs, *stuck.Objects, error) {
-	if e.Rediagnose == nil {
+	if e.Prove == nil {
 		return nil, nil, nil
 	}
 	fresh, snap, err := e.replanSnap(ctx)
@@ -177,12 +200,23 @@ func (e *Executor) replan(ctx context.Context) (plan.Plan, error) {
 }
 
 func (e *Executor) replanSnap(ctx context.Context) (plan.Plan, *stuck.Objects, error) {
-	rep, snap, err := e.Rediagnose(ctx)
+	rep, snap, err := e.Prove(ctx, slices.Clone(e.writes))
 	if err != nil {
 		return plan.Plan{}, nil, &UnavailableError{Err: err}
 	}
+	e.proved = len(e.writes)
 	return plan.Planner{Policy: plan.Everything}.Plan(rep, snap), snap, nil
 }
+
+// wrote records a write of the current Apply (a dry run writes nothing).
+func (e *Executor) wrote(w Write) {
+	if e.DryRun == apiv1.DryRunNone {
+		e.writes = append(e.writes, w)
+	}
+}
+
+// writtenSinceProof reports whether the executor wrote since its last proof.
+func (e *Executor) writtenSinceProof() bool { return e.proved < len(e.writes) }
 
 // conclude sets what became of an action: its outcome, the result that means, and explain's
 // words for it (the executor writes none).
@@ -194,7 +228,8 @@ func conclude(a *model.Action, o model.Outcome) {
 // deleteProven deletes each pod only if a diagnosis made right now still proves it stuck, with a
 // UID precondition so exactly the pod proven is deleted. The kubelet rewrites a failing pod's
 // status (and resourceVersion) on every back-off, so the resourceVersion is no precondition: the
-// fresh proof is. On a conflict (the pod was replaced meanwhile) it proves again and retries once.
+// fresh proof is, made after the executor's last write (a pod removed before this one is proven
+// again). On a conflict (the pod was replaced meanwhile) it proves again and retries once.
 func (e *Executor) deleteProven(ctx context.Context, actions []model.Action) ([]model.Action, error) {
 	out := make([]model.Action, 0, len(actions))
 	if e.DryRun == apiv1.DryRunClient {
@@ -217,6 +252,12 @@ func (e *Executor) deleteProven(ctx context.Context, actions []model.Action) ([]
 		return out, err
 	}
 	for _, a := range actions {
+		if e.Prove != nil && e.writtenSinceProof() {
+			// The pod before this one was removed: prove this one on data read after that.
+			if fresh, err = e.prove(ctx); err != nil {
+				return out, err
+			}
+		}
 		for attempt := 0; ; attempt++ {
 			if fresh != nil {
 				proof, ok := fresh[proofKey(a.Kind(), a.Namespace, a.Pod)]
@@ -298,6 +339,8 @@ func (e *Executor) guardedPatch(ctx context.Context, a *model.Action, g guarded)
 			return false, 0, nil
 		case err == nil:
 			conclude(a, model.Outcome{Reason: model.OutcomeDone})
+			e.wrote(Write{Kind: a.Kind(), Namespace: a.Namespace, Name: a.StatefulSet, UID: string(set.UID),
+				ResourceVersion: set.ResourceVersion, Generation: set.Generation})
 			return true, set.Generation, nil
 		case apierrors.IsForbidden(err):
 			conclude(a, model.Outcome{Reason: model.OutcomeForbidden, Verb: "patch", Resource: "statefulsets.apps", Err: firstLine(err)})
@@ -306,7 +349,7 @@ func (e *Executor) guardedPatch(ctx context.Context, a *model.Action, g guarded)
 			conclude(a, model.Outcome{Reason: model.OutcomeGone})
 			return false, 0, nil
 		case apierrors.IsInvalid(err) || apierrors.IsConflict(err):
-			if attempt > 0 || e.Rediagnose == nil {
+			if attempt > 0 || e.Prove == nil {
 				conclude(a, model.Outcome{Reason: model.OutcomeChangedAgain})
 				return false, 0, nil
 			}
@@ -384,6 +427,7 @@ func (e *Executor) removed(a *model.Action, err error, verb, resource string) (c
 		conclude(a, model.Outcome{Reason: model.OutcomeServerDryRunAccepted})
 	case err == nil:
 		conclude(a, model.Outcome{Reason: model.OutcomeDone})
+		e.wrote(Write{Kind: a.Kind(), Namespace: a.Namespace, Name: a.Pod, UID: a.UID})
 	case apierrors.IsConflict(err):
 		conclude(a, model.Outcome{Reason: model.OutcomeReplaced})
 		return true, nil
@@ -420,7 +464,7 @@ func (e *Executor) provenAfterPatch(ctx context.Context, later []model.Action, p
 		conclude(&a, model.Outcome{Reason: model.OutcomeNotPatched})
 		decided = append(decided, a)
 	}
-	if len(pending) == 0 || e.Rediagnose == nil {
+	if len(pending) == 0 || e.Prove == nil {
 		return pending, decided, nil
 	}
 	notObserved, err := e.waitObserved(ctx, patched)

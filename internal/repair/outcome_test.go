@@ -364,7 +364,7 @@ func runOutcome(t *testing.T, c outcomeCase) model.Action {
 	}
 	exec := &repair.Executor{Kube: kube, DryRun: dryRun, Disruption: c.disruption}
 	if c.fresh != nil {
-		exec.Rediagnose = func(context.Context) (*model.Report, *stuck.Objects, error) {
+		exec.Prove = func(context.Context, []repair.Write) (*model.Report, *stuck.Objects, error) {
 			rep, s := c.fresh()
 			return rep, s, nil
 		}
