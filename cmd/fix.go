@@ -21,7 +21,6 @@ import (
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/plan"
 	"github.com/stsdiag/stsdiag/internal/render"
-	"github.com/stsdiag/stsdiag/internal/repair"
 	"github.com/stsdiag/stsdiag/internal/rollout"
 )
 
@@ -184,8 +183,8 @@ func (f *fixFlags) ToOptions(args []string) (*fixOptions, error) {
 	if err != nil {
 		return nil, err
 	}
-	o.fix = fix.Options{Options: repair.Options{Scope: scope.Scope, DryRun: apiv1.DryRunMode(f.DryRun), Diagnosis: diagnosis,
-		Policy: plan.Policy{Rollback: f.Rollback, ForceLostNode: f.ForceLostNode}, Disruption: disruption}, Wait: wait, Steady: steady}
+	o.fix = fix.Options{Scope: scope.Scope, DryRun: apiv1.DryRunMode(f.DryRun), Diagnosis: diagnosis,
+		Policy: plan.Policy{Rollback: f.Rollback, ForceLostNode: f.ForceLostNode}, Disruption: disruption, Wait: wait, Steady: steady}
 	return o, nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/stsdiag/stsdiag/internal/diagnose"
 	"github.com/stsdiag/stsdiag/internal/follow"
 	"github.com/stsdiag/stsdiag/internal/gather"
+	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/plan"
 	"github.com/stsdiag/stsdiag/internal/repair"
 	"github.com/stsdiag/stsdiag/stuck"
@@ -55,7 +56,11 @@ func (r *runner) failed(ctx context.Context, step engine.Resolved) error {
 	}
 	canary := engine.CanaryPods(set, r.partition)
 	scope := gather.Scope{Namespace: r.o.Namespace, Names: []string{r.o.Name}}
-	exec := repair.New(repair.Options{Clients: r.c, Scope: scope, Diagnosis: r.o.Diagnosis, DryRun: apiv1.DryRunNone,
+	// Each delete is proven on a fresh LIST of the StatefulSet, as fix proves.
+	prove := func(ctx context.Context, _ []repair.Write) (*model.Report, *stuck.Objects, error) {
+		return diagnose.FromSource(ctx, gather.Lister{Clients: r.c, Scope: scope}, r.o.Diagnosis)
+	}
+	exec := repair.New(repair.Options{Kube: r.c.Kube, Prove: prove, DryRun: apiv1.DryRunNone,
 		Policy: plan.Policy{Rollback: true}, Progress: r.o.Progress})
 	applied, err := exec.Apply(ctx, actions)
 	r.res.Actions = append(r.res.Actions, applied...)

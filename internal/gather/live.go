@@ -260,6 +260,20 @@ func (l *Live) StatefulSet(namespace, name string) *appsv1.StatefulSet {
 	return &out
 }
 
+// Pod returns a copy of the cached pod (nil when it is not cached).
+func (l *Live) Pod(namespace, name string) *corev1.Pod {
+	obj, err := l.listers["pods"].ByNamespace(namespace).Get(name)
+	if err != nil {
+		return nil
+	}
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return nil
+	}
+	out := *pod
+	return &out
+}
+
 // ServerVersion is the API server's gitVersion, as snapshots carry it.
 func (l *Live) ServerVersion() string { return l.serverVersion }
 

@@ -120,6 +120,9 @@ type Action struct {
 	// NotObserved marks a delete skipped because the StatefulSet controller did not observe
 	// the patch it waited for within the budget.
 	NotObserved bool
+	// Outcome is what became of the action once applied (Conclude sets it with Result; explain
+	// words it into Message). Zero in a plan not yet applied.
+	Outcome Outcome
 }
 
 // Kind is the kind of change.
