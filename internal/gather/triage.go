@@ -289,28 +289,32 @@ type deepResult struct {
 func readDeep(ctx context.Context, c Clients, namespaces []string, deep map[string]bool, snaps map[string]*stuck.Objects) *deepReads {
 	ctx, cancel := context.WithCancel(ctx)
 	d := &deepReads{cancel: cancel, slots: make(chan struct{}, deepAhead), result: map[string]chan deepResult{}}
-	var order []string
+	type job struct {
+		ns   string
+		snap *stuck.Objects
+	}
+	var order []job // taken from snaps now: the caller drops each entry once diagnosed
 	for _, ns := range namespaces {
 		if deep[ns] {
-			order = append(order, ns)
+			order = append(order, job{ns, snaps[ns]})
 			d.result[ns] = make(chan deepResult, 1)
 		}
 	}
 	d.wg.Add(1)
 	go func() {
 		defer d.wg.Done()
-		for _, ns := range order {
+		for _, j := range order {
 			select {
 			case d.slots <- struct{}{}:
 			case <-ctx.Done():
 				return
 			}
-			snap := snaps[ns]
+			result := d.result[j.ns]
 			d.wg.Add(1)
 			go func() {
 				defer d.wg.Done()
-				unread, err := readNamespace(ctx, c, ns, snap)
-				d.result[ns] <- deepResult{unread, err}
+				unread, err := readNamespace(ctx, c, j.ns, j.snap)
+				result <- deepResult{unread, err}
 			}()
 		}
 	}()
