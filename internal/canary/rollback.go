@@ -14,6 +14,7 @@ import (
 	"github.com/stsdiag/stsdiag/internal/gather"
 	"github.com/stsdiag/stsdiag/internal/plan"
 	"github.com/stsdiag/stsdiag/internal/repair"
+	"github.com/stsdiag/stsdiag/internal/verdict"
 	"github.com/stsdiag/stsdiag/stuck"
 )
 
@@ -62,7 +63,7 @@ func (r *runner) failed(ctx context.Context, step engine.Resolved) error {
 	if err != nil {
 		return err
 	}
-	rolled := repair.RolledBack(applied)
+	rolled := verdict.RolledBack(applied)
 	if len(rolled) == 0 {
 		r.stop(apiv1.WaitStuck, fmt.Sprintf("step %s failed: %s held for %s; the rollback was not made: %s", step.Step, finding, r.o.Hold, applied[0].Message))
 		return nil
