@@ -200,8 +200,9 @@ func (c *Controller) canaryRollBack(ctx context.Context, key string, set *appsv1
 		held = append(held, strings.TrimSpace(f.Pod+" "+string(f.Code)+reasonOf(f)))
 	}
 	finding := strings.Join(held, ", ")
-	actions, why := engine.RollbackActions(rep, snap, set, partition)
+	actions, unrollable := engine.RollbackActions(rep, snap, set, partition)
 	if actions == nil {
+		why := explain.Unrollable(unrollable)
 		c.setReconciling(ctx, key, set, corev1.ConditionTrue, "CanaryStuck", truncate(fmt.Sprintf("canary of revision %s stuck: %s; %s", set.Status.UpdateRevision, finding, why)))
 		c.canaryWarning(key, set, mem, "CanaryStuck", fmt.Sprintf("stsdiag canary of revision %s stuck: %s held for %s; %s", set.Status.UpdateRevision, finding, holdFor, why))
 		return nil
