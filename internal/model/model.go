@@ -117,6 +117,9 @@ type Action struct {
 // Kind is the kind of change.
 func (a *Action) Kind() apiv1.ActionKind { return a.Action.Action }
 
+// Skip marks the action skipped, for the reason given in explain's words.
+func (a *Action) Skip(why string) { a.Result, a.Message = apiv1.ResultSkipped, why }
+
 // RollbackPlan is the guarded patch of a Rollback.
 type RollbackPlan struct {
 	// Template is the pod template written: the revision's own JSON, as the controller stored

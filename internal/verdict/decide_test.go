@@ -52,3 +52,28 @@ func TestRollbackVerdict(t *testing.T) {
 		t.Errorf("a dry run rolled nothing back")
 	}
 }
+
+// TestRollout: fix --wait says NotObserved when a patch was never observed, TimedOut only when
+// the deadline passed, Complete only when every planned action was done and every rollout
+// followed completed; nothing when it was not followed or was interrupted.
+func TestRollout(t *testing.T) {
+	complete, timedOut, failed := verdict.FollowedComplete, verdict.FollowedTimedOut, verdict.FollowedFailed
+	cases := []struct {
+		name  string
+		facts verdict.RolloutFacts
+		want  apiv1.RolloutOutcome
+	}{
+		{"not followed (no --wait, a dry run)", verdict.RolloutFacts{}, ""},
+		{"a patch never observed", verdict.RolloutFacts{NotObserved: true}, apiv1.RolloutNotObserved},
+		{"every rollout complete", verdict.RolloutFacts{Followed: []verdict.Followed{complete, complete}}, apiv1.RolloutComplete},
+		{"complete, but an action was skipped", verdict.RolloutFacts{Followed: []verdict.Followed{complete}, Unrepaired: true}, ""},
+		{"the second timed out", verdict.RolloutFacts{Followed: []verdict.Followed{complete, timedOut}}, apiv1.RolloutTimedOut},
+		{"interrupted", verdict.RolloutFacts{Followed: []verdict.Followed{failed}}, ""},
+		{"nothing repaired to follow", verdict.RolloutFacts{Unrepaired: true}, ""},
+	}
+	for _, c := range cases {
+		if got := verdict.Rollout(c.facts); got != c.want {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
+	}
+}
