@@ -123,6 +123,17 @@ func images(changes []apiv1.ImageChange) string {
 	return "; " + strings.Join(parts, ", ")
 }
 
+// RolledBackCase is a StatefulSet's rollback as a failed JUnit test case says it: the failure's
+// message, and its text's first lines (the message, then each image change).
+func RolledBackCase(r apiv1.RolledBack) (message, text string) {
+	message = fmt.Sprintf("rolled back to revision %s: revision %s failed", r.Revision, r.FromRevision)
+	text = message + "\n"
+	for _, c := range r.Images {
+		text += fmt.Sprintf("container %s: %s → %s\n", c.Container, c.From, c.To)
+	}
+	return message, text
+}
+
 // failedStep is what failed: the step and the findings that held.
 func failedStep(s model.FailedStep) string {
 	return fmt.Sprintf("step %s failed: %s held for %s", s.Step, HeldFindings(s.Findings), s.Hold)

@@ -198,7 +198,8 @@ func (r *WaitResult) Verdict() Verdict {
 	return Verdict{Result: r.Result, Reason: r.Reason, RolledBack: r.RolledBack}
 }
 
-// NewWaitResult returns a result with a verdict in words.
+// NewWaitResult returns a result with a verdict in words only, no Reason (a document read back, a
+// test's); the commands' verdicts come from verdict.Result.
 func NewWaitResult(result apiv1.Verdict, message string) *WaitResult {
 	return &WaitResult{Result: result, Message: message}
 }
