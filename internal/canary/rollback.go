@@ -63,7 +63,7 @@ func (r *runner) failed(ctx context.Context, step engine.Resolved) error {
 	if err != nil {
 		return err
 	}
-	rolled := verdict.RolledBack(applied)
+	rolled := verdict.RollbacksDone(applied)
 	if len(rolled) == 0 {
 		r.end = model.CanaryRollbackFailed{FailedStep: failed, Action: applied[0]}
 		return nil

@@ -64,7 +64,7 @@ type runner struct {
 	c    gather.Clients
 	live *gather.Live
 	res  *model.CanaryResult
-	// end is the state the canary ended in (verdict.Canary decides its verdict); seen is the
+	// end is the state the canary ended in (verdict.DecideCanary decides its verdict); seen is the
 	// last wait's result (its verdict, StatefulSets and findings); actions are the rollback's.
 	end     model.Reason
 	seen    *model.WaitResult
@@ -81,7 +81,7 @@ type runner struct {
 }
 
 // Run runs a canary on one StatefulSet to a verdict, decided once from the state it ended in
-// (verdict.Canary). It returns an error (with a verdict in the result) when it cannot start:
+// (verdict.DecideCanary). It returns an error (with a verdict in the result) when it cannot start:
 // BadInputError for a StatefulSet a canary cannot step.
 func Run(ctx context.Context, c gather.Clients, o Options) (*model.CanaryResult, error) {
 	if o.Log == nil {
@@ -115,7 +115,7 @@ func Run(ctx context.Context, c gather.Clients, o Options) (*model.CanaryResult,
 // result is the canary's result: the verdict of the state it ended in, with the last wait's
 // StatefulSets and findings and the rollback's actions.
 func (r *runner) result(end model.Reason) *model.CanaryResult {
-	r.res.WaitResult = *verdict.Result(verdict.Canary(end))
+	r.res.WaitResult = *verdict.ResultOf(verdict.DecideCanary(end))
 	if r.seen != nil {
 		r.res.StatefulSets, r.res.Findings = r.seen.StatefulSets, r.seen.Findings
 	}
@@ -278,7 +278,7 @@ func (r *runner) stopIfChanged(snap *stuck.Objects) (apiv1.Verdict, string) {
 	if !ok {
 		return "", ""
 	}
-	v := verdict.Canary(stopped)
+	v := verdict.DecideCanary(stopped)
 	return v.Result, explain.Verdict(v)
 }
 

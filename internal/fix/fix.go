@@ -99,7 +99,7 @@ func Run(ctx context.Context, o Options) (*model.FixResult, error) {
 	if !facts.NotObserved && o.Wait > 0 && o.DryRun == apiv1.DryRunNone {
 		facts, err = followRollouts(ctx, exec.Follower(), o, deadline, result.Actions)
 	}
-	result.Rollout = verdict.Rollout(facts)
+	result.Rollout = verdict.DecideRollout(facts)
 	return result, err
 }
 
@@ -169,7 +169,7 @@ func settledNow(ctx context.Context, c gather.Clients, set *appsv1.StatefulSet, 
 }
 
 // followRollouts follows every StatefulSet a repair was done for, one after the other, until one
-// does not complete, and returns the facts fix's outcome is decided from (verdict.Rollout).
+// does not complete, and returns the facts fix's outcome is decided from (verdict.DecideRollout).
 func followRollouts(ctx context.Context, follow repair.Follower, o Options, deadline time.Time, actions []model.Action) (verdict.RolloutFacts, error) {
 	log := o.RolloutLog
 	if log == nil {

@@ -83,7 +83,7 @@ func TestFollowSettledTimesOutOnACrash(t *testing.T) {
 	var result model.FixResult
 	o := Options{Options: repair.Options{Clients: gather.Clients{Kube: kube}}, Steady: time.Second}
 	followed, err := followSettled(ctx, statusFollower(completeSet()), o, "shop", "web", &bytes.Buffer{})
-	result.Rollout = verdict.Rollout(verdict.RolloutFacts{Followed: []verdict.Followed{followed}})
+	result.Rollout = verdict.DecideRollout(verdict.RolloutFacts{Followed: []verdict.Followed{followed}})
 	if err == nil || result.Rollout != apiv1.RolloutTimedOut {
 		t.Errorf("err %v rollout %q, want a timeout", err, result.Rollout)
 	}

@@ -79,7 +79,7 @@ func Run(ctx context.Context, live Source, opts Options) (*model.WaitResult, err
 	repaired := false
 	var rep *model.Report
 	result := func(end model.Reason) *model.WaitResult {
-		res := verdict.Result(verdict.Decide(verdict.Facts{End: end, Timeout: opts.Timeout, Actions: actions}))
+		res := verdict.ResultOf(verdict.Decide(verdict.Facts{End: end, Timeout: opts.Timeout, Actions: actions}))
 		if rep != nil {
 			res.StatefulSets, res.Findings = rep.StatefulSets, rep.Findings
 		}

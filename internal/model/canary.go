@@ -27,7 +27,7 @@ func (r *CanaryResult) Public() *apiv1.CanaryResult {
 	return out
 }
 
-// A canary's verdicts (verdict.Canary decides each one's result, explain words it).
+// A canary's verdicts (verdict.DecideCanary decides each one's result, explain words it).
 
 // CanaryComplete: every step passed, each held healthy for Hold.
 type CanaryComplete struct{ Hold time.Duration }

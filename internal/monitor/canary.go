@@ -226,7 +226,7 @@ func (c *Controller) canaryRollBack(ctx context.Context, key string, set *appsv1
 		c.logf("%s: canary rollback %s: %s: %s", key, a.Result, explain.Action(a), a.Message)
 	}
 	c.refundRepairs(set.Namespace, len(actions)-changed)
-	if rolled := verdict.RolledBack(done); len(rolled) > 0 {
+	if rolled := verdict.RollbacksDone(done); len(rolled) > 0 {
 		c.metrics.CanarySteps.WithLabelValues("rolledback", set.Namespace).Inc()
 		c.recorder.Event(set, corev1.EventTypeWarning, "CanaryRolledBack", truncate(fmt.Sprintf("stsdiag canary of revision %s failed: %s held for %s; template rolled back to revision %s, stuck canary pods deleted (%d actions done)",
 			rolled[0].FromRevision, finding, holdFor, rolled[0].Revision, changed)))

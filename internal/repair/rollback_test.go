@@ -281,7 +281,7 @@ func TestRollbackDryRun(t *testing.T) {
 	if opts := kube.Actions()[0].(k8stesting.PatchAction); len(opts.GetPatch()) == 0 {
 		t.Errorf("no patch sent")
 	}
-	if len(verdict.RolledBack(done)) != 0 {
+	if len(verdict.RollbacksDone(done)) != 0 {
 		t.Errorf("a dry run rolled nothing back")
 	}
 }

@@ -7,12 +7,12 @@ import (
 	"github.com/stsdiag/stsdiag/internal/model"
 )
 
-// Canary is the verdict of a canary, from the state it ended in (end): every step passed
+// DecideCanary is the verdict of a canary, from the state it ended in (end): every step passed
 // (Complete); a step failed and was rolled back (RolledBack), or not (Stuck); someone else
 // changed the StatefulSet (Stopped); the deadline passed (TimedOut); the wait of a step ended
 // otherwise (its verdict); or the canary could not go on (the error's verdict).
-func Canary(end model.Reason) model.Verdict {
-	v := model.Verdict{Result: resultOf(end), Reason: end}
+func DecideCanary(end model.Reason) model.Verdict {
+	v := model.Verdict{Result: resultFor(end), Reason: end}
 	switch r := end.(type) {
 	case model.CanaryRolledBack:
 		v.RolledBack = []apiv1.RolledBack{r.Rolled}

@@ -61,10 +61,10 @@ var reasons = map[string]string{
 }
 
 func wait(end model.Reason) *model.WaitResult {
-	return verdict.Result(verdict.Decide(verdict.Facts{End: end}))
+	return verdict.ResultOf(verdict.Decide(verdict.Facts{End: end}))
 }
 
-func canary(end model.Reason) *model.WaitResult { return verdict.Result(verdict.Canary(end)) }
+func canary(end model.Reason) *model.WaitResult { return verdict.ResultOf(verdict.DecideCanary(end)) }
 
 // goldenCases are the cases of each reason, from typed facts (the words were locked before the
 // verdict was decided once).
@@ -93,7 +93,7 @@ func goldenCases() map[string][]goldenCase {
 	}
 	db := rollback("shop", "db", "db-good", "db-bad", apiv1.ImageChange{Container: "db", From: badImage, To: goodImage})
 	rolledBack := func(end model.Reason, actions ...model.Action) *model.WaitResult {
-		return verdict.Result(verdict.Decide(verdict.Facts{End: end, Timeout: 10 * time.Minute, Actions: actions}))
+		return verdict.ResultOf(verdict.Decide(verdict.Facts{End: end, Timeout: 10 * time.Minute, Actions: actions}))
 	}
 
 	change := func(kind model.ChangeKind, uid types.UID, partition int32, generation int64) model.CanaryChange {
@@ -122,9 +122,9 @@ func goldenCases() map[string][]goldenCase {
 		"Deleted": {{"the StatefulSet deleted while waiting", wait(model.Deleted{What: `statefulset "web" in namespace "shop"`})}},
 		"NoMatch": {{"wait -l app=nothing", wait(model.NoMatch{})}},
 		"NotObserved": {
-			{"wait --fix --timeout 1m: one StatefulSet's patch never observed", verdict.Result(verdict.Decide(verdict.Facts{End: model.TimedOut{After: time.Minute}, Timeout: time.Minute,
+			{"wait --fix --timeout 1m: one StatefulSet's patch never observed", verdict.ResultOf(verdict.Decide(verdict.Facts{End: model.TimedOut{After: time.Minute}, Timeout: time.Minute,
 				Actions: []model.Action{patch("shop", "web"), notObserved("shop", "web", "web-0"), notObserved("shop", "web", "web-1")}}))},
-			{"wait --fix --timeout 5m: two StatefulSets' patches never observed", verdict.Result(verdict.Decide(verdict.Facts{End: model.TimedOut{After: 5 * time.Minute}, Timeout: 5 * time.Minute,
+			{"wait --fix --timeout 5m: two StatefulSets' patches never observed", verdict.ResultOf(verdict.Decide(verdict.Facts{End: model.TimedOut{After: 5 * time.Minute}, Timeout: 5 * time.Minute,
 				Actions: []model.Action{patch("shop", "web"), notObserved("shop", "web", "web-0"), patch("bank", "db"), notObserved("bank", "db", "db-0")}}))},
 		},
 		"RolledBack": {

@@ -27,11 +27,11 @@ type RolloutFacts struct {
 	Unrepaired bool
 }
 
-// Rollout is the outcome fix --wait reports: NotObserved when the controller never observed a
+// DecideRollout is the outcome fix --wait reports: NotObserved when the controller never observed a
 // patch; TimedOut only when the --wait deadline passed, never when fix was interrupted;
 // Complete only when every StatefulSet with a planned action was repaired and completed, never
 // of a set whose action was skipped or failed (likely still stuck); else none.
-func Rollout(f RolloutFacts) apiv1.RolloutOutcome {
+func DecideRollout(f RolloutFacts) apiv1.RolloutOutcome {
 	if f.NotObserved {
 		return apiv1.RolloutNotObserved
 	}

@@ -22,9 +22,9 @@ func Decisive(result apiv1.Verdict) bool {
 	return result == apiv1.WaitUnevaluable || result == apiv1.WaitNotFound || result == apiv1.WaitStuck
 }
 
-// Result is the WaitResult of a verdict, in explain's words: the one place a verdict gets its
+// ResultOf is the WaitResult of a verdict, in explain's words: the one place a verdict gets its
 // message.
-func Result(v model.Verdict) *model.WaitResult {
+func ResultOf(v model.Verdict) *model.WaitResult {
 	return &model.WaitResult{Result: v.Result, Reason: v.Reason, Message: explain.Verdict(v), RolledBack: v.RolledBack}
 }
 
@@ -62,7 +62,7 @@ func MergeFleet(contexts []string, results []*model.WaitResult) *model.WaitResul
 		}
 		rolled = append(rolled, res.RolledBack...)
 	}
-	merged := Result(model.Verdict{Result: precedence[worst], Reason: fleet, RolledBack: rolled})
+	merged := ResultOf(model.Verdict{Result: precedence[worst], Reason: fleet, RolledBack: rolled})
 	merged.StatefulSets, merged.Findings, merged.Actions = sets, findings, actions
 	stuck.SortFindings(merged.Findings)
 	return merged

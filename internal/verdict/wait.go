@@ -31,13 +31,13 @@ type Facts struct {
 //     revision's: the deploy failed all the same (RolledBack, exit 1); any other end stays, the
 //     StatefulSets rolled back listed first.
 func Decide(f Facts) model.Verdict {
-	v := model.Verdict{Result: resultOf(f.End), Reason: f.End}
+	v := model.Verdict{Result: resultFor(f.End), Reason: f.End}
 	if v.Result == apiv1.WaitTimedOut {
 		if sets := notObserved(f.Actions); len(sets) > 0 {
 			v = model.Verdict{Result: apiv1.WaitNotObserved, Reason: model.NotObserved{StatefulSets: sets, Within: f.Timeout}}
 		}
 	}
-	rolled := RolledBack(f.Actions)
+	rolled := RollbacksDone(f.Actions)
 	if len(rolled) == 0 {
 		return v
 	}
@@ -48,8 +48,8 @@ func Decide(f Facts) model.Verdict {
 	return model.Verdict{Result: result, Reason: model.RolledBack{Rolled: rolled, Then: v}, RolledBack: rolled}
 }
 
-// resultOf is the verdict a loop's end (or a canary's) stands for.
-func resultOf(end model.Reason) apiv1.Verdict {
+// resultFor is the verdict a loop's end (or a canary's) stands for.
+func resultFor(end model.Reason) apiv1.Verdict {
 	switch r := end.(type) {
 	case model.Complete:
 		return apiv1.WaitComplete
@@ -86,8 +86,8 @@ func notObserved(actions []model.Action) []types.NamespacedName {
 	return sets
 }
 
-// RolledBack lists the StatefulSets the actions rolled back (a Rollback done, not a dry run).
-func RolledBack(actions []model.Action) []apiv1.RolledBack {
+// RollbacksDone lists the StatefulSets the actions rolled back (a Rollback done, not a dry run).
+func RollbacksDone(actions []model.Action) []apiv1.RolledBack {
 	var out []apiv1.RolledBack
 	for _, a := range actions {
 		if a.Kind() == apiv1.Rollback && a.Rollback != nil && a.Result == apiv1.ResultDone && !a.DryRun {

@@ -45,7 +45,7 @@ type WaitOptions struct {
 func Wait(ctx context.Context, c gather.Clients, scope gather.Scope, opts WaitOptions) (*model.WaitResult, error) {
 	live, warnings, err := gather.StartLive(ctx, c, scope, nil)
 	if err != nil {
-		return verdict.Result(verdict.Decide(verdict.Facts{End: model.Failed{As: follow.VerdictOf(err), Err: err}})), err
+		return verdict.ResultOf(verdict.Decide(verdict.Facts{End: model.Failed{As: follow.VerdictOf(err), Err: err}})), err
 	}
 	for _, w := range warnings {
 		if opts.Warn != nil {
@@ -102,7 +102,7 @@ func RunFleet(ctx context.Context, contexts []string, wait func(ctx context.Cont
 		if ctx.Err() != nil {
 			v = follow.VerdictOf(ctx.Err())
 		}
-		return verdict.Result(verdict.Decide(verdict.Facts{End: model.ContextFailed{Context: name, As: v, Err: err}}))
+		return verdict.ResultOf(verdict.Decide(verdict.Facts{End: model.ContextFailed{Context: name, As: v, Err: err}}))
 	}, func(res *model.WaitResult) bool { return verdict.Decisive(res.Result) })
 	return verdict.MergeFleet(contexts, results)
 }
