@@ -3,10 +3,21 @@
 SHELL := /bin/bash
 GO ?= go
 BIN := bin/kubectl-stsdiag
-RACE_PKGS = $$($(GO) list ./... | grep -v -e '/e2e$$' -e '/e2e/node$$' -e '/e2e/openshift$$' -e '/deploy$$' -e '/release')
-FILE_PKGS = ./deploy/ ./release/...
-# The kwok suite: e2e/node (a real node) and e2e/openshift (OpenShift's image API) have their own targets.
-E2E_PKGS = $$($(GO) list ./e2e/... | grep -v -e '/e2e/node$$' -e '/e2e/openshift$$')
+RACE_PKGS = ./...
+# The modules: the product's (cmd, internal, stuck, resolver, openshift, api) and, each with a
+# go.mod of its own so that what only they need stays out of the product's go.mod: e2e (the
+# suites, their harnesses, the HTML report's browser test; it replaces the product's module with
+# ../), deploy (the shipped files' tests: Helm, kustomize, prometheus-operator's types, Argo CD's
+# Lua), release (goreleaser, krew, the container image), deploy/tekton (Tekton's types) and
+# examples (the public packages imported as others would). vet runs go vet and golangci-lint in
+# each; the e2e targets run `go test` and `go run` in e2e/.
+MODULES = . e2e deploy release deploy/tekton examples
+# The e2e module's packages that need no control plane (the harnesses' tests, the browser test),
+# for unit; listed in e2e/.
+E2E_UNIT_PKGS = $$($(GO) list ./... | grep -v -e '/e2e$$' -e '/e2e/node$$' -e '/e2e/openshift$$')
+# The kwok suite: e2e/node (a real node) and e2e/openshift (OpenShift's image API) have their own
+# targets; listed in e2e/.
+E2E_PKGS = $$($(GO) list ./... | grep -v -e '/e2e/node$$' -e '/e2e/openshift$$')
 
 .PHONY: all build test unit browser e2e e2e-node oracle node-bins e2e-openshift openshift-bins e2e-versions bench cluster-bins demo deploy-demo cluster fuzz vet fmt clean image
 
@@ -34,21 +45,22 @@ GOLANGCI_VERSION ?= v2.15.0
 GOLANGCI_DIR := $(or $(STSDIAG_CACHE),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/stsdiag)/bin/golangci-lint-$(GOLANGCI_VERSION)
 vet:
 	@test -z "$$(gofmt -l . | tee /dev/stderr)" || { echo "gofmt needed"; exit 1; }
-	$(GO) vet ./...
-	cd deploy/tekton && $(GO) vet ./...
-	cd examples && $(GO) vet ./...
+	@set -e; for m in $(MODULES); do echo "cd $$m && $(GO) vet ./..."; (cd $$m && $(GO) vet ./...); done
 	@test -x $(GOLANGCI_DIR)/golangci-lint || GOBIN=$(GOLANGCI_DIR) $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_VERSION)
-	$(GOLANGCI_DIR)/golangci-lint run --timeout 20m ./...
-	cd deploy/tekton && $(GOLANGCI_DIR)/golangci-lint run --timeout 20m --config ../../.golangci.yml ./...
+	@set -e; for m in $(MODULES); do echo "cd $$m && golangci-lint run ./..."; \
+		(cd $$m && $(GOLANGCI_DIR)/golangci-lint run --timeout 20m --config $(CURDIR)/.golangci.yml ./...); done
 
-## unit also runs deploy/tekton, a module of its own (Tekton's Go types and validation), and
-## examples, a module that imports the public packages stuck, resolver and openshift as others would
-## unit: -race where our goroutines run; the shipped files' tests (Helm, kustomize, goreleaser,
-## the image, Tekton's validation) start none, and without -race reuse vet's build of those large
-## libraries (a cold `make test` compiles them once, not twice)
+## unit also runs the other modules' tests: e2e's packages that need no control plane, deploy
+## and release (the shipped files), deploy/tekton (Tekton's Go types and validation), and
+## examples, which imports the public packages stuck, resolver and openshift as others would
+## unit: -race where our goroutines run; the shipped files' tests (Helm, kustomize, Argo CD's Lua,
+## goreleaser, the image, Tekton's validation) start none, and without -race reuse vet's build of
+## those large libraries (a cold `make test` compiles them once, not twice)
 unit: browser
 	$(GO) test -race -count=1 $(RACE_PKGS)
-	$(GO) test -count=1 $(FILE_PKGS)
+	cd e2e && $(GO) test -race -count=1 $(E2E_UNIT_PKGS)
+	cd deploy && $(GO) test -count=1 ./...
+	cd release && $(GO) test -count=1 ./...
 	cd deploy/tekton && $(GO) test -count=1 ./...
 	cd examples && $(GO) test -count=1 ./...
 
@@ -58,7 +70,7 @@ browser:
 	@t0=$$SECONDS; ./e2e/browser.sh >/dev/null; echo "browser: $$((SECONDS-t0))s"
 
 e2e: cluster-bins
-	$(GO) test -count=1 -timeout 15m $(E2E_PKGS)
+	cd e2e && $(GO) test -count=1 -timeout 15m $(E2E_PKGS)
 
 ## e2e-node: the kubelet's real states on a real node (containerd, runc, CNI, kubelet; needs root):
 ## ImagePullBackOff churn, crash loops, readiness, CreateContainerConfigError, FailedMount, init
@@ -68,21 +80,22 @@ ORACLE_CI_SEEDS ?= 37,54
 ORACLE_CI_N ?= 6
 e2e-node: node-bins
 	@rm -f e2e/_artifacts/oracle.log; t0=$$SECONDS; \
-	ORACLE_SEEDS=$(ORACLE_CI_SEEDS) ORACLE_N=$(ORACLE_CI_N) ORACLE_ONLY= ORACLE_STSDIAG= $(GO) test -count=1 -timeout 30m ./e2e/node/; rc=$$?; \
+	(cd e2e && ORACLE_SEEDS=$(ORACLE_CI_SEEDS) ORACLE_N=$(ORACLE_CI_N) ORACLE_ONLY= ORACLE_STSDIAG= $(GO) test -count=1 -timeout 30m ./node/); rc=$$?; \
 	cat e2e/_artifacts/oracle.log 2>/dev/null; \
 	echo "e2e-node: suite $$((SECONDS-t0))s"; exit $$rc
 
 ## oracle: random StatefulSet histories applied on the real node, `check` and `wait` scored against
 ## what the real system did (docs/development.md#the-oracle). SEED (default: a new one each run),
 ## N histories (24); ONLY=5 (or 5,9) replays those histories of the seed; ORACLE_STSDIAG=path
-## scores another binary. One line per history, then the score; the go test log in
-## e2e/_artifacts/oracle-go-test.log, a failing history's objects in e2e/_artifacts/oracle/<id>/.
+## (relative to the repository) scores another binary. One line per history, then the score; the
+## go test log in e2e/_artifacts/oracle-go-test.log, a failing history's objects in
+## e2e/_artifacts/oracle/<id>/.
 SEED ?= $(shell date +%s)
 N ?= 24
 oracle: node-bins
 	@mkdir -p e2e/_artifacts; set -o pipefail; \
-	ORACLE_SEEDS=$(SEED) ORACLE_N=$(N) ORACLE_ONLY=$(ONLY) ORACLE_STSDIAG=$(ORACLE_STSDIAG) \
-		$(GO) test -count=1 -timeout 60m -run '^TestOracle$$' -v ./e2e/node/ 2>&1 | tee e2e/_artifacts/oracle-go-test.log | \
+	(cd e2e && ORACLE_SEEDS=$(SEED) ORACLE_N=$(N) ORACLE_ONLY=$(ONLY) ORACLE_STSDIAG=$(ORACLE_STSDIAG) \
+		$(GO) test -count=1 -timeout 60m -run '^TestOracle$$' -v ./node/) 2>&1 | tee e2e/_artifacts/oracle-go-test.log | \
 		grep -E '^(oracle:|s[0-9]+-h[0-9]+ |    [^ ]|--- |FAIL|ok |PASS$$|e2e-node: )'
 
 ## node-bins: containerd, runc, CNI plugins, iptables, conntrack (apt, when missing) and the
@@ -97,7 +110,7 @@ VERSION_TESTS ?= TestControllerVersion|TestStuckRollout|TestStalledCondition|Tes
 e2e-versions:
 	@set -e; for v in $(OTHER_VERSIONS); do \
 		t0=$$SECONDS; KUBELET=0 K8S_VERSION=$$v ./e2e/cluster-bins.sh >/dev/null; t1=$$SECONDS; \
-		K8S_VERSION=$$v $(GO) test -count=1 -timeout 15m -run '$(VERSION_TESTS)' ./e2e/; \
+		(cd e2e && K8S_VERSION=$$v $(GO) test -count=1 -timeout 15m -run '$(VERSION_TESTS)' .); \
 		echo "e2e-versions: $$v: cluster-bins $$((t1-t0))s, tests $$((SECONDS-t1))s"; \
 	done
 
@@ -106,7 +119,7 @@ e2e-versions:
 ## (the whole log in e2e/openshift/_artifacts/go-test.log; the corpus size and outcome classes printed)
 e2e-openshift: cluster-bins openshift-bins
 	@mkdir -p e2e/openshift/_artifacts
-	@set -o pipefail; $(GO) test -count=1 -timeout 15m -v ./e2e/openshift/ 2>&1 | tee e2e/openshift/_artifacts/go-test.log | \
+	@set -o pipefail; (cd e2e && $(GO) test -count=1 -timeout 15m -v ./openshift/) 2>&1 | tee e2e/openshift/_artifacts/go-test.log | \
 		grep -E '^(--- |FAIL|ok |PASS$$)|^e2e-openshift:|differential corpus|^\s+(skipped: |[A-Za-z]+ → )'
 
 ## openshift-bins: build openshift-apiserver and the ImagePolicy webhook (cached; cold 4-10 min)
@@ -120,15 +133,15 @@ cluster-bins:
 
 ## demo: start a local control plane, reproduce stuck rollouts, run stsdiag check (KEEP=1 leaves it up)
 demo: build cluster-bins
-	$(GO) run ./e2e/cmd/localcluster demo -stsdiag $(BIN) $(if $(KEEP),-keep)
+	cd e2e && $(GO) run ./cmd/localcluster demo -stsdiag $(abspath $(BIN)) $(if $(KEEP),-keep)
 
 ## deploy-demo: stsdiag watch --fix with deploy/'s RBAC repairs a stuck rollout by itself
 deploy-demo: build cluster-bins
-	$(GO) run ./e2e/cmd/localcluster deploy-demo -stsdiag $(BIN) -log-dir e2e/_artifacts/deploy-demo $(if $(KEEP),-keep)
+	cd e2e && $(GO) run ./cmd/localcluster deploy-demo -stsdiag $(abspath $(BIN)) -log-dir $(abspath e2e/_artifacts/deploy-demo) $(if $(KEEP),-keep)
 
 ## cluster: a local control plane until Ctrl-C
 cluster: build cluster-bins
-	$(GO) run ./e2e/cmd/localcluster up -stsdiag $(BIN)
+	cd e2e && $(GO) run ./cmd/localcluster up -stsdiag $(abspath $(BIN))
 
 ## bench: check -A vs its floors (the raw and the decoded LISTs) and kubectl get -A on a synthetic
 ## cluster (SETS=2000 for 10k pods); PROFILE=1 writes CPU and heap profiles of check and watch
@@ -136,10 +149,11 @@ cluster: build cluster-bins
 SETS ?= 200
 REPS ?= 5
 bench: build cluster-bins
-	$(GO) run ./e2e/cmd/bench -sets $(SETS) -replicas 5 -reps $(REPS) -stsdiag $(BIN) $(if $(PROFILE),-profile e2e/_artifacts/bench/profiles)
+	cd e2e && $(GO) run ./cmd/bench -sets $(SETS) -replicas 5 -reps $(REPS) -stsdiag $(abspath $(BIN)) $(if $(PROFILE),-profile $(abspath e2e/_artifacts/bench/profiles))
 
 ## image: the container image of `stsdiag watch`, built without a container engine and without
-## network (release/ociimage): an OCI layout in bin/image and a tarball bin/image.tar (docker/podman load)
+## network (release/ociimage, in the release module): an OCI layout in bin/image and a tarball
+## bin/image.tar (docker/podman load)
 IMAGE ?= ghcr.io/stsdiag/stsdiag:$(VERSION)
 IMAGE_PLATFORM ?= linux/amd64
 IMAGE_BIN = bin/$(subst /,_,$(IMAGE_PLATFORM))/kubectl-stsdiag
@@ -147,9 +161,9 @@ image:
 	rm -rf bin/image bin/image.tar
 	CGO_ENABLED=0 GOOS=$(word 1,$(subst /, ,$(IMAGE_PLATFORM))) GOARCH=$(word 2,$(subst /, ,$(IMAGE_PLATFORM))) \
 		$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(IMAGE_BIN) ./cmd/kubectl-stsdiag
-	SOURCE_DATE_EPOCH=$$(git log -1 --format=%ct 2>/dev/null || echo 0) $(GO) run ./release/ociimage -binary $(IMAGE_BIN) \
+	cd release && SOURCE_DATE_EPOCH=$$(git log -1 --format=%ct 2>/dev/null || echo 0) $(GO) run ./ociimage -binary $(abspath $(IMAGE_BIN)) \
 		-platform $(IMAGE_PLATFORM) -tag $(IMAGE) -version $(VERSION) -revision "$$(git rev-parse HEAD 2>/dev/null)" \
-		-layout bin/image -tarball bin/image.tar
+		-layout $(abspath bin/image) -tarball $(abspath bin/image.tar)
 
 fuzz:
 	$(GO) test ./resolver -run '^$$' -fuzz FuzzResolve -fuzztime 30s

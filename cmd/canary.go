@@ -19,8 +19,8 @@ import (
 	"github.com/stsdiag/stsdiag/internal/render"
 )
 
-// CanaryFlags are the flags of `stsdiag canary`, as typed.
-type CanaryFlags struct {
+// canaryFlags are the flags of `stsdiag canary`, as typed.
+type canaryFlags struct {
 	configFlags *genericclioptions.ConfigFlags
 	genericiooptions.IOStreams
 	PrintFlags *render.PrintFlags
@@ -34,8 +34,8 @@ type CanaryFlags struct {
 	NoRollback bool
 }
 
-// CanaryOptions are what `stsdiag canary` runs with, parsed and checked.
-type CanaryOptions struct {
+// canaryOptions are what `stsdiag canary` runs with, parsed and checked.
+type canaryOptions struct {
 	configFlags *genericclioptions.ConfigFlags
 	genericiooptions.IOStreams
 	print  *render.PrintFlags
@@ -51,15 +51,15 @@ const canaryExample = `  # Change the image and roll it out 1 pod, then half, th
   # Stop and report instead of rolling back
   kubectl stsdiag canary web --image web=web:1.2 --steps 1 --no-rollback -o json`
 
-// NewCanaryCommand builds `stsdiag canary`.
-func NewCanaryCommand(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	f := &CanaryFlags{configFlags: configFlags, IOStreams: streams,
+// newCanaryCommand builds `stsdiag canary`.
+func newCanaryCommand(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	f := &canaryFlags{configFlags: configFlags, IOStreams: streams,
 		PrintFlags: render.NewPrintFlags(render.FormatJUnit).WithAlias("text", render.FormatTable),
 		Scope:      newScopeFlags(configFlags), Hold: &holdFlags{}, Diagnosis: newDiagnosisFlags(), Timeout: 30 * time.Minute}
 	return f.command()
 }
 
-func (f *CanaryFlags) command() *cobra.Command {
+func (f *canaryFlags) command() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "canary NAME --steps 1,50%[,100%] [--image CONTAINER=REF] [--hold 2m] [--timeout 30m] [--no-rollback]",
 		Short: "Roll a StatefulSet's new template out step by step, gated by the diagnosis, rolled back by itself",
@@ -104,7 +104,7 @@ stuck or stopped; 2 bad input or no verdict (NotFound, Unevaluable); 3 --timeout
 }
 
 // ToOptions checks and parses the flags with the NAME argument.
-func (f *CanaryFlags) ToOptions(args []string) (*CanaryOptions, error) {
+func (f *canaryFlags) ToOptions(args []string) (*canaryOptions, error) {
 	if len(args) != 1 {
 		return nil, errors.New("name the StatefulSet to canary")
 	}
@@ -136,7 +136,7 @@ func (f *CanaryFlags) ToOptions(args []string) (*CanaryOptions, error) {
 	if err != nil {
 		return nil, err
 	}
-	o := &CanaryOptions{configFlags: f.configFlags, IOStreams: f.IOStreams, print: f.PrintFlags,
+	o := &canaryOptions{configFlags: f.configFlags, IOStreams: f.IOStreams, print: f.PrintFlags,
 		canary: canary.Options{Namespace: ns, Name: args[0], Steps: steps, Images: images, Timeout: f.Timeout, NoRollback: f.NoRollback}}
 	if o.canary.Diagnosis, err = f.Diagnosis.ToOptions(); err != nil {
 		return nil, err
@@ -154,7 +154,7 @@ func (f *CanaryFlags) ToOptions(args []string) (*CanaryOptions, error) {
 }
 
 // Run runs the canary (canary.Run), prints the verdict and sets the exit code.
-func (o *CanaryOptions) Run(ctx context.Context) error {
+func (o *canaryOptions) Run(ctx context.Context) error {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, o.canary.Timeout)
 	defer cancel()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -20,8 +21,8 @@ import (
 	"github.com/stsdiag/stsdiag/stuck"
 )
 
-// CheckFlags are the flags of `stsdiag check`, as typed.
-type CheckFlags struct {
+// checkFlags are the flags of `stsdiag check`, as typed.
+type checkFlags struct {
 	configFlags *genericclioptions.ConfigFlags
 	genericiooptions.IOStreams
 	PrintFlags *render.PrintFlags
@@ -32,10 +33,12 @@ type CheckFlags struct {
 	// ConfirmWithAdmission asks admission about each predicted image rewrite (a server-side
 	// dry-run create of a probe pod per namespace).
 	ConfirmWithAdmission bool
+	// Full reads every object of all namespaces instead of triaging them by status (-A only).
+	Full bool
 }
 
-// CheckOptions are what `stsdiag check` runs with, parsed and checked.
-type CheckOptions struct {
+// checkOptions are what `stsdiag check` runs with, parsed and checked.
+type checkOptions struct {
 	configFlags *genericclioptions.ConfigFlags
 	genericiooptions.IOStreams
 	print     *render.PrintFlags
@@ -44,6 +47,10 @@ type CheckOptions struct {
 	failOn    apiv1.Severity
 	logs      int64
 	admission bool
+	full      bool
+	// pageSize is STSDIAG_PAGE_SIZE: the page size of check -A --full's LISTs, for tests on a
+	// real API server (docs/development.md); 0 for the default.
+	pageSize int64
 }
 
 const checkExample = `  # Check every StatefulSet in the current namespace
@@ -65,17 +72,17 @@ const checkExample = `  # Check every StatefulSet in the current namespace
   # writes (a server-side dry-run create of a probe pod per namespace; needs create pods)
   oc stsdiag check -n myproject --confirm-with-admission`
 
-// NewCheckCommand builds `stsdiag check`.
-func NewCheckCommand(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+// newCheckCommand builds `stsdiag check`.
+func newCheckCommand(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	return newCheckFlags(configFlags, streams).command()
 }
 
-func newCheckFlags(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *CheckFlags {
-	return &CheckFlags{configFlags: configFlags, IOStreams: streams, PrintFlags: render.NewPrintFlags(render.FormatHTML),
+func newCheckFlags(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *checkFlags {
+	return &checkFlags{configFlags: configFlags, IOStreams: streams, PrintFlags: render.NewPrintFlags(render.FormatHTML),
 		Scope: newScopeFlags(configFlags), Diagnosis: newDiagnosisFlags(), FailOn: "error"}
 }
 
-func (f *CheckFlags) command() *cobra.Command {
+func (f *checkFlags) command() *cobra.Command {
 	c := &cobra.Command{
 		Use:     "check [NAME...] [-n NAMESPACE | -A] [-l SELECTOR]",
 		Short:   "Report StatefulSet rollouts that will not finish on their own, and why",
@@ -88,13 +95,14 @@ func (f *CheckFlags) command() *cobra.Command {
 	c.Flags().StringVar(&f.FailOn, "fail-on", f.FailOn, "Exit 1 when a finding is at least this severe: error, warning, info or never")
 	c.Flags().Int64Var(&f.Logs, "logs", 0, "Add the last N lines of the previous run of each container a finding says exited (one GET per container)")
 	addConfirmFlag(c, &f.ConfirmWithAdmission)
+	c.Flags().BoolVar(&f.Full, "full", false, "With -A: read every pod, claim, revision and Event of the cluster, instead of only those of namespaces whose StatefulSets' status is not settled")
 	f.Diagnosis.AddFlags(c)
 	return c
 }
 
 // ToOptions checks and parses the flags with the NAME arguments.
-func (f *CheckFlags) ToOptions(args []string) (*CheckOptions, error) {
-	o := &CheckOptions{configFlags: f.configFlags, IOStreams: f.IOStreams, print: f.PrintFlags, admission: f.ConfirmWithAdmission}
+func (f *checkFlags) ToOptions(args []string) (*checkOptions, error) {
+	o := &checkOptions{configFlags: f.configFlags, IOStreams: f.IOStreams, print: f.PrintFlags, admission: f.ConfirmWithAdmission, full: f.Full}
 	var err error
 	if o.scope, err = f.Scope.ToScope(args); err != nil {
 		return nil, err
@@ -108,6 +116,12 @@ func (f *CheckFlags) ToOptions(args []string) (*CheckOptions, error) {
 	if o.failOn, err = parseFailOn(f.FailOn); err != nil {
 		return nil, err
 	}
+	if n, err := strconv.ParseInt(os.Getenv("STSDIAG_PAGE_SIZE"), 10, 64); err == nil && n > 0 {
+		o.pageSize = n
+	}
+	if o.full && !o.scope.allNamespaces {
+		return nil, errors.New("--full reads all namespaces: use it with -A")
+	}
 	if o.logs = f.Logs; o.logs < 0 || (o.logs > 0 && o.scope.fleet()) {
 		return nil, errors.New("--logs takes a positive number of lines, and one cluster (not --contexts)")
 	}
@@ -116,7 +130,7 @@ func (f *CheckFlags) ToOptions(args []string) (*CheckOptions, error) {
 
 // Run gathers and diagnoses (one cluster, or the fleet of --contexts), prints the report and
 // sets the exit code: the worst of all clusters.
-func (o *CheckOptions) Run(ctx context.Context) error {
+func (o *checkOptions) Run(ctx context.Context) error {
 	var rep *model.Report
 	var explanations map[string]*apiv1.Explanation
 	var failed []string
@@ -125,13 +139,13 @@ func (o *CheckOptions) Run(ctx context.Context) error {
 		if err != nil {
 			return withCode(ExitError, err)
 		}
-		rep, failed = check.RunFleet(ctx, targets, o.diagnosis)
+		rep, failed = check.RunFleet(ctx, targets, check.Options{Diagnosis: o.diagnosis, Full: o.full, PageSize: o.pageSize})
 	} else {
 		c, err := clients(o.configFlags, defaultRequestTimeout)
 		if err != nil {
 			return withCode(ExitError, err)
 		}
-		opts := check.Options{Diagnosis: o.diagnosis, Logs: o.logs,
+		opts := check.Options{Diagnosis: o.diagnosis, Logs: o.logs, Full: o.full, PageSize: o.pageSize,
 			// The page draws each set's ordinals: its explanation, from the same diagnosis.
 			Explanations: o.print.OutputFormat == render.FormatHTML}
 		if o.admission {
@@ -163,7 +177,7 @@ func (o *CheckOptions) Run(ctx context.Context) error {
 
 // fleet builds one target per context: its own clients and its namespace (-n, else the
 // context's own).
-func (o *CheckOptions) fleet() ([]check.Target, error) {
+func (o *checkOptions) fleet() ([]check.Target, error) {
 	var targets []check.Target
 	for _, name := range o.scope.contexts {
 		c, scope, err := contextTarget(o.configFlags, name, o.scope.allNamespaces, o.scope.Scope, defaultRequestTimeout)

@@ -16,8 +16,8 @@ import (
 	"github.com/stsdiag/stsdiag/stuck"
 )
 
-// ExplainFlags are the flags of `stsdiag explain`, as typed.
-type ExplainFlags struct {
+// explainFlags are the flags of `stsdiag explain`, as typed.
+type explainFlags struct {
 	configFlags *genericclioptions.ConfigFlags
 	genericiooptions.IOStreams
 	PrintFlags *render.PrintFlags
@@ -25,8 +25,8 @@ type ExplainFlags struct {
 	Diagnosis  *diagnosisFlags
 }
 
-// ExplainOptions are what `stsdiag explain` runs with.
-type ExplainOptions struct {
+// explainOptions are what `stsdiag explain` runs with.
+type explainOptions struct {
 	configFlags *genericclioptions.ConfigFlags
 	genericiooptions.IOStreams
 	print     *render.PrintFlags
@@ -43,9 +43,9 @@ const explainExample = `  # What the StatefulSet controller does next for each p
   # One self-contained HTML page (ordinals coloured by revision and state) to attach to an incident
   kubectl stsdiag explain web -n shop -o html > web.html`
 
-// NewExplainCommand builds `stsdiag explain`.
-func NewExplainCommand(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	f := &ExplainFlags{configFlags: configFlags, IOStreams: streams, PrintFlags: render.NewPrintFlags(render.FormatHTML),
+// newExplainCommand builds `stsdiag explain`.
+func newExplainCommand(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	f := &explainFlags{configFlags: configFlags, IOStreams: streams, PrintFlags: render.NewPrintFlags(render.FormatHTML),
 		Scope: newScopeFlags(configFlags), Diagnosis: newDiagnosisFlags()}
 	c := &cobra.Command{
 		Use:   "explain NAME [-n NAMESPACE]",
@@ -64,8 +64,8 @@ func NewExplainCommand(configFlags *genericclioptions.ConfigFlags, streams gener
 }
 
 // ToOptions checks and parses the flags with the NAME argument.
-func (f *ExplainFlags) ToOptions(args []string) (*ExplainOptions, error) {
-	o := &ExplainOptions{configFlags: f.configFlags, IOStreams: f.IOStreams, print: f.PrintFlags}
+func (f *explainFlags) ToOptions(args []string) (*explainOptions, error) {
+	o := &explainOptions{configFlags: f.configFlags, IOStreams: f.IOStreams, print: f.PrintFlags}
 	if len(args) != 1 {
 		return nil, fmt.Errorf("explain takes one StatefulSet name, got %d", len(args))
 	}
@@ -88,7 +88,7 @@ func (f *ExplainFlags) ToOptions(args []string) (*ExplainOptions, error) {
 
 // Run gathers the StatefulSet's namespace, explains it and prints the explanation; exit 1 when
 // its rollout is stuck.
-func (o *ExplainOptions) Run(ctx context.Context) error {
+func (o *explainOptions) Run(ctx context.Context) error {
 	c, err := clients(o.configFlags, defaultRequestTimeout)
 	if err != nil {
 		return withCode(ExitError, err)

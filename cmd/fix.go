@@ -21,12 +21,11 @@ import (
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/plan"
 	"github.com/stsdiag/stsdiag/internal/render"
-	"github.com/stsdiag/stsdiag/internal/repair"
 	"github.com/stsdiag/stsdiag/internal/rollout"
 )
 
-// FixFlags are the flags of `stsdiag fix`, as typed.
-type FixFlags struct {
+// fixFlags are the flags of `stsdiag fix`, as typed.
+type fixFlags struct {
 	configFlags *genericclioptions.ConfigFlags
 	genericiooptions.IOStreams
 	PrintFlags    *render.PrintFlags
@@ -43,8 +42,8 @@ type FixFlags struct {
 	Disruption           string
 }
 
-// FixOptions are what `stsdiag fix` runs with, parsed and checked.
-type FixOptions struct {
+// fixOptions are what `stsdiag fix` runs with, parsed and checked.
+type fixOptions struct {
 	configFlags *genericclioptions.ConfigFlags
 	genericiooptions.IOStreams
 	print *render.PrintFlags
@@ -71,18 +70,18 @@ const fixExample = `  # Show what would be repaired, without changing anything
 // at once is too broad for a command that deletes pods.
 var errFleetFix = errors.New("fix repairs one cluster at a time: --contexts and --all-contexts are not supported; run fix once per cluster with --context NAME")
 
-// NewFixCommand builds `stsdiag fix`.
-func NewFixCommand(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+// newFixCommand builds `stsdiag fix`.
+func newFixCommand(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	return newFixFlags(configFlags, streams).command()
 }
 
-func newFixFlags(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *FixFlags {
-	return &FixFlags{configFlags: configFlags, IOStreams: streams, PrintFlags: render.NewPrintFlags(),
+func newFixFlags(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *fixFlags {
+	return &fixFlags{configFlags: configFlags, IOStreams: streams, PrintFlags: render.NewPrintFlags(),
 		Scope: newScopeFlags(configFlags), Diagnosis: newDiagnosisFlags(), DryRun: string(apiv1.DryRunNone),
 		Disruption: string(apiv1.DisruptionDelete)}
 }
 
-func (f *FixFlags) command() *cobra.Command {
+func (f *fixFlags) command() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "fix [NAME...] [-n NAMESPACE | -A] [--dry-run=none|client|server] [--yes] [--wait[=TIMEOUT]]",
 		Short: "Repair stuck rollouts safely: patch unresolved images, recreate pods proven stuck",
@@ -147,8 +146,8 @@ by a signal (SIGINT, SIGTERM), at the question included.`,
 }
 
 // ToOptions checks and parses the flags with the NAME arguments.
-func (f *FixFlags) ToOptions(args []string) (*FixOptions, error) {
-	o := &FixOptions{configFlags: f.configFlags, IOStreams: f.IOStreams, print: f.PrintFlags, yes: f.Yes, repairFix: fix.Run,
+func (f *fixFlags) ToOptions(args []string) (*fixOptions, error) {
+	o := &fixOptions{configFlags: f.configFlags, IOStreams: f.IOStreams, print: f.PrintFlags, yes: f.Yes, repairFix: fix.Run,
 		admission: f.ConfirmWithAdmission}
 	o.confirm = o.askOnTerminal
 	scope, err := f.Scope.ToScope(args)
@@ -184,15 +183,15 @@ func (f *FixFlags) ToOptions(args []string) (*FixOptions, error) {
 	if err != nil {
 		return nil, err
 	}
-	o.fix = fix.Options{Options: repair.Options{Scope: scope.Scope, DryRun: apiv1.DryRunMode(f.DryRun), Diagnosis: diagnosis,
-		Policy: plan.Policy{Rollback: f.Rollback, ForceLostNode: f.ForceLostNode}, Disruption: disruption}, Wait: wait, Steady: steady}
+	o.fix = fix.Options{Scope: scope.Scope, DryRun: apiv1.DryRunMode(f.DryRun), Diagnosis: diagnosis,
+		Policy: plan.Policy{Rollback: f.Rollback, ForceLostNode: f.ForceLostNode}, Disruption: disruption, Wait: wait, Steady: steady}
 	return o, nil
 }
 
 // Run repairs (fix.Run), prints the outcome and sets the exit code. In the human formats the
 // plan, each action's result and the summary go to stdout as they happen; warnings, the question
 // and --wait's rollout progress go to stderr.
-func (o *FixOptions) Run(ctx context.Context) error {
+func (o *fixOptions) Run(ctx context.Context) error {
 	c, err := clients(o.configFlags, defaultRequestTimeout)
 	if err != nil {
 		return withCode(ExitError, err)
@@ -249,7 +248,7 @@ var errNoTerminal = errors.New("no terminal to confirm on; re-run with --yes to 
 
 // askOnTerminal asks for confirmation on stderr and reads the answer from the terminal; without
 // a terminal it refuses. A signal (ctx done) ends the question at once.
-func (o *FixOptions) askOnTerminal(ctx context.Context) (bool, error) {
+func (o *fixOptions) askOnTerminal(ctx context.Context) (bool, error) {
 	in, ok := o.In.(*os.File)
 	if !ok || !term.IsTerminal(int(in.Fd())) {
 		return false, errNoTerminal

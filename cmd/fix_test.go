@@ -26,7 +26,7 @@ func TestConfirmOnTerminal(t *testing.T) {
 			defer ptmx.Close()
 			defer tty.Close()
 			var out, errOut bytes.Buffer
-			o := &FixOptions{IOStreams: genericiooptions.IOStreams{In: tty, Out: &out, ErrOut: &errOut}}
+			o := &fixOptions{IOStreams: genericiooptions.IOStreams{In: tty, Out: &out, ErrOut: &errOut}}
 			if _, err := ptmx.Write([]byte(answer)); err != nil {
 				t.Fatal(err)
 			}
@@ -42,7 +42,7 @@ func TestConfirmOnTerminal(t *testing.T) {
 }
 
 func TestNoTerminalRefuses(t *testing.T) {
-	o := &FixOptions{IOStreams: genericiooptions.IOStreams{In: strings.NewReader("y\n"), Out: &bytes.Buffer{}, ErrOut: &bytes.Buffer{}}}
+	o := &fixOptions{IOStreams: genericiooptions.IOStreams{In: strings.NewReader("y\n"), Out: &bytes.Buffer{}, ErrOut: &bytes.Buffer{}}}
 	if ok, err := o.askOnTerminal(context.Background()); ok || err == nil || !strings.Contains(err.Error(), "--yes") {
 		t.Fatalf("without a terminal fix must refuse and point to --yes: %v %v", ok, err)
 	}
@@ -56,7 +56,7 @@ func TestConfirmInterrupted(t *testing.T) {
 	}
 	defer ptmx.Close()
 	defer tty.Close()
-	o := &FixOptions{IOStreams: genericiooptions.IOStreams{In: tty, Out: &bytes.Buffer{}, ErrOut: &bytes.Buffer{}}}
+	o := &fixOptions{IOStreams: genericiooptions.IOStreams{In: tty, Out: &bytes.Buffer{}, ErrOut: &bytes.Buffer{}}}
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(100*time.Millisecond, cancel)
 	done := make(chan error, 1)
@@ -101,7 +101,7 @@ func fakeFix(ctx context.Context, o fix.Options) (*model.FixResult, error) {
 	return plan, nil
 }
 
-func newTestFix(t *testing.T, streams genericiooptions.IOStreams, args ...string) *FixOptions {
+func newTestFix(t *testing.T, streams genericiooptions.IOStreams, args ...string) *fixOptions {
 	t.Helper()
 	flags := newFixFlags(configFlagsFor(kubeconfigFor(t, "https://127.0.0.1:1")), streams)
 	if err := flags.command().ParseFlags(args); err != nil {

@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strconv"
 	"strings"
 	"syscall"
 
@@ -17,8 +16,6 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/klog/v2"
-
-	"github.com/stsdiag/stsdiag/internal/gather"
 )
 
 // Exit codes are public API.
@@ -55,10 +52,6 @@ func Main(args []string, in io.Reader, out, errOut io.Writer) int {
 // run runs the command line with ctx and returns the exit code.
 func run(ctx context.Context, args []string, streams genericiooptions.IOStreams) int {
 	silenceKlog()
-	if n, err := strconv.ParseInt(os.Getenv("STSDIAG_PAGE_SIZE"), 10, 64); err == nil && n > 0 {
-		// The page size of check -A's LISTs, for tests on a real API server (docs/development.md).
-		gather.PageSize = n
-	}
 	stopProfiles := startProfiles(streams.ErrOut)
 	root := NewRootCommand(streams)
 	root.SetArgs(args)
@@ -113,13 +106,13 @@ Exit codes: 0 nothing wrong (or everything repaired), 1 findings or something le
 	root.SetErr(streams.ErrOut)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return withCode(ExitError, err) })
 	configFlags.AddFlags(root.PersistentFlags())
-	root.AddCommand(NewCheckCommand(configFlags, streams))
-	root.AddCommand(NewFixCommand(configFlags, streams))
-	root.AddCommand(NewWaitCommand(configFlags, streams))
-	root.AddCommand(NewCanaryCommand(configFlags, streams))
-	root.AddCommand(NewExplainCommand(configFlags, streams))
-	root.AddCommand(NewWatchCommand(configFlags, streams))
-	root.AddCommand(NewVersionCommand(streams))
+	root.AddCommand(newCheckCommand(configFlags, streams))
+	root.AddCommand(newFixCommand(configFlags, streams))
+	root.AddCommand(newWaitCommand(configFlags, streams))
+	root.AddCommand(newCanaryCommand(configFlags, streams))
+	root.AddCommand(newExplainCommand(configFlags, streams))
+	root.AddCommand(newWatchCommand(configFlags, streams))
+	root.AddCommand(newVersionCommand(streams))
 	for _, c := range root.Commands() {
 		// pflag prints notices such as "Flag --stuck-grace has been deprecated" on the flag
 		// set's output; cobra would copy them to stdout, where the documents go.

@@ -23,15 +23,15 @@ var (
 	gitCommit = ""
 )
 
-// VersionOptions are the flags of `stsdiag version`.
-type VersionOptions struct {
+// versionOptions are the flags of `stsdiag version`.
+type versionOptions struct {
 	genericiooptions.IOStreams
 	PrintFlags *render.PrintFlags
 }
 
-// NewVersionCommand builds `stsdiag version`.
-func NewVersionCommand(streams genericiooptions.IOStreams) *cobra.Command {
-	o := &VersionOptions{IOStreams: streams, PrintFlags: render.NewPrintFlags()}
+// newVersionCommand builds `stsdiag version`.
+func newVersionCommand(streams genericiooptions.IOStreams) *cobra.Command {
+	o := &versionOptions{IOStreams: streams, PrintFlags: render.NewPrintFlags()}
 	c := &cobra.Command{
 		Use:     "version",
 		Short:   "Print the version of stsdiag",
@@ -51,7 +51,7 @@ func versionFormats(p *render.PrintFlags) []string {
 }
 
 // ToOptions checks -o (version takes no arguments: cobra.NoArgs).
-func (o *VersionOptions) ToOptions([]string) (*VersionOptions, error) {
+func (o *versionOptions) ToOptions([]string) (*versionOptions, error) {
 	if err := o.PrintFlags.Validate(); err != nil {
 		return nil, err
 	}
@@ -62,7 +62,7 @@ func (o *VersionOptions) ToOptions([]string) (*VersionOptions, error) {
 }
 
 // Run prints the version.
-func (o *VersionOptions) Run(context.Context) error {
+func (o *versionOptions) Run(context.Context) error {
 	v := Version()
 	if !o.PrintFlags.Human() {
 		return o.PrintFlags.PrintDocument(v, o.Out)

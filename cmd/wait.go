@@ -21,8 +21,8 @@ import (
 	"github.com/stsdiag/stsdiag/internal/wait"
 )
 
-// WaitFlags are the flags of `stsdiag wait`, as typed.
-type WaitFlags struct {
+// waitFlags are the flags of `stsdiag wait`, as typed.
+type waitFlags struct {
 	configFlags *genericclioptions.ConfigFlags
 	genericiooptions.IOStreams
 	PrintFlags *render.PrintFlags
@@ -38,8 +38,8 @@ type WaitFlags struct {
 	Disruption string
 }
 
-// WaitOptions are what `stsdiag wait` runs with, parsed and checked.
-type WaitOptions struct {
+// waitOptions are what `stsdiag wait` runs with, parsed and checked.
+type waitOptions struct {
 	configFlags *genericclioptions.ConfigFlags
 	genericiooptions.IOStreams
 	print     *render.PrintFlags
@@ -60,18 +60,18 @@ const waitExample = `  # A CI gate right after a rollout: fail within ~30s if it
   # Every StatefulSet labelled tier=db in every namespace
   kubectl stsdiag wait -A -l tier=db`
 
-// NewWaitCommand builds `stsdiag wait`.
-func NewWaitCommand(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+// newWaitCommand builds `stsdiag wait`.
+func newWaitCommand(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	return newWaitFlags(configFlags, streams).command()
 }
 
-func newWaitFlags(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *WaitFlags {
-	return &WaitFlags{configFlags: configFlags, IOStreams: streams,
+func newWaitFlags(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *waitFlags {
+	return &waitFlags{configFlags: configFlags, IOStreams: streams,
 		PrintFlags: render.NewPrintFlags(render.FormatJUnit).WithAlias("text", render.FormatTable),
 		Scope:      newScopeFlags(configFlags), Hold: &holdFlags{}, Diagnosis: newDiagnosisFlags(), Timeout: 10 * time.Minute}
 }
 
-func (f *WaitFlags) command() *cobra.Command {
+func (f *waitFlags) command() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "wait (NAME... | -l SELECTOR) [-n NAMESPACE | -A -l SELECTOR] [--timeout 10m] [--hold 30s] [--settle 10s] [--fix]",
 		Short: "Wait for StatefulSet rollouts; fail fast, with the reason, when one can never finish",
@@ -113,7 +113,7 @@ progressing; 130 interrupted by a signal (SIGINT, SIGTERM).`,
 }
 
 // ToOptions checks and parses the flags with the NAME arguments.
-func (f *WaitFlags) ToOptions(args []string) (*WaitOptions, error) {
+func (f *waitFlags) ToOptions(args []string) (*waitOptions, error) {
 	if len(args) == 0 && f.Scope.Selector == "" {
 		return nil, errors.New("name the StatefulSets to wait for, or select them with -l")
 	}
@@ -130,7 +130,7 @@ func (f *WaitFlags) ToOptions(args []string) (*WaitOptions, error) {
 	if err != nil {
 		return nil, err
 	}
-	o := &WaitOptions{configFlags: f.configFlags, IOStreams: f.IOStreams, print: f.PrintFlags, junitFile: f.JUnitFile,
+	o := &waitOptions{configFlags: f.configFlags, IOStreams: f.IOStreams, print: f.PrintFlags, junitFile: f.JUnitFile,
 		wait: wait.WaitOptions{Timeout: f.Timeout, Fix: f.Fix, Rollback: f.Rollback, Disruption: disruption, Logs: f.Logs}}
 	if o.scope, err = f.Scope.ToScope(args); err != nil {
 		return nil, err
@@ -152,7 +152,7 @@ func (f *WaitFlags) ToOptions(args []string) (*WaitOptions, error) {
 
 // Run waits (wait.Wait in one cluster, wait.RunFleet over --contexts), prints the verdict and
 // sets the exit code.
-func (o *WaitOptions) Run(ctx context.Context) error {
+func (o *waitOptions) Run(ctx context.Context) error {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, o.wait.Timeout)
 	defer cancel()
@@ -161,7 +161,7 @@ func (o *WaitOptions) Run(ctx context.Context) error {
 		if err != nil {
 			return withCode(ExitError, err)
 		}
-		res, err := wait.Wait(ctx, c, o.scope.Scope, o.waitOptions(""))
+		res, err := wait.Wait(ctx, c, o.scope.Scope, o.forWait(""))
 		return o.finish(res, start, err)
 	}
 	res := wait.RunFleet(ctx, o.scope.contexts, func(ctx context.Context, name string) (*model.WaitResult, error) {
@@ -169,14 +169,14 @@ func (o *WaitOptions) Run(ctx context.Context) error {
 		if err != nil {
 			return nil, err
 		}
-		return wait.Wait(ctx, c, scope, o.waitOptions(name+": "))
+		return wait.Wait(ctx, c, scope, o.forWait(name+": "))
 	})
 	return o.finish(res, start, nil)
 }
 
-// waitOptions are the options of one cluster's wait: its progress lines, repairs and warnings on
+// forWait is the options of one cluster's wait: its progress lines, repairs and warnings on
 // stderr, each starting with prefix (a fleet's context).
-func (o *WaitOptions) waitOptions(prefix string) wait.WaitOptions {
+func (o *waitOptions) forWait(prefix string) wait.WaitOptions {
 	opts := o.wait
 	log := o.ErrOut
 	if prefix != "" {
@@ -210,7 +210,7 @@ func (p *prefixWriter) Write(b []byte) (int, error) {
 }
 
 // finish prints the verdict in the chosen format (and the JUnit file) and returns the exit.
-func (o *WaitOptions) finish(res *model.WaitResult, start time.Time, failure error) error {
+func (o *waitOptions) finish(res *model.WaitResult, start time.Time, failure error) error {
 	elapsed := time.Since(start)
 	res.Elapsed = elapsed.Round(10 * time.Millisecond).String()
 	err := render.WaitResult(o.Out, res, o.print, elapsed, colorEnabled(o.Out))

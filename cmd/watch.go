@@ -19,8 +19,8 @@ import (
 	"github.com/stsdiag/stsdiag/internal/monitor"
 )
 
-// WatchFlags are the flags of `stsdiag watch`, as typed.
-type WatchFlags struct {
+// watchFlags are the flags of `stsdiag watch`, as typed.
+type watchFlags struct {
 	configFlags *genericclioptions.ConfigFlags
 	genericiooptions.IOStreams
 	Scope             *scopeFlags
@@ -41,8 +41,8 @@ type WatchFlags struct {
 	NoConditions      bool
 }
 
-// WatchOptions are what `stsdiag watch` runs with, parsed and checked.
-type WatchOptions struct {
+// watchOptions are what `stsdiag watch` runs with, parsed and checked.
+type watchOptions struct {
 	configFlags *genericclioptions.ConfigFlags
 	genericiooptions.IOStreams
 	serve monitor.ServeOptions
@@ -54,17 +54,17 @@ const watchExample = `  # Report only: Events on StatefulSets and Prometheus met
   # Repair findings that held 2 minutes, at most 5 repairs per namespace and hour, one leader
   kubectl stsdiag watch -A --fix --hold 2m --max-repairs-per-hour 5 --leader-elect`
 
-// NewWatchCommand builds `stsdiag watch`.
-func NewWatchCommand(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+// newWatchCommand builds `stsdiag watch`.
+func newWatchCommand(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	return newWatchFlags(configFlags, streams).command()
 }
 
-func newWatchFlags(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *WatchFlags {
-	return &WatchFlags{configFlags: configFlags, IOStreams: streams, Scope: newScopeFlags(configFlags), Hold: &holdFlags{},
+func newWatchFlags(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *watchFlags {
+	return &watchFlags{configFlags: configFlags, IOStreams: streams, Scope: newScopeFlags(configFlags), Hold: &holdFlags{},
 		Diagnosis: newDiagnosisFlags(), MaxRepairsPerHour: 10, MetricsAddr: ":8443", HealthAddr: ":8081", LeaseName: "stsdiag-watch"}
 }
 
-func (f *WatchFlags) command() *cobra.Command {
+func (f *watchFlags) command() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "watch [-n NAMESPACE | -A] [--fix] [--hold 2m] [--max-repairs-per-hour N] [--metrics-addr :8443] [--health-addr :8081] [--leader-elect]",
 		Short: "Diagnose continuously (in-cluster service): Events, metrics and opt-in repairs",
@@ -113,7 +113,7 @@ stops cleanly, exit 0, on SIGTERM or SIGINT: a service's normal end.`,
 }
 
 // ToOptions checks and parses the flags (cobra.NoArgs has refused NAME arguments).
-func (f *WatchFlags) ToOptions(args []string) (*WatchOptions, error) {
+func (f *watchFlags) ToOptions(args []string) (*watchOptions, error) {
 	if f.MaxRepairsPerHour < 0 {
 		return nil, errors.New("--max-repairs-per-hour must not be negative")
 	}
@@ -151,7 +151,7 @@ func (f *WatchFlags) ToOptions(args []string) (*WatchOptions, error) {
 		return nil, err
 	}
 	identity, _ := os.Hostname()
-	return &WatchOptions{configFlags: f.configFlags, IOStreams: f.IOStreams, serve: monitor.ServeOptions{
+	return &watchOptions{configFlags: f.configFlags, IOStreams: f.IOStreams, serve: monitor.ServeOptions{
 		Scope: scope.Scope,
 		Monitor: monitor.Options{Fix: f.Fix, Rollback: f.Rollback, Disruption: disruption, Hold: hold, Steady: steady, MaxRepairsPerHour: f.MaxRepairsPerHour, Log: f.ErrOut,
 			Diagnosis: diagnosis, NoConditions: f.NoConditions},
@@ -163,7 +163,7 @@ func (f *WatchFlags) ToOptions(args []string) (*WatchOptions, error) {
 }
 
 // leaseNamespace is --leader-elect-namespace, else $POD_NAMESPACE, else the current namespace.
-func (f *WatchFlags) leaseNamespace() (string, error) {
+func (f *watchFlags) leaseNamespace() (string, error) {
 	if f.LeaseNamespace != "" {
 		return f.LeaseNamespace, nil
 	}
@@ -192,7 +192,7 @@ func (g listInformers) Enabled(f clientfeatures.Feature) bool {
 var listInformersOnce sync.Once
 
 // Run serves the monitor (monitor.Serve) until SIGTERM.
-func (o *WatchOptions) Run(ctx context.Context) error {
+func (o *watchOptions) Run(ctx context.Context) error {
 	listInformersOnce.Do(func() { clientfeatures.ReplaceFeatureGates(listInformers{clientfeatures.FeatureGates()}) })
 	// In a container with a memory limit, the Go heap is held to 90% of it (unless GOMEMLIMIT or
 	// AUTOMEMLIMIT say otherwise): watch's informer caches are most of its heap, and Go's default

@@ -25,7 +25,7 @@ func dashboardConfigMapYAML(t *testing.T, dashboard []byte) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	header := "# Generated from deploy/monitoring/dashboard.json by `go test ./deploy -run TestDashboardFromOneSource -update`; do not edit.\n"
+	header := "# Generated from deploy/monitoring/dashboard.json by `cd deploy && go test . -run TestDashboardFromOneSource -update`; do not edit.\n"
 	return append([]byte(header), out...)
 }
 
@@ -44,7 +44,7 @@ func TestDashboardFromOneSource(t *testing.T) {
 		}
 	}
 	if got, err := os.ReadFile(dashboardConfigMap); err != nil || string(got) != string(gen) {
-		t.Errorf("%s is not generated from monitoring/dashboard.json (%v): go test ./deploy -run TestDashboardFromOneSource -update", dashboardConfigMap, err)
+		t.Errorf("%s is not generated from monitoring/dashboard.json (%v): cd deploy && go test . -run TestDashboardFromOneSource -update", dashboardConfigMap, err)
 	}
 	for _, dir := range []string{"monitoring/grafana", "monitoring/grafana-operator"} {
 		var cm corev1.ConfigMap

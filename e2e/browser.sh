@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs the browser the HTML report test renders its pages in (internal/render
+# Installs the browser the HTML report test renders its pages in (e2e/internal/htmltest
 # TestHTMLInBrowser): Debian's chromium package, with apt when missing (needs root). Where it
 # cannot be installed (not root, no apt-get, apt fails) it says so and exits 0: the test then
 # skips with that reason. Prints the browser's path on stdout when there is one.

@@ -22,8 +22,8 @@ import (
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/e2e/internal/harness"
+	"github.com/stsdiag/stsdiag/e2e/internal/htmltest"
 	"github.com/stsdiag/stsdiag/e2e/internal/scenario"
-	"github.com/stsdiag/stsdiag/internal/render/htmltest"
 )
 
 // TestStuckRollout reproduces kubernetes#67250 with the real StatefulSet controller, proves the
@@ -121,8 +121,10 @@ func TestStuckRollout(t *testing.T) {
 		Assess("check -A in pages of one object from the real API server gives the same report", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			// Pages of one: every kind's namespaces across many pages, merged in the server's key
 			// order ("stuck-one/" before "stuck-three/"); the default reads each kind in one page.
-			paged := harness.Run(t, cfg.KubeconfigFile(), binDir, []string{"STSDIAG_PAGE_SIZE=1", "STSDIAG_REQUEST_STATS=1"}, stsdiag, "check", "-A", "-o", "json")
-			whole := harness.Run(t, cfg.KubeconfigFile(), binDir, []string{"STSDIAG_REQUEST_STATS=1"}, stsdiag, "check", "-A", "-o", "json")
+			// --full: the read of every object, which the pages serve (without it check -A reads
+			// pods only where a StatefulSet's status is not settled: TestTriagedCheck).
+			paged := harness.Run(t, cfg.KubeconfigFile(), binDir, []string{"STSDIAG_PAGE_SIZE=1", "STSDIAG_REQUEST_STATS=1"}, stsdiag, "check", "-A", "--full", "-o", "json")
+			whole := harness.Run(t, cfg.KubeconfigFile(), binDir, []string{"STSDIAG_REQUEST_STATS=1"}, stsdiag, "check", "-A", "--full", "-o", "json")
 			if paged.Code != 1 || whole.Code != 1 {
 				t.Fatalf("exit %d in pages, %d whole; want 1 and 1", paged.Code, whole.Code)
 			}

@@ -23,9 +23,9 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/deploy/argocd"
 	"github.com/stsdiag/stsdiag/e2e/internal/harness"
 	"github.com/stsdiag/stsdiag/e2e/internal/scenario"
-	"github.com/stsdiag/stsdiag/internal/argocd"
 )
 
 // runEnv runs the built binary like stsdiagRun, with extra environment variables.

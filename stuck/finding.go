@@ -91,9 +91,33 @@ func (f Finding) DeepCopy() Finding {
 	return c
 }
 
-// SortFindings orders findings as apiv1.SortFindings does.
+// SortFindings orders findings as a report lists them (FindingLess).
 func SortFindings(f []Finding) {
-	sort.SliceStable(f, func(i, j int) bool { return apiv1.FindingLess(&f[i].Finding, &f[j].Finding) })
+	sort.SliceStable(f, func(i, j int) bool { return FindingLess(&f[i].Finding, &f[j].Finding) })
+}
+
+// FindingLess is the order of findings in a report: most severe first, then by context,
+// namespace, StatefulSet, pod, code and container.
+func FindingLess(a, b *apiv1.Finding) bool {
+	if a.Severity.Rank() != b.Severity.Rank() {
+		return a.Severity.Rank() > b.Severity.Rank()
+	}
+	if a.Context != b.Context {
+		return a.Context < b.Context
+	}
+	if a.Namespace != b.Namespace {
+		return a.Namespace < b.Namespace
+	}
+	if a.StatefulSet != b.StatefulSet {
+		return a.StatefulSet < b.StatefulSet
+	}
+	if a.Pod != b.Pod {
+		return a.Pod < b.Pod
+	}
+	if a.Code != b.Code {
+		return a.Code < b.Code
+	}
+	return a.Container < b.Container
 }
 
 // Rollout is one StatefulSet's rollout as its object says, before the findings are counted.

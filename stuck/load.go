@@ -11,6 +11,7 @@ import (
 
 	imagev1 "github.com/openshift/api/image/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -153,6 +154,11 @@ func (s *Objects) add(obj runtime.Object) error {
 	case *imagev1.ImageStream:
 		s.OpenShift = true
 		s.ImageStreams = append(s.ImageStreams, *o)
+	case *coordinationv1.Lease:
+		if o.Namespace != ControllerManagerLeaseNamespace || o.Name != ControllerManagerLeaseName {
+			return fmt.Errorf("unexpected Lease %s/%s in snapshot", o.Namespace, o.Name)
+		}
+		s.ControllerManager = &ControllerManagerLease{Lease: o}
 	case *corev1.List:
 		for _, item := range o.Items {
 			inner, _, err := decoder.Decode(item.Raw, nil, nil)

@@ -63,6 +63,11 @@ type Objects struct {
 	// namespace's ImageStream).
 	Streams StreamIndex
 
+	// ControllerManager is kube-controller-manager's leader Lease when it was read: Diagnose
+	// reports ControllerManagerNotRunning when it has not been renewed (and nothing is
+	// Selected: it is a finding of the cluster, not of one StatefulSet).
+	ControllerManager *ControllerManagerLease
+
 	// Admission holds what the API server's admission wrote for images when asked (a server-side
 	// dry-run create of a probe pod, --confirm-with-admission); nil when it was not asked.
 	Admission map[AdmissionQuestion]AdmissionAnswer

@@ -94,6 +94,11 @@ func Diagnose(s *Objects, opts Options) Result {
 		res.StatefulSets = append(res.StatefulSets, rolloutOf(set))
 	}
 	d.orphans(s)
+	if s.ControllerManager != nil && s.Selected == nil { // a finding of the cluster, not of one set
+		if f, ok := ControllerManagerFinding(*s.ControllerManager, s.Now); ok {
+			d.add(f)
+		}
+	}
 	res.Findings = d.findings
 	res.RecheckAt = ix.recheckAt
 	res.Predictions = d.predictions

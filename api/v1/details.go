@@ -59,6 +59,9 @@ type FindingDetails struct {
 	Finalizers []string `json:"finalizers,omitempty"`
 	// From is the trigger's from.name, <stream>:<tag> (ImageTriggerInvalid, ImageTriggerStale).
 	From *string `json:"from,omitempty"`
+	// Holder is the holder identity of kube-controller-manager's leader Lease, "" when released
+	// (ControllerManagerNotRunning).
+	Holder string `json:"holder,omitempty"`
 	// ImageStream is the ImageStream the image name refers to (image lookup findings).
 	ImageStream string `json:"imageStream,omitempty"`
 	// InitContainer is true when the container is an init container.
@@ -74,6 +77,8 @@ type FindingDetails struct {
 	// LastExitReason is the reason of the container's last termination, e.g. Error or
 	// OOMKilled (findings about a container stuck at startup).
 	LastExitReason string `json:"lastExitReason,omitempty"`
+	// Lease is the leader Lease read, namespace/name (ControllerManagerNotRunning).
+	Lease string `json:"lease,omitempty"`
 	// Logs are the last lines of the previous run of the failing container, with check
 	// --logs N (findings about a container stuck at startup).
 	Logs []string `json:"logs,omitempty"`
@@ -108,6 +113,9 @@ type FindingDetails struct {
 	// NodeReason is the reason of the node's Ready condition (PodStuckTerminating;
 	// RolloutBlocked on a lost node).
 	NodeReason string `json:"nodeReason,omitempty"`
+	// NotRenewedFor is how long the leader Lease has not been renewed
+	// (ControllerManagerNotRunning).
+	NotRenewedFor string `json:"notRenewedFor,omitempty"`
 	// Object is what the controller could not create: pod, or claim for the pod's
 	// PersistentVolumeClaim (PodCreateFailed).
 	Object string `json:"object,omitempty"`
@@ -153,6 +161,8 @@ type FindingDetails struct {
 	// Reason repeats the finding's reason (ServiceMissing, ImageResolutionSkipped,
 	// ImageTriggerInvalid).
 	Reason string `json:"reason,omitempty"`
+	// RenewTime is the leader Lease's spec.renewTime, RFC 3339 (ControllerManagerNotRunning).
+	RenewTime string `json:"renewTime,omitempty"`
 	// RestartCount is the container's restart count (findings of a pod stuck at startup
 	// because a container exits: reason CrashLoopBackOff; RolloutBlocked of a pod whose init
 	// container exited non-zero).

@@ -2,13 +2,13 @@ package v1
 
 import (
 	"maps"
-	"sort"
 
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
-// NewReport returns a report with StatefulSets sorted by namespace and name and findings sorted
-// by SortFindings; nil lists become empty ones (JSON [] rather than null).
+// NewReport returns a report of the lists, in the order given (stsdiag lists StatefulSets by
+// context, namespace and name, findings most severe first); nil lists become empty ones (JSON []
+// rather than null).
 func NewReport(openshift bool, sets []StatefulSetSummary, findings []Finding) *Report {
 	if sets == nil {
 		sets = []StatefulSetSummary{}
@@ -16,8 +16,6 @@ func NewReport(openshift bool, sets []StatefulSetSummary, findings []Finding) *R
 	if findings == nil {
 		findings = []Finding{}
 	}
-	SortStatefulSets(sets)
-	SortFindings(findings)
 	r := &Report{OpenShift: openshift, StatefulSets: sets, Findings: findings}
 	r.SetGroupVersionKind(GroupVersion.WithKind("Report"))
 	return r
@@ -35,47 +33,6 @@ func NewWaitResult(result Verdict, message string) *WaitResult {
 	r := &WaitResult{Result: result, Message: message, StatefulSets: []StatefulSetSummary{}, Findings: []Finding{}}
 	r.SetGroupVersionKind(GroupVersion.WithKind("WaitResult"))
 	return r
-}
-
-// SortStatefulSets orders StatefulSets by context, namespace and name.
-func SortStatefulSets(sets []StatefulSetSummary) {
-	sort.SliceStable(sets, func(i, j int) bool {
-		if sets[i].Context != sets[j].Context {
-			return sets[i].Context < sets[j].Context
-		}
-		if sets[i].Namespace != sets[j].Namespace {
-			return sets[i].Namespace < sets[j].Namespace
-		}
-		return sets[i].Name < sets[j].Name
-	})
-}
-
-// SortFindings orders findings by severity, namespace, StatefulSet, pod, code and container.
-func SortFindings(f []Finding) {
-	sort.SliceStable(f, func(i, j int) bool { return FindingLess(&f[i], &f[j]) })
-}
-
-// FindingLess is the order of SortFindings.
-func FindingLess(a, b *Finding) bool {
-	if a.Severity.Rank() != b.Severity.Rank() {
-		return a.Severity.Rank() > b.Severity.Rank()
-	}
-	if a.Context != b.Context {
-		return a.Context < b.Context
-	}
-	if a.Namespace != b.Namespace {
-		return a.Namespace < b.Namespace
-	}
-	if a.StatefulSet != b.StatefulSet {
-		return a.StatefulSet < b.StatefulSet
-	}
-	if a.Pod != b.Pod {
-		return a.Pod < b.Pod
-	}
-	if a.Code != b.Code {
-		return a.Code < b.Code
-	}
-	return a.Container < b.Container
 }
 
 // DeepCopy copies a finding and its details.
@@ -131,6 +88,7 @@ func copyServer(s *ServerInfo) *ServerInfo {
 	}
 	c := *s
 	c.AssumedFeatureGates = maps.Clone(s.AssumedFeatureGates)
+	c.ControllerManager = clonePtr(s.ControllerManager)
 	return &c
 }
 

@@ -61,6 +61,10 @@ const (
 	// RolloutBlocked: the controller waits on an ordinal for longer than any known cause
 	// explains; details.waitingFor says on what.
 	RolloutBlocked Code = "RolloutBlocked"
+	// ControllerManagerNotRunning: kube-controller-manager's leader Lease has not been renewed
+	// for longer than its duration: no instance runs the StatefulSet controller, no rollout in
+	// the cluster progresses and every StatefulSet status is stale (check -A).
+	ControllerManagerNotRunning Code = "ControllerManagerNotRunning"
 )
 
 // Finding is one reason a StatefulSet rollout will not finish, or a risk to it.
@@ -147,6 +151,26 @@ type ServerInfo struct {
 	// AssumedFeatureGates are the gates the verdicts assume: the release's defaults, overridden
 	// by --feature-gates.
 	AssumedFeatureGates map[string]bool `json:"assumedFeatureGates"`
+	// ControllerManager is what check -A found of kube-controller-manager, whose StatefulSet
+	// statuses it triages by; absent for other scopes.
+	ControllerManager *ControllerManagerInfo `json:"controllerManager,omitempty"`
+}
+
+// ControllerManagerInfo is kube-controller-manager's leader Lease as check -A read it.
+type ControllerManagerInfo struct {
+	// Lease is namespace/name of the leader Lease read.
+	Lease string `json:"lease"`
+	// State is Renewed, NotRenewed (finding ControllerManagerNotRunning), NotFound (leader
+	// election off) or Unreadable.
+	State string `json:"state"`
+	// Holder and RenewTime (RFC 3339) are the Lease's, when it was read.
+	Holder    string `json:"holder,omitempty"`
+	RenewTime string `json:"renewTime,omitempty"`
+	// Assumed says what was assumed of StatefulSet statuses when the Lease says nothing (NotFound,
+	// Unreadable): "statuses current".
+	Assumed string `json:"assumed,omitempty"`
+	// Error is why the Lease could not be read (Unreadable).
+	Error string `json:"error,omitempty"`
 }
 
 // Repair action kinds.

@@ -17,6 +17,7 @@ import (
 	"github.com/stsdiag/stsdiag/internal/plan"
 	"github.com/stsdiag/stsdiag/internal/repair"
 	"github.com/stsdiag/stsdiag/internal/verdict"
+	"github.com/stsdiag/stsdiag/stuck"
 )
 
 // failed ends a step whose finding held for --hold: with --no-rollback it stops (Stuck);
@@ -56,7 +57,11 @@ func (r *runner) failed(ctx context.Context, step engine.Resolved) error {
 	}
 	canary := engine.CanaryPods(set, r.partition)
 	scope := gather.Scope{Namespace: r.o.Namespace, Names: []string{r.o.Name}}
-	exec := repair.New(repair.Options{Clients: r.c, Scope: scope, Diagnosis: r.o.Diagnosis, DryRun: apiv1.DryRunNone,
+	// Each delete is proven on a fresh LIST of the StatefulSet, as fix proves.
+	prove := func(ctx context.Context, _ []repair.Write) (*model.Report, *stuck.Objects, error) {
+		return diagnose.FromSource(ctx, gather.Lister{Clients: r.c, Scope: scope}, r.o.Diagnosis)
+	}
+	exec := repair.New(repair.Options{Kube: r.c.Kube, Prove: prove, DryRun: apiv1.DryRunNone,
 		Policy: plan.Policy{Rollback: true}, Progress: r.o.Progress})
 	applied, err := exec.Apply(ctx, actions)
 	r.actions = append(r.actions, applied...)

@@ -24,19 +24,25 @@ type Options struct {
 	// Explanations also returns each StatefulSet's explanation, from the same diagnosis (the
 	// HTML report draws each set's ordinals from them).
 	Explanations bool
+	// Full reads every object of all namespaces instead of triaging them by the StatefulSets'
+	// statuses (check -A --full).
+	Full bool
+	// PageSize is the limit of each page of a full all-namespaces read (0: the default).
+	PageSize int64
 	// Logs, if positive, adds the last Logs lines of the run that exited to each finding about a
 	// container that exited (gather.PreviousLogs).
 	Logs int64
 }
 
-// Cluster checks one cluster's scope: all namespaces (no namespace, no names, no Source) one
-// namespace at a time (AllNamespaces), else one snapshot of the scope.
+// Cluster checks one cluster's scope: all namespaces (no namespace, no names, no Source)
+// triaged by the StatefulSets' statuses or one namespace at a time (ClusterWide), else one
+// snapshot of the scope.
 func Cluster(ctx context.Context, c gather.Clients, scope gather.Scope, o Options) (*model.Report, map[string]*apiv1.Explanation, error) {
 	var rep *model.Report
 	var explanations map[string]*apiv1.Explanation
 	var err error
 	if scope.Namespace == "" && len(scope.Names) == 0 && o.Source == nil {
-		rep, explanations, err = AllNamespaces(ctx, c, scope, o.Diagnosis, o.Explanations)
+		rep, explanations, err = ClusterWide(ctx, c, scope, o)
 	} else {
 		src := o.Source
 		if src == nil {

@@ -149,7 +149,7 @@ func TestWatchSeesOtherNamespacesStreams(t *testing.T) {
 	clients := gather.Clients{Kube: fake.NewClientset(kubeObjs...), Image: imagefake.NewClientset(imageObjs...)}
 	scope := gather.Scope{OpenShift: imageapi.ModeAlways}
 	opts := stuck.DefaultOptions()
-	checked, _, err := check.AllNamespaces(context.Background(), clients, scope, opts, false)
+	checked, _, err := check.AllNamespaces(context.Background(), gather.Paged{Clients: clients, Scope: scope}, opts, false)
 	if err != nil {
 		t.Fatal(err)
 	}

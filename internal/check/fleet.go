@@ -36,13 +36,14 @@ type outcome struct {
 // returned in failed; the others are reported all the same. The report's server block is kept
 // when every evaluated context applied the same rules, and omitted when they differ (each
 // context's findings still follow its own release).
-func RunFleet(ctx context.Context, targets []Target, opts stuck.Options) (rep *model.Report, failed []string) {
+func RunFleet(ctx context.Context, targets []Target, o Options) (rep *model.Report, failed []string) {
+	opts := o.Diagnosis
 	outcomes := fleet.Run(ctx, targets, func(ctx context.Context, t Target) outcome {
 		src := t.Source
 		if src == nil {
 			if t.Scope.Namespace == "" && len(t.Scope.Names) == 0 {
-				// All namespaces: one namespace at a time, as check -A.
-				r, _, err := AllNamespaces(ctx, t.Clients, t.Scope, opts, false)
+				// All namespaces, as check -A.
+				r, _, err := ClusterWide(ctx, t.Clients, t.Scope, Options{Diagnosis: opts, Full: o.Full, PageSize: o.PageSize})
 				return outcome{r, err}
 			}
 			src = gather.Lister{Clients: t.Clients, Scope: t.Scope}

@@ -41,7 +41,7 @@ func TestRunFleet(t *testing.T) {
 		{Context: "prod-eu", Clients: gather.Clients{Kube: stuckCluster}, Scope: scope},
 		{Context: "prod-us", Clients: gather.Clients{Kube: healthy}, Scope: scope},
 		{Context: "lab", Clients: gather.Clients{Kube: refusing}, Scope: scope},
-	}, stuck.DefaultOptions())
+	}, check.Options{Diagnosis: stuck.DefaultOptions()})
 	if len(failed) != 1 || failed[0] != "lab" {
 		t.Errorf("failed %v, want [lab]", failed)
 	}
@@ -74,7 +74,7 @@ func TestRunFleetServer(t *testing.T) {
 		rep, failed := check.RunFleet(context.Background(), []check.Target{
 			{Context: "east", Clients: cluster(east), Scope: scope},
 			{Context: "west", Clients: cluster(west), Scope: scope},
-		}, stuck.DefaultOptions())
+		}, check.Options{Diagnosis: stuck.DefaultOptions()})
 		if len(failed) != 0 {
 			t.Fatalf("failed %v", failed)
 		}

@@ -2,7 +2,6 @@ package check
 
 import (
 	"context"
-	"errors"
 	"maps"
 	"time"
 
@@ -13,12 +12,12 @@ import (
 	"github.com/stsdiag/stsdiag/stuck"
 )
 
-// AllNamespaces diagnoses every namespace of the scope (all namespaces, by selector only) one at
-// a time as gather.EachNamespace reads them, and dropping each after: the report is Report's of
-// one snapshot of everything, in the memory of one namespace. With explanations it also returns
-// diagnose.ReportWithExplanations' explanations. When the LISTs cannot be read namespace by namespace
-// (gather.ErrRestart) it gathers everything at once instead.
-func AllNamespaces(ctx context.Context, c gather.Clients, scope gather.Scope, opts stuck.Options, explanations bool) (*model.Report, map[string]*apiv1.Explanation, error) {
+// AllNamespaces diagnoses what the reader hands out, one snapshot at a time (gather.Paged: every
+// namespace in turn, dropping each after): the report is Report's of one snapshot of
+// everything, in the memory of one namespace. With explanations it also returns
+// diagnose.ReportWithExplanations' explanations. When the reader starts over (a nil snapshot),
+// what it handed out before is dropped.
+func AllNamespaces(ctx context.Context, r gather.Reader, opts stuck.Options, explanations bool) (*model.Report, map[string]*apiv1.Explanation, error) {
 	var findings []stuck.Finding
 	var sets []apiv1.StatefulSetSummary
 	var recheck time.Time
@@ -26,7 +25,12 @@ func AllNamespaces(ctx context.Context, c gather.Clients, scope gather.Scope, op
 	if explanations {
 		explained = map[string]*apiv1.Explanation{}
 	}
-	read, err := gather.EachNamespace(ctx, c, scope, func(snap *stuck.Objects) error {
+	read, err := r.Read(ctx, func(snap *stuck.Objects) error {
+		if snap == nil {
+			findings, sets, recheck = nil, nil, time.Time{}
+			clear(explained)
+			return nil
+		}
 		var rep *model.Report
 		var here map[string]*apiv1.Explanation
 		if explanations {
@@ -42,20 +46,6 @@ func AllNamespaces(ctx context.Context, c gather.Clients, scope gather.Scope, op
 		maps.Copy(explained, here)
 		return nil
 	})
-	if errors.Is(err, gather.ErrRestart) {
-		src := gather.Lister{Clients: c, Scope: scope}
-		if explanations {
-			snap, warnings, err := src.Snapshot(ctx)
-			if err != nil {
-				return nil, nil, err
-			}
-			rep, explained := diagnose.ReportWithExplanations(snap, opts)
-			rep.Warnings = warnings
-			return rep, explained, nil
-		}
-		rep, _, err := diagnose.FromSource(ctx, src, opts)
-		return rep, nil, err
-	}
 	if err != nil {
 		return nil, nil, err
 	}

@@ -47,17 +47,34 @@ func scenarioCluster(t *testing.T) (kube *fake.Clientset, image *imagefake.Clien
 		dirs = append(dirs, found...)
 	}
 	sort.Strings(dirs)
-	var kubeObjs, imageObjs []runtime.Object
-	seen := map[string]bool{}
+	var placed []placement
 	for i, path := range dirs {
-		snap, err := stuck.LoadFile(path, time.Now())
-		if err != nil {
-			t.Fatal(err)
-		}
 		ns := "n" + strconv.Itoa(i/2)
 		if i%2 == 1 {
 			ns += "-a" // before ns in key order ('-' < '/'), after it by name
 		}
+		placed = append(placed, placement{path, ns})
+	}
+	kube, image = clusterOf(t, placed)
+	return kube, image, len(dirs)
+}
+
+// placement puts a scenario's objects in a namespace.
+type placement struct{ path, namespace string }
+
+// clusterOf puts each scenario's objects in its namespace (UIDs and owner references prefixed
+// with it, so that they stay unique), and extra objects as they are, in fake clientsets.
+func clusterOf(t *testing.T, placed []placement, extra ...runtime.Object) (*fake.Clientset, *imagefake.Clientset) {
+	t.Helper()
+	kubeObjs := append([]runtime.Object(nil), extra...)
+	var imageObjs []runtime.Object
+	seen := map[string]bool{}
+	for _, p := range placed {
+		snap, err := stuck.LoadFile(p.path, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		ns := p.namespace
 		fields := reflect.ValueOf(snap).Elem()
 		for f := 0; f < fields.NumField(); f++ {
 			field := fields.Field(f)
@@ -99,15 +116,16 @@ func scenarioCluster(t *testing.T) (kube *fake.Clientset, image *imagefake.Clien
 			}
 		}
 	}
-	return fake.NewClientset(kubeObjs...), imagefake.NewClientset(imageObjs...), len(dirs)
+	return fake.NewClientset(kubeObjs...), imagefake.NewClientset(imageObjs...)
 }
 
 // pageLists makes the fakes answer LISTs with a limit as the API server does: in key order
 // (namespace, '/', name), a page at a time, with a continue token. reorder, if set, may reorder
 // the items of each kind first (an API server breaking key order), and expire the continue
 // token of the kind it names. lists counts the LISTs by their limit, whole names the kinds not
-// listed in pages of gather.PageSize.
+// listed in pages of size.
 type pager struct {
+	size    int64
 	reorder func(items []runtime.Object)
 	expire  string
 	mu      sync.Mutex
@@ -134,7 +152,7 @@ func (p *pager) install(trackers ...interface {
 			o := la.ListOptions
 			p.mu.Lock()
 			p.lists[o.Limit]++
-			if o.Limit != gather.PageSize {
+			if o.Limit != p.size {
 				p.whole[la.Resource.Resource] = true
 			}
 			p.mu.Unlock()
@@ -180,14 +198,12 @@ func key(obj runtime.Object) string {
 // gives the report of one snapshot of everything (Gather's unpaged LISTs), finding for finding,
 // set for set, warning for warning, on every scenario of testdata in one cluster.
 func TestAllNamespacesIsOneSnapshot(t *testing.T) {
-	defer func(size int64) { gather.PageSize = size }(gather.PageSize)
 	opts := stuck.DefaultOptions()
 	scope := gather.Scope{OpenShift: imageapi.ModeAlways}
 	for _, size := range []int64{1, 2, 7, 5000} {
 		t.Run(fmt.Sprintf("pages of %d", size), func(t *testing.T) {
-			gather.PageSize = size
 			kube, image, scenarios := scenarioCluster(t)
-			p := &pager{}
+			p := &pager{size: size}
 			p.install(kube, image)
 			c := gather.Clients{Kube: kube, Image: image}
 			want, _, err := check.Run(context.Background(), c, scope, opts)
@@ -195,7 +211,7 @@ func TestAllNamespacesIsOneSnapshot(t *testing.T) {
 				t.Fatal(err)
 			}
 			p.reset()
-			got, explained, err := check.AllNamespaces(context.Background(), c, scope, opts, true)
+			got, explained, err := check.AllNamespaces(context.Background(), gather.Paged{Clients: c, Scope: scope, PageSize: size}, opts, true)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -224,8 +240,6 @@ func TestAllNamespacesIsOneSnapshot(t *testing.T) {
 // expires, the namespaces handed out may have been incomplete: the report is then Gather's, read
 // again whole, never one built from part of a namespace.
 func TestAllNamespacesFallsBack(t *testing.T) {
-	defer func(size int64) { gather.PageSize = size }(gather.PageSize)
-	gather.PageSize = 3
 	opts := stuck.DefaultOptions()
 	scope := gather.Scope{OpenShift: imageapi.ModeAlways}
 	cases := map[string]*pager{
@@ -239,11 +253,12 @@ func TestAllNamespacesFallsBack(t *testing.T) {
 		"controllerrevisions' continue token expired": {expire: "controllerrevisions"},
 	}
 	for name, p := range cases {
+		p.size = 3
 		t.Run(name, func(t *testing.T) {
 			kube, image, _ := scenarioCluster(t)
 			p.install(kube, image)
 			c := gather.Clients{Kube: kube, Image: image}
-			got, _, err := check.AllNamespaces(context.Background(), c, scope, opts, false)
+			got, _, err := check.AllNamespaces(context.Background(), gather.Paged{Clients: c, Scope: scope, PageSize: 3}, opts, false)
 			if err != nil {
 				t.Fatal(err)
 			}

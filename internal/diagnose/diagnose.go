@@ -24,6 +24,17 @@ func Report(snap *stuck.Objects, opts stuck.Options) *model.Report {
 	return rep
 }
 
+// Settled diagnoses a namespace whose StatefulSets the controller's status calls settled, read
+// without their pods, claims, revisions or Events (gather.Triage): stuck.DiagnoseSettled, worded
+// and counted as Report does.
+func Settled(snap *stuck.Objects, opts stuck.Options) *model.Report {
+	res := stuck.DiagnoseSettled(snap, opts)
+	explain.Findings(res.Findings, explain.ForCluster(snap.OpenShift))
+	rep := model.NewReport(snap.OpenShift, model.Summaries(res.StatefulSets, res.Findings), res.Findings)
+	rep.Server = &apiv1.ServerInfo{Version: snap.ServerVersion, Rules: res.Rules.Version, AssumedFeatureGates: res.Rules.Gates}
+	return rep
+}
+
 // report is Report, with the controller model each StatefulSet's findings come from.
 // views are what explain shows of a diagnosis beyond its findings: the controller's next sync of
 // each StatefulSet (namespace/name) and the changes expected by themselves, by pod

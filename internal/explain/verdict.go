@@ -199,6 +199,3 @@ func restore(r model.PartitionRestore) string {
 	}
 	return fmt.Sprintf("; the partition stays %d (restoring %d failed: %v)", r.Stays, r.To, r.Err)
 }
-
-// NotConfirmed is why fix skipped every action of a plan it could not ask about (no terminal).
-const NotConfirmed = "not confirmed"

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/internal/diagnose"
 	"github.com/stsdiag/stsdiag/internal/explain"
 	"github.com/stsdiag/stsdiag/internal/gather"
 	"github.com/stsdiag/stsdiag/internal/model"
@@ -28,7 +29,22 @@ var ErrNotConfirmed = errors.New("not confirmed; nothing changed")
 
 // Options are the options of Run.
 type Options struct {
-	repair.Options
+	Clients gather.Clients
+	// Scope is what fix reads: the first diagnosis and every proof are a fresh LIST of it.
+	Scope gather.Scope
+	// Diagnosis tunes the diagnoses.
+	Diagnosis stuck.Options
+	// Source, if set, is read instead of a fresh LIST of the scope (gather.Lister):
+	// --confirm-with-admission's probe.Source.
+	Source gather.Source
+	// DryRun is none, client or server.
+	DryRun apiv1.DryRunMode
+	// Progress, if set, is told about each action as it completes.
+	Progress func(model.Action)
+	// Policy says which optional repairs to plan (--rollback, --force-lost-node).
+	plan.Policy
+	// Disruption is how a pod proven stuck is removed (--disruption): delete (default) or evict.
+	Disruption apiv1.DisruptionMode
 	// Confirm is shown the plan before anything changes; nil applies without asking. An error
 	// means confirmation was impossible (no terminal): the actions are then skipped.
 	Confirm func(plan *model.FixResult) (bool, error)
@@ -48,7 +64,7 @@ type Options struct {
 // context's error when it was cancelled (an interruption), or a failure to evaluate (gathering,
 // an UnavailableError). The result is nil only when the first diagnosis failed.
 func Run(ctx context.Context, o Options) (*model.FixResult, error) {
-	rep, snap, err := o.Rediagnose()(ctx)
+	rep, snap, err := o.diagnose(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -74,7 +90,8 @@ func Run(ctx context.Context, o Options) (*model.FixResult, error) {
 		ok, err := o.Confirm(result)
 		if err != nil {
 			for i := range result.Actions {
-				result.Actions[i].Skip(explain.NotConfirmed)
+				result.Actions[i].Conclude(model.Outcome{Reason: model.OutcomeNotConfirmed})
+				explain.Outcome(&result.Actions[i])
 			}
 			return result, nil
 		}
@@ -82,7 +99,8 @@ func Run(ctx context.Context, o Options) (*model.FixResult, error) {
 			return result, ErrNotConfirmed
 		}
 	}
-	exec := repair.New(o.Options)
+	exec := repair.New(repair.Options{Kube: o.Clients.Kube, Prove: o.prove, DryRun: o.DryRun, Progress: o.Progress,
+		Policy: o.Policy, Disruption: o.Disruption})
 	// --wait is one budget: the wait for the controller to observe a patch, then the rollout.
 	var deadline time.Time
 	if o.Wait > 0 {
@@ -101,6 +119,20 @@ func Run(ctx context.Context, o Options) (*model.FixResult, error) {
 	}
 	result.Rollout = verdict.DecideRollout(facts)
 	return result, err
+}
+
+// diagnose reads the source (a fresh LIST of the scope unless Source is set) and diagnoses it.
+func (o Options) diagnose(ctx context.Context) (*model.Report, *stuck.Objects, error) {
+	src := o.Source
+	if src == nil {
+		src = gather.Lister{Clients: o.Clients, Scope: o.Scope}
+	}
+	return diagnose.FromSource(ctx, src, o.Diagnosis)
+}
+
+// prove is the executor's prover: a fresh read, so after every write it made.
+func (o Options) prove(ctx context.Context, _ []repair.Write) (*model.Report, *stuck.Objects, error) {
+	return o.diagnose(ctx)
 }
 
 // followSettled follows one StatefulSet until the controller reports its rollout complete and

@@ -3,6 +3,9 @@ package fix_test
 import (
 	"context"
 	"errors"
+	"flag"
+	"fmt"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -14,11 +17,13 @@ import (
 	"k8s.io/utils/ptr"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/internal/explain"
 	"github.com/stsdiag/stsdiag/internal/fix"
 	"github.com/stsdiag/stsdiag/internal/gather"
 	"github.com/stsdiag/stsdiag/internal/imageapi"
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/rollout"
+	"github.com/stsdiag/stsdiag/internal/snapshot/snapshottest"
 	"github.com/stsdiag/stsdiag/stuck"
 )
 
@@ -65,4 +70,33 @@ func TestFixWaitInterruptedIsNotATimeout(t *testing.T) {
 	if res.Rollout != "" {
 		t.Errorf("rollout %q: an interrupted wait says nothing of the rollout", res.Rollout)
 	}
+}
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+// TestNotConfirmedWording: when confirmation is impossible (no terminal) every planned action
+// is skipped, saying so; testdata/golden/actions/NotConfirmed.txt locks the words, as the
+// executor's outcomes are locked in internal/repair.
+func TestNotConfirmedWording(t *testing.T) {
+	kube := fake.NewClientset(stuckCluster()...)
+	o := fix.Options{}
+	o.Clients = gather.Clients{Kube: kube}
+	o.Scope = gather.Scope{Namespace: "shop", OpenShift: imageapi.ModeNever}
+	o.Diagnosis = stuck.DefaultOptions()
+	o.DryRun = apiv1.DryRunNone
+	o.Confirm = func(*model.FixResult) (bool, error) { return false, errors.New("no terminal to ask on") }
+	res, err := fix.Run(context.Background(), o)
+	if err != nil || res == nil || len(res.Actions) != 1 {
+		t.Fatalf("%+v %v", res, err)
+	}
+	a := res.Actions[0]
+	for _, req := range kube.Actions() {
+		if v := req.GetVerb(); v != "get" && v != "list" && v != "watch" {
+			t.Errorf("not confirmed, yet %s %s was sent", v, req.GetResource().Resource)
+		}
+	}
+	text := fmt.Sprintf("# NotConfirmed: every action outcome of this reason the executor's tests reach, as worded.\n\n"+
+		"== no terminal: %s %s/%s pod %s disruption %s\nresult: %s\nmessage: %s\nline: %s\n",
+		a.Kind(), a.Namespace, a.StatefulSet, a.Pod, a.Disruption, a.Result, a.Message, explain.ActionLine(a))
+	snapshottest.Golden(t, filepath.Join("actions", "NotConfirmed.txt"), []byte(text), *update)
 }

@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
 
 	"github.com/stsdiag/stsdiag/internal/imageapi"
 	"github.com/stsdiag/stsdiag/stuck"
@@ -33,6 +34,9 @@ type Clients struct {
 	Kube    kubernetes.Interface
 	Image   imageclient.Interface
 	Dynamic dynamic.Interface
+	// Metadata, if set, LISTs what only ownership matters of as metadata (Triage's
+	// ControllerRevisions).
+	Metadata metadata.Interface
 	// Read, if set, serves the LISTs and WATCHes of the resource table instead of Kube: a
 	// clientset decoding only what diagnosis reads (slimpb.NewClientset). Never written through.
 	Read kubernetes.Interface

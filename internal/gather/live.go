@@ -119,7 +119,7 @@ func startLive(ctx context.Context, c Clients, scope Scope, onChange func(obj an
 	if diagnose != nil {
 		// Whatever fails here (ErrRestart, a page that could not be read) the informers read again
 		// by themselves, with their own retries.
-		_, err := eachNamespace(ctx, c, scope, diagnose, first)
+		_, err := eachNamespace(ctx, c, scope, DefaultPageSize, diagnose, first)
 		diagnosed = err == nil
 	}
 	for i, r := range readable {
@@ -257,6 +257,20 @@ func (l *Live) StatefulSet(namespace, name string) *appsv1.StatefulSet {
 		return nil
 	}
 	out := *set
+	return &out
+}
+
+// Pod returns a copy of the cached pod (nil when it is not cached).
+func (l *Live) Pod(namespace, name string) *corev1.Pod {
+	obj, err := l.listers["pods"].ByNamespace(namespace).Get(name)
+	if err != nil {
+		return nil
+	}
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return nil
+	}
+	out := *pod
 	return &out
 }
 

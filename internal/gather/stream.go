@@ -20,8 +20,8 @@ import (
 	"github.com/stsdiag/stsdiag/stuck"
 )
 
-// PageSize is the limit of each page of EachNamespace's LISTs (a variable for tests).
-var PageSize int64 = 5000
+// DefaultPageSize is the limit of each page of EachNamespace's LISTs.
+const DefaultPageSize int64 = 5000
 
 // ErrRestart means EachNamespace could not finish namespace by namespace (a LIST did not come in
 // key order, or a page's continue token expired): the namespaces already handed out may have
@@ -40,7 +40,7 @@ type Streamed struct {
 // EachNamespace reads what Gather reads for all namespaces (scope.Namespace and scope.Names
 // must be empty), but hands out one snapshot per namespace, in turn, as soon as every kind of
 // that namespace is read, and drops it after fn returns: memory holds one namespace and a page
-// per kind, not the cluster. The namespaced kinds are read in pages of PageSize, in parallel, up
+// per kind, not the cluster. The namespaced kinds are read in pages of DefaultPageSize, in parallel, up
 // to two pages ahead; the API server answers every LIST in key order (/<resource>/<namespace>/<name>),
 // namespace by namespace, which the pages are merged by. Cluster-scoped kinds, and the kinds a
 // namespace's diagnosis reads in other namespaces (ImageStreams), are read whole first and shared
@@ -56,12 +56,15 @@ type Streamed struct {
 // ordered store (watch_cache.go waitAndListExactRV, OrderedListPrefix); older releases read the
 // pages from etcd, also in key order.
 func EachNamespace(ctx context.Context, c Clients, scope Scope, fn func(*stuck.Objects) error) (*Streamed, error) {
-	return eachNamespace(ctx, c, scope, fn, nil)
+	return eachNamespace(ctx, c, scope, DefaultPageSize, fn, nil)
 }
 
 // eachNamespace is EachNamespace, also delivering every kind it reads to first[kind] when
 // there is one (by resource name): the kind's items, once all are read, or nothing.
-func eachNamespace(ctx context.Context, c Clients, scope Scope, fn func(*stuck.Objects) error, first map[string]*firstList) (*Streamed, error) {
+func eachNamespace(ctx context.Context, c Clients, scope Scope, pageSize int64, fn func(*stuck.Objects) error, first map[string]*firstList) (*Streamed, error) {
+	if pageSize <= 0 {
+		pageSize = DefaultPageSize
+	}
 	if scope.Namespace != "" || len(scope.Names) > 0 {
 		return nil, errors.New("gather: EachNamespace reads all namespaces, by selector only")
 	}
@@ -123,7 +126,7 @@ func eachNamespace(ctx context.Context, c Clients, scope Scope, fn func(*stuck.O
 			})
 			continue
 		}
-		s := &pageStream{r: r, pages: make(chan runtime.Object, 1), first: first[r.name]}
+		s := &pageStream{r: r, pages: make(chan runtime.Object, 1), first: first[r.name], pageSize: pageSize}
 		streams[i] = s
 		readers.Add(1)
 		go func() {
@@ -225,6 +228,8 @@ type pageStream struct {
 	itemsType reflect.Type
 	// first, if set, is given every page read, and the end.
 	first *firstList
+	// pageSize is the limit of each LIST.
+	pageSize int64
 }
 
 // read LISTs the kind page by page into s.pages; it closes s.pages at the end, with s.err set
@@ -242,7 +247,7 @@ func (s *pageStream) read(ctx context.Context, c Clients, environment func() (en
 			return
 		}
 	}
-	o := metav1.ListOptions{FieldSelector: s.r.fieldSelector, Limit: PageSize}
+	o := metav1.ListOptions{FieldSelector: s.r.fieldSelector, Limit: s.pageSize}
 	pages := sequentialPages(ctx, c, s.r, o)
 	if p, ok := c.Read.(slimpb.Pager); ok && s.r.newList != nil {
 		pages = pipelinedPages(ctx, p, s.r, o)

@@ -86,6 +86,22 @@ func TestUseCasesSideBySide(t *testing.T) {
 	}
 }
 
+// readers are the packages that read the cluster or diagnose what was read.
+var readers = []string{"internal/gather", "internal/probe", "internal/slimpb", "internal/imageapi", "internal/diagnose",
+	"internal/check", "internal/follow", "openshift"}
+
+// TestExecutorReadsNothing: the executor (internal/repair) writes, guarded, and proves each
+// write on what an injected Prover returns; it reaches no reader and no diagnosis, so every use
+// case chooses how its proofs read (a fresh LIST, or informers' caches once they show the
+// writes).
+func TestExecutorReadsNothing(t *testing.T) {
+	for _, dep := range list(t, module+"internal/repair")["internal/repair"].Deps {
+		if own := strings.TrimPrefix(dep, module); own != dep && slices.Contains(readers, own) {
+			t.Errorf("internal/repair depends on %s: the executor proves with its injected Prover, it reads nothing itself", own)
+		}
+	}
+}
+
 // TestRenderImportsItsInputsOnly: the printer depends on what it prints (model, the findings of
 // stuck, api/v1) and the words (explain) — never on a reader, an applier or a workflow.
 func TestRenderImportsItsInputsOnly(t *testing.T) {

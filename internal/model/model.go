@@ -6,6 +6,7 @@ package model
 import (
 	"encoding/json"
 	"maps"
+	"sort"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -65,7 +66,7 @@ type Report struct {
 
 // NewReport sorts StatefulSets by context, namespace and name, and findings by SortFindings.
 func NewReport(openshift bool, sets []apiv1.StatefulSetSummary, findings []stuck.Finding) *Report {
-	apiv1.SortStatefulSets(sets)
+	SortStatefulSets(sets)
 	stuck.SortFindings(findings)
 	return &Report{OpenShift: openshift, StatefulSets: sets, Findings: findings}
 }
@@ -83,11 +84,18 @@ func (r *Report) Count(min apiv1.Severity) int {
 
 // Public is the Report document check prints.
 func (r *Report) Public() *apiv1.Report {
-	rep := apiv1.NewReport(r.OpenShift, append([]apiv1.StatefulSetSummary(nil), r.StatefulSets...), PublicFindings(r.Findings))
+	sets, findings := append([]apiv1.StatefulSetSummary(nil), r.StatefulSets...), PublicFindings(r.Findings)
+	SortStatefulSets(sets)
+	sort.SliceStable(findings, func(i, j int) bool { return stuck.FindingLess(&findings[i], &findings[j]) })
+	rep := apiv1.NewReport(r.OpenShift, sets, findings)
 	rep.Warnings = append([]string(nil), r.Warnings...)
 	if r.Server != nil {
 		server := *r.Server
 		server.AssumedFeatureGates = maps.Clone(r.Server.AssumedFeatureGates)
+		if cm := r.Server.ControllerManager; cm != nil {
+			c := *cm
+			server.ControllerManager = &c
+		}
 		rep.Server = &server
 	}
 	return rep
@@ -112,13 +120,13 @@ type Action struct {
 	// NotObserved marks a delete skipped because the StatefulSet controller did not observe
 	// the patch it waited for within the budget.
 	NotObserved bool
+	// Outcome is what became of the action once applied (Conclude sets it with Result; explain
+	// words it into Message). Zero in a plan not yet applied.
+	Outcome Outcome
 }
 
 // Kind is the kind of change.
 func (a *Action) Kind() apiv1.ActionKind { return a.Action.Action }
-
-// Skip marks the action skipped, for the reason given in explain's words.
-func (a *Action) Skip(why string) { a.Result, a.Message = apiv1.ResultSkipped, why }
 
 // RollbackPlan is the guarded patch of a Rollback.
 type RollbackPlan struct {
@@ -224,3 +232,16 @@ func (r *WaitResult) Public() *apiv1.WaitResult {
 
 // Ptr returns a pointer to v (for the pointer fields of apiv1.FindingDetails).
 func Ptr[T any](v T) *T { return &v }
+
+// SortStatefulSets orders StatefulSets by context, namespace and name.
+func SortStatefulSets(sets []apiv1.StatefulSetSummary) {
+	sort.SliceStable(sets, func(i, j int) bool {
+		if sets[i].Context != sets[j].Context {
+			return sets[i].Context < sets[j].Context
+		}
+		if sets[i].Namespace != sets[j].Namespace {
+			return sets[i].Namespace < sets[j].Namespace
+		}
+		return sets[i].Name < sets[j].Name
+	})
+}

@@ -16,7 +16,6 @@ import (
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/canary/engine"
 	"github.com/stsdiag/stsdiag/internal/explain"
-	"github.com/stsdiag/stsdiag/internal/gather"
 	"github.com/stsdiag/stsdiag/internal/hold"
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/plan"
@@ -213,8 +212,7 @@ func (c *Controller) canaryRollBack(ctx context.Context, key string, set *appsv1
 		c.queue.AddAfter(key, 5*time.Minute)
 		return nil
 	}
-	scope := gather.Scope{Namespace: set.Namespace, Names: []string{set.Name}, OpenShift: c.scope.OpenShift}
-	exec := repair.New(repair.Options{Clients: c.clients, Scope: scope, Diagnosis: c.opts.Diagnosis, DryRun: apiv1.DryRunNone,
+	exec := repair.New(repair.Options{Kube: c.clients.Kube, Prove: c.prover(key, set.Namespace, set.Name), DryRun: apiv1.DryRunNone,
 		Policy: plan.Policy{Rollback: true}, Disruption: c.opts.Disruption})
 	done, err := exec.Apply(ctx, actions)
 	changed := 0

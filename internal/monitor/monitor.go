@@ -105,6 +105,9 @@ type Controller struct {
 	conds conditions // the Stalled conditions written (conditions.go)
 	// canaries remembers, per annotated StatefulSet, when its step first looked healthy (canary.go).
 	canaries map[string]*canaryMemory
+	// cacheCatchUp bounds the wait of a repair's proof for the caches to show its writes
+	// (prove.go).
+	cacheCatchUp time.Duration
 }
 
 // setState is what the monitor knows of one StatefulSet's findings. findings is replaced, never
@@ -138,7 +141,7 @@ func New(c gather.Clients, scope gather.Scope, opts Options, metrics *Metrics) *
 	ctrl := &Controller{clients: c, scope: scope, opts: opts, metrics: metrics, clock: opts.Clock,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "stsdiag", Clock: opts.Clock}),
-		seen: map[string]*setState{}, repairs: map[string][]time.Time{}, awaiting: map[string]removedPod{}}
+		seen: map[string]*setState{}, repairs: map[string][]time.Time{}, awaiting: map[string]removedPod{}, cacheCatchUp: defaultCacheCatchUp}
 	metrics.findings.setSource(ctrl.findingCounts)
 	return ctrl
 }
@@ -553,8 +556,7 @@ func (c *Controller) repair(ctx context.Context, key string, set *appsv1.Statefu
 		c.queue.AddAfter(key, 5*time.Second)
 		return nil
 	}
-	scope := gather.Scope{Namespace: set.Namespace, Names: []string{set.Name}, OpenShift: c.scope.OpenShift}
-	exec := repair.New(repair.Options{Clients: c.clients, Scope: scope, Diagnosis: c.opts.Diagnosis, DryRun: apiv1.DryRunNone,
+	exec := repair.New(repair.Options{Kube: c.clients.Kube, Prove: c.prover(key, set.Namespace, set.Name), DryRun: apiv1.DryRunNone,
 		Policy: plan.Policy{Rollback: c.opts.Rollback}, Disruption: c.opts.Disruption})
 	done, err := exec.Apply(ctx, actions)
 	changed := 0

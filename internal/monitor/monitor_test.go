@@ -252,3 +252,36 @@ func TestStartupSecondsAndEventsClient(t *testing.T) {
 		}
 	}
 }
+
+// TestFixProvesOnTheCaches: watch --fix proves the delete on its informers' caches (no write
+// precedes it in the repair), so the repair sends no LIST: no pod is listed between the finding
+// (the caches synced) and the delete.
+func TestFixProvesOnTheCaches(t *testing.T) {
+	kube := fake.NewClientset(stuckObjects()...)
+	metrics, _ := run(t, kube, monitor.Options{Fix: true, Hold: 300 * time.Millisecond})
+	podLists := func() int {
+		n := 0
+		for _, a := range kube.Actions() {
+			if a.GetVerb() == "list" && a.GetResource().Resource == "pods" {
+				n++
+			}
+		}
+		return n
+	}
+	err := wait.PollUntilContextTimeout(context.Background(), 5*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
+		return testutil.ToFloat64(metrics.FindingsTotal.WithLabelValues("StaleRevisionStuck", "shop")) == 1, nil
+	})
+	if err != nil {
+		t.Fatal("the finding was never counted")
+	}
+	synced := podLists()
+	err = wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
+		return deletes(kube) == 1, nil
+	})
+	if err != nil {
+		t.Fatal("never repaired")
+	}
+	if n := podLists() - synced; n != 0 {
+		t.Errorf("%d LISTs of pods for the repair, want none: the proof reads the caches", n)
+	}
+}

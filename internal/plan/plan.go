@@ -1,7 +1,3 @@
-// Package repair turns findings into safe actions and carries them out with preconditions: it
-// patches a StatefulSet's image only if the image is still what was diagnosed, and deletes a pod
-// only if it is still the very pod proven stuck. It never deletes a PersistentVolumeClaim or a
-// StatefulSet, and never scales.
 package plan
 
 import (

@@ -4,7 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -19,14 +19,33 @@ import (
 	"k8s.io/utils/ptr"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/internal/explain"
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/plan"
 	"github.com/stsdiag/stsdiag/internal/rollout"
 	"github.com/stsdiag/stsdiag/stuck"
 )
 
-// Diagnoser re-reads the cluster and diagnoses it again (gather → diagnose).
-type Diagnoser func(ctx context.Context) (*model.Report, *stuck.Objects, error)
+// Prover reads the cluster again and diagnoses it: the proof of each delete, and what a patch
+// refused by its tests is checked against. after lists the writes the executor made so far in
+// this Apply, the last one last: a prover that reads a cache returns only once the cache has seen
+// them (or reads afresh); one that LISTs reads after them anyway. The executor imports no reader:
+// each use case injects its prover.
+type Prover func(ctx context.Context, after []Write) (*model.Report, *stuck.Objects, error)
+
+// Write is a change the executor made to the cluster (not a dry run's).
+type Write struct {
+	// Kind is the action that wrote: PatchImage or Rollback patched the StatefulSet Name,
+	// DeletePod or ForceDeletePod deleted or evicted the pod Name.
+	Kind            apiv1.ActionKind
+	Namespace, Name string
+	// UID is the object's: the StatefulSet patched, the pod removed.
+	UID string
+	// ResourceVersion and Generation are the StatefulSet's as the patch answered (empty for a
+	// pod: neither a delete's answer nor an eviction's is read).
+	ResourceVersion string
+	Generation      int64
+}
 
 // Executor applies planned actions.
 type Executor struct {
@@ -34,10 +53,10 @@ type Executor struct {
 	DryRun apiv1.DryRunMode
 	// Planner plans Repair.
 	Planner plan.Planner
-	// Rediagnose diagnoses afresh: right before a delete and after a patch or a conflict, a
-	// fresh plan proves what is still called for. Without it the plan's own diagnosis is the
-	// proof.
-	Rediagnose Diagnoser
+	// Prove diagnoses afresh: before the first delete and before every delete that follows a
+	// write, and after a patch or a conflict, a fresh plan proves what is still called for.
+	// Without it (tests) the plan's own diagnosis is the proof.
+	Prove Prover
 	// Follow follows a patched StatefulSet until its controller observed the patch (a watch on
 	// Kube if nil).
 	Follow Follower
@@ -56,6 +75,10 @@ type Executor struct {
 	// notObserved lists the patched StatefulSets (namespace/name) whose controller did not
 	// observe the patch within the budget.
 	notObserved []string
+	// writes are the writes of the current Apply, in order; proved is how many of them the last
+	// proof was made after (-1: none made yet).
+	writes []Write
+	proved int
 }
 
 // defaultObserveTimeout bounds the wait for the controller to observe a patch when nothing else
@@ -81,7 +104,7 @@ func (e *UnavailableError) Unwrap() error { return e.Err }
 // answer about one object.
 func (e *Executor) Apply(ctx context.Context, actions []model.Action) ([]model.Action, error) {
 	out := make([]model.Action, 0, len(actions))
-	e.notObserved = nil
+	e.notObserved, e.writes, e.proved = nil, nil, -1
 	patched := map[string]int64{}
 	var deletes, later []model.Action
 	for _, a := range actions {
@@ -144,8 +167,8 @@ func proofKey(kind apiv1.ActionKind, namespace, pod string) string {
 	return string(kind) + "/" + stuck.Key(namespace, pod)
 }
 
-// prove plans afresh and collects the proofs. Without a Rediagnose it returns nil (the plan's
-// own diagnosis is then the proof).
+// prove plans afresh and collects the proofs. Without a Prove it returns nil (the plan's own
+// diagnosis is then the proof).
 func (e *Executor) prove(ctx context.Context) (proofs, error) {
 	p, _, err := e.proveSnap(ctx)
 	return p, err
@@ -153,7 +176,7 @@ func (e *Executor) prove(ctx context.Context) (proofs, error) {
 
 // proveSnap is prove that also returns the snapshot the proofs were made on.
 func (e *Executor) proveSnap(ctx context.Context) (proofs, *stuck.Objects, error) {
-	if e.Rediagnose == nil {
+	if e.Prove == nil {
 		return nil, nil, nil
 	}
 	fresh, snap, err := e.replanSnap(ctx)
@@ -177,28 +200,48 @@ func (e *Executor) replan(ctx context.Context) (plan.Plan, error) {
 }
 
 func (e *Executor) replanSnap(ctx context.Context) (plan.Plan, *stuck.Objects, error) {
-	rep, snap, err := e.Rediagnose(ctx)
+	rep, snap, err := e.Prove(ctx, slices.Clone(e.writes))
 	if err != nil {
 		return plan.Plan{}, nil, &UnavailableError{Err: err}
 	}
+	e.proved = len(e.writes)
 	return plan.Planner{Policy: plan.Everything}.Plan(rep, snap), snap, nil
+}
+
+// wrote records a write of the current Apply (a dry run writes nothing).
+func (e *Executor) wrote(w Write) {
+	if e.DryRun == apiv1.DryRunNone {
+		e.writes = append(e.writes, w)
+	}
+}
+
+// writtenSinceProof reports whether the executor wrote since its last proof.
+func (e *Executor) writtenSinceProof() bool { return e.proved < len(e.writes) }
+
+// conclude sets what became of an action: its outcome, the result that means, and explain's
+// words for it (the executor writes none).
+func conclude(a *model.Action, o model.Outcome) {
+	a.Conclude(o)
+	explain.Outcome(a)
 }
 
 // deleteProven deletes each pod only if a diagnosis made right now still proves it stuck, with a
 // UID precondition so exactly the pod proven is deleted. The kubelet rewrites a failing pod's
 // status (and resourceVersion) on every back-off, so the resourceVersion is no precondition: the
-// fresh proof is. On a conflict (the pod was replaced meanwhile) it proves again and retries once.
+// fresh proof is, made after the executor's last write (a pod removed before this one is proven
+// again). On a conflict (the pod was replaced meanwhile) it proves again and retries once.
 func (e *Executor) deleteProven(ctx context.Context, actions []model.Action) ([]model.Action, error) {
 	out := make([]model.Action, 0, len(actions))
 	if e.DryRun == apiv1.DryRunClient {
 		for _, a := range actions {
-			a.Result, a.Message = apiv1.ResultDone, "dry run: not sent"
+			o := model.Outcome{Reason: model.OutcomeDryRun}
 			if a.Kind() == apiv1.DeletePod {
 				a.Disruption = e.DisruptionMode()
 				if a.Disruption == apiv1.DisruptionEvict {
-					e.predictEviction(ctx, &a)
+					o.Eviction = e.predictEviction(ctx, a)
 				}
 			}
+			conclude(&a, o)
 			e.report(a)
 			out = append(out, a)
 		}
@@ -209,11 +252,17 @@ func (e *Executor) deleteProven(ctx context.Context, actions []model.Action) ([]
 		return out, err
 	}
 	for _, a := range actions {
+		if e.Prove != nil && e.writtenSinceProof() {
+			// The pod before this one was removed: prove this one on data read after that.
+			if fresh, err = e.prove(ctx); err != nil {
+				return out, err
+			}
+		}
 		for attempt := 0; ; attempt++ {
 			if fresh != nil {
 				proof, ok := fresh[proofKey(a.Kind(), a.Namespace, a.Pod)]
 				if !ok {
-					a.Result, a.Message = apiv1.ResultSkipped, "a fresh diagnosis no longer proves it stuck (it recovered, was replaced or its StatefulSet changed); nothing deleted"
+					conclude(&a, model.Outcome{Reason: model.OutcomeNotProven})
 					break
 				}
 				a.UID = proof.UID
@@ -264,23 +313,14 @@ type jsonPatchOp struct {
 // diagnosed, so a concurrent change is never overwritten. On such a change it diagnoses again,
 // once, and retries with the fresh finding.
 func (e *Executor) patch(ctx context.Context, a *model.Action) (done bool, generation int64, err error) {
-	return e.guardedPatch(ctx, a, guarded{
-		send:      e.sendPatch,
-		fresh:     e.freshPatch,
-		done:      func(*model.Action) string { return "image patched" },
-		dryRun:    "server dry run: the patch would be accepted",
-		notNeeded: "the StatefulSet changed since diagnosis and no longer needs this patch; nothing overwritten",
-	})
+	return e.guardedPatch(ctx, a, guarded{send: e.sendPatch, fresh: e.freshPatch})
 }
 
 // guarded describes one kind of precondition-guarded StatefulSet patch (image patch, rollback).
 type guarded struct {
 	send func(context.Context, *model.Action) (*appsv1.StatefulSet, error)
 	// fresh diagnoses again and returns the same change if it is still called for.
-	fresh     func(context.Context, model.Action) (model.Action, bool, error)
-	done      func(*model.Action) string
-	dryRun    string
-	notNeeded string
+	fresh func(context.Context, model.Action) (model.Action, bool, error)
 }
 
 // guardedPatch sends a patch whose test operations refuse it when the StatefulSet changed since
@@ -288,28 +328,29 @@ type guarded struct {
 // change is never overwritten.
 func (e *Executor) guardedPatch(ctx context.Context, a *model.Action, g guarded) (done bool, generation int64, err error) {
 	if e.DryRun == apiv1.DryRunClient {
-		a.Result, a.Message = apiv1.ResultDone, "dry run: not sent"
+		conclude(a, model.Outcome{Reason: model.OutcomeDryRun})
 		return false, 0, nil
 	}
 	for attempt := 0; ; attempt++ {
 		set, err := g.send(ctx, a)
 		switch {
+		case err == nil && e.DryRun == apiv1.DryRunServer:
+			conclude(a, model.Outcome{Reason: model.OutcomeServerDryRunAccepted})
+			return false, 0, nil
 		case err == nil:
-			a.Result, a.Message = apiv1.ResultDone, g.done(a)
-			if e.DryRun == apiv1.DryRunServer {
-				a.Message = g.dryRun
-				return false, 0, nil
-			}
+			conclude(a, model.Outcome{Reason: model.OutcomeDone})
+			e.wrote(Write{Kind: a.Kind(), Namespace: a.Namespace, Name: a.StatefulSet, UID: string(set.UID),
+				ResourceVersion: set.ResourceVersion, Generation: set.Generation})
 			return true, set.Generation, nil
 		case apierrors.IsForbidden(err):
-			a.Result, a.Message = apiv1.ResultFailed, fmt.Sprintf("forbidden: needs patch statefulsets.apps in namespace %s (see deploy/fix-clusterrole.yaml): %s", a.Namespace, firstLine(err))
+			conclude(a, model.Outcome{Reason: model.OutcomeForbidden, Verb: "patch", Resource: "statefulsets.apps", Err: firstLine(err)})
 			return false, 0, nil
 		case apierrors.IsNotFound(err):
-			a.Result, a.Message = apiv1.ResultSkipped, "the StatefulSet no longer exists; nothing patched"
+			conclude(a, model.Outcome{Reason: model.OutcomeGone})
 			return false, 0, nil
 		case apierrors.IsInvalid(err) || apierrors.IsConflict(err):
-			if attempt > 0 || e.Rediagnose == nil {
-				a.Result, a.Message = apiv1.ResultFailed, "the StatefulSet changed again since diagnosis; nothing overwritten"
+			if attempt > 0 || e.Prove == nil {
+				conclude(a, model.Outcome{Reason: model.OutcomeChangedAgain})
 				return false, 0, nil
 			}
 			fresh, ok, err := g.fresh(ctx, *a)
@@ -317,15 +358,15 @@ func (e *Executor) guardedPatch(ctx context.Context, a *model.Action, g guarded)
 				return false, 0, err
 			}
 			if !ok {
-				a.Result, a.Message = apiv1.ResultSkipped, g.notNeeded
+				conclude(a, model.Outcome{Reason: model.OutcomeNotNeeded})
 				return false, 0, nil
 			}
 			*a = fresh
 		case isAPIAnswer(err):
-			a.Result, a.Message = apiv1.ResultFailed, firstLine(err)
+			conclude(a, model.Outcome{Reason: model.OutcomeFailed, Err: firstLine(err)})
 			return false, 0, nil
 		default:
-			a.Result, a.Message = apiv1.ResultFailed, firstLine(err)
+			conclude(a, model.Outcome{Reason: model.OutcomeFailed, Err: firstLine(err)})
 			return false, 0, &UnavailableError{Err: err}
 		}
 	}
@@ -367,32 +408,37 @@ func (e *Executor) deletePod(ctx context.Context, a *model.Action) (conflict boo
 		uid := types.UID(a.UID)
 		opts.Preconditions = &metav1.Preconditions{UID: &uid}
 	}
-	done := "pod deleted; the controller recreates it from the update revision, its PersistentVolumeClaims are kept"
 	if a.Kind() == apiv1.ForceDeletePod {
 		opts.GracePeriodSeconds = ptr.To[int64](0)
-		done = "pod force-deleted (grace period 0) from its lost node; the controller recreates it on a healthy node, its PersistentVolumeClaims are kept"
 	}
 	if a.Kind() == apiv1.DeletePod {
 		a.Disruption = apiv1.DisruptionDelete
 	}
 	err = e.Kube.CoreV1().Pods(a.Namespace).Delete(ctx, a.Pod, opts)
+	return e.removed(a, err, "delete", "pods")
+}
+
+// removed concludes a delete or an eviction from the API server's answer (the answers both
+// share; evictPod first takes those only an eviction gets). conflict is true when the UID
+// precondition failed: the pod was replaced meanwhile.
+func (e *Executor) removed(a *model.Action, err error, verb, resource string) (conflict bool, _ error) {
 	switch {
+	case err == nil && e.DryRun == apiv1.DryRunServer:
+		conclude(a, model.Outcome{Reason: model.OutcomeServerDryRunAccepted})
 	case err == nil:
-		a.Result, a.Message = apiv1.ResultDone, done
-		if e.DryRun == apiv1.DryRunServer {
-			a.Message = "server dry run: the delete would be accepted"
-		}
+		conclude(a, model.Outcome{Reason: model.OutcomeDone})
+		e.wrote(Write{Kind: a.Kind(), Namespace: a.Namespace, Name: a.Pod, UID: a.UID})
 	case apierrors.IsConflict(err):
-		a.Result, a.Message = apiv1.ResultSkipped, "the pod was replaced since it was proven stuck; nothing deleted"
+		conclude(a, model.Outcome{Reason: model.OutcomeReplaced})
 		return true, nil
 	case apierrors.IsNotFound(err):
-		a.Result, a.Message = apiv1.ResultSkipped, "the pod is already gone; nothing deleted"
+		conclude(a, model.Outcome{Reason: model.OutcomeGone})
 	case apierrors.IsForbidden(err):
-		a.Result, a.Message = apiv1.ResultFailed, fmt.Sprintf("forbidden: needs delete pods in namespace %s (see deploy/fix-clusterrole.yaml): %s", a.Namespace, firstLine(err))
+		conclude(a, model.Outcome{Reason: model.OutcomeForbidden, Verb: verb, Resource: resource, Err: firstLine(err)})
 	case isAPIAnswer(err):
-		a.Result, a.Message = apiv1.ResultFailed, firstLine(err)
+		conclude(a, model.Outcome{Reason: model.OutcomeFailed, Err: firstLine(err)})
 	default:
-		a.Result, a.Message = apiv1.ResultFailed, firstLine(err)
+		conclude(a, model.Outcome{Reason: model.OutcomeFailed, Err: firstLine(err)})
 		return false, &UnavailableError{Err: err}
 	}
 	return false, nil
@@ -405,7 +451,7 @@ func (e *Executor) deletePod(ctx context.Context, a *model.Action) (conflict boo
 func (e *Executor) provenAfterPatch(ctx context.Context, later []model.Action, patched map[string]int64) (pending, decided []model.Action, err error) {
 	if e.DryRun != apiv1.DryRunNone {
 		for _, a := range later {
-			a.Result, a.Message = apiv1.ResultDone, "dry run: deleted only if still stuck on the old revision after the patch"
+			conclude(&a, model.Outcome{Reason: model.OutcomeDryRunAfterPatch})
 			decided = append(decided, a)
 		}
 		return nil, decided, nil
@@ -415,10 +461,10 @@ func (e *Executor) provenAfterPatch(ctx context.Context, later []model.Action, p
 			pending = append(pending, a)
 			continue
 		}
-		a.Result, a.Message = apiv1.ResultSkipped, "its StatefulSet was not patched; nothing deleted"
+		conclude(&a, model.Outcome{Reason: model.OutcomeNotPatched})
 		decided = append(decided, a)
 	}
-	if len(pending) == 0 || e.Rediagnose == nil {
+	if len(pending) == 0 || e.Prove == nil {
 		return pending, decided, nil
 	}
 	notObserved, err := e.waitObserved(ctx, patched)
@@ -435,13 +481,13 @@ func (e *Executor) provenAfterPatch(ctx context.Context, later []model.Action, p
 		key := stuck.Key(a.Namespace, a.StatefulSet)
 		if observed, ok := notObserved[key]; ok {
 			a.NotObserved = true
-			a.Result, a.Message = apiv1.ResultSkipped, fmt.Sprintf("the StatefulSet controller did not observe the patch within the --wait budget (status.observedGeneration %d, patched generation %d); nothing deleted: a fresh diagnosis is trusted only once the controller has observed the patch", observed, patched[key])
+			conclude(&a, model.Outcome{Reason: model.OutcomeNotObserved, ObservedGeneration: observed, PatchedGeneration: patched[key]})
 			decided = append(decided, a)
 			continue
 		}
 		proof, ok := fresh[proofKey(apiv1.DeletePod, a.Namespace, a.Pod)]
 		if !ok {
-			a.Result, a.Message = apiv1.ResultSkipped, "not stuck on an old revision after the patch (the controller replaced it or it recovered); nothing deleted"
+			conclude(&a, model.Outcome{Reason: model.OutcomeNotStuckAfterPatch})
 			decided = append(decided, a)
 			continue
 		}

@@ -24,7 +24,7 @@ import (
 // one again once they run out) and counts them.
 func freshDiagnoses(kube *fake.Clientset, reports ...*model.Report) (*repair.Executor, *int) {
 	n := 0
-	return &repair.Executor{Kube: kube, DryRun: apiv1.DryRunNone, Rediagnose: func(context.Context) (*model.Report, *stuck.Objects, error) {
+	return &repair.Executor{Kube: kube, DryRun: apiv1.DryRunNone, Prove: func(context.Context, []repair.Write) (*model.Report, *stuck.Objects, error) {
 		rep := reports[min(n, len(reports)-1)]
 		n++
 		return rep, snap(), nil
@@ -154,5 +154,35 @@ func TestForceDeleteOnlyOnALostNode(t *testing.T) {
 	done, _ = exec.Apply(context.Background(), forced)
 	if done[0].Result != apiv1.ResultSkipped || len(deleted(kube)) != 0 {
 		t.Errorf("the node is no longer lost: nothing force-deleted, got %+v", done)
+	}
+}
+
+// TestEachDeleteProvenAfterTheLastWrite: with two pods to delete, the second is proven again
+// after the first was deleted, and the prover is told of that write (a prover reading a cache
+// waits for it); a delete that wrote nothing (the pod was already gone) needs no new proof.
+func TestEachDeleteProvenAfterTheLastWrite(t *testing.T) {
+	kube := fake.NewClientset(objects()...)
+	var calls [][]repair.Write
+	exec := &repair.Executor{Kube: kube, DryRun: apiv1.DryRunNone, Prove: func(_ context.Context, after []repair.Write) (*model.Report, *stuck.Objects, error) {
+		calls = append(calls, after)
+		return stuckReport("web-0", "web-1"), snap(), nil
+	}}
+	done, err := exec.Apply(context.Background(), mustPlan(stuckReport("web-0", "web-1")))
+	if err != nil || len(done) != 2 || done[0].Result != apiv1.ResultDone || done[1].Result != apiv1.ResultDone {
+		t.Fatalf("%+v %v", done, err)
+	}
+	want := repair.Write{Kind: apiv1.DeletePod, Namespace: "shop", Name: "web-0", UID: "uid-web-0"}
+	if len(calls) != 2 || len(calls[0]) != 0 || len(calls[1]) != 1 || calls[1][0] != want {
+		t.Errorf("proofs made after %v, want none then after the delete of web-0", calls)
+	}
+
+	kube = fake.NewClientset(objects()...)
+	kube.PrependReactor("delete", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewNotFound(schema.GroupResource{Resource: "pods"}, "web-0")
+	})
+	calls = nil
+	exec.Kube = kube
+	if _, err := exec.Apply(context.Background(), mustPlan(stuckReport("web-0", "web-1"))); err != nil || len(calls) != 1 {
+		t.Errorf("%d proofs (%v), want one: nothing was written between the deletes", len(calls), err)
 	}
 }

@@ -3,7 +3,6 @@ package repair
 import (
 	"context"
 	"errors"
-	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
@@ -48,32 +47,16 @@ func (e *Executor) evictPod(ctx context.Context, a *model.Action) (conflict bool
 		DeleteOptions: opts,
 	})
 	switch {
-	case err == nil:
-		a.Result, a.Message = apiv1.ResultDone, "pod evicted (Eviction API, its PodDisruptionBudget allowed it or none selects it); the controller recreates it from the update revision, its PersistentVolumeClaims are kept"
-		if e.DryRun == apiv1.DryRunServer {
-			a.Message = "server dry run: the eviction would be accepted"
-		}
 	case budgetRefusal(err) != nil:
-		budget := budgetRefusal(err)
-		a.DisruptionBudget = budget
-		a.Result, a.Message = apiv1.ResultSkipped, fmt.Sprintf("eviction refused by PodDisruptionBudget %s (%d %s): %s; nothing deleted (--disruption=delete would delete it regardless of the budget)",
-			budget.Name, statusCode(err), strings.ToLower(string(apierrors.ReasonForError(err))), budget.Message)
-	case apierrors.IsConflict(err):
-		a.Result, a.Message = apiv1.ResultSkipped, "the pod was replaced since it was proven stuck; nothing evicted"
-		return true, nil
-	case apierrors.IsNotFound(err):
-		a.Result, a.Message = apiv1.ResultSkipped, "the pod is already gone; nothing evicted"
-	case apierrors.IsForbidden(err):
-		a.Result, a.Message = apiv1.ResultFailed, fmt.Sprintf("forbidden: needs create pods/eviction in namespace %s (see deploy/fix-clusterrole.yaml): %s", a.Namespace, firstLine(err))
+		a.DisruptionBudget = budgetRefusal(err)
+		conclude(a, model.Outcome{Reason: model.OutcomeRefusedByBudget, Code: statusCode(err), StatusReason: string(apierrors.ReasonForError(err))})
+		return false, nil
 	case statusCode(err) == 500 && strings.Contains(err.Error(), "more than one PodDisruptionBudget"):
-		a.Result, a.Message = apiv1.ResultSkipped, "eviction refused: more than one PodDisruptionBudget selects the pod, which the Eviction API does not support; nothing deleted"
-	case isAPIAnswer(err):
-		a.Result, a.Message = apiv1.ResultFailed, firstLine(err)
-	default:
-		a.Result, a.Message = apiv1.ResultFailed, firstLine(err)
-		return false, &UnavailableError{Err: err}
+		conclude(a, model.Outcome{Reason: model.OutcomeMultipleBudgets})
+		return false, nil
 	}
-	return false, nil
+	// 201, 409 (the UID precondition), 404, an RBAC 403 and the rest are a delete's answers.
+	return e.removed(a, err, "create", "pods/eviction")
 }
 
 // needsHealthy parses checkAndDecrement's "needs %d healthy pods and has %d currently"
@@ -129,12 +112,13 @@ func statusCode(err error) int32 {
 }
 
 // Evictable predicts the API server's answer to evicting pod, given the PodDisruptionBudgets of
-// its namespace, as EvictionREST.Create decides (eviction.go@v1.37.2): allowed, or why not
-// (naming the budget). fix --dry-run=client --disruption=evict says it for each pod.
-func Evictable(pod *corev1.Pod, budgets []policyv1.PodDisruptionBudget) (bool, string) {
+// its namespace, as EvictionREST.Create decides (eviction.go@v1.37.2): allowed or not, and the
+// rule and budget that decide (explain.Eviction words it). fix --dry-run=client
+// --disruption=evict says it for each pod.
+func Evictable(pod *corev1.Pod, budgets []policyv1.PodDisruptionBudget) model.EvictionPrediction {
 	// canIgnorePDB (:392): terminal, Pending or terminating pods are deleted without a budget.
 	if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodPending || pod.DeletionTimestamp != nil {
-		return true, fmt.Sprintf("a %s pod is deleted without consulting a PodDisruptionBudget", podState(pod))
+		return model.EvictionPrediction{Allowed: true, Rule: model.EvictionIgnoresBudget, PodState: podState(pod)}
 	}
 	// getPodDisruptionBudgets (:498): the budgets of the namespace whose selector matches.
 	var matching []policyv1.PodDisruptionBudget
@@ -150,31 +134,35 @@ func Evictable(pod *corev1.Pod, budgets []policyv1.PodDisruptionBudget) (bool, s
 	}
 	switch {
 	case len(matching) > 1:
-		return false, "more than one PodDisruptionBudget selects the pod (500)"
+		return model.EvictionPrediction{Rule: model.EvictionMultipleBudgets}
 	case len(matching) == 0:
-		return true, "no PodDisruptionBudget selects the pod"
+		return model.EvictionPrediction{Allowed: true, Rule: model.EvictionNoBudget}
 	}
 	b := matching[0]
+	decided := func(allowed bool, rule model.EvictionRule) model.EvictionPrediction {
+		return model.EvictionPrediction{Allowed: allowed, Rule: rule, Budget: b.Name, CurrentHealthy: b.Status.CurrentHealthy,
+			DesiredHealthy: b.Status.DesiredHealthy, DisruptionsAllowed: b.Status.DisruptionsAllowed}
+	}
 	if !podReady(pod) {
 		// :241–:251: an unhealthy pod under AlwaysAllow, or under IfHealthyBudget (the default)
 		// while the budget is healthy, is deleted without decrementing it.
 		if b.Spec.UnhealthyPodEvictionPolicy != nil && *b.Spec.UnhealthyPodEvictionPolicy == policyv1.AlwaysAllow {
-			return true, fmt.Sprintf("the pod is not Ready and PodDisruptionBudget %s has unhealthyPodEvictionPolicy AlwaysAllow", b.Name)
+			return decided(true, model.EvictionUnhealthyAlwaysAllow)
 		}
 		if b.Status.CurrentHealthy >= b.Status.DesiredHealthy && b.Status.DesiredHealthy > 0 {
-			return true, fmt.Sprintf("the pod is not Ready and PodDisruptionBudget %s is healthy (%d healthy, %d needed)", b.Name, b.Status.CurrentHealthy, b.Status.DesiredHealthy)
+			return decided(true, model.EvictionUnhealthyBudgetHealthy)
 		}
 	}
 	// checkAndDecrement (:425).
 	switch {
 	case b.Status.ObservedGeneration < b.Generation:
-		return false, fmt.Sprintf("PodDisruptionBudget %s is still being processed by the server (429)", b.Name)
+		return decided(false, model.EvictionBudgetNotObserved)
 	case b.Status.DisruptionsAllowed < 0:
-		return false, fmt.Sprintf("PodDisruptionBudget %s allows a negative number of disruptions (403)", b.Name)
+		return decided(false, model.EvictionBudgetNegative)
 	case b.Status.DisruptionsAllowed == 0:
-		return false, fmt.Sprintf("PodDisruptionBudget %s needs %d healthy pods and has %d currently (429)", b.Name, b.Status.DesiredHealthy, b.Status.CurrentHealthy)
+		return decided(false, model.EvictionBudgetExhausted)
 	}
-	return true, fmt.Sprintf("PodDisruptionBudget %s allows %d disruption(s)", b.Name, b.Status.DisruptionsAllowed)
+	return decided(true, model.EvictionBudgetAllows)
 }
 
 func podState(pod *corev1.Pod) string {
@@ -195,21 +183,17 @@ func podReady(pod *corev1.Pod) bool {
 }
 
 // predictEviction says, in a client dry run, what an eviction would get: it reads the pod and
-// the namespace's PodDisruptionBudgets (a read that fails only leaves the prediction out).
-func (e *Executor) predictEviction(ctx context.Context, a *model.Action) {
+// the namespace's PodDisruptionBudgets (nil when the pod cannot be read; a prediction that says
+// why when the budgets cannot be).
+func (e *Executor) predictEviction(ctx context.Context, a model.Action) *model.EvictionPrediction {
 	pod, err := e.Kube.CoreV1().Pods(a.Namespace).Get(ctx, a.Pod, metav1.GetOptions{})
 	if err != nil {
-		return
+		return nil
 	}
 	budgets, err := e.Kube.PolicyV1().PodDisruptionBudgets(a.Namespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
-		a.Message += " (PodDisruptionBudgets unreadable: " + firstLine(err) + ")"
-		return
+		return &model.EvictionPrediction{Unreadable: firstLine(err)}
 	}
-	allowed, why := Evictable(pod, budgets.Items)
-	if allowed {
-		a.Message += "; the eviction would be accepted: " + why
-	} else {
-		a.Message += "; the eviction would be refused: " + why
-	}
+	p := Evictable(pod, budgets.Items)
+	return &p
 }

@@ -19,6 +19,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/internal/explain"
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/repair"
 )
@@ -175,7 +176,8 @@ func TestEvictable(t *testing.T) {
 		{"Ready, budget not observed: 429", pod(corev1.PodRunning, ready), []policyv1.PodDisruptionBudget{unobserved}, false, "still being processed by the server (429)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, why := repair.Evictable(tc.pod, tc.budgets)
+			p := repair.Evictable(tc.pod, tc.budgets)
+			got, why := p.Allowed, explain.Eviction(p)
 			if got != tc.want || !strings.Contains(why, tc.why) {
 				t.Errorf("Evictable = %v, %q; want %v, containing %q", got, why, tc.want, tc.why)
 			}

@@ -87,6 +87,14 @@ func rollbackScenario(t *testing.T) (*stuck.Objects, *model.Report) {
 // feature gates its expected.yaml names, as the scenario tables do.
 func diagnoseScenario(t *testing.T, dir string) (*stuck.Objects, *model.Report) {
 	t.Helper()
+	snap, opts := loadScenario(t, dir)
+	return snap, diagnose.Report(snap, opts)
+}
+
+// loadScenario loads a scenario folder with the server version and the diagnosis options
+// (feature gates) its expected.yaml names.
+func loadScenario(t *testing.T, dir string) (*stuck.Objects, stuck.Options) {
+	t.Helper()
 	snap, err := stuck.LoadFile(filepath.Join(dir, "objects.yaml"), snapshottest.Now)
 	if err != nil {
 		t.Fatal(err)
@@ -104,7 +112,7 @@ func diagnoseScenario(t *testing.T, dir string) (*stuck.Objects, *model.Report) 
 	}
 	opts := stuck.DefaultOptions()
 	opts.FeatureGates = want.FeatureGates
-	return snap, diagnose.Report(snap, opts)
+	return snap, opts
 }
 
 var imagePath = regexp.MustCompile(`^/spec/template/spec/(initContainers|containers)/(\d+)/image$`)

@@ -49,7 +49,7 @@ func TestSlowControllerUsesTheWaitBudget(t *testing.T) {
 	diagnoses := 0
 	exec := &repair.Executor{Kube: kube, DryRun: apiv1.DryRunNone, Clock: clock,
 		Deadline: clock.Now().Add(3 * time.Minute),
-		Rediagnose: func(context.Context) (*model.Report, *stuck.Objects, error) {
+		Prove: func(context.Context, []repair.Write) (*model.Report, *stuck.Objects, error) {
 			diagnoses++
 			return stuckReport("web-0"), snapObserved(2), nil
 		},
@@ -91,7 +91,7 @@ func TestBudgetSpentBeforeTheWait(t *testing.T) {
 	clock := testingclock.NewFakePassiveClock(time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC))
 	followed := false
 	exec := &repair.Executor{Kube: kube, DryRun: apiv1.DryRunNone, Clock: clock, Deadline: clock.Now().Add(-time.Second),
-		Rediagnose: func(context.Context) (*model.Report, *stuck.Objects, error) {
+		Prove: func(context.Context, []repair.Write) (*model.Report, *stuck.Objects, error) {
 			return stuckReport("web-0"), snapObserved(2), nil
 		},
 		Follow: func(context.Context, string, string, func(*appsv1.StatefulSet) bool) error {
@@ -113,7 +113,7 @@ func TestFreshDiagnosisTrustedOnlyOnceObserved(t *testing.T) {
 	patchedToGeneration(kube)
 	var seen []int64
 	exec := &repair.Executor{Kube: kube, DryRun: apiv1.DryRunNone, Deadline: time.Now().Add(time.Minute),
-		Rediagnose: func(context.Context) (*model.Report, *stuck.Objects, error) {
+		Prove: func(context.Context, []repair.Write) (*model.Report, *stuck.Objects, error) {
 			generation := int64(2)
 			if len(seen) >= 1 {
 				generation = 3

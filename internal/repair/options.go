@@ -3,24 +3,22 @@ package repair
 import (
 	"context"
 
+	"k8s.io/client-go/kubernetes"
+
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
-	"github.com/stsdiag/stsdiag/internal/diagnose"
-	"github.com/stsdiag/stsdiag/internal/gather"
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/plan"
 	"github.com/stsdiag/stsdiag/stuck"
 )
 
-// Options say what to repair and how; fix, wait --fix and watch --fix share them.
+// Options say how to repair; fix, wait --fix, watch --fix and canary's rollback each build them
+// with a prover of their own.
 type Options struct {
-	Clients gather.Clients
-	// Scope is what a fresh diagnosis reads (after a patch or a conflict).
-	Scope gather.Scope
-	// Diagnosis tunes the fresh diagnoses.
-	Diagnosis stuck.Options
-	// Source, if set, is where fresh diagnoses read the cluster instead of a fresh LIST of the
-	// scope (gather.Lister): every delete is proven on what it returns.
-	Source gather.Source
+	Kube kubernetes.Interface
+	// Prove reads the cluster again and diagnoses it: every delete is proven on what it returns.
+	// fix and wait --fix read a fresh LIST of their scope; watch reads its informers' caches once
+	// they have seen the executor's writes.
+	Prove Prover
 	// DryRun is none, client or server.
 	DryRun apiv1.DryRunMode
 	// Progress, if set, is told about each action as it completes.
@@ -31,26 +29,15 @@ type Options struct {
 	Disruption apiv1.DisruptionMode
 }
 
-// Rediagnose diagnoses what the source returns; by default a fresh LIST of the scope.
-func (o Options) Rediagnose() Diagnoser {
-	src := o.Source
-	if src == nil {
-		src = gather.Lister{Clients: o.Clients, Scope: o.Scope}
-	}
-	return func(ctx context.Context) (*model.Report, *stuck.Objects, error) {
-		return diagnose.FromSource(ctx, src, o.Diagnosis)
-	}
-}
-
 // New returns the executor for the options: it plans with their policy and proves each action
-// again with their fresh diagnoses.
+// again with their prover.
 func New(o Options) *Executor {
 	return &Executor{
-		Kube:       o.Clients.Kube,
+		Kube:       o.Kube,
 		DryRun:     o.DryRun,
 		Progress:   o.Progress,
 		Planner:    plan.Planner{Policy: o.Policy},
-		Rediagnose: o.Rediagnose(),
+		Prove:      o.Prove,
 		Disruption: o.Disruption,
 	}
 }

@@ -166,7 +166,7 @@ func TestAPIGoneIsUnavailable(t *testing.T) {
 
 func TestPatchTestsTheDiagnosedImage(t *testing.T) {
 	kube := fake.NewClientset(objects()...)
-	exec := &repair.Executor{Kube: kube, DryRun: apiv1.DryRunNone, Rediagnose: func(context.Context) (*model.Report, *stuck.Objects, error) {
+	exec := &repair.Executor{Kube: kube, DryRun: apiv1.DryRunNone, Prove: func(context.Context, []repair.Write) (*model.Report, *stuck.Objects, error) {
 		return model.NewReport(true, nil, nil), snap(), nil
 	}}
 	actions, _ := planOf(plan.Policy{}, unresolvedReport("myapp:1"), snap())
@@ -205,7 +205,7 @@ func TestStatefulSetChangedBeforePatch(t *testing.T) {
 				return true, nil, invalid
 			})
 			diagnosed := 0
-			exec := &repair.Executor{Kube: kube, DryRun: apiv1.DryRunNone, Rediagnose: func(context.Context) (*model.Report, *stuck.Objects, error) {
+			exec := &repair.Executor{Kube: kube, DryRun: apiv1.DryRunNone, Prove: func(context.Context, []repair.Write) (*model.Report, *stuck.Objects, error) {
 				diagnosed++
 				return tc.fresh, snap(), nil
 			}}

@@ -25,15 +25,7 @@ type rollbackOp struct {
 // diagnosed, so a concurrent change is never overwritten. When a test fails it diagnoses again,
 // once, and retries only if the fresh diagnosis still calls for a rollback of that StatefulSet.
 func (e *Executor) rollback(ctx context.Context, a *model.Action) (done bool, generation int64, err error) {
-	return e.guardedPatch(ctx, a, guarded{
-		send:  e.sendRollback,
-		fresh: e.freshRollback,
-		done: func(a *model.Action) string {
-			return fmt.Sprintf("template rolled back to revision %s; the pods still on %s are deleted once the controller has observed it and a fresh diagnosis proves them stuck", a.Rollback.Revision, a.Rollback.FromRevision)
-		},
-		dryRun:    "server dry run: the rollback would be accepted",
-		notNeeded: "the StatefulSet changed since diagnosis and a fresh diagnosis no longer calls for a rollback; nothing overwritten",
-	})
+	return e.guardedPatch(ctx, a, guarded{send: e.sendRollback, fresh: e.freshRollback})
 }
 
 func (e *Executor) sendRollback(ctx context.Context, a *model.Action) (*appsv1.StatefulSet, error) {

@@ -187,7 +187,7 @@ func afterRollback() *model.Report {
 func TestApplyRollbackThenDeleteProven(t *testing.T) {
 	kube := fake.NewClientset(rolloutObjects("db-good")...)
 	diagnoses := 0
-	exec := &repair.Executor{Kube: kube, DryRun: apiv1.DryRunNone, Rediagnose: func(context.Context) (*model.Report, *stuck.Objects, error) {
+	exec := &repair.Executor{Kube: kube, DryRun: apiv1.DryRunNone, Prove: func(context.Context, []repair.Write) (*model.Report, *stuck.Objects, error) {
 		diagnoses++
 		return afterRollback(), rolledBackSnap(), nil
 	}}
@@ -245,7 +245,7 @@ func TestRollbackRefusedByTheTestIsNeverOverwritten(t *testing.T) {
 				return true, nil, invalid
 			})
 			diagnoses := 0
-			exec := &repair.Executor{Kube: kube, DryRun: apiv1.DryRunNone, Rediagnose: func(context.Context) (*model.Report, *stuck.Objects, error) {
+			exec := &repair.Executor{Kube: kube, DryRun: apiv1.DryRunNone, Prove: func(context.Context, []repair.Write) (*model.Report, *stuck.Objects, error) {
 				diagnoses++
 				return tc.fresh, tc.snap, nil
 			}}

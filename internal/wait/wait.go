@@ -9,6 +9,7 @@ import (
 	"time"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/internal/diagnose"
 	"github.com/stsdiag/stsdiag/internal/fleet"
 	"github.com/stsdiag/stsdiag/internal/follow"
 	"github.com/stsdiag/stsdiag/internal/gather"
@@ -71,9 +72,13 @@ func Wait(ctx context.Context, c gather.Clients, scope gather.Scope, opts WaitOp
 	return res, err
 }
 
-// repairOnce is wait --fix's repair: fix's safe actions, each reported to Progress.
+// repairOnce is wait --fix's repair: fix's safe actions, each reported to Progress, each delete
+// proven on a fresh LIST of the scope.
 func repairOnce(c gather.Clients, scope gather.Scope, opts WaitOptions) func(context.Context, *model.Report, *stuck.Objects) ([]model.Action, error) {
-	exec := repair.New(repair.Options{Clients: c, Scope: scope, Diagnosis: opts.Diagnosis, DryRun: apiv1.DryRunNone, Policy: plan.Policy{Rollback: opts.Rollback}, Disruption: opts.Disruption, Progress: opts.Progress})
+	prove := func(ctx context.Context, _ []repair.Write) (*model.Report, *stuck.Objects, error) {
+		return diagnose.FromSource(ctx, gather.Lister{Clients: c, Scope: scope}, opts.Diagnosis)
+	}
+	exec := repair.New(repair.Options{Kube: c.Kube, Prove: prove, DryRun: apiv1.DryRunNone, Policy: plan.Policy{Rollback: opts.Rollback}, Disruption: opts.Disruption, Progress: opts.Progress})
 	log := opts.Log
 	if log == nil {
 		log = io.Discard

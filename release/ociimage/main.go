@@ -4,8 +4,8 @@
 // directory and as an image tarball that `docker load` / `podman load` read. Push it with e.g.
 // `skopeo copy oci:bin/image docker://ghcr.io/stsdiag/stsdiag:v0.3.0` or `crane push`.
 //
-//	go run ./release/ociimage -binary bin/linux_amd64/kubectl-stsdiag -platform linux/amd64 \
-//	    -tag ghcr.io/stsdiag/stsdiag:v0.3.0 -layout bin/image -tarball bin/image.tar
+//	cd release && go run ./ociimage -binary ../bin/linux_amd64/kubectl-stsdiag -platform linux/amd64 \
+//	    -tag ghcr.io/stsdiag/stsdiag:v0.3.0 -layout ../bin/image -tarball ../bin/image.tar
 package main
 
 import (

@@ -2,7 +2,9 @@
 // with kubectl, on a local kube-apiserver filled with a synthetic cluster (e2e/internal/synth), then
 // `stsdiag watch -A` under a stream of pod status updates (watch.go).
 //
-//	go run ./e2e/cmd/bench -sets 200 -replicas 5 -reps 5 -stsdiag bin/kubectl-stsdiag
+// It runs in e2e/, its module (`make bench`):
+//
+//	cd e2e && go run ./cmd/bench -sets 200 -replicas 5 -reps 5 -stsdiag ../bin/kubectl-stsdiag
 package main
 
 import (
@@ -60,7 +62,7 @@ func run() error {
 	sets := flag.Int("sets", 200, "StatefulSets")
 	replicas := flag.Int("replicas", 5, "replicas per StatefulSet")
 	reps := flag.Int("reps", 5, "repetitions of each measurement")
-	stsdiag := flag.String("stsdiag", "bin/kubectl-stsdiag", "kubectl-stsdiag binary")
+	stsdiag := flag.String("stsdiag", "../bin/kubectl-stsdiag", "kubectl-stsdiag binary")
 	workers := flag.Int("workers", 32, "parallel creates")
 	watchRate := flag.Float64("watch-rate", 500, "pod status updates per second while measuring watch (issue 24's target: 500)")
 	watchSeconds := flag.Float64("watch-seconds", 15, "longest load on watch, in seconds (fewer when the healthy sets run out, one pod each; 0: skip watch)")
@@ -85,7 +87,7 @@ func run() error {
 	kubeconfig := *useKubeconfig
 	n := len(syn.StatefulSets) + len(syn.Pods) + len(syn.Revisions) + len(syn.PVCs) + len(syn.ImageStreams)
 	if kubeconfig == "" {
-		c := cluster.New("e2e/_artifacts/bench")
+		c := cluster.New("_artifacts/bench")
 		c.APIServerOnly = true
 		start := time.Now()
 		if kubeconfig, err = c.Create(ctx); err != nil {
@@ -116,7 +118,7 @@ func run() error {
 
 	env := append(os.Environ(), "KUBECONFIG="+kubeconfig, "STSDIAG_REQUEST_STATS=1")
 	load := watchLoad{rate: *watchRate, duration: time.Duration(*watchSeconds * float64(time.Second)),
-		workers: 64, logPath: "e2e/_artifacts/bench/watch.log"}
+		workers: 64, logPath: "_artifacts/bench/watch.log"}
 	if *useKubeconfig != "" {
 		// An earlier run's watch load changed pods of the held cluster: undo it.
 		start := time.Now()
@@ -257,14 +259,14 @@ func run() error {
 	}
 	// check's requests: discovery of the image API and of the server version; StorageClasses,
 	// Nodes and Namespaces whole, the ImageStreams in pages of 500 (openshift.ListImageStreams);
-	// the namespaced kinds in pages of gather.PageSize (gather.EachNamespace): StatefulSets,
+	// the namespaced kinds in pages of gather.DefaultPageSize (gather.EachNamespace): StatefulSets,
 	// Pods, ControllerRevisions, PVCs, and Warning Events and Services (none created here but
 	// the kubernetes Service: one page each).
 	pages := func(n, size int) int { return max(1, (n+size-1)/size) }
-	paged := pages(len(syn.StatefulSets), int(gather.PageSize)) + pages(len(syn.Pods), int(gather.PageSize)) +
-		pages(len(syn.Revisions), int(gather.PageSize)) + pages(len(syn.PVCs), int(gather.PageSize)) + 2
+	paged := pages(len(syn.StatefulSets), int(gather.DefaultPageSize)) + pages(len(syn.Pods), int(gather.DefaultPageSize)) +
+		pages(len(syn.Revisions), int(gather.DefaultPageSize)) + pages(len(syn.PVCs), int(gather.DefaultPageSize)) + 2
 	if want := 2 + 3 + pages(len(syn.ImageStreams), 500) + paged; check[0].requests != want {
-		failures = append(failures, fmt.Sprintf("check made %d requests, want %d (discovery 2, 3 cluster-scoped kinds, ImageStreams by 500, namespaced kinds by %d: %d)", check[0].requests, want, gather.PageSize, paged))
+		failures = append(failures, fmt.Sprintf("check made %d requests, want %d (discovery 2, 3 cluster-scoped kinds, ImageStreams by 500, namespaced kinds by %d: %d)", check[0].requests, want, gather.DefaultPageSize, paged))
 	}
 	if want := decoded[0].requests + 2 + paged - 6; check[0].requests != want {
 		failures = append(failures, fmt.Sprintf("check made %d requests, the bare LISTs %d: want %d (the LISTs + 2 discovery + the namespaced kinds' further pages)", check[0].requests, decoded[0].requests, want))
@@ -481,7 +483,7 @@ func buildTools() (tools, error) {
 		return tools{}, err
 	}
 	tl := tools{peakrss: filepath.Join(dir, "peakrss"), listfloor: filepath.Join(dir, "listfloor")}
-	for bin, pkg := range map[string]string{tl.peakrss: "./e2e/cmd/peakrss", tl.listfloor: "./e2e/cmd/listfloor"} {
+	for bin, pkg := range map[string]string{tl.peakrss: "./cmd/peakrss", tl.listfloor: "./cmd/listfloor"} {
 		if out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput(); err != nil {
 			return tools{}, fmt.Errorf("go build %s: %w\n%s", pkg, err, out)
 		}
@@ -562,7 +564,7 @@ var podsPerSecondRE = regexp.MustCompile(`([\d.]+) pods/s`)
 // pureDiagnosis runs the Go benchmark of the diagnosis on one core for the same size.
 func pureDiagnosis(sets, replicas int) (string, error) {
 	name := fmt.Sprintf("BenchmarkDiagnose/%dx%d$", sets, replicas)
-	out, err := exec.Command("go", "test", "./e2e/internal/synth", "-run", "^$", "-bench", name, "-cpu", "1", "-benchtime", "3s").CombinedOutput()
+	out, err := exec.Command("go", "test", "./internal/synth", "-run", "^$", "-bench", name, "-cpu", "1", "-benchtime", "3s").CombinedOutput()
 	if err != nil {
 		return "", fmt.Errorf("go test -bench: %w\n%s", err, out)
 	}

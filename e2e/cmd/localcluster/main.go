@@ -1,4 +1,5 @@
-// Command localcluster starts the local control plane for `make demo` and `make cluster`.
+// Command localcluster starts the local control plane for `make demo` and `make cluster`. It runs
+// in e2e/, its module (cd e2e && go run ./cmd/localcluster ...); deploy/ is read from ../deploy.
 //
 //	localcluster demo [-keep] [-stsdiag PATH]   scenarios + stsdiag check and fix, then tear down
 //	localcluster deploy-demo [-keep]             stsdiag watch --fix as the ServiceAccount of deploy/
@@ -36,8 +37,8 @@ func main() {
 func run() error {
 	fs := flag.NewFlagSet("localcluster", flag.ContinueOnError)
 	keep := fs.Bool("keep", false, "leave the cluster running until Ctrl-C")
-	stsdiag := fs.String("stsdiag", "bin/kubectl-stsdiag", "path of the kubectl-stsdiag binary")
-	logDir := fs.String("log-dir", "e2e/_artifacts/demo", "folder for component logs")
+	stsdiag := fs.String("stsdiag", "../bin/kubectl-stsdiag", "path of the kubectl-stsdiag binary")
+	logDir := fs.String("log-dir", "_artifacts/demo", "folder for component logs")
 	if len(os.Args) < 2 {
 		return fmt.Errorf("usage: localcluster demo|deploy-demo|up [flags]")
 	}
@@ -172,7 +173,7 @@ func deployDemo(ctx context.Context, c *cluster.Cluster, kubeconfig, stsdiag str
 		return err
 	}
 	fmt.Println("\n== stsdiag watch --fix, as ServiceAccount stsdiag/stsdiag with the RBAC of deploy/watch-fix ==")
-	if err := scenario.ApplyManifests(ctx, cs, ".", scenario.WatchManifests...); err != nil {
+	if err := scenario.ApplyManifests(ctx, cs, "..", scenario.WatchManifests...); err != nil {
 		return err
 	}
 	token, err := scenario.ServiceAccountToken(ctx, cs, "stsdiag", "stsdiag")

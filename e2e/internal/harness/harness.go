@@ -24,10 +24,23 @@ import (
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 )
 
-// Build compiles kubectl-stsdiag into dir and returns its path.
+// Build compiles kubectl-stsdiag into dir and returns its path. It builds in the product's module
+// (github.com/stsdiag/stsdiag, which e2e's go.mod replaces with ../) as `make build` does, so the
+// binary under test has the product's dependencies, not the versions e2e's own go.mod selects.
 func Build(dir string) (string, error) {
-	bin := filepath.Join(dir, "kubectl-stsdiag")
-	build := exec.Command("go", "build", "-o", bin, "github.com/stsdiag/stsdiag/cmd/kubectl-stsdiag")
+	root, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/stsdiag/stsdiag").Output()
+	if err != nil {
+		if ee, ok := err.(*exec.ExitError); ok {
+			err = fmt.Errorf("%w: %s", err, ee.Stderr)
+		}
+		return "", fmt.Errorf("finding the stsdiag module: %w", err)
+	}
+	bin, err := filepath.Abs(filepath.Join(dir, "kubectl-stsdiag"))
+	if err != nil {
+		return "", err
+	}
+	build := exec.Command("go", "build", "-o", bin, "./cmd/kubectl-stsdiag")
+	build.Dir = strings.TrimSpace(string(root))
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		return "", fmt.Errorf("building kubectl-stsdiag: %w", err)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"sort"
 	"testing"
 	"time"
 
@@ -81,7 +82,7 @@ func check(t testing.TB, dir string, diagnose Diagnosis, read func(*stuck.Object
 		snap.ServerVersion = want.ServerVersion
 	}
 	findings, sets := diagnose(snap, want.FeatureGates)
-	apiv1.SortFindings(findings)
+	sort.SliceStable(findings, func(i, j int) bool { return stuck.FindingLess(&findings[i], &findings[j]) })
 	got := toMaps(t, findings)
 	if len(got) != len(want.Findings) {
 		t.Fatalf("got %d findings, want %d:\n%s", len(got), len(want.Findings), dump(findings))

@@ -1,7 +1,6 @@
-package render_test
+package htmltest_test
 
 import (
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -9,24 +8,20 @@ import (
 	"github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/chromedp"
 
-	"github.com/stsdiag/stsdiag/internal/render/htmltest"
+	"github.com/stsdiag/stsdiag/e2e/internal/htmltest"
 )
 
-// TestHTMLInBrowser renders check -o html of a stuck rollout (testdata/stuck/stale-revision-stuck-mid-rollout
-// through the diagnosis, as check computes it) and explain -o html in headless Chromium, asserts on
-// the DOM after the page's script ran, clicks a copy button, and keeps a screenshot in
-// e2e/_artifacts/report.png.
+// golden holds the pages internal/render's TestHTMLGolden keeps equal to what check -o html and
+// explain -o html print for a testdata/stuck scenario (through the diagnosis, as check computes it).
+var golden = filepath.Join("..", "..", "..", "testdata", "golden", "html")
+
+// TestHTMLInBrowser renders check -o html of a stuck rollout (testdata/stuck/stale-revision-stuck-mid-rollout)
+// and explain -o html in headless Chromium, asserts on the DOM after the page's script ran, clicks
+// a copy button, and keeps a screenshot in e2e/_artifacts/report.png.
 func TestHTMLInBrowser(t *testing.T) {
 	ctx := htmltest.Browser(t, 30*time.Second)
-	dir := t.TempDir()
-	checkFile := filepath.Join(dir, "check.html")
-	explainFile := filepath.Join(dir, "explain.html")
-	if err := os.WriteFile(checkFile, checkPage(t, "stale-revision-stuck-mid-rollout"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(explainFile, explainPage(t, "create-failed-podsecurity", "web"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	checkFile := filepath.Join(golden, "check-stale-revision-stuck-mid-rollout.html")
+	explainFile := filepath.Join(golden, "explain-create-failed-podsecurity.html")
 
 	start := time.Now()
 	// web-2, on neither revision, crash-loops and holds web-0 and web-1 (current revision).
@@ -36,7 +31,7 @@ func TestHTMLInBrowser(t *testing.T) {
 	if got != want {
 		t.Fatalf("check page DOM:\n got %+v\nwant %+v", got, want)
 	}
-	htmltest.Screenshot(t, ctx, filepath.Join("..", "..", "e2e", "_artifacts", "report.png"))
+	htmltest.Screenshot(t, ctx, filepath.Join("..", "..", "_artifacts", "report.png"))
 
 	// The remedy's copy button puts the command on the clipboard.
 	for _, name := range []string{"clipboard-read", "clipboard-write"} {

@@ -9,7 +9,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/stsdiag/stsdiag/internal/argocd"
+	"github.com/stsdiag/stsdiag/deploy/argocd"
 )
 
 var update = flag.Bool("update", false, "regenerate argocd-cm.yaml from health.lua")
@@ -87,7 +87,7 @@ func TestHealth(t *testing.T) {
 func TestConfigMapPatch(t *testing.T) {
 	var b strings.Builder
 	b.WriteString(`# stsdiag's health check for apps/StatefulSet, as an argocd-cm patch (generated from health.lua:
-# go test ./internal/argocd -update). Apply it with
+# cd deploy && go test ./argocd -update). Apply it with
 #   kubectl -n argocd patch configmap argocd-cm --patch-file deploy/argocd/argocd-cm.yaml
 # or list it under ` + "`patches:`" + ` of the kustomization that installs Argo CD.
 apiVersion: v1
@@ -114,7 +114,7 @@ data:
 		t.Fatal(err)
 	}
 	if string(raw) != b.String() {
-		t.Fatal("argocd-cm.yaml is not health.lua: go test ./internal/argocd -update")
+		t.Fatal("argocd-cm.yaml is not health.lua: cd deploy && go test ./argocd -update")
 	}
 	var cm struct {
 		Kind     string
@@ -140,7 +140,7 @@ func TestRunLikeArgo(t *testing.T) {
 	}
 }
 
-const cmPath = "../../deploy/argocd/argocd-cm.yaml"
+const cmPath = "argocd-cm.yaml"
 
 func script(t *testing.T) string {
 	t.Helper()

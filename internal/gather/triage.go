@@ -1,0 +1,375 @@
+package gather
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/stsdiag/stsdiag/resolver"
+	"github.com/stsdiag/stsdiag/stuck"
+)
+
+// Triaged is what Triage read besides the namespaces' snapshots.
+type Triaged struct {
+	Streamed
+	// Deep are the namespaces read whole (pods, claims, revisions, Events), in key order; the
+	// others were diagnosed from their StatefulSets and Services alone.
+	Deep []string
+	// Settled counts the namespaces whose every StatefulSet the status calls settled.
+	Settled int
+}
+
+// deepKinds are the kinds Triage reads only in the namespaces whose StatefulSets are not all
+// settled: the bulk of a cluster.
+var deepKinds = map[string]bool{"pods": true, "controllerrevisions": true, "persistentvolumeclaims": true, "events": true}
+
+// deepAhead bounds the deep namespaces read ahead of their diagnosis (memory: that many
+// namespaces' objects).
+const deepAhead = 4
+
+// ControllerManagerLease reads kube-controller-manager's leader Lease (one GET).
+func ControllerManagerLease(ctx context.Context, c Clients) stuck.ControllerManagerLease {
+	l, err := c.Kube.CoordinationV1().Leases(stuck.ControllerManagerLeaseNamespace).Get(ctx, stuck.ControllerManagerLeaseName, metav1.GetOptions{})
+	switch {
+	case err == nil:
+		return stuck.ControllerManagerLease{Lease: l}
+	case apierrors.IsNotFound(err):
+		return stuck.ControllerManagerLease{NotFound: true}
+	}
+	return stuck.ControllerManagerLease{Err: firstLine(err)}
+}
+
+// Triage reads an all-namespaces scope (by selector only) by what the StatefulSets' own statuses
+// say, instead of reading every pod of the cluster. First, cluster-wide, what is small and every
+// diagnosis needs: StatefulSets, Services, ControllerRevisions (as metadata, through c.Metadata
+// when set), the cluster-scoped kinds and ImageStreams. A namespace is read deep — its pods,
+// claims, revisions and Warning Events, unfiltered, so an orphan pod holding a name is still seen
+// — when it holds a StatefulSet whose status is not settled (stuck.StatusSettled), a revision
+// whose StatefulSet is gone, replaced or terminating, or, where the image API is in use, a
+// StatefulSet whose images the image lookup concerns (a local ImageStream name, an image trigger).
+// Each deep namespace's snapshot goes to fn with settled false; every other namespace holding a
+// StatefulSet goes to fn with settled true, its snapshot holding its StatefulSets and Services
+// (diagnose it with stuck.DiagnoseSettled).
+//
+// The statuses are only as fresh as the controller that writes them: callers check its leader
+// Lease first (ControllerManagerLease) and read everything when it is not renewed.
+//
+// fn is called in the API server's key order of namespaces, never concurrently; up to deepAhead
+// deep namespaces are read ahead of it.
+func Triage(ctx context.Context, c Clients, scope Scope, fn func(snap *stuck.Objects, settled bool) error) (*Triaged, error) {
+	if scope.Namespace != "" || len(scope.Names) > 0 {
+		return nil, errors.New("gather: Triage reads all namespaces, by selector only")
+	}
+	out := &Triaged{}
+	shared := &stuck.Objects{Now: time.Now()}
+	var sets []appsv1.StatefulSet
+	var services []corev1.Service
+	var servicesListed bool
+	var revisions []metav1.ObjectMeta
+	unreadErr := make([]error, len(resources))
+	var mu sync.Mutex
+	g, gctx := errgroup.WithContext(ctx)
+	environment := sync.OnceValues(func() (env, error) {
+		e, err := readEnv(gctx, c, scope)
+		out.OpenShift = e.openShift
+		return e, err
+	})
+	g.Go(func() error {
+		out.ServerVersion = serverVersion(c)
+		return nil
+	})
+	g.Go(func() error {
+		var err error
+		revisions, err = revisionMetadata(gctx, c)
+		return err
+	})
+	for i := range resources {
+		r := &resources[i]
+		if deepKinds[r.name] {
+			continue
+		}
+		g.Go(func() error {
+			if e, err := environment(); err != nil || !r.wanted(e) {
+				return err
+			}
+			l, err := r.listAll(gctx, c, "")
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err != nil && r.required:
+				return r.listError("", err)
+			case err != nil:
+				unreadErr[i] = err
+				return nil
+			}
+			switch l := l.(type) {
+			case *appsv1.StatefulSetList:
+				sets = l.Items
+			case *corev1.ServiceList:
+				services, servicesListed = l.Items, true
+			default:
+				r.put(shared, nil)
+				if !setItems(shared, l) {
+					return fmt.Errorf("gather: no snapshot field for %s", r.name)
+				}
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	shared.Shared = stuck.NewShared(shared)
+	byNamespace := map[string]*stuck.Objects{}
+	at := func(ns string) *stuck.Objects {
+		if s := byNamespace[ns]; s != nil {
+			return s
+		}
+		s := new(stuck.Objects)
+		*s = *shared
+		s.ServerVersion, s.OpenShift, s.ServicesListed = out.ServerVersion, out.OpenShift, servicesListed
+		byNamespace[ns] = s
+		return s
+	}
+	deep := map[string]bool{}
+	live := map[string]*appsv1.StatefulSet{}
+	for i := range sets {
+		live[stuck.Key(sets[i].Namespace, sets[i].Name)] = &sets[i]
+	}
+	for _, rev := range revisions {
+		if ref := metav1.GetControllerOfNoCopy(&rev); ref != nil && ref.Kind == "StatefulSet" {
+			if set := live[stuck.Key(rev.Namespace, ref.Name)]; set == nil || set.UID != ref.UID || set.DeletionTimestamp != nil {
+				deep[rev.Namespace] = true // an orphaned revision: its pods may be orphans too
+			}
+		}
+	}
+	images := &resolver.Admission{Stream: shared.Shared.Streams.Stream}
+	for i := range sets {
+		if !stuck.StatusSettled(&sets[i]) || (out.OpenShift && imageLookupConcerns(images, &sets[i])) {
+			deep[sets[i].Namespace] = true
+		}
+	}
+	for _, set := range sets {
+		s := at(set.Namespace)
+		s.StatefulSets = append(s.StatefulSets, set)
+	}
+	for ns := range deep {
+		at(ns)
+	}
+	for _, svc := range services {
+		if s := byNamespace[svc.Namespace]; s != nil {
+			s.Services = append(s.Services, svc)
+		}
+	}
+	namespaces := make([]string, 0, len(byNamespace))
+	for ns := range byNamespace {
+		namespaces = append(namespaces, ns)
+	}
+	sort.Slice(namespaces, func(i, j int) bool { return namespaceBefore(namespaces[i], namespaces[j]) })
+	var missing []unread // in the table's order, as Gather's
+	for i, err := range unreadErr {
+		if err != nil {
+			missing = append(missing, unread{&resources[i], err})
+		}
+	}
+	reads := readDeep(ctx, c, namespaces, deep, byNamespace)
+	defer reads.stop()
+	warned := map[string]bool{}
+	owners := newMapper(c)
+	for _, ns := range namespaces {
+		snap := byNamespace[ns]
+		var words []string
+		if deep[ns] {
+			out.Deep = append(out.Deep, ns)
+			unreadHere, err := reads.take(ns)
+			if err != nil {
+				return nil, err
+			}
+			var ownerWarnings []string
+			snap.Owners, ownerWarnings = lookUpOwners(ctx, c, owners, stuck.TerminatingOwners(snap.StatefulSets))
+			words = append(warnings(snap, "", append(append([]unread(nil), missing...), unreadHere...)), ownerWarnings...)
+		} else {
+			out.Settled++
+			words = warnings(snap, "", missing)
+		}
+		for _, w := range words {
+			if !warned[w] {
+				warned[w] = true
+				out.Warnings = append(out.Warnings, w)
+			}
+		}
+		if err := selectStatefulSets(snap, scope); err != nil {
+			return nil, err
+		}
+		err := fn(snap, !deep[ns])
+		delete(byNamespace, ns)
+		reads.done(ns)
+		if err != nil {
+			return nil, err
+		}
+	}
+	if len(namespaces) == 0 {
+		out.Warnings = warnings(&stuck.Objects{}, "", missing)
+	}
+	return out, nil
+}
+
+// imageLookupConcerns reports whether OpenShift's image lookup has a say in the StatefulSet's
+// images: an image trigger, or an image of its template that names an ImageStream admission
+// would look up (anything but a reference by digest, one not local, or a name no stream has).
+// The image findings of such a set are not implied by its status, so its namespace is read deep.
+func imageLookupConcerns(images *resolver.Admission, set *appsv1.StatefulSet) bool {
+	if _, ok := set.Annotations[resolver.TriggerAnnotation]; ok {
+		return true
+	}
+	forced := resolver.Forced(set.Annotations, set.Spec.Template.Annotations)
+	spec := &set.Spec.Template.Spec
+	for _, list := range [][]corev1.Container{spec.InitContainers, spec.Containers} {
+		for _, c := range list {
+			switch images.Resolve(c.Image, set.Namespace, forced).Outcome {
+			case resolver.ByDigest, resolver.NotLocal, resolver.NoStream:
+			default:
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// revisionMetadata LISTs every ControllerRevision's metadata: as PartialObjectMetadata through
+// c.Metadata (the server sends no revision data), else whole.
+func revisionMetadata(ctx context.Context, c Clients) ([]metav1.ObjectMeta, error) {
+	if c.Metadata != nil {
+		l, err := c.Metadata.Resource(appsv1.SchemeGroupVersion.WithResource("controllerrevisions")).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("listing controllerrevisions in all namespaces: %w", err)
+		}
+		out := make([]metav1.ObjectMeta, len(l.Items))
+		for i := range l.Items {
+			out[i] = l.Items[i].ObjectMeta
+		}
+		return out, nil
+	}
+	l, err := c.reader().AppsV1().ControllerRevisions("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing controllerrevisions in all namespaces: %w", err)
+	}
+	out := make([]metav1.ObjectMeta, len(l.Items))
+	for i := range l.Items {
+		out[i] = l.Items[i].ObjectMeta
+	}
+	return out, nil
+}
+
+// deepReads reads deep namespaces ahead of their diagnosis, at most deepAhead at a time.
+type deepReads struct {
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	slots  chan struct{}
+	result map[string]chan deepResult
+}
+
+type deepResult struct {
+	unread []unread
+	err    error
+}
+
+// readDeep starts reading the deep namespaces, in order, into their snapshots.
+func readDeep(ctx context.Context, c Clients, namespaces []string, deep map[string]bool, snaps map[string]*stuck.Objects) *deepReads {
+	ctx, cancel := context.WithCancel(ctx)
+	d := &deepReads{cancel: cancel, slots: make(chan struct{}, deepAhead), result: map[string]chan deepResult{}}
+	var order []string
+	for _, ns := range namespaces {
+		if deep[ns] {
+			order = append(order, ns)
+			d.result[ns] = make(chan deepResult, 1)
+		}
+	}
+	d.wg.Add(1)
+	go func() {
+		defer d.wg.Done()
+		for _, ns := range order {
+			select {
+			case d.slots <- struct{}{}:
+			case <-ctx.Done():
+				return
+			}
+			snap := snaps[ns]
+			d.wg.Add(1)
+			go func() {
+				defer d.wg.Done()
+				unread, err := readNamespace(ctx, c, ns, snap)
+				d.result[ns] <- deepResult{unread, err}
+			}()
+		}
+	}()
+	return d
+}
+
+// take waits for namespace ns's deep read.
+func (d *deepReads) take(ns string) ([]unread, error) {
+	r := <-d.result[ns]
+	return r.unread, r.err
+}
+
+// done frees the slot of a deep namespace once diagnosed; a settled one holds none.
+func (d *deepReads) done(ns string) {
+	if _, ok := d.result[ns]; ok {
+		<-d.slots
+	}
+}
+
+// stop ends the reads still going and waits for them.
+func (d *deepReads) stop() {
+	d.cancel()
+	d.wg.Wait()
+}
+
+// readNamespace LISTs the deep kinds of namespace ns into snap, in parallel.
+func readNamespace(ctx context.Context, c Clients, ns string, snap *stuck.Objects) ([]unread, error) {
+	lists := make([]runtime.Object, len(resources))
+	errs := make([]error, len(resources))
+	var wg sync.WaitGroup
+	for i := range resources {
+		if r := &resources[i]; deepKinds[r.name] {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				lists[i], errs[i] = r.listAll(ctx, c, ns)
+			}()
+		}
+	}
+	wg.Wait()
+	var missing []unread
+	for i := range resources {
+		r := &resources[i]
+		switch {
+		case !deepKinds[r.name]:
+		case errs[i] != nil && r.required:
+			return nil, r.listError(ns, errs[i])
+		case errs[i] != nil:
+			missing = append(missing, unread{r, errs[i]})
+		default:
+			r.put(snap, nil)
+			if !setItems(snap, lists[i]) {
+				objs, err := meta.ExtractList(lists[i])
+				if err != nil {
+					return nil, err
+				}
+				r.put(snap, objs)
+			}
+		}
+	}
+	return missing, nil
+}
