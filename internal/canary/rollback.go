@@ -10,11 +10,13 @@ import (
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/canary/engine"
 	"github.com/stsdiag/stsdiag/internal/diagnose"
+	"github.com/stsdiag/stsdiag/internal/explain"
 	"github.com/stsdiag/stsdiag/internal/follow"
 	"github.com/stsdiag/stsdiag/internal/gather"
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/plan"
 	"github.com/stsdiag/stsdiag/internal/repair"
+	"github.com/stsdiag/stsdiag/internal/verdict"
 	"github.com/stsdiag/stsdiag/stuck"
 )
 
@@ -30,28 +32,27 @@ import (
 // can move whatever the partition is, and only then is the partition restored to its value
 // before the canary.
 func (r *runner) failed(ctx context.Context, step engine.Resolved) error {
-	finding := describeFindings(r.res.Findings)
+	failed := model.FailedStep{Step: step.Step, Findings: r.seen.Findings, Hold: r.o.Hold}
 	if r.o.NoRollback {
-		r.stop(apiv1.WaitStuck, fmt.Sprintf("step %s failed: %s held for %s; --no-rollback: stopped, the partition stays %d", step.Step, finding, r.o.Hold, r.partition))
+		r.end = model.CanaryHalted{FailedStep: failed, Partition: r.partition}
 		return nil
 	}
-	fmt.Fprintf(r.o.Log, "statefulset %s/%s: step %s failed: %s held for %s: rolling back\n", r.o.Namespace, r.o.Name, step.Step, finding, r.o.Hold)
+	fmt.Fprintf(r.o.Log, "statefulset %s/%s: step %s failed: %s held for %s: rolling back\n", r.o.Namespace, r.o.Name, step.Step, explain.HeldFindings(failed.Findings), r.o.Hold)
 	rep, snap, err := diagnose.FromSource(ctx, r.live, r.o.Diagnosis)
 	if err != nil {
 		return err
 	}
 	set := find(snap, r.o.Namespace, r.o.Name)
 	if set == nil || r.changed(set) {
-		v, msg := r.stopIfChanged(snap)
-		if v == "" {
-			v, msg = apiv1.WaitNotFound, fmt.Sprintf("statefulset %s/%s: deleted while canary ran", r.o.Namespace, r.o.Name)
+		r.end = model.CanaryDeleted{Namespace: r.o.Namespace, Name: r.o.Name}
+		if stopped, ok := r.stopFor(set); ok {
+			r.end = stopped
 		}
-		r.stop(v, msg)
 		return nil
 	}
-	actions, why := engine.RollbackActions(rep, snap, set, r.partition)
+	actions, unrollable := engine.RollbackActions(rep, snap, set, r.partition)
 	if actions == nil {
-		r.stop(apiv1.WaitStuck, fmt.Sprintf("step %s failed: %s held for %s; %s; the partition stays %d", step.Step, finding, r.o.Hold, why, r.partition))
+		r.end = model.CanaryUnrollable{FailedStep: failed, Why: unrollable, Partition: r.partition}
 		return nil
 	}
 	canary := engine.CanaryPods(set, r.partition)
@@ -63,13 +64,13 @@ func (r *runner) failed(ctx context.Context, step engine.Resolved) error {
 	exec := repair.New(repair.Options{Kube: r.c.Kube, Prove: prove, DryRun: apiv1.DryRunNone,
 		Policy: plan.Policy{Rollback: true}, Progress: r.o.Progress})
 	applied, err := exec.Apply(ctx, actions)
-	r.res.Actions = append(r.res.Actions, applied...)
+	r.actions = append(r.actions, applied...)
 	if err != nil {
 		return err
 	}
-	rolled := repair.RolledBack(applied)
+	rolled := verdict.RollbacksDone(applied)
 	if len(rolled) == 0 {
-		r.stop(apiv1.WaitStuck, fmt.Sprintf("step %s failed: %s held for %s; the rollback was not made: %s", step.Step, finding, r.o.Hold, applied[0].Message))
+		r.end = model.CanaryRollbackFailed{FailedStep: failed, Action: applied[0]}
 		return nil
 	}
 	// The rollback wrote the template: from now on it is the one canary relies on.
@@ -78,63 +79,31 @@ func (r *runner) failed(ctx context.Context, step engine.Resolved) error {
 		return err
 	}
 	if after.UID != r.uid || engine.Partition(after) != r.partition {
-		r.stop(apiv1.CanaryStopped, describeChange(r.uid, r.generation, r.partition, nil, after, false)+" during the rollback; nothing overwritten")
+		r.end = model.CanaryStopped{Change: changeOf(r.uid, r.generation, r.partition, nil, after, false), DuringRollback: true}
 		return nil
 	}
 	r.remember(after)
 	fmt.Fprintf(r.o.Log, "statefulset %s/%s: template rolled back to revision %s; waiting for %s Ready on it\n", r.o.Namespace, r.o.Name, rolled[0].Revision, strings.Join(canary, ", "))
-	stepFindings := r.res.Findings
 	res, err := follow.Run(ctx, r.live, follow.Options{Diagnosis: r.o.Diagnosis, Hold: r.o.Hold, Steady: r.o.Steady, Log: r.o.Log, Stop: r.stopIfChanged})
 	if err != nil {
 		return err
 	}
 	if res.Result != apiv1.WaitComplete {
-		actions := r.res.Actions
-		r.res.WaitResult = *res
-		r.res.Actions, r.res.RolledBack = actions, rolled
-		r.res.Message = fmt.Sprintf("rolled back to revision %s after step %s failed (%s), but: %s", rolled[0].Revision, step.Step, finding, res.Message)
+		r.seen, r.end = res, model.CanaryRollbackUnfinished{FailedStep: failed, Rolled: rolled[0], Then: res.Verdict()}
 		return nil
 	}
-	restored := ""
+	restore := model.PartitionRestore{To: r.res.PartitionBefore, Stays: r.partition}
 	if set, err := r.observed(ctx); err == nil && set.Status.UpdateRevision == set.Status.CurrentRevision && engine.Partition(set) != r.res.PartitionBefore &&
 		!r.changed(set) {
+		restore.Tried = true
 		body, err := engine.PartitionPatch(set, r.res.PartitionBefore)
 		if err == nil {
-			if _, err = r.c.Kube.AppsV1().StatefulSets(set.Namespace).Patch(ctx, set.Name, types.JSONPatchType, body, engine.PatchOptions); err == nil {
-				restored = fmt.Sprintf("; partition restored to %d", r.res.PartitionBefore)
-			}
+			_, err = r.c.Kube.AppsV1().StatefulSets(set.Namespace).Patch(ctx, set.Name, types.JSONPatchType, body, engine.PatchOptions)
 		}
-		if err != nil {
-			restored = fmt.Sprintf("; the partition stays %d (restoring %d failed: %v)", r.partition, r.res.PartitionBefore, err)
-		}
+		restore.Err = err
 	}
-	actions = r.res.Actions
-	r.res.WaitResult = *res
-	r.res.Actions, r.res.RolledBack, r.res.Findings = actions, rolled, stepFindings
-	r.res.Result = apiv1.WaitRolledBack
-	r.res.Message = fmt.Sprintf("step %s failed: %s held for %s; rolled back to revision %s (revision %s failed), %s Ready on it again%s",
-		step.Step, finding, r.o.Hold, rolled[0].Revision, rolled[0].FromRevision, strings.Join(canary, ", "), restored)
+	// The verdict is about the step's findings, on the StatefulSets as they are now.
+	r.seen = &model.WaitResult{StatefulSets: res.StatefulSets, Findings: failed.Findings}
+	r.end = model.CanaryRolledBack{FailedStep: failed, Rolled: rolled[0], Pods: canary, Restore: restore}
 	return nil
-}
-
-// describeFindings names the blocking findings that held: pod, code and reason.
-func describeFindings(findings []stuck.Finding) string {
-	var parts []string
-	for _, f := range findings {
-		if !f.Blocking() {
-			continue
-		}
-		s := string(f.Code)
-		if f.Pod != "" {
-			s = f.Pod + " " + s
-		}
-		if f.Reason != "" {
-			s += " (" + f.Reason + ")"
-		}
-		parts = append(parts, s)
-	}
-	if len(parts) == 0 {
-		return "a finding"
-	}
-	return strings.Join(parts, ", ")
 }

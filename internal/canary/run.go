@@ -17,9 +17,11 @@ import (
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/canary/engine"
+	"github.com/stsdiag/stsdiag/internal/explain"
 	"github.com/stsdiag/stsdiag/internal/follow"
 	"github.com/stsdiag/stsdiag/internal/gather"
 	"github.com/stsdiag/stsdiag/internal/model"
+	"github.com/stsdiag/stsdiag/internal/verdict"
 	"github.com/stsdiag/stsdiag/stuck"
 )
 
@@ -55,12 +57,18 @@ func (e *BadInputError) Unwrap() error { return e.Err }
 
 func badInput(format string, a ...any) error { return &BadInputError{Err: fmt.Errorf(format, a...)} }
 
-// runner is one canary's state: what it last wrote, so that anything else is someone else's.
+// runner is one canary's state: what it last wrote, so that anything else is someone else's, and
+// the facts its verdict is decided from once it ends (result).
 type runner struct {
 	o    Options
 	c    gather.Clients
 	live *gather.Live
 	res  *model.CanaryResult
+	// end is the state the canary ended in (verdict.DecideCanary decides its verdict); seen is the
+	// last wait's result (its verdict, StatefulSets and findings); actions are the rollback's.
+	end     model.Reason
+	seen    *model.WaitResult
+	actions []model.Action
 	// The StatefulSet as canary last read or wrote it: its UID, generation, partition and
 	// template. A change of replicas is no one's conflict (the steps follow it, engine.Next); a
 	// change of anything else canary relies on stops it.
@@ -68,10 +76,13 @@ type runner struct {
 	generation int64
 	partition  int32
 	template   *corev1.PodTemplateSpec
+	// step is the step under way.
+	step string
 }
 
-// Run runs a canary on one StatefulSet to a verdict. It returns an error (with a verdict in the
-// result) when it cannot start: BadInputError for a StatefulSet a canary cannot step.
+// Run runs a canary on one StatefulSet to a verdict, decided once from the state it ended in
+// (verdict.DecideCanary). It returns an error (with a verdict in the result) when it cannot start:
+// BadInputError for a StatefulSet a canary cannot step.
 func Run(ctx context.Context, c gather.Clients, o Options) (*model.CanaryResult, error) {
 	if o.Log == nil {
 		o.Log = io.Discard
@@ -79,27 +90,37 @@ func Run(ctx context.Context, c gather.Clients, o Options) (*model.CanaryResult,
 	r := &runner{o: o, c: c, res: &model.CanaryResult{Namespace: o.Namespace, StatefulSet: o.Name}}
 	live, _, err := gather.StartLive(ctx, c, gather.Scope{Namespace: o.Namespace, Names: []string{o.Name}}, nil)
 	if err != nil {
-		r.res.WaitResult = *model.NewWaitResult(follow.VerdictOf(err), err.Error())
-		return r.res, err
+		return r.result(model.Failed{As: follow.VerdictOf(err), Err: err}), err
 	}
 	r.live = live
 	steps, err := r.start(ctx)
 	if err != nil {
-		if r.res.Result == "" {
-			r.res.WaitResult = *model.NewWaitResult(verdictOf(err), err.Error())
+		if r.end == nil {
+			r.end = model.Failed{As: verdictOf(err), Err: err}
 		}
-		return r.res, err
+		return r.result(r.end), err
 	}
 	if err := r.run(ctx, steps); err != nil {
 		if ctx.Err() == nil {
-			return r.res, err
+			// The last wait's verdict stands, with the error.
+			return r.result(model.CanaryStepEnded{Step: r.step, Then: r.seen.Verdict()}), err
 		}
 		// The deadline or a signal ended a patch or a read: the verdict says which.
-		actions := r.res.Actions
-		r.res.WaitResult = *model.NewWaitResult(follow.VerdictOf(ctx.Err()), fmt.Sprintf("%s while canary ran: %v", follow.VerdictOf(ctx.Err()), err))
-		r.res.Actions = actions
+		r.seen = nil
+		return r.result(model.CanaryCut{As: follow.VerdictOf(ctx.Err()), Err: err}), nil
 	}
-	return r.res, nil
+	return r.result(r.end), nil
+}
+
+// result is the canary's result: the verdict of the state it ended in, with the last wait's
+// StatefulSets and findings and the rollback's actions.
+func (r *runner) result(end model.Reason) *model.CanaryResult {
+	r.res.WaitResult = *verdict.ResultOf(verdict.DecideCanary(end))
+	if r.seen != nil {
+		r.res.StatefulSets, r.res.Findings = r.seen.StatefulSets, r.seen.Findings
+	}
+	r.res.Actions = r.actions
+	return r.res
 }
 
 func verdictOf(err error) apiv1.Verdict {
@@ -197,8 +218,7 @@ func (r *runner) patch(ctx context.Context, set *appsv1.StatefulSet, body []byte
 	out, err := r.c.Kube.AppsV1().StatefulSets(set.Namespace).Patch(ctx, set.Name, types.JSONPatchType, body, metav1.PatchOptions{FieldManager: "stsdiag-canary"})
 	switch {
 	case apierrors.IsInvalid(err) || apierrors.IsConflict(err) || apierrors.IsNotFound(err):
-		msg := r.changedSince(ctx, set)
-		r.stop(apiv1.CanaryStopped, fmt.Sprintf("step %s not started: %s; nothing overwritten (%v)", step.Step, msg, err))
+		r.end = model.CanaryNotStarted{Step: step.Step, Change: r.changedSince(ctx, set), Err: err}
 		return errStopped
 	case err != nil:
 		return err
@@ -220,28 +240,30 @@ func (r *runner) remember(set *appsv1.StatefulSet) {
 }
 
 // changedSince reads the StatefulSet afresh and says what differs from what canary read or wrote.
-func (r *runner) changedSince(ctx context.Context, set *appsv1.StatefulSet) string {
+func (r *runner) changedSince(ctx context.Context, set *appsv1.StatefulSet) model.CanaryChange {
 	now, err := r.c.Kube.AppsV1().StatefulSets(set.Namespace).Get(ctx, set.Name, metav1.GetOptions{})
 	if err != nil {
-		return fmt.Sprintf("statefulset %s/%s could not be read again: %v", set.Namespace, set.Name, err)
+		return model.CanaryChange{Namespace: set.Namespace, Name: set.Name, Kind: model.ChangeUnreadable, Err: err}
 	}
-	return describeChange(set.UID, set.Generation, engine.Partition(set), &set.Spec.Template, now, true)
+	return changeOf(set.UID, set.Generation, engine.Partition(set), &set.Spec.Template, now, true)
 }
 
-// describeChange names what someone else changed: the object, its partition, its template or
-// (when generation counts: a patch's test failed) anything else in its spec.
-func describeChange(uid types.UID, generation int64, partition int32, template *corev1.PodTemplateSpec, now *appsv1.StatefulSet, generationCounts bool) string {
+// changeOf is what someone else changed: the object, its partition, its template or (when
+// generation counts: a patch's test failed) anything else in its spec.
+func changeOf(uid types.UID, generation int64, partition int32, template *corev1.PodTemplateSpec, now *appsv1.StatefulSet, generationCounts bool) model.CanaryChange {
+	c := model.CanaryChange{Namespace: now.Namespace, Name: now.Name, UID: now.UID, WasUID: uid, Partition: engine.Partition(now), WasPartition: partition,
+		Generation: now.Generation, WasGeneration: generation, Kind: model.ChangeUnknown}
 	switch {
 	case now.UID != uid:
-		return fmt.Sprintf("statefulset %s/%s was deleted and created again (UID %s, was %s)", now.Namespace, now.Name, now.UID, uid)
+		c.Kind = model.ChangeRecreated
 	case engine.Partition(now) != partition:
-		return fmt.Sprintf("someone else changed the partition of statefulset %s/%s from %d to %d", now.Namespace, now.Name, partition, engine.Partition(now))
+		c.Kind = model.ChangePartition
 	case template != nil && !apiequality.Semantic.DeepEqual(*template, now.Spec.Template):
-		return fmt.Sprintf("someone else changed the pod template of statefulset %s/%s (generation %d, was %d)", now.Namespace, now.Name, now.Generation, generation)
+		c.Kind = model.ChangeTemplate
 	case generationCounts && now.Generation != generation:
-		return fmt.Sprintf("someone else changed the spec of statefulset %s/%s (generation %d, was %d)", now.Namespace, now.Name, now.Generation, generation)
+		c.Kind = model.ChangeSpec
 	}
-	return fmt.Sprintf("statefulset %s/%s changed meanwhile", now.Namespace, now.Name)
+	return c
 }
 
 // changed reports whether the StatefulSet differs from what canary read or wrote in what canary
@@ -252,23 +274,30 @@ func (r *runner) changed(set *appsv1.StatefulSet) bool {
 
 // stopIfChanged is the gate's Stop: a change canary did not make ends the canary.
 func (r *runner) stopIfChanged(snap *stuck.Objects) (apiv1.Verdict, string) {
-	set := find(snap, r.o.Namespace, r.o.Name)
-	if set == nil || !r.changed(set) || (set.UID == r.uid && set.Generation < r.generation) {
-		return "", "" // deleted: the gate's NotFound; an older generation: the cache lags canary's patch
+	stopped, ok := r.stopFor(find(snap, r.o.Namespace, r.o.Name))
+	if !ok {
+		return "", ""
 	}
-	return apiv1.CanaryStopped, describeChange(r.uid, r.generation, r.partition, r.template, set, false) + ": the canary stops and leaves it as it is; nothing overwritten"
+	v := verdict.DecideCanary(stopped)
+	return v.Result, explain.Verdict(v)
 }
 
-func (r *runner) stop(verdict apiv1.Verdict, message string) {
-	r.res.Result, r.res.Message = verdict, message
+// stopFor says whether set, as read, differs from what canary read or wrote: someone else
+// changed it, and the canary stops.
+func (r *runner) stopFor(set *appsv1.StatefulSet) (model.CanaryStopped, bool) {
+	if set == nil || !r.changed(set) || (set.UID == r.uid && set.Generation < r.generation) {
+		return model.CanaryStopped{}, false // deleted: the gate's NotFound; an older generation: the cache lags canary's patch
+	}
+	return model.CanaryStopped{Change: changeOf(r.uid, r.generation, r.partition, r.template, set, false)}, true
 }
 
 // run gates each step and lowers the partition to the next.
 func (r *runner) run(ctx context.Context, steps []engine.Resolved) error {
 	step, index := steps[0], 0
 	for {
+		r.step = step.Step
 		res, err := follow.Run(ctx, r.live, follow.Options{Diagnosis: r.o.Diagnosis, Hold: r.o.Hold, Steady: r.o.Steady, Settle: r.o.Hold, Log: r.o.Log, Stop: r.stopIfChanged})
-		r.res.WaitResult = *res
+		r.seen = res
 		if err != nil {
 			return err
 		}
@@ -281,19 +310,20 @@ func (r *runner) run(ctx context.Context, steps []engine.Resolved) error {
 			return r.failed(ctx, step)
 		case apiv1.WaitTimedOut:
 			r.mark(index, step, apiv1.StepStopped)
-			r.res.Message = fmt.Sprintf("timed out after %s in step %s", r.o.Timeout, step.Step)
+			r.end = model.CanaryTimedOut{After: r.o.Timeout, Step: step.Step}
 			return nil
 		default:
 			r.mark(index, step, apiv1.StepStopped)
+			r.end = model.CanaryStepEnded{Step: step.Step, Then: res.Verdict()}
 			return nil
 		}
 		set, err := r.observed(ctx)
 		if err != nil {
-			r.res.WaitResult = *model.NewWaitResult(follow.VerdictOf(err), err.Error())
+			r.seen, r.end = nil, model.Failed{As: follow.VerdictOf(err), Err: err}
 			return nil
 		}
-		if v, msg := r.stopIfChanged(&stuck.Objects{StatefulSets: []appsv1.StatefulSet{*set}}); v != "" {
-			r.stop(v, msg)
+		if stopped, ok := r.stopFor(set); ok {
+			r.end = stopped
 			return nil
 		}
 		// The step held healthy: the engine decides, the steps re-resolved against the replicas
@@ -302,11 +332,11 @@ func (r *runner) run(ctx context.Context, steps []engine.Resolved) error {
 		facts.Healthy = true
 		d, err := engine.Decide(r.o.Steps, facts)
 		if err != nil {
-			r.stop(apiv1.WaitUnevaluable, err.Error())
+			r.end = model.Failed{As: apiv1.WaitUnevaluable, Err: err}
 			return nil
 		}
 		if d.Verb == engine.Done {
-			r.res.Message = fmt.Sprintf("canary complete: every step passed; %s", res.Message)
+			r.end = model.CanaryComplete{Hold: r.o.Hold}
 			return nil
 		}
 		if d.Verb != engine.Advance {

@@ -20,6 +20,7 @@ import (
 	"github.com/stsdiag/stsdiag/internal/plan"
 	"github.com/stsdiag/stsdiag/internal/repair"
 	"github.com/stsdiag/stsdiag/internal/rollout"
+	"github.com/stsdiag/stsdiag/internal/verdict"
 	"github.com/stsdiag/stsdiag/stuck"
 )
 
@@ -110,18 +111,14 @@ func Run(ctx context.Context, o Options) (*model.FixResult, error) {
 	if err != nil {
 		return result, err
 	}
-	if len(exec.NotObserved()) > 0 {
-		// The pods waiting for the patch were left: no rollout to follow, and the cause is
-		// the controller, not a slow rollout.
-		result.Rollout = apiv1.RolloutNotObserved
-		return result, nil
+	// The pods waiting for a patch the controller never observed were left: no rollout to
+	// follow, and the cause is the controller, not a slow rollout.
+	facts := verdict.RolloutFacts{NotObserved: len(exec.NotObserved()) > 0}
+	if !facts.NotObserved && o.Wait > 0 && o.DryRun == apiv1.DryRunNone {
+		facts, err = followRollouts(ctx, exec.Follower(), o, deadline, result.Actions)
 	}
-	if o.Wait > 0 && o.DryRun == apiv1.DryRunNone {
-		if err := followRollouts(ctx, exec.Follower(), o, deadline, result); err != nil {
-			return result, err
-		}
-	}
-	return result, nil
+	result.Rollout = verdict.DecideRollout(facts)
+	return result, err
 }
 
 // diagnose reads the source (a fresh LIST of the scope unless Source is set) and diagnoses it.
@@ -140,8 +137,8 @@ func (o Options) prove(ctx context.Context, _ []repair.Write) (*model.Report, *s
 
 // followSettled follows one StatefulSet until the controller reports its rollout complete and
 // its pods have settled (rollout.Settled, read with a LIST of the set's pods): a pod that was
-// Ready for a moment and crashed sends it back to following.
-func followSettled(ctx context.Context, follow repair.Follower, o Options, namespace, name string, log io.Writer, result *model.FixResult) error {
+// Ready for a moment and crashed sends it back to following. It says how following ended.
+func followSettled(ctx context.Context, follow repair.Follower, o Options, namespace, name string, log io.Writer) (verdict.Followed, error) {
 	last := ""
 	for {
 		var complete *appsv1.StatefulSet
@@ -157,15 +154,17 @@ func followSettled(ctx context.Context, follow repair.Follower, o Options, names
 			return false
 		})
 		if errors.Is(err, rollout.ErrTimeout) {
-			result.Rollout = apiv1.RolloutTimedOut
-			return fmt.Errorf("%w (%s)", err, last)
+			return verdict.FollowedTimedOut, fmt.Errorf("%w (%s)", err, last)
 		}
 		if err != nil {
-			return err
+			return verdict.FollowedFailed, err
 		}
 		ok, u, err := settledNow(ctx, o.Clients, complete, o.Steady)
-		if err != nil || ok {
-			return err
+		if err != nil {
+			return verdict.FollowedFailed, err
+		}
+		if ok {
+			return verdict.FollowedComplete, nil
 		}
 		if line := u.String(); line != last {
 			fmt.Fprintf(log, "statefulset %s/%s: complete by the controller's status; %s\n", namespace, name, line)
@@ -179,10 +178,9 @@ func followSettled(ctx context.Context, follow repair.Follower, o Options, names
 		case <-time.After(pause):
 		case <-ctx.Done():
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				result.Rollout = apiv1.RolloutTimedOut
-				return fmt.Errorf("%w of statefulset %s/%s (%s)", rollout.ErrTimeout, namespace, name, last)
+				return verdict.FollowedTimedOut, fmt.Errorf("%w of statefulset %s/%s (%s)", rollout.ErrTimeout, namespace, name, last)
 			}
-			return fmt.Errorf("interrupted while following statefulset %s/%s: %w", namespace, name, ctx.Err())
+			return verdict.FollowedFailed, fmt.Errorf("interrupted while following statefulset %s/%s: %w", namespace, name, ctx.Err())
 		}
 	}
 }
@@ -202,23 +200,22 @@ func settledNow(ctx context.Context, c gather.Clients, set *appsv1.StatefulSet, 
 	return ok, u, nil
 }
 
-// followRollouts follows every StatefulSet a repair was done for. "complete" is said only when
-// every StatefulSet with a planned action was repaired and has completed: never of a set whose
-// action was skipped or failed, which is likely still stuck. "timed out" is said only when the
-// --wait deadline passed, never when ctx was cancelled (an interruption).
-func followRollouts(ctx context.Context, follow repair.Follower, o Options, deadline time.Time, result *model.FixResult) error {
+// followRollouts follows every StatefulSet a repair was done for, one after the other, until one
+// does not complete, and returns the facts fix's outcome is decided from (verdict.DecideRollout).
+func followRollouts(ctx context.Context, follow repair.Follower, o Options, deadline time.Time, actions []model.Action) (verdict.RolloutFacts, error) {
 	log := o.RolloutLog
 	if log == nil {
 		log = io.Discard
 	}
 	ctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
-	repaired, unrepaired := map[string]bool{}, false
+	var facts verdict.RolloutFacts
+	repaired := map[string]bool{}
 	var order []model.Action
-	for _, a := range result.Actions {
+	for _, a := range actions {
 		key := stuck.Key(a.Namespace, a.StatefulSet)
 		if a.Result != apiv1.ResultDone {
-			unrepaired = true
+			facts.Unrepaired = true
 			continue
 		}
 		if !repaired[key] {
@@ -227,12 +224,11 @@ func followRollouts(ctx context.Context, follow repair.Follower, o Options, dead
 		}
 	}
 	for _, a := range order {
-		if err := followSettled(ctx, follow, o, a.Namespace, a.StatefulSet, log, result); err != nil {
-			return err
+		followed, err := followSettled(ctx, follow, o, a.Namespace, a.StatefulSet, log)
+		facts.Followed = append(facts.Followed, followed)
+		if err != nil {
+			return facts, err
 		}
 	}
-	if len(order) > 0 && !unrepaired {
-		result.Rollout = apiv1.RolloutComplete
-	}
-	return nil
+	return facts, nil
 }

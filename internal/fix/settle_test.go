@@ -18,6 +18,7 @@ import (
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/repair"
 	"github.com/stsdiag/stsdiag/internal/rollout"
+	"github.com/stsdiag/stsdiag/internal/verdict"
 )
 
 // completeSet is a one-replica StatefulSet the controller reports complete.
@@ -60,8 +61,7 @@ func TestFollowSettledWaitsForThePods(t *testing.T) {
 	kube := fake.NewClientset(readyPodSince(since))
 	var log bytes.Buffer
 	o := Options{Clients: gather.Clients{Kube: kube}, Steady: 4 * time.Second}
-	var result model.FixResult
-	if err := followSettled(context.Background(), statusFollower(set), o, "shop", "web", &log, &result); err != nil {
+	if _, err := followSettled(context.Background(), statusFollower(set), o, "shop", "web", &log); err != nil {
 		t.Fatal(err)
 	}
 	if ready := time.Since(since); ready < 4*time.Second {
@@ -82,7 +82,8 @@ func TestFollowSettledTimesOutOnACrash(t *testing.T) {
 	defer cancel()
 	var result model.FixResult
 	o := Options{Clients: gather.Clients{Kube: kube}, Steady: time.Second}
-	err := followSettled(ctx, statusFollower(completeSet()), o, "shop", "web", &bytes.Buffer{}, &result)
+	followed, err := followSettled(ctx, statusFollower(completeSet()), o, "shop", "web", &bytes.Buffer{})
+	result.Rollout = verdict.DecideRollout(verdict.RolloutFacts{Followed: []verdict.Followed{followed}})
 	if err == nil || result.Rollout != apiv1.RolloutTimedOut {
 		t.Errorf("err %v rollout %q, want a timeout", err, result.Rollout)
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/stsdiag/stsdiag/internal/hold"
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/statefulset"
+	"github.com/stsdiag/stsdiag/internal/verdict"
 )
 
 // Options tune Run.
@@ -46,6 +47,9 @@ type Options struct {
 	// Stop, if set, is asked about every snapshot before it is diagnosed: a non-empty verdict
 	// ends Run with it and the message (canary stops when someone else changed the StatefulSet).
 	Stop func(snap *stuck.Objects) (apiv1.Verdict, string)
+	// Timeout is the deadline the caller gave ctx (wait --timeout), named in a TimedOut verdict
+	// and in a NotObserved one (zero: not named).
+	Timeout time.Duration
 }
 
 // Source is what the gate follows: snapshots of the scope and a signal when something in it
@@ -59,7 +63,8 @@ type Source interface {
 // blocking finding holds for the grace (Stuck), ctx's deadline passes (TimedOut), ctx is
 // cancelled otherwise, e.g. by a signal (Interrupted), or one is missing or deleted (NotFound).
 // It diagnoses again on every change and when a finding or a time-based rule matures. The
-// error is set when a repair could not be evaluated.
+// verdict is decided once, from where the loop ended and the repairs it made (verdict.Decide).
+// The error is set when a repair could not be evaluated.
 func Run(ctx context.Context, live Source, opts Options) (*model.WaitResult, error) {
 	if opts.Log == nil {
 		opts.Log = io.Discard
@@ -73,8 +78,8 @@ func Run(ctx context.Context, live Source, opts Options) (*model.WaitResult, err
 	var actions []model.Action
 	repaired := false
 	var rep *model.Report
-	result := func(verdict apiv1.Verdict, message string) *model.WaitResult {
-		res := model.NewWaitResult(verdict, message)
+	result := func(end model.Reason) *model.WaitResult {
+		res := verdict.ResultOf(verdict.Decide(verdict.Facts{End: end, Timeout: opts.Timeout, Actions: actions}))
 		if rep != nil {
 			res.StatefulSets, res.Findings = rep.StatefulSets, rep.Findings
 		}
@@ -86,17 +91,17 @@ func Run(ctx context.Context, live Source, opts Options) (*model.WaitResult, err
 		if err != nil {
 			var nf *gather.NotFoundError
 			if errors.As(err, &nf) && rep != nil {
-				err = fmt.Errorf("%s: deleted while waiting", nf.What)
+				return result(model.Deleted{What: nf.What}), nil
 			}
-			return result(apiv1.WaitNotFound, err.Error()), nil
+			return result(model.Failed{As: apiv1.WaitNotFound, Err: err}), nil
 		}
 		if rep == nil && len(snap.Selected) == 0 && snap.Selected != nil {
-			return result(apiv1.WaitNotFound, "no StatefulSet matches the selector"), nil
+			return result(model.NoMatch{}), nil
 		}
 		if opts.Stop != nil {
-			if verdict, message := opts.Stop(snap); verdict != "" {
+			if v, words := opts.Stop(snap); v != "" {
 				rep = diagnose.Report(snap, opts.Diagnosis)
-				return result(verdict, message), nil
+				return result(model.Stopped{As: v, Words: words}), nil
 			}
 		}
 		rep = diagnose.Report(snap, opts.Diagnosis)
@@ -121,14 +126,14 @@ func Run(ctx context.Context, live Source, opts Options) (*model.WaitResult, err
 			applied, err := opts.Repair(ctx, rep, snap)
 			actions = append(actions, applied...)
 			if err != nil {
-				return result(apiv1.WaitStuck, err.Error()), err
+				return result(model.Failed{As: apiv1.WaitStuck, Err: err}), err
 			}
 			held.Reset()
 			continue
 		case len(expired) > 0:
-			return result(apiv1.WaitStuck, fmt.Sprintf("%d finding(s) held for %s: the rollout will not finish on its own", len(expired), opts.Hold)), nil
+			return result(model.Held{Findings: expired, Hold: opts.Hold}), nil
 		case complete && blocking == 0 && opts.Settle <= 0:
-			return result(apiv1.WaitComplete, "rollout complete"), nil
+			return result(model.Complete{}), nil
 		}
 		if complete && blocking == 0 {
 			if len(settled.Observe(now, []string{"complete"})) > 0 {
@@ -136,7 +141,7 @@ func Run(ctx context.Context, live Source, opts Options) (*model.WaitResult, err
 			}
 			due, at := settled.Due(now, opts.Settle, []string{"complete"})
 			if len(due) > 0 {
-				return result(apiv1.WaitComplete, fmt.Sprintf("rollout complete and healthy for %s", opts.Settle)), nil
+				return result(model.Complete{Settle: opts.Settle}), nil
 			}
 			if next.IsZero() || at.Before(next) {
 				next = at
@@ -156,9 +161,9 @@ func Run(ctx context.Context, live Source, opts Options) (*model.WaitResult, err
 		case <-timer:
 		case <-ctx.Done():
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				return result(apiv1.WaitTimedOut, "timed out while the rollout was still progressing"), nil
+				return result(model.TimedOut{After: opts.Timeout}), nil
 			}
-			return result(apiv1.WaitInterrupted, "interrupted while the rollout was still progressing"), nil
+			return result(model.Interrupted{}), nil
 		}
 	}
 }

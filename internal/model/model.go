@@ -187,9 +187,12 @@ func (r *FixResult) Repaired() bool {
 	return len(r.Unrepaired) == 0
 }
 
-// WaitResult is wait's verdict with the findings and actions behind it.
+// WaitResult is wait's verdict with the findings and actions behind it. Result, Reason and
+// RolledBack are the verdict (internal/verdict decides it), Message its words (explain's).
 type WaitResult struct {
-	Result       apiv1.Verdict
+	Result apiv1.Verdict
+	// Reason is the typed facts the verdict was decided from (nil in a result built from words).
+	Reason       Reason
 	Elapsed      string
 	Message      string
 	StatefulSets []apiv1.StatefulSetSummary
@@ -198,7 +201,13 @@ type WaitResult struct {
 	RolledBack   []apiv1.RolledBack
 }
 
-// NewWaitResult returns a result with a verdict.
+// Verdict is the result's verdict.
+func (r *WaitResult) Verdict() Verdict {
+	return Verdict{Result: r.Result, Reason: r.Reason, RolledBack: r.RolledBack}
+}
+
+// NewWaitResult returns a result with a verdict in words only, no Reason (a document read back, a
+// test's); the commands' verdicts come from verdict.ResultOf.
 func NewWaitResult(result apiv1.Verdict, message string) *WaitResult {
 	return &WaitResult{Result: result, Message: message}
 }

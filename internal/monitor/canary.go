@@ -21,6 +21,7 @@ import (
 	"github.com/stsdiag/stsdiag/internal/plan"
 	"github.com/stsdiag/stsdiag/internal/repair"
 	"github.com/stsdiag/stsdiag/internal/rollout"
+	"github.com/stsdiag/stsdiag/internal/verdict"
 	"github.com/stsdiag/stsdiag/stuck"
 )
 
@@ -198,8 +199,9 @@ func (c *Controller) canaryRollBack(ctx context.Context, key string, set *appsv1
 		held = append(held, strings.TrimSpace(f.Pod+" "+string(f.Code)+reasonOf(f)))
 	}
 	finding := strings.Join(held, ", ")
-	actions, why := engine.RollbackActions(rep, snap, set, partition)
+	actions, unrollable := engine.RollbackActions(rep, snap, set, partition)
 	if actions == nil {
+		why := explain.Unrollable(unrollable)
 		c.setReconciling(ctx, key, set, corev1.ConditionTrue, "CanaryStuck", truncate(fmt.Sprintf("canary of revision %s stuck: %s; %s", set.Status.UpdateRevision, finding, why)))
 		c.canaryWarning(key, set, mem, "CanaryStuck", fmt.Sprintf("stsdiag canary of revision %s stuck: %s held for %s; %s", set.Status.UpdateRevision, finding, holdFor, why))
 		return nil
@@ -222,7 +224,7 @@ func (c *Controller) canaryRollBack(ctx context.Context, key string, set *appsv1
 		c.logf("%s: canary rollback %s: %s: %s", key, a.Result, explain.Action(a), a.Message)
 	}
 	c.refundRepairs(set.Namespace, len(actions)-changed)
-	if rolled := repair.RolledBack(done); len(rolled) > 0 {
+	if rolled := verdict.RollbacksDone(done); len(rolled) > 0 {
 		c.metrics.CanarySteps.WithLabelValues("rolledback", set.Namespace).Inc()
 		c.recorder.Event(set, corev1.EventTypeWarning, "CanaryRolledBack", truncate(fmt.Sprintf("stsdiag canary of revision %s failed: %s held for %s; template rolled back to revision %s, stuck canary pods deleted (%d actions done)",
 			rolled[0].FromRevision, finding, holdFor, rolled[0].Revision, changed)))

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/internal/explain"
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/stuck"
 )
@@ -78,12 +79,7 @@ func WriteJUnit(w io.Writer, res *model.WaitResult, elapsed time.Duration) error
 			}
 			tc.Failure = &junitFailure{Message: strings.Join(codes, ", "), Type: string(apiv1.WaitStuck), Text: text.String()}
 		case rolledBack(res, s) != nil:
-			r := rolledBack(res, s)
-			msg := fmt.Sprintf("rolled back to revision %s: revision %s failed", r.Revision, r.FromRevision)
-			text := msg + "\n"
-			for _, c := range r.Images {
-				text += fmt.Sprintf("container %s: %s → %s\n", c.Container, c.From, c.To)
-			}
+			msg, text := explain.RolledBackCase(*rolledBack(res, s))
 			tc.Failure = &junitFailure{Message: msg, Type: string(apiv1.WaitRolledBack), Text: text + res.Message}
 		case res.Result == apiv1.CanaryStopped:
 			tc.Failure = &junitFailure{Message: res.Message, Type: string(apiv1.CanaryStopped), Text: res.Message}

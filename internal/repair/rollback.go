@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -62,54 +61,4 @@ func (e *Executor) freshRollback(ctx context.Context, a model.Action) (model.Act
 		}
 	}
 	return a, false, nil
-}
-
-// RolledBack lists the StatefulSets the actions rolled back (a Rollback done, not a dry run).
-func RolledBack(actions []model.Action) []apiv1.RolledBack {
-	var out []apiv1.RolledBack
-	for _, a := range actions {
-		if a.Kind() == apiv1.Rollback && a.Rollback != nil && a.Result == apiv1.ResultDone && !a.DryRun {
-			out = append(out, apiv1.RolledBack{Namespace: a.Namespace, StatefulSet: a.StatefulSet, Revision: a.Rollback.Revision, FromRevision: a.Rollback.FromRevision, Images: a.Rollback.Images})
-		}
-	}
-	return out
-}
-
-// RollbackVerdict makes wait's verdict say what a rollback means: the rollout that completed is
-// the earlier revision's, so the deploy failed all the same (RolledBack, exit 1). The result
-// lists each StatefulSet rolled back and the revision it returned to.
-func RollbackVerdict(res *model.WaitResult) {
-	res.RolledBack = RolledBack(res.Actions)
-	if len(res.RolledBack) == 0 {
-		return
-	}
-	var what []string
-	for _, r := range res.RolledBack {
-		what = append(what, fmt.Sprintf("%s/%s to revision %s (revision %s failed%s)", r.Namespace, r.StatefulSet, r.Revision, r.FromRevision, describeImages(r.Images)))
-	}
-	rolled := "rolled back " + strings.Join(what, ", ")
-	if res.Result == apiv1.WaitComplete {
-		res.Result = apiv1.WaitRolledBack
-		res.Message = rolled + ": the deploy failed; the earlier revision's rollout is complete"
-		return
-	}
-	res.Message = rolled + "; " + res.Message
-}
-
-func describeImages(images []apiv1.ImageChange) string {
-	var parts []string
-	for _, c := range images {
-		parts = append(parts, fmt.Sprintf("%s %s → %s", c.Container, orNone(c.From), orNone(c.To)))
-	}
-	if len(parts) == 0 {
-		return ""
-	}
-	return "; " + strings.Join(parts, ", ")
-}
-
-func orNone(s string) string {
-	if s == "" {
-		return "(none)"
-	}
-	return s
 }

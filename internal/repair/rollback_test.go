@@ -21,8 +21,8 @@ import (
 	"github.com/stsdiag/stsdiag/internal/explain"
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/plan"
-	"github.com/stsdiag/stsdiag/internal/render"
 	"github.com/stsdiag/stsdiag/internal/repair"
+	"github.com/stsdiag/stsdiag/internal/verdict"
 	"github.com/stsdiag/stsdiag/stuck"
 )
 
@@ -281,30 +281,7 @@ func TestRollbackDryRun(t *testing.T) {
 	if opts := kube.Actions()[0].(k8stesting.PatchAction); len(opts.GetPatch()) == 0 {
 		t.Errorf("no patch sent")
 	}
-	if len(repair.RolledBack(done)) != 0 {
+	if len(verdict.RollbacksDone(done)) != 0 {
 		t.Errorf("a dry run rolled nothing back")
-	}
-}
-
-func TestRollbackVerdict(t *testing.T) {
-	rb := model.Action{Action: apiv1.Action{Action: apiv1.Rollback, Namespace: "shop", StatefulSet: "db", Result: apiv1.ResultDone, Message: "template rolled back",
-		Rollback: &apiv1.RollbackTarget{Revision: "db-good", FromRevision: "db-bad", Images: []apiv1.ImageChange{{Container: "db", From: badImage, To: goodImage}}}}, Cause: apiv1.CurrentRevisionFailing}
-	res := model.NewWaitResult(apiv1.WaitComplete, "rollout complete")
-	res.Actions = []model.Action{rb}
-	repair.RollbackVerdict(res)
-	if res.Result != apiv1.WaitRolledBack || len(res.RolledBack) != 1 || res.RolledBack[0].Revision != "db-good" ||
-		!strings.Contains(res.Message, "rolled back shop/db to revision db-good (revision db-bad failed; db nginx:1.27-typo → registry.k8s.io/nginx-slim:0.27)") {
-		t.Errorf("%+v", res)
-	}
-	var junit strings.Builder
-	if err := render.WriteJUnit(&junit, &model.WaitResult{Result: res.Result, Message: res.Message, RolledBack: res.RolledBack,
-		StatefulSets: []apiv1.StatefulSetSummary{{Namespace: "shop", Name: "db", Status: apiv1.StatusComplete}}}, 0); err != nil ||
-		!strings.Contains(junit.String(), `failures="1"`) || !strings.Contains(junit.String(), `message="rolled back to revision db-good: revision db-bad failed" type="RolledBack"`) {
-		t.Errorf("junit %s %v", junit.String(), err)
-	}
-	plain := model.NewWaitResult(apiv1.WaitComplete, "rollout complete")
-	repair.RollbackVerdict(plain)
-	if plain.Result != apiv1.WaitComplete || plain.RolledBack != nil {
-		t.Errorf("no rollback, no change: %+v", plain)
 	}
 }

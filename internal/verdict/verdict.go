@@ -1,13 +1,12 @@
-// Package verdict decides the verdicts of the commands that wait (wait, canary, fix --wait) from
-// their final state: how verdicts rank, which ends a fleet's wait, and the fleet's merge. It is
-// pure.
+// Package verdict decides the verdicts of the commands that wait (wait, canary, fix --wait) once,
+// from their final state: the loop's end, the repairs made, the budget, the fleet's members, a
+// canary's last step. It says how verdicts rank, which ends a fleet's wait, and merges a fleet's.
+// It is pure; package explain words what it decides.
 package verdict
 
 import (
-	"fmt"
-	"strings"
-
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/internal/explain"
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/stuck"
 )
@@ -23,13 +22,22 @@ func Decisive(result apiv1.Verdict) bool {
 	return result == apiv1.WaitUnevaluable || result == apiv1.WaitNotFound || result == apiv1.WaitStuck
 }
 
+// ResultOf is the WaitResult of a verdict, in explain's words: the one place a verdict gets its
+// message.
+func ResultOf(v model.Verdict) *model.WaitResult {
+	return &model.WaitResult{Result: v.Result, Reason: v.Reason, Message: explain.Verdict(v), RolledBack: v.RolledBack}
+}
+
 // MergeFleet combines the verdicts of one wait per kubeconfig context into one: the worst verdict
-// wins, StatefulSets, findings and actions carry their context, and the message names each
+// wins, StatefulSets, findings and actions carry their context, and the reason names each
 // context that did not complete.
 func MergeFleet(contexts []string, results []*model.WaitResult) *model.WaitResult {
 	worst := len(precedence) - 1
-	merged := model.NewWaitResult(apiv1.WaitComplete, "")
-	var messages []string
+	var fleet model.Fleet
+	var rolled []apiv1.RolledBack
+	var sets []apiv1.StatefulSetSummary
+	var findings []stuck.Finding
+	var actions []model.Action
 	for i, res := range results {
 		name := contexts[i]
 		for rank, verdict := range precedence {
@@ -38,27 +46,24 @@ func MergeFleet(contexts []string, results []*model.WaitResult) *model.WaitResul
 			}
 		}
 		if res.Result != apiv1.WaitComplete {
-			messages = append(messages, fmt.Sprintf("%s: %s: %s", name, res.Result, res.Message))
+			fleet.Members = append(fleet.Members, model.Member{Context: name, Result: res.Result, Message: res.Message})
 		}
 		for _, s := range res.StatefulSets {
 			s.Context = name
-			merged.StatefulSets = append(merged.StatefulSets, s)
+			sets = append(sets, s)
 		}
 		for _, f := range res.Findings {
 			f.Context = name
-			merged.Findings = append(merged.Findings, f)
+			findings = append(findings, f)
 		}
 		for _, a := range res.Actions {
 			a.Context = name
-			merged.Actions = append(merged.Actions, a)
+			actions = append(actions, a)
 		}
-		merged.RolledBack = append(merged.RolledBack, res.RolledBack...)
+		rolled = append(rolled, res.RolledBack...)
 	}
-	merged.Result = precedence[worst]
-	merged.Message = "every rollout complete"
-	if len(messages) > 0 {
-		merged.Message = strings.Join(messages, "; ")
-	}
+	merged := ResultOf(model.Verdict{Result: precedence[worst], Reason: fleet, RolledBack: rolled})
+	merged.StatefulSets, merged.Findings, merged.Actions = sets, findings, actions
 	stuck.SortFindings(merged.Findings)
 	return merged
 }

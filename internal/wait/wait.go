@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
@@ -41,12 +40,13 @@ type WaitOptions struct {
 }
 
 // Wait follows the StatefulSets of scope in one cluster (Run over gather's informers) to a
-// verdict. A wait that cannot start returns NotFound or Unevaluable (VerdictOf) with the error;
+// verdict, decided once where the loop ends (verdict.Decide: its end, the repairs, the
+// budget). A wait that cannot start returns NotFound or Unevaluable (VerdictOf) with the error;
 // the error is also set when a repair could not be evaluated.
 func Wait(ctx context.Context, c gather.Clients, scope gather.Scope, opts WaitOptions) (*model.WaitResult, error) {
 	live, warnings, err := gather.StartLive(ctx, c, scope, nil)
 	if err != nil {
-		return model.NewWaitResult(follow.VerdictOf(err), err.Error()), err
+		return verdict.ResultOf(verdict.Decide(verdict.Facts{End: model.Failed{As: follow.VerdictOf(err), Err: err}})), err
 	}
 	for _, w := range warnings {
 		if opts.Warn != nil {
@@ -54,6 +54,7 @@ func Wait(ctx context.Context, c gather.Clients, scope gather.Scope, opts WaitOp
 		}
 	}
 	gateOpts := opts.Options
+	gateOpts.Timeout = opts.Timeout
 	if opts.Fix {
 		gateOpts.Repair = repairOnce(c, scope, opts)
 	}
@@ -68,11 +69,6 @@ func Wait(ctx context.Context, c gather.Clients, scope gather.Scope, opts WaitOp
 		}
 		cancel()
 	}
-	if res.Result == apiv1.WaitTimedOut {
-		res.Message = fmt.Sprintf("timed out after %s while the rollout was still progressing", opts.Timeout)
-		notObservedVerdict(res, opts.Timeout)
-	}
-	repair.RollbackVerdict(res)
 	return res, err
 }
 
@@ -111,27 +107,7 @@ func RunFleet(ctx context.Context, contexts []string, wait func(ctx context.Cont
 		if ctx.Err() != nil {
 			v = follow.VerdictOf(ctx.Err())
 		}
-		return model.NewWaitResult(v, fmt.Sprintf("context %s: %v", name, err))
+		return verdict.ResultOf(verdict.Decide(verdict.Facts{End: model.ContextFailed{Context: name, As: v, Err: err}}))
 	}, func(res *model.WaitResult) bool { return verdict.Decisive(res.Result) })
 	return verdict.MergeFleet(contexts, results)
-}
-
-// notObservedVerdict turns a TimedOut wait --fix whose patch the StatefulSet controller never
-// observed into NotObserved, naming the StatefulSets: the cause is the controller, not a slow
-// rollout.
-func notObservedVerdict(res *model.WaitResult, timeout time.Duration) {
-	var sets []string
-	seen := map[string]bool{}
-	for _, a := range res.Actions {
-		key := a.Namespace + "/" + a.StatefulSet
-		if a.NotObserved && !seen[key] {
-			seen[key] = true
-			sets = append(sets, key)
-		}
-	}
-	if len(sets) == 0 {
-		return
-	}
-	res.Result = apiv1.WaitNotObserved
-	res.Message = fmt.Sprintf("the StatefulSet controller never observed the patch to %s within %s; the pods waiting for it were not deleted", strings.Join(sets, ", "), timeout)
 }

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"fmt"
 	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -103,8 +102,9 @@ func Decide(steps []Step, f Facts) (Decision, error) {
 
 // RollbackActions are the actions of a canary's rollback: fix --rollback's plan (the same planner
 // and guards) for the StatefulSet, keeping only its Rollback and the deletes, after it, of canary
-// pods (at or above the partition). why is set when the plan has no rollback.
-func RollbackActions(rep *model.Report, snap *stuck.Objects, set *appsv1.StatefulSet, partition int32) (actions []model.Action, why string) {
+// pods (at or above the partition). When the plan has no rollback, actions is nil and why says
+// what the planner said of it, if anything.
+func RollbackActions(rep *model.Report, snap *stuck.Objects, set *appsv1.StatefulSet, partition int32) (actions []model.Action, why model.Unrollable) {
 	planned := plan.Planner{Policy: plan.Policy{Rollback: true}}.Plan(rep, snap)
 	canary := CanaryPods(set, partition)
 	for _, a := range planned.For(set.Namespace, set.Name) {
@@ -116,12 +116,14 @@ func RollbackActions(rep *model.Report, snap *stuck.Objects, set *appsv1.Statefu
 		}
 	}
 	if len(actions) > 0 && actions[0].Kind() == apiv1.Rollback {
-		return actions, ""
+		return actions, model.Unrollable{}
 	}
+	why = model.Unrollable{Namespace: set.Namespace, Name: set.Name}
 	for _, f := range planned.Unrepaired {
 		if f.Details.Rollback != "" && f.Namespace == set.Namespace && f.StatefulSet == set.Name {
-			return nil, "not rolled back: " + f.Details.Rollback
+			why.Why = f.Details.Rollback
+			break
 		}
 	}
-	return nil, fmt.Sprintf("fix --rollback has no safe rollback for statefulset %s/%s", set.Namespace, set.Name)
+	return nil, why
 }
