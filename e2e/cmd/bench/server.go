@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -81,13 +82,15 @@ func (s *apiServer) cpuSeconds() (float64, error) {
 }
 
 // sentBytes is the sum of apiserver_response_sizes_sum over every series: the bytes of every
-// GET and LIST answered so far (discovery and /metrics are not counted).
-func (s *apiServer) sentBytes(ctx context.Context) (int64, error) {
+// GET and LIST answered so far (discovery and /metrics are not counted), and by verb, resource
+// and scope.
+func (s *apiServer) sentBytes(ctx context.Context) (int64, map[string]float64, error) {
 	body, err := s.kube.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("GET /metrics: %w", err)
+		return 0, nil, fmt.Errorf("GET /metrics: %w", err)
 	}
 	var total float64
+	by := map[string]float64{}
 	found := false
 	sc := bufio.NewScanner(bytes.NewReader(body))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
@@ -98,15 +101,47 @@ func (s *apiServer) sentBytes(ctx context.Context) (int64, error) {
 		}
 		v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
 		if err != nil {
-			return 0, fmt.Errorf("/metrics: %q: %w", line, err)
+			return 0, nil, fmt.Errorf("/metrics: %q: %w", line, err)
 		}
 		total += v
+		by[label(line, "verb")+" "+label(line, "resource")+label(line, "subresource")+" ("+label(line, "scope")+")"] += v
 		found = true
 	}
 	if !found {
-		return 0, fmt.Errorf("/metrics has no apiserver_response_sizes_sum")
+		return 0, nil, fmt.Errorf("/metrics has no apiserver_response_sizes_sum")
 	}
-	return int64(total), sc.Err()
+	return int64(total), by, sc.Err()
+}
+
+// label is the value of a label of a Prometheus text line.
+func label(line, name string) string {
+	i := strings.Index(line, name+"=\"")
+	if i < 0 {
+		return ""
+	}
+	v := line[i+len(name)+2:]
+	return v[:strings.IndexByte(v, '"')]
+}
+
+// breakdown is what one command made the server send, by verb, resource and scope, largest
+// first.
+func breakdown(before, after map[string]float64) string {
+	type part struct {
+		key string
+		b   float64
+	}
+	var parts []part
+	for k, v := range after {
+		if d := v - before[k]; d > 0 {
+			parts = append(parts, part{k, d})
+		}
+	}
+	sort.Slice(parts, func(i, j int) bool { return parts[i].b > parts[j].b })
+	var out []string
+	for _, p := range parts {
+		out = append(out, fmt.Sprintf("%s %.0f kB", p.key, p.b/1e3))
+	}
+	return strings.Join(out, ", ")
 }
 
 // measuredKubeconfig writes a copy of the kubeconfig whose clusters ask for no compression
