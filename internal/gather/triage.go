@@ -243,8 +243,9 @@ func Triage(ctx context.Context, c Clients, scope Scope, fn func(snap *stuck.Obj
 	return out, nil
 }
 
-// headlessSelector selects the headless Services (spec.clusterIP None), a field selector of
-// Services since Kubernetes v1.30? — an older server answers 400 and Triage LISTs them all.
+// headlessSelector selects the headless Services (spec.clusterIP None): a field selector of
+// Services that kube-apiserver v1.33.13 and v1.37.2 serve (checked on both); a server that cannot
+// select by it answers 400 and Triage LISTs every Service.
 const headlessSelector = "spec.clusterIP=" + corev1.ClusterIPNone
 
 // maxServiceGets bounds the governing Services Triage GETs one by one (those named by a
