@@ -19,7 +19,7 @@ E2E_UNIT_PKGS = $$($(GO) list ./... | grep -v -e '/e2e$$' -e '/e2e/node$$' -e '/
 # targets; listed in e2e/.
 E2E_PKGS = $$($(GO) list ./... | grep -v -e '/e2e/node$$' -e '/e2e/openshift$$')
 
-.PHONY: all build test unit browser e2e e2e-node oracle node-bins e2e-openshift openshift-bins e2e-versions bench cluster-bins demo deploy-demo cluster fuzz vet fmt clean image
+.PHONY: all build test unit browser e2e e2e-node oracle node-bins e2e-openshift openshift-bins e2e-versions bench bench-mix cluster-bins demo deploy-demo cluster fuzz vet fmt clean image
 
 all: build
 
@@ -143,13 +143,22 @@ deploy-demo: build cluster-bins
 cluster: build cluster-bins
 	cd e2e && $(GO) run ./cmd/localcluster up -stsdiag $(abspath $(BIN))
 
-## bench: check -A vs its floors (the raw and the decoded LISTs) and kubectl get -A on a synthetic
-## cluster (SETS=2000 for 10k pods); PROFILE=1 writes CPU and heap profiles of check and watch
-## to e2e/_artifacts/bench/profiles
+## bench: check -A (triaged) and --full vs their floors (the raw and the decoded LISTs) and
+## kubectl get -A on a synthetic cluster of StatefulSets (SETS=2000 for 10k pods), then bench-mix;
+## PROFILE=1 writes CPU and heap profiles of check and watch to e2e/_artifacts/bench/profiles
 SETS ?= 200
 REPS ?= 5
 bench: build cluster-bins
 	cd e2e && $(GO) run ./cmd/bench -sets $(SETS) -replicas 5 -reps $(REPS) -stsdiag $(abspath $(BIN)) $(if $(PROFILE),-profile $(abspath e2e/_artifacts/bench/profiles))
+	$(MAKE) --no-print-directory bench-mix
+
+## bench-mix: the same on issue 36's realistic mix (5 × MIX_SETS × 5 pods, 20% of them
+## StatefulSets', 1% of StatefulSets unsettled): the bytes, time, memory, API server CPU and
+## requests of check -A against the bare LISTs. make test's 1k pods check the findings and the
+## requests; issue 36's targets apply from 6k pods (MIX_SETS=240; 2000: 50k; 6000: 150k)
+MIX_SETS ?= 40
+bench-mix: build cluster-bins
+	cd e2e && $(GO) run ./cmd/bench -mix realistic -sets $(MIX_SETS) -replicas 5 -reps $(REPS) -stsdiag $(abspath $(BIN)) $(if $(PROFILE),-profile $(abspath e2e/_artifacts/bench/profiles-mix))
 
 ## image: the container image of `stsdiag watch`, built without a container engine and without
 ## network (release/ociimage, in the release module): an OCI layout in bin/image and a tarball

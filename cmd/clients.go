@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 
 	"github.com/stsdiag/stsdiag/internal/gather"
@@ -66,7 +67,14 @@ func clients(flags *genericclioptions.ConfigFlags, requestTimeout time.Duration)
 	if err != nil {
 		return gather.Clients{}, err
 	}
-	return gather.Clients{Kube: kube, Image: image, Dynamic: dyn, Read: read}, nil
+	// What only ownership matters of (check -A's ControllerRevisions, gather.Triage) is LISTed
+	// as PartialObjectMetadata: the server sends no revision data (protobuf, as metadata.ConfigFor
+	// asks).
+	meta, err := metadata.NewForConfig(rest.CopyConfig(config))
+	if err != nil {
+		return gather.Clients{}, err
+	}
+	return gather.Clients{Kube: kube, Image: image, Dynamic: dyn, Read: read, Metadata: meta}, nil
 }
 
 // eventsClient is the client watch posts its Events through, with its own rate limit: 1000/s

@@ -53,6 +53,12 @@ type sample struct {
 	rssKiB   int64 // the process's own peak RSS (peakrss)
 	requests int
 	bytes    int64 // listfloor -mode raw: body bytes read
+	// What the API server sent (apiserver_response_sizes) and spent (its CPU seconds) while
+	// the command ran.
+	sent      int64
+	serverCPU float64
+	// sentBy is sent by verb, resource and scope (breakdown).
+	sentBy string
 }
 
 // tools are the helper binaries the bench builds: peakrss and listfloor.
@@ -72,7 +78,17 @@ func run() error {
 	watchMemoryLimit := flag.String("watch-memory-limit", "", "run watch in a memory cgroup with this limit, as a container's (e.g. 1600Mi; needs root)")
 	watchGoEnv := flag.String("watch-env", "", "extra environment of watch only, NAME=VALUE[,NAME=VALUE] (e.g. GOMEMLIMIT=1400MiB, GOGC=50)")
 	kubectlMaxPods := flag.Int("kubectl-max-pods", 20000, "skip the kubectl baseline above this many pods (kubectl get -o json needed 12 GiB at 100k pods)")
+	mix := flag.String("mix", "statefulsets", "the synthetic cluster: statefulsets (every pod a StatefulSet's: synth.Generate) or realistic (issue 36: synth.Realistic, 5 × sets × replicas pods, 20% of them StatefulSets', 1% of StatefulSets unsettled; no kubectl baseline, no watch)")
+	gzip := flag.Bool("gzip", false, "let the measured commands ask for gzip (the API server compresses answers over 128 KiB); off, they read a copy of the kubeconfig with disable-compression, so the bytes measured are the objects' own")
+	timingTargets := flag.Bool("timing-targets", true, "fail on the realistic mix's time, CPU and memory targets (issue 36) too, not only on its bytes, requests and findings")
 	flag.Parse()
+	realistic := *mix == "realistic"
+	if !realistic && *mix != "statefulsets" {
+		return fmt.Errorf("-mix %q: want statefulsets or realistic", *mix)
+	}
+	if realistic {
+		*watchSeconds = 0 // watch -A's targets are measured on the StatefulSet cluster
+	}
 
 	tl, err := buildTools()
 	if err != nil {
@@ -84,8 +100,11 @@ func run() error {
 
 	ctx := context.Background()
 	syn := synth.Generate(*sets, *replicas, max(1, *sets/10))
+	if realistic {
+		syn = synth.Realistic(*sets, *replicas)
+	}
 	kubeconfig := *useKubeconfig
-	n := len(syn.StatefulSets) + len(syn.Pods) + len(syn.Revisions) + len(syn.PVCs) + len(syn.ImageStreams)
+	n := syn.Objects()
 	if kubeconfig == "" {
 		c := cluster.New("_artifacts/bench")
 		c.APIServerOnly = true
@@ -107,8 +126,7 @@ func run() error {
 		if n, err = populate(ctx, cfg, syn, *workers); err != nil {
 			return err
 		}
-		fmt.Printf("created %d objects (%d StatefulSets × %d replicas, their revisions, PVCs, ImageStreams) in %s\n",
-			n, *sets, *replicas, time.Since(start).Round(100*time.Millisecond))
+		fmt.Printf("created %d objects (%s) in %s\n", n, describe(syn, *sets, *replicas), time.Since(start).Round(100*time.Millisecond))
 	}
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
@@ -116,10 +134,20 @@ func run() error {
 	}
 	cfg.QPS, cfg.Burst = 5000, 5000
 
-	env := append(os.Environ(), "KUBECONFIG="+kubeconfig, "STSDIAG_REQUEST_STATS=1")
+	srv, err := findAPIServer(cfg)
+	if err != nil {
+		return err
+	}
+	measured := kubeconfig
+	if !*gzip {
+		if measured, err = measuredKubeconfig(kubeconfig); err != nil {
+			return err
+		}
+	}
+	env := append(os.Environ(), "KUBECONFIG="+measured, "STSDIAG_REQUEST_STATS=1")
 	load := watchLoad{rate: *watchRate, duration: time.Duration(*watchSeconds * float64(time.Second)),
 		workers: 64, logPath: "_artifacts/bench/watch.log"}
-	if *useKubeconfig != "" {
+	if *useKubeconfig != "" && !realistic {
 		// An earlier run's watch load changed pods of the held cluster: undo it.
 		start := time.Now()
 		if err := restoreTargets(ctx, cfg, syn); err != nil {
@@ -128,7 +156,7 @@ func run() error {
 		fmt.Printf("restored the statuses of the pods a watch load changes, deleted stsdiag's Events, in %s\n", time.Since(start).Round(100*time.Millisecond))
 	}
 	if *hold {
-		if err := verifyFindings(env, *stsdiag, syn.Expected); err != nil {
+		if err := verifyFindings(env, *stsdiag, syn); err != nil {
 			return err
 		}
 		fmt.Printf("cluster held until interrupted: KUBECONFIG=%s\n", kubeconfig)
@@ -137,31 +165,35 @@ func run() error {
 		<-sig.Done()
 		return nil
 	}
-	withKubectl := *sets**replicas <= *kubectlMaxPods
-	var kubectl, check, raw, decoded []sample
+	withKubectl := *sets**replicas <= *kubectlMaxPods && !realistic
+	var kubectl, check, full, raw, decoded []sample
 	for i := 0; i < *reps; i++ {
-		r, err := measure(tl, env, tl.listfloor, "-mode", "raw")
+		r, err := measure(tl, srv, env, tl.listfloor, "-mode", "raw")
 		if err != nil {
 			return err
 		}
-		d, err := measure(tl, env, tl.listfloor, "-mode", "decoded")
+		d, err := measure(tl, srv, env, tl.listfloor, "-mode", "decoded")
 		if err != nil {
 			return err
 		}
-		s, err := measure(tl, env, *stsdiag, "check", "-A", "-o", "json", "--fail-on", "never")
+		s, err := measure(tl, srv, env, *stsdiag, "check", "-A", "-o", "json", "--fail-on", "never")
 		if err != nil {
 			return err
 		}
-		raw, decoded, check = append(raw, r), append(decoded, d), append(check, s)
+		f, err := measure(tl, srv, env, *stsdiag, "check", "-A", "--full", "-o", "json", "--fail-on", "never")
+		if err != nil {
+			return err
+		}
+		raw, decoded, check, full = append(raw, r), append(decoded, d), append(check, s), append(full, f)
 		if withKubectl {
-			k, err := measure(tl, env, "kubectl", "get", "statefulsets,pods,controllerrevisions,persistentvolumeclaims,imagestreams", "-A", "-o", "json")
+			k, err := measure(tl, srv, env, "kubectl", "get", "statefulsets,pods,controllerrevisions,persistentvolumeclaims,imagestreams", "-A", "-o", "json")
 			if err != nil {
 				return err
 			}
 			kubectl = append(kubectl, k)
 		}
 	}
-	if err := verifyFindings(env, *stsdiag, syn.Expected); err != nil {
+	if err := verifyFindings(env, *stsdiag, syn); err != nil {
 		return err
 	}
 	watchEnv := env
@@ -171,7 +203,7 @@ func run() error {
 		}
 		p := func(name string) string { return filepath.Join(*profile, name) }
 		checkEnv := append(env[:len(env):len(env)], "STSDIAG_CPUPROFILE="+p("check.cpu.pprof"), "STSDIAG_HEAPPROFILE="+p("check.heap.pprof"))
-		if _, err := measure(tl, checkEnv, *stsdiag, "check", "-A", "-o", "json", "--fail-on", "never"); err != nil {
+		if _, err := measure(tl, nil, checkEnv, *stsdiag, "check", "-A", "-o", "json", "--fail-on", "never"); err != nil {
 			return err
 		}
 		watchEnv = append(env[:len(env):len(env)], "STSDIAG_CPUPROFILE="+p("watch.cpu.pprof"), "STSDIAG_HEAPPROFILE="+p("watch.heap.pprof"))
@@ -197,32 +229,47 @@ func run() error {
 			return fmt.Errorf("watch: %w", err)
 		}
 	}
-	podsPerSecond, err := pureDiagnosis(*sets, *replicas)
-	if err != nil {
-		return err
+	podsPerSecond := "—"
+	if !realistic {
+		if podsPerSecond, err = pureDiagnosis(*sets, *replicas); err != nil {
+			return err
+		}
 	}
 
-	pods := *sets * *replicas
+	pods := len(syn.Pods)
 	sMin, sMed := stats(check)
+	fMin, fMed := stats(full)
 	_, rawMed := stats(raw)
-	_, decMed := stats(decoded)
-	rss, rawRSS, decRSS := medianRSS(check), medianRSS(raw), medianRSS(decoded)
-	fmt.Printf("\nmachine: %d CPUs, %s/%s, %s; %d repetitions (medians; peak RSS: each process's own, median)\n\n", runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, cpuModel(), *reps)
-	fmt.Printf("| size | objects | raw LIST bodies (not decoded) | bare LISTs decoded | stsdiag check -A -o json (min / median) | check / decoded LISTs | check / raw | peak RSS raw / decoded / check | RSS check / decoded | kubectl get -A -o json (median, peak RSS) | check / kubectl | requests check / LISTs | pure diagnosis, 1 core |\n")
-	fmt.Printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
-	kubectlCell, kubectlRatio := fmt.Sprintf("skipped (> %d pods)", *kubectlMaxPods), "—"
-	var ratio float64
-	if withKubectl {
-		_, kMed := stats(kubectl)
-		ratio = sMed / kMed
-		kubectlCell, kubectlRatio = fmt.Sprintf("%.2fs, %s", kMed, mib(medianRSS(kubectl))), fmt.Sprintf("%.3f", ratio)
+	dMin, decMed := stats(decoded)
+	rss, fullRSS, rawRSS, decRSS := medianRSS(check), medianRSS(full), medianRSS(raw), medianRSS(decoded)
+	fmt.Printf("\nmachine: %d CPUs, %s/%s, %s; %d repetitions (medians; peak RSS: each process's own, median); %s\n\n", runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, cpuModel(), *reps,
+		map[bool]string{true: "clients asked for gzip", false: "uncompressed (clients send no Accept-Encoding)"}[*gzip])
+	large := pods >= 10000
+	if !realistic {
+		fmt.Printf("| size | objects | raw LIST bodies (not decoded) | bare LISTs decoded | stsdiag check -A --full -o json (min / median) | full / decoded LISTs | full / raw | peak RSS raw / decoded / full | RSS full / decoded | kubectl get -A -o json (median, peak RSS) | check -A / kubectl | requests full / LISTs | pure diagnosis, 1 core |\n")
+		fmt.Printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+		kubectlCell, kubectlRatio := fmt.Sprintf("skipped (> %d pods)", *kubectlMaxPods), "—"
+		if withKubectl {
+			_, kMed := stats(kubectl)
+			kubectlCell, kubectlRatio = fmt.Sprintf("%.2fs, %s", kMed, mib(medianRSS(kubectl))), fmt.Sprintf("%.3f", sMed/kMed)
+		}
+		fmt.Printf("| %d×%d | %d | %.2fs (%.0f MB) | %.2fs | %.2fs / %.2fs | %.2f | %.2f | %s / %s / %s | %.2f | %s | %s | %d / %d | %s pods/s |\n\n",
+			*sets, *replicas, n, rawMed, float64(raw[0].bytes)/1e6, decMed, fMin, fMed, fMed/decMed, fMed/rawMed,
+			mib(rawRSS), mib(decRSS), mib(fullRSS), float64(fullRSS)/float64(decRSS), kubectlCell, kubectlRatio,
+			full[0].requests, decoded[0].requests, podsPerSecond)
 	}
-	fmt.Printf("| %d×%d | %d | %.2fs (%.0f MB) | %.2fs | %.2fs / %.2fs | %.2f | %.2f | %s / %s / %s | %.2f | %s | %s | %d / %d | %s pods/s |\n",
-		*sets, *replicas, n, rawMed, float64(raw[0].bytes)/1e6, decMed, sMin, sMed, sMed/decMed, sMed/rawMed,
-		mib(rawRSS), mib(decRSS), mib(rss), float64(rss)/float64(decRSS), kubectlCell, kubectlRatio,
-		check[0].requests, decoded[0].requests, podsPerSecond)
+	// Issue 36's table: what the API server sent and spent, and the clients' time and memory,
+	// for the bare LISTs (decoded), check -A (triaged) and check -A --full.
+	listBytes, checkBytes, fullBytes := medianBytes(decoded), medianBytes(check), medianBytes(full)
+	listCPU, checkCPU, fullCPU := medianCPU(decoded), medianCPU(check), medianCPU(full)
+	fmt.Printf("| cluster | pods (objects) | deep namespaces | bytes sent: LISTs / check -A / --full | check / LISTs | time decoded LISTs / check -A / --full (min / median) | check / LISTs | peak RSS LISTs / check -A / --full | API server CPU-s: LISTs / check -A / --full | check / LISTs | requests LISTs / check -A / --full |\n")
+	fmt.Printf("|---|---|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Printf("| %s %d×%d | %d (%d) | %d of %d | %s / %s / %s | **%.3f** | %.2f/%.2fs / %.2f/%.2fs / %.2f/%.2fs | **%.3f** | %s / %s / %s | %.2f / %.2f / %.2f | **%.3f** | %d / %d / %d |\n",
+		*mix, *sets, *replicas, pods, n, len(syn.Deep), len(syn.Namespaces), mb(listBytes), mb(checkBytes), mb(fullBytes), float64(checkBytes)/float64(listBytes),
+		dMin, decMed, sMin, sMed, fMin, fMed, sMed/decMed, mib(decRSS), mib(rss), mib(fullRSS), listCPU, checkCPU, fullCPU, checkCPU/listCPU,
+		decoded[0].requests, check[0].requests, full[0].requests)
 
-	large := *sets**replicas >= 10000
+	fmt.Printf("\nbytes sent for check -A: %s\n", check[0].sentBy)
 	if w != nil {
 		// Start-up is until both the caches are synced and every StatefulSet is diagnosed: watch -A
 		// diagnoses as its caches' first LISTs read, so the second may come first.
@@ -237,40 +284,34 @@ func run() error {
 	}
 
 	var failures []string
-	maxRatio := 1.0
-	if large {
-		maxRatio = 0.1
-	}
-	if withKubectl && ratio > maxRatio {
-		failures = append(failures, fmt.Sprintf("check -A took %.2f× the kubectl baseline (target ≤ %.1f×)", ratio, maxRatio))
-	}
-	if large && pods <= 10000 && rss > 300*1024 {
-		failures = append(failures, fmt.Sprintf("peak RSS %d MiB at %d pods (target ≤ 300 MiB)", rss/1024, pods))
-	}
-	// The floor targets (issue 24) hold from 100k pods, where fixed costs (start-up, discovery)
-	// no longer dominate.
-	if pods >= 100000 {
-		if r := sMed / decMed; r > 0.9 {
-			failures = append(failures, fmt.Sprintf("check -A took %.2f× the decoded LISTs (target ≤ 0.9×)", r))
+	if realistic {
+		failures = append(failures, mixTargets(5**sets**replicas, float64(checkBytes)/float64(listBytes), sMed/decMed, rss, checkCPU/listCPU, *timingTargets)...)
+	} else {
+		// Issue 24's targets, for the read of everything (--full).
+		maxRatio := 1.0
+		if large {
+			maxRatio = 0.1
 		}
-		if r := float64(rss) / float64(decRSS); r > 0.6 {
-			failures = append(failures, fmt.Sprintf("check -A's peak RSS is %.2f× the decoded LISTs' (target ≤ 0.6×)", r))
+		if withKubectl {
+			if _, kMed := stats(kubectl); fMed/kMed > maxRatio {
+				failures = append(failures, fmt.Sprintf("check -A --full took %.2f× the kubectl baseline (target ≤ %.1f×)", fMed/kMed, maxRatio))
+			}
+		}
+		if large && pods <= 10000 && fullRSS > 300*1024 {
+			failures = append(failures, fmt.Sprintf("check -A --full: peak RSS %d MiB at %d pods (target ≤ 300 MiB)", fullRSS/1024, pods))
+		}
+		// The floor targets (issue 24) hold from 100k pods, where fixed costs (start-up, discovery)
+		// no longer dominate.
+		if pods >= 100000 {
+			if r := fMed / decMed; r > 0.9 {
+				failures = append(failures, fmt.Sprintf("check -A --full took %.2f× the decoded LISTs (target ≤ 0.9×)", r))
+			}
+			if r := float64(fullRSS) / float64(decRSS); r > 0.6 {
+				failures = append(failures, fmt.Sprintf("check -A --full's peak RSS is %.2f× the decoded LISTs' (target ≤ 0.6×)", r))
+			}
 		}
 	}
-	// check's requests: discovery of the image API and of the server version; StorageClasses,
-	// Nodes and Namespaces whole, the ImageStreams in pages of 500 (openshift.ListImageStreams);
-	// the namespaced kinds in pages of gather.DefaultPageSize (gather.EachNamespace): StatefulSets,
-	// Pods, ControllerRevisions, PVCs, and Warning Events and Services (none created here but
-	// the kubernetes Service: one page each).
-	pages := func(n, size int) int { return max(1, (n+size-1)/size) }
-	paged := pages(len(syn.StatefulSets), int(gather.DefaultPageSize)) + pages(len(syn.Pods), int(gather.DefaultPageSize)) +
-		pages(len(syn.Revisions), int(gather.DefaultPageSize)) + pages(len(syn.PVCs), int(gather.DefaultPageSize)) + 2
-	if want := 2 + 3 + pages(len(syn.ImageStreams), 500) + paged; check[0].requests != want {
-		failures = append(failures, fmt.Sprintf("check made %d requests, want %d (discovery 2, 3 cluster-scoped kinds, ImageStreams by 500, namespaced kinds by %d: %d)", check[0].requests, want, gather.DefaultPageSize, paged))
-	}
-	if want := decoded[0].requests + 2 + paged - 6; check[0].requests != want {
-		failures = append(failures, fmt.Sprintf("check made %d requests, the bare LISTs %d: want %d (the LISTs + 2 discovery + the namespaced kinds' further pages)", check[0].requests, decoded[0].requests, want))
-	}
+	failures = append(failures, requestTargets(syn, decoded[0].requests, check, full)...)
 	if w != nil {
 		if w.updateRate < 100 {
 			failures = append(failures, fmt.Sprintf("watch load: %.0f pod updates/s (target ≥ 100/s)", w.updateRate))
@@ -302,11 +343,6 @@ func run() error {
 			failures = append(failures, fmt.Sprintf("watch: peak RSS %d MiB at %d pods (target ≤ 400 MiB)", w.rssKiB/1024, *sets**replicas))
 		}
 	}
-	for _, s := range check[1:] {
-		if s.requests != check[0].requests {
-			failures = append(failures, fmt.Sprintf("request count varies: %d vs %d", s.requests, check[0].requests))
-		}
-	}
 	if len(failures) > 0 {
 		return fmt.Errorf("targets missed: %s", strings.Join(failures, "; "))
 	}
@@ -314,7 +350,8 @@ func run() error {
 	return nil
 }
 
-// populate creates the synthetic objects with parallel workers and writes their statuses.
+// populate creates the synthetic objects with parallel workers and writes their statuses: owners
+// before what they own (the owner references take the UIDs the server gave).
 func populate(ctx context.Context, cfg *rest.Config, syn *synth.Cluster, workers int) (int, error) {
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
@@ -332,9 +369,9 @@ func populate(ctx context.Context, cfg *rest.Config, syn *synth.Cluster, workers
 			return 0, err
 		}
 	}
-	uids := sync.Map{}
+	uids := sync.Map{} // kind/namespace/name → UID
 	count := 0
-	phase := func(items int, do func(i int) error) error {
+	phase := func(what string, items int, do func(i int) error) error {
 		count += items
 		var wg sync.WaitGroup
 		errs := make(chan error, workers)
@@ -360,84 +397,153 @@ func populate(ctx context.Context, cfg *rest.Config, syn *synth.Cluster, workers
 		wg.Wait()
 		select {
 		case err := <-errs:
-			return err
+			return fmt.Errorf("%s: %w", what, err)
 		default:
 			return nil
 		}
 	}
-	owned := func(refs []metav1.OwnerReference) []metav1.OwnerReference {
+	created := func(kind string, obj metav1.Object) {
+		uids.Store(kind+"/"+obj.GetNamespace()+"/"+obj.GetName(), obj.GetUID())
+	}
+	owned := func(ns string, refs []metav1.OwnerReference) []metav1.OwnerReference {
 		out := append([]metav1.OwnerReference(nil), refs...)
 		for i := range out {
-			if uid, ok := uids.Load(out[i].Name); ok {
+			if uid, ok := uids.Load(out[i].Kind + "/" + ns + "/" + out[i].Name); ok {
 				out[i].UID = uid.(types.UID)
 			}
 		}
 		return out
 	}
-	if err := phase(len(syn.StatefulSets), func(i int) error {
-		set := syn.StatefulSets[i].DeepCopy()
-		set.UID, set.Generation = "", 0
-		created, err := kube.AppsV1().StatefulSets(set.Namespace).Create(ctx, set, metav1.CreateOptions{})
-		if err != nil {
+	phases := []struct {
+		what  string
+		items int
+		do    func(i int) error
+	}{
+		{"nodes", len(syn.Nodes), func(i int) error {
+			node := syn.Nodes[i].DeepCopy()
+			c, err := kube.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
+			if err != nil {
+				return err
+			}
+			c.Status = syn.Nodes[i].Status
+			_, err = kube.CoreV1().Nodes().UpdateStatus(ctx, c, metav1.UpdateOptions{})
 			return err
-		}
-		uids.Store(created.Name, created.UID)
-		created.Status = syn.StatefulSets[i].Status
-		created.Status.ObservedGeneration = created.Generation
-		_, err = kube.AppsV1().StatefulSets(set.Namespace).UpdateStatus(ctx, created, metav1.UpdateOptions{})
-		return err
-	}); err != nil {
-		return 0, fmt.Errorf("statefulsets: %w", err)
-	}
-	if err := phase(len(syn.Revisions), func(i int) error {
-		rev := syn.Revisions[i].DeepCopy()
-		rev.OwnerReferences = owned(rev.OwnerReferences)
-		_, err := kube.AppsV1().ControllerRevisions(rev.Namespace).Create(ctx, rev, metav1.CreateOptions{})
-		return err
-	}); err != nil {
-		return 0, fmt.Errorf("controllerrevisions: %w", err)
-	}
-	if err := phase(len(syn.Pods), func(i int) error {
-		pod := syn.Pods[i].DeepCopy()
-		pod.UID = ""
-		pod.OwnerReferences = owned(pod.OwnerReferences)
-		status := pod.Status
-		pod.Status = corev1.PodStatus{}
-		created, err := kube.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{})
-		if err != nil {
+		}},
+		{"deployments", len(syn.Deployments), func(i int) error {
+			d := syn.Deployments[i].DeepCopy()
+			d.UID = ""
+			c, err := kube.AppsV1().Deployments(d.Namespace).Create(ctx, d, metav1.CreateOptions{})
+			if err == nil {
+				created("Deployment", c)
+			}
 			return err
-		}
-		created.Status = status
-		_, err = kube.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, created, metav1.UpdateOptions{})
-		return err
-	}); err != nil {
-		return 0, fmt.Errorf("pods: %w", err)
-	}
-	if err := phase(len(syn.PVCs), func(i int) error {
-		pvc := syn.PVCs[i].DeepCopy()
-		status := pvc.Status
-		created, err := kube.CoreV1().PersistentVolumeClaims(pvc.Namespace).Create(ctx, pvc, metav1.CreateOptions{})
-		if err != nil {
+		}},
+		{"daemonsets", len(syn.DaemonSets), func(i int) error {
+			d := syn.DaemonSets[i].DeepCopy()
+			d.UID = ""
+			c, err := kube.AppsV1().DaemonSets(d.Namespace).Create(ctx, d, metav1.CreateOptions{})
+			if err == nil {
+				created("DaemonSet", c)
+			}
 			return err
-		}
-		created.Status = status
-		_, err = kube.CoreV1().PersistentVolumeClaims(pvc.Namespace).UpdateStatus(ctx, created, metav1.UpdateOptions{})
-		return err
-	}); err != nil {
-		return 0, fmt.Errorf("persistentvolumeclaims: %w", err)
-	}
-	if err := phase(len(syn.ImageStreams), func(i int) error {
-		is := syn.ImageStreams[i].DeepCopy()
-		status := is.Status
-		created, err := images.ImageV1().ImageStreams(is.Namespace).Create(ctx, is, metav1.CreateOptions{})
-		if err != nil {
+		}},
+		{"jobs", len(syn.Jobs), func(i int) error {
+			j := syn.Jobs[i].DeepCopy()
+			j.UID = ""
+			c, err := kube.BatchV1().Jobs(j.Namespace).Create(ctx, j, metav1.CreateOptions{})
+			if err == nil {
+				created("Job", c)
+			}
 			return err
+		}},
+		{"replicasets", len(syn.ReplicaSets), func(i int) error {
+			rs := syn.ReplicaSets[i].DeepCopy()
+			rs.UID = ""
+			rs.OwnerReferences = owned(rs.Namespace, rs.OwnerReferences)
+			c, err := kube.AppsV1().ReplicaSets(rs.Namespace).Create(ctx, rs, metav1.CreateOptions{})
+			if err == nil {
+				created("ReplicaSet", c)
+			}
+			return err
+		}},
+		{"statefulsets", len(syn.StatefulSets), func(i int) error {
+			set := syn.StatefulSets[i].DeepCopy()
+			set.UID, set.Generation = "", 0
+			c, err := kube.AppsV1().StatefulSets(set.Namespace).Create(ctx, set, metav1.CreateOptions{})
+			if err != nil {
+				return err
+			}
+			created("StatefulSet", c)
+			c.Status = syn.StatefulSets[i].Status
+			c.Status.ObservedGeneration = c.Generation
+			_, err = kube.AppsV1().StatefulSets(set.Namespace).UpdateStatus(ctx, c, metav1.UpdateOptions{})
+			return err
+		}},
+		{"services", len(syn.Services), func(i int) error {
+			svc := syn.Services[i].DeepCopy()
+			_, err := kube.CoreV1().Services(svc.Namespace).Create(ctx, svc, metav1.CreateOptions{})
+			return err
+		}},
+		{"controllerrevisions", len(syn.Revisions), func(i int) error {
+			rev := syn.Revisions[i].DeepCopy()
+			rev.OwnerReferences = owned(rev.Namespace, rev.OwnerReferences)
+			_, err := kube.AppsV1().ControllerRevisions(rev.Namespace).Create(ctx, rev, metav1.CreateOptions{})
+			return err
+		}},
+		{"pods", len(syn.Pods), func(i int) error {
+			pod := syn.Pods[i].DeepCopy()
+			pod.UID = ""
+			pod.OwnerReferences = owned(pod.Namespace, pod.OwnerReferences)
+			status := pod.Status
+			pod.Status = corev1.PodStatus{}
+			c, err := kube.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+			if err != nil {
+				return err
+			}
+			c.Status = status
+			_, err = kube.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, c, metav1.UpdateOptions{})
+			return err
+		}},
+		{"persistentvolumeclaims", len(syn.PVCs), func(i int) error {
+			pvc := syn.PVCs[i].DeepCopy()
+			status := pvc.Status
+			c, err := kube.CoreV1().PersistentVolumeClaims(pvc.Namespace).Create(ctx, pvc, metav1.CreateOptions{})
+			if err != nil {
+				return err
+			}
+			c.Status = status
+			_, err = kube.CoreV1().PersistentVolumeClaims(pvc.Namespace).UpdateStatus(ctx, c, metav1.UpdateOptions{})
+			return err
+		}},
+		{"events", len(syn.Events), func(i int) error {
+			// After what they are about, at the time they are created: a FailedCreate Event
+			// explains a missing pod only if it came after the pods before it.
+			e := syn.Events[i].DeepCopy()
+			e.InvolvedObject.UID = ""
+			if uid, ok := uids.Load(e.InvolvedObject.Kind + "/" + e.Namespace + "/" + e.InvolvedObject.Name); ok {
+				e.InvolvedObject.UID = uid.(types.UID)
+			}
+			now := metav1.Now()
+			e.FirstTimestamp, e.LastTimestamp = now, now
+			_, err := kube.CoreV1().Events(e.Namespace).Create(ctx, e, metav1.CreateOptions{})
+			return err
+		}},
+		{"imagestreams", len(syn.ImageStreams), func(i int) error {
+			is := syn.ImageStreams[i].DeepCopy()
+			status := is.Status
+			c, err := images.ImageV1().ImageStreams(is.Namespace).Create(ctx, is, metav1.CreateOptions{})
+			if err != nil {
+				return err
+			}
+			c.Status = status
+			_, err = images.ImageV1().ImageStreams(is.Namespace).UpdateStatus(ctx, c, metav1.UpdateOptions{})
+			return err
+		}},
+	}
+	for _, p := range phases {
+		if err := phase(p.what, p.items, p.do); err != nil {
+			return 0, err
 		}
-		created.Status = status
-		_, err = images.ImageV1().ImageStreams(is.Namespace).UpdateStatus(ctx, created, metav1.UpdateOptions{})
-		return err
-	}); err != nil {
-		return 0, fmt.Errorf("imagestreams: %w", err)
 	}
 	return count, nil
 }
@@ -449,20 +555,44 @@ var (
 )
 
 // measure runs a command under peakrss with its output discarded and returns its wall time, its
-// own peak RSS and the HTTP requests it counted (stsdiag, listfloor).
-func measure(tl tools, env []string, bin string, args ...string) (sample, error) {
+// own peak RSS, the HTTP requests it counted (stsdiag, listfloor) and, with srv, the bytes the
+// API server sent and the CPU time it spent meanwhile (the bench makes no request then).
+func measure(tl tools, srv *apiServer, env []string, bin string, args ...string) (sample, error) {
 	cmd := exec.Command(tl.peakrss, append([]string{bin}, args...)...)
 	cmd.Env = env
 	var stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = nil, &stderr
+	var sent0 int64
+	var by0 map[string]float64
+	var cpu0 float64
+	var err error
+	if srv != nil {
+		if sent0, by0, err = srv.sentBytes(context.Background()); err != nil {
+			return sample{}, err
+		}
+		if cpu0, err = srv.cpuSeconds(); err != nil {
+			return sample{}, err
+		}
+	}
 	if err := cmd.Run(); err != nil {
 		return sample{}, fmt.Errorf("%s %v: %w\n%s", bin, args, err, stderr.String())
+	}
+	var s sample
+	if srv != nil {
+		cpu1, err := srv.cpuSeconds()
+		if err != nil {
+			return sample{}, err
+		}
+		sent1, by1, err := srv.sentBytes(context.Background())
+		if err != nil {
+			return sample{}, err
+		}
+		s.sent, s.serverCPU, s.sentBy = sent1-sent0, cpu1-cpu0, breakdown(by0, by1)
 	}
 	m := peakLine.FindStringSubmatch(stderr.String())
 	if m == nil {
 		return sample{}, fmt.Errorf("%s %v: no peakrss line in %q", bin, args, stderr.String())
 	}
-	var s sample
 	s.seconds, _ = strconv.ParseFloat(m[1], 64)
 	s.rssKiB, _ = strconv.ParseInt(m[2], 10, 64)
 	if m := requestsLine.FindStringSubmatch(stderr.String()); m != nil {
@@ -507,7 +637,7 @@ func rssControl(tl tools) error {
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		naive = ru.Maxrss
 	}
-	s, err := measure(tl, nil, "true")
+	s, err := measure(tl, nil, nil, "true")
 	runtime.KeepAlive(ballast)
 	ballast = nil
 	debug.FreeOSMemory()
@@ -533,30 +663,181 @@ func medianRSS(samples []sample) int64 {
 	return v[len(v)/2]
 }
 
-func verifyFindings(env []string, stsdiag string, expected map[string]int) error {
-	cmd := exec.Command(stsdiag, "check", "-A", "-o", "json", "--fail-on", "never")
-	cmd.Env = env
-	out, err := cmd.Output()
-	if err != nil {
-		return err
+// report is what verifyFindings compares of check's JSON report: the StatefulSets' summaries
+// and the findings' identity (their messages and details may name durations).
+type report struct {
+	StatefulSets json.RawMessage `json:"statefulSets"`
+	Findings     []struct {
+		Code        string `json:"code"`
+		Severity    string `json:"severity"`
+		Reason      string `json:"reason"`
+		Namespace   string `json:"namespace"`
+		StatefulSet string `json:"statefulSet"`
+		Pod         string `json:"pod"`
+		Container   string `json:"container"`
+		Image       string `json:"image"`
+	} `json:"findings"`
+	Warnings []string `json:"warnings"`
+}
+
+// verifyFindings runs check -A, triaged and --full: each must find exactly the synthetic
+// cluster's known findings, and both must report the same StatefulSets and findings.
+func verifyFindings(env []string, stsdiag string, syn *synth.Cluster) error {
+	var reports []report
+	for _, args := range [][]string{{"check", "-A", "-o", "json", "--fail-on", "never"}, {"check", "-A", "--full", "-o", "json", "--fail-on", "never"}} {
+		cmd := exec.Command(stsdiag, args...)
+		cmd.Env = env
+		out, err := cmd.Output()
+		if err != nil {
+			return fmt.Errorf("%s %v: %w", stsdiag, args, err)
+		}
+		var rep report
+		if err := json.Unmarshal(out, &rep); err != nil {
+			return err
+		}
+		got := map[string]int{}
+		for _, f := range rep.Findings {
+			got[f.Code]++
+		}
+		if fmt.Sprint(got) != fmt.Sprint(syn.Expected) {
+			return fmt.Errorf("%v: findings %v, want the known mix %v", args, got, syn.Expected)
+		}
+		reports = append(reports, rep)
 	}
-	var rep struct {
-		Findings []struct {
-			Code string `json:"code"`
-		} `json:"findings"`
+	triaged, full := reports[0], reports[1]
+	a, _ := json.Marshal(triaged)
+	b, _ := json.Marshal(full)
+	if !bytes.Equal(a, b) {
+		return fmt.Errorf("check -A and check -A --full differ:\n%s\n%s", a, b)
 	}
-	if err := json.Unmarshal(out, &rep); err != nil {
-		return err
-	}
-	got := map[string]int{}
-	for _, f := range rep.Findings {
-		got[f.Code]++
-	}
-	if fmt.Sprint(got) != fmt.Sprint(expected) {
-		return fmt.Errorf("findings %v, want the known mix %v", got, expected)
-	}
-	fmt.Printf("findings: %v (the known mix)\n", got)
+	fmt.Printf("findings: %v (the known mix), check -A and --full alike (%d StatefulSets, %d findings)\n",
+		syn.Expected, len(syn.StatefulSets), len(triaged.Findings))
 	return nil
+}
+
+// requestTargets checks the requests check -A made, triaged and --full, against what the
+// synthetic objects call for, and that every repetition made as many.
+func requestTargets(syn *synth.Cluster, floor int, check, full []sample) []string {
+	var failures []string
+	pages := func(n, size int) int { return max(1, (n+size-1)/size) }
+	streams := pages(len(syn.ImageStreams), 500)
+	// Triaged (gather.Triage): kube-controller-manager's Lease (1 GET: NotFound here, where no
+	// controller manager runs, so the statuses are trusted); discovery of the image API and of
+	// the server version (2); cluster-wide and whole, StatefulSets, Services, StorageClasses,
+	// Nodes, Namespaces (the image API is served) and the ControllerRevisions as metadata (6),
+	// the ImageStreams in pages of 500; then Pods, ControllerRevisions, PVCs and Warning Events
+	// (4) in every namespace holding an unsettled StatefulSet (synth.Cluster.Deep; no revision
+	// here is orphaned); no owner lookup (no StatefulSet is terminating). Services: the headless
+	// ones, and a GET of each other Service a StatefulSet names (not headless, or missing), or
+	// past 20 of them a LIST of all (gather.Triage's governingServices).
+	headless := map[string]bool{}
+	for _, svc := range syn.Services {
+		if svc.Spec.ClusterIP == corev1.ClusterIPNone {
+			headless[svc.Namespace+"/"+svc.Name] = true
+		}
+	}
+	gets := 0
+	for _, set := range syn.StatefulSets {
+		if n := set.Spec.ServiceName; n != "" && !headless[set.Namespace+"/"+n] {
+			headless[set.Namespace+"/"+n] = true
+			gets++
+		}
+	}
+	if gets > 20 {
+		gets = 1
+	}
+	triaged := 1 + 2 + 6 + streams + 4*len(syn.Deep) + gets
+	if check[0].requests != triaged {
+		failures = append(failures, fmt.Sprintf("check -A made %d requests, want %d (Lease 1, discovery 2, 6 kinds cluster-wide, ImageStreams by 500: %d, 4 in each of %d deep namespaces, governing Services not headless: %d)",
+			check[0].requests, triaged, streams, len(syn.Deep), gets))
+	}
+	// --full (gather.EachNamespace): the Lease, discovery 2, StorageClasses, Nodes and Namespaces
+	// whole, the ImageStreams by 500, and the namespaced kinds in pages of gather.DefaultPageSize:
+	// StatefulSets, Pods, ControllerRevisions, PVCs, Warning Events, Services (and the kubernetes
+	// Service).
+	ps := int(gather.DefaultPageSize)
+	paged := pages(len(syn.StatefulSets), ps) + pages(len(syn.Pods), ps) + pages(len(syn.Revisions), ps) + pages(len(syn.PVCs), ps) +
+		pages(len(syn.Events), ps) + pages(len(syn.Services)+1, ps)
+	if want := 1 + 2 + 3 + streams + paged; full[0].requests != want {
+		failures = append(failures, fmt.Sprintf("check -A --full made %d requests, want %d (Lease 1, discovery 2, 3 cluster-scoped kinds, ImageStreams by 500, namespaced kinds by %d: %d)", full[0].requests, want, ps, paged))
+	}
+	if want := floor + 1 + 2 + paged - 6; full[0].requests != want {
+		failures = append(failures, fmt.Sprintf("check -A --full made %d requests, the bare LISTs %d: want %d (the LISTs + the Lease + 2 discovery + the namespaced kinds' further pages)", full[0].requests, floor, want))
+	}
+	for _, runs := range [][]sample{check, full} {
+		for _, s := range runs[1:] {
+			if s.requests != runs[0].requests {
+				failures = append(failures, fmt.Sprintf("request count varies: %d vs %d", s.requests, runs[0].requests))
+			}
+		}
+	}
+	return failures
+}
+
+// mixTargets are issue 36's targets for check -A on the realistic mix (20% of pods owned by
+// StatefulSets, 1% of these unsettled), from its smallest size (6k pods): bytes ≤ 0.1× the bare
+// LISTs'; time ≤ 0.3× the decoded LISTs' (≤ 0.15× from 50k pods); peak RSS ≤ 150 MiB; the API
+// server's CPU ≤ 0.2× the LISTs'. The last three only with timing.
+func mixTargets(nominalPods int, bytesRatio, timeRatio float64, rssKiB int64, cpuRatio float64, timing bool) []string {
+	if nominalPods < 6000 {
+		return nil
+	}
+	failures := []string{}
+	if bytesRatio > 0.1 {
+		failures = append(failures, fmt.Sprintf("check -A: the API server sent %.3f× the bare LISTs' bytes (target ≤ 0.1×)", bytesRatio))
+	}
+	if !timing {
+		return failures
+	}
+	maxTime := 0.3
+	if nominalPods >= 50000 {
+		maxTime = 0.15
+	}
+	if timeRatio > maxTime {
+		failures = append(failures, fmt.Sprintf("check -A took %.3f× the decoded LISTs (target ≤ %.2f× at %d pods)", timeRatio, maxTime, nominalPods))
+	}
+	if rssKiB > 150*1024 {
+		failures = append(failures, fmt.Sprintf("check -A: peak RSS %s (target ≤ 150 MiB)", mib(rssKiB)))
+	}
+	if cpuRatio > 0.2 {
+		failures = append(failures, fmt.Sprintf("check -A cost the API server %.3f× the CPU of the bare LISTs (target ≤ 0.2×)", cpuRatio))
+	}
+	return failures
+}
+
+// describe says what the synthetic cluster holds.
+func describe(c *synth.Cluster, sets, replicas int) string {
+	if len(c.Deployments) == 0 {
+		return fmt.Sprintf("%d StatefulSets × %d replicas, their revisions, PVCs, ImageStreams", sets, replicas)
+	}
+	owners := map[string]int{}
+	for _, p := range c.Pods {
+		owners[p.OwnerReferences[0].Kind]++
+	}
+	return fmt.Sprintf("realistic mix: %d pods — %d of %d StatefulSets (%d unsettled, in %d namespaces), %d of ReplicaSets of %d Deployments, %d of %d Jobs, %d of %d DaemonSets on %d nodes — in %d namespaces; %d Services, %d ControllerRevisions, %d PVCs, %d Warning Events, %d ImageStreams",
+		len(c.Pods), owners["StatefulSet"], len(c.StatefulSets), (len(c.StatefulSets)+synth.UnsettledEvery-1)/synth.UnsettledEvery, len(c.Deep),
+		owners["ReplicaSet"], len(c.Deployments), owners["Job"], len(c.Jobs), owners["DaemonSet"], len(c.DaemonSets), len(c.Nodes),
+		len(c.Namespaces), len(c.Services), len(c.Revisions), len(c.PVCs), len(c.Events), len(c.ImageStreams))
+}
+
+func mb(b int64) string { return fmt.Sprintf("%.1f MB", float64(b)/1e6) }
+
+func medianBytes(samples []sample) int64 {
+	var v []int64
+	for _, s := range samples {
+		v = append(v, s.sent)
+	}
+	sort.Slice(v, func(i, j int) bool { return v[i] < v[j] })
+	return v[len(v)/2]
+}
+
+func medianCPU(samples []sample) float64 {
+	var v []float64
+	for _, s := range samples {
+		v = append(v, s.serverCPU)
+	}
+	sort.Float64s(v)
+	return v[len(v)/2]
 }
 
 var podsPerSecondRE = regexp.MustCompile(`([\d.]+) pods/s`)

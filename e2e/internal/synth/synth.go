@@ -7,6 +7,7 @@ import (
 
 	imagev1 "github.com/openshift/api/image/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -29,6 +30,18 @@ type Cluster struct {
 	Revisions    []appsv1.ControllerRevision
 	PVCs         []corev1.PersistentVolumeClaim
 	ImageStreams []imagev1.ImageStream
+	// The realistic mix's other objects (Realistic); none in Generate's cluster.
+	Nodes       []corev1.Node
+	Deployments []appsv1.Deployment
+	ReplicaSets []appsv1.ReplicaSet
+	DaemonSets  []appsv1.DaemonSet
+	Jobs        []batchv1.Job
+	Services    []corev1.Service
+	Events      []corev1.Event
+	// Deep are the namespaces holding a StatefulSet of a kind that is not healthy: every such
+	// kind writes a status short of its replicas (stuck.StatusSettled is false), so a triaged
+	// check -A reads these namespaces deep, and only these.
+	Deep []string
 	// Expected counts findings by code.
 	Expected map[string]int
 }
@@ -128,6 +141,9 @@ func Generate(sets, replicas, namespaces int) *Cluster {
 				Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound},
 			})
 		}
+		if kind != "healthy" {
+			c.unsettled(ns)
+		}
 		switch kind {
 		case "stuck":
 			c.Expected[string(apiv1.StaleRevisionStuck)]++
@@ -154,10 +170,29 @@ func waiting(reason, message string) corev1.PodStatus {
 			Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error"}}}}}
 }
 
-// Snapshot is the cluster as an in-memory snapshot (OpenShift on).
+// Snapshot is the cluster as an in-memory snapshot (OpenShift on), as check -A reads it.
 func (c *Cluster) Snapshot() *stuck.Objects {
 	return &stuck.Objects{StatefulSets: c.StatefulSets, Pods: c.Pods, Revisions: c.Revisions, PVCs: c.PVCs,
-		ImageStreams: c.ImageStreams, OpenShift: true}
+		ImageStreams: c.ImageStreams, Services: c.Services, ServicesListed: true, Events: c.Events,
+		Nodes: c.Nodes, NodesListed: true, OpenShift: true}
+}
+
+// Objects counts the objects the bench creates (namespaces and their ServiceAccounts aside).
+func (c *Cluster) Objects() int {
+	return len(c.StatefulSets) + len(c.Pods) + len(c.Revisions) + len(c.PVCs) + len(c.ImageStreams) + len(c.Nodes) +
+		len(c.Deployments) + len(c.ReplicaSets) + len(c.DaemonSets) + len(c.Jobs) + len(c.Services) + len(c.Events)
+}
+
+// unsettled records namespace ns as holding an unsettled StatefulSet.
+func (c *Cluster) unsettled(ns string) {
+	if len(c.Deep) == 0 || c.Deep[len(c.Deep)-1] != ns {
+		for _, d := range c.Deep {
+			if d == ns {
+				return
+			}
+		}
+		c.Deep = append(c.Deep, ns)
+	}
 }
 
 // PullBackOff is the status of a pod whose container "app" cannot pull image: waiting in
