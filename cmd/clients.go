@@ -3,6 +3,7 @@ package cmd
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"sort"
@@ -110,14 +111,29 @@ func namespace(flags *genericclioptions.ConfigFlags, all bool) (string, error) {
 	return ns, nil
 }
 
-// requests counts the HTTP requests made when STSDIAG_REQUEST_STATS is set (for the benchmark).
-var requests atomic.Int64
+// requests counts the HTTP requests made when STSDIAG_REQUEST_STATS is set (for the benchmark),
+// and responseBytes the bytes of their response bodies as read (after the transport's gzip
+// decoding: what the API server sends uncompressed).
+var requests, responseBytes atomic.Int64
 
 type countingTransport struct{ next http.RoundTripper }
 
 func (t countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	requests.Add(1)
-	return t.next.RoundTrip(r)
+	resp, err := t.next.RoundTrip(r)
+	if resp != nil && resp.Body != nil {
+		resp.Body = countingBody{resp.Body}
+	}
+	return resp, err
+}
+
+// countingBody adds what is read of a response body to responseBytes.
+type countingBody struct{ io.ReadCloser }
+
+func (b countingBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	responseBytes.Add(int64(n))
+	return n, err
 }
 
 func countRequests(next http.RoundTripper) http.RoundTripper { return countingTransport{next: next} }

@@ -58,7 +58,7 @@ func run(ctx context.Context, args []string, streams genericiooptions.IOStreams)
 	err := root.ExecuteContext(ctx)
 	stopProfiles()
 	if os.Getenv("STSDIAG_REQUEST_STATS") != "" {
-		fmt.Fprintf(streams.ErrOut, "stsdiag: %d HTTP requests\n", requests.Load())
+		fmt.Fprintf(streams.ErrOut, "stsdiag: %d HTTP requests, %d response bytes\n", requests.Load(), responseBytes.Load())
 	}
 	code, err := exitCode(err)
 	if err != nil {

@@ -3,6 +3,7 @@ package gather
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	imagev1 "github.com/openshift/api/image/v1"
@@ -21,8 +22,10 @@ import (
 )
 
 // Live keeps the objects of a scope current with one informer (one LIST and one WATCH) per kind
-// of the resource table. Cached and CachedOf read its caches only; the owners of terminating
-// StatefulSets are looked up by RefreshOwners (Snapshot does both).
+// of the resource table; for all namespaces, the pods informer holds the pods of StatefulSets
+// only (held.go). Cached and CachedOf read its caches only; the owners of terminating
+// StatefulSets, and for all namespaces the pods that may hold an ordinal's name without being
+// cached, are looked up by Refresh (Snapshot does both).
 type Live struct {
 	scope     Scope
 	openShift bool
@@ -32,9 +35,12 @@ type Live struct {
 	// listers holds a lister per kind read, by resource name.
 	listers map[string]cache.GenericLister
 	// missing are the optional kinds that could not be read.
-	missing       []unread
-	clients       Clients
-	owners        ownerCache
+	missing []unread
+	clients Clients
+	owners  ownerCache
+	// held are the pods looked up by name: for all namespaces only (nil otherwise), where the
+	// pods informer selects (held.go).
+	held          *heldPods
 	serverVersion string
 	// streams is the ImageStreams' cache, when they are read.
 	streams cache.Indexer
@@ -81,13 +87,16 @@ func startLive(ctx context.Context, c Clients, scope Scope, onChange func(obj an
 		listers: map[string]cache.GenericLister{}, clients: c, owners: ownerCache{ttl: 10 * time.Second},
 		serverVersion: serverVersion(c)}
 	e := env{allNamespaces: scope.Namespace == "", openShift: enabled, imageClient: c.Image != nil}
+	if e.allNamespaces {
+		l.held = &heldPods{}
+	}
 	var readable []*resource
 	for i := range resources {
 		r := &resources[i]
 		if !r.wanted(e) {
 			continue
 		}
-		if err := r.check(ctx, c, scope.Namespace); err != nil {
+		if err := r.check(ctx, c, scope.Namespace, l.selector(r)); err != nil {
 			if r.required {
 				return nil, nil, false, r.listError(scope.Namespace, err)
 			}
@@ -118,8 +127,13 @@ func startLive(ctx context.Context, c Clients, scope Scope, onChange func(obj an
 	diagnosed := false
 	if diagnose != nil {
 		// Whatever fails here (ErrRestart, a page that could not be read) the informers read again
-		// by themselves, with their own retries.
-		_, err := eachNamespace(ctx, c, scope, DefaultPageSize, diagnose, first)
+		// by themselves, with their own retries. The pods read are those the informer selects:
+		// each namespace's snapshot gets the pods it may hold by name, looked up first.
+		handOut := func(snap *stuck.Objects) error {
+			l.addHeld(ctx, snap)
+			return diagnose(snap)
+		}
+		_, err := eachNamespace(ctx, c, scope, DefaultPageSize, handOut, first)
 		diagnosed = err == nil
 	}
 	for i, r := range readable {
@@ -144,7 +158,7 @@ func (l *Live) missingWarnings() []string {
 // watch starts an informer for one kind, which signals changes and feeds a lister; first, if
 // set, is its first LIST.
 func (l *Live) watch(ctx context.Context, r *resource, onChange func(obj any, initial bool), first *firstList) (cache.ResourceEventHandlerRegistration, error) {
-	informer, err := r.newInformer(l.clients, l.scope.Namespace, first)
+	informer, err := r.newInformer(l.clients, l.scope.Namespace, l.selector(r), first)
 	if err != nil {
 		return nil, err
 	}
@@ -177,29 +191,114 @@ func (l *Live) watch(ctx context.Context, r *resource, onChange func(obj any, in
 	return registration, nil
 }
 
+// selector is the label selector of the kind's informer: its liveSelector for all namespaces.
+func (l *Live) selector(r *resource) string {
+	if l.held == nil {
+		return ""
+	}
+	return r.liveSelector
+}
+
 // Changes receives a value (coalesced) whenever an object in scope changes.
 func (l *Live) Changes() <-chan struct{} { return l.changed }
 
 // OpenShift reports whether the image API is in use.
 func (l *Live) OpenShift() bool { return l.openShift }
 
-// Snapshot looks up the owners of terminating StatefulSets (RefreshOwners) and reads the caches
-// (Cached). The warnings name the optional data the snapshot lacks.
+// Snapshot looks up what the caches do not hold (Refresh) and reads the caches (Cached). The
+// warnings name the optional data the snapshot lacks.
 func (l *Live) Snapshot(ctx context.Context) (*stuck.Objects, []string, error) {
-	ownerWarnings := l.RefreshOwners(ctx, "")
+	refreshWarnings := l.Refresh(ctx, "")
 	s, err := l.Cached()
 	if err != nil {
 		return nil, nil, err
 	}
-	return s, append(warnings(s, l.scope.Namespace, l.missing), ownerWarnings...), nil
+	return s, append(warnings(s, l.scope.Namespace, l.missing), refreshWarnings...), nil
 }
 
-// RefreshOwners asks the API, with a GET per owner not asked in the last 10 s, about the
-// controller owners of the terminating StatefulSets cached in namespace ("" for all), for the
-// snapshots that follow. The warnings name owners it could not look up.
-func (l *Live) RefreshOwners(ctx context.Context, namespace string) []string {
+// Refresh asks the API, for the snapshots of namespace ("" for all) that follow, what the caches
+// do not hold: with a GET per owner not asked in the last 10 s, about the controller owners of
+// the terminating StatefulSets cached there; and, for all namespaces, with a GET per pod not
+// asked in the last heldTTL, about the pods the StatefulSets may hold by name (held.go). The
+// warnings name what it could not look up.
+func (l *Live) Refresh(ctx context.Context, namespace string) []string {
 	sets := items[appsv1.StatefulSet](cached(l.listers["statefulsets"], false, namespace))
-	return l.owners.refresh(ctx, l.clients, stuck.TerminatingOwners(sets))
+	warnings := l.owners.refresh(ctx, l.clients, stuck.TerminatingOwners(sets))
+	if l.held != nil {
+		warnings = append(warnings, l.held.refresh(ctx, l.clients, namespace, l.heldNames(namespace))...)
+	}
+	return warnings
+}
+
+// heldNames are the pods the cached StatefulSets of namespace ("" for all) may hold by name that
+// the pods cache lacks (held.go).
+func (l *Live) heldNames(namespace string) []string {
+	var sets []*appsv1.StatefulSet
+	for _, obj := range cached(l.listers["statefulsets"], false, namespace) {
+		if set, ok := obj.(*appsv1.StatefulSet); ok {
+			sets = append(sets, set)
+		}
+	}
+	var events []*corev1.Event
+	if lister, ok := l.listers["events"]; ok {
+		for _, obj := range cached(lister, false, namespace) {
+			if e, ok := obj.(*corev1.Event); ok {
+				events = append(events, e)
+			}
+		}
+	}
+	return heldNames(sets, events, l.podCached)
+}
+
+// podCached reports whether the pods cache holds the pod namespace/name.
+func (l *Live) podCached(key string) bool {
+	ns, name, _ := strings.Cut(key, "/")
+	_, err := l.listers["pods"].ByNamespace(ns).Get(name)
+	return err == nil
+}
+
+// withHeld adds to s (read from the caches) the pods the last lookups found that its
+// StatefulSets may hold by name.
+func (l *Live) withHeld(s *stuck.Objects) {
+	if l.held == nil {
+		return
+	}
+	sets := make([]*appsv1.StatefulSet, len(s.StatefulSets))
+	for i := range s.StatefulSets {
+		sets[i] = &s.StatefulSets[i]
+	}
+	events := make([]*corev1.Event, len(s.Events))
+	for i := range s.Events {
+		events[i] = &s.Events[i]
+	}
+	s.Pods = append(s.Pods, l.held.known(heldNames(sets, events, l.podCached))...)
+}
+
+// addHeld looks up the pods snap's StatefulSets may hold by name that snap (a namespace of the
+// paged LISTs that fill the caches) lacks, and adds those found.
+func (l *Live) addHeld(ctx context.Context, snap *stuck.Objects) {
+	if l.held == nil {
+		return
+	}
+	sets := make([]*appsv1.StatefulSet, len(snap.StatefulSets))
+	for i := range snap.StatefulSets {
+		sets[i] = &snap.StatefulSets[i]
+	}
+	events := make([]*corev1.Event, len(snap.Events))
+	for i := range snap.Events {
+		events[i] = &snap.Events[i]
+	}
+	read := make(map[string]bool, len(snap.Pods))
+	for i := range snap.Pods {
+		read[stuck.Key(snap.Pods[i].Namespace, snap.Pods[i].Name)] = true
+	}
+	wanted := heldNames(sets, events, func(key string) bool { return read[key] })
+	if len(wanted) == 0 {
+		return
+	}
+	namespace, _, _ := strings.Cut(wanted[0], "/")
+	_ = l.held.refresh(ctx, l.clients, namespace, wanted)
+	snap.Pods = append(snap.Pods, l.held.known(wanted)...)
 }
 
 // Cached builds a snapshot of the caches, without API calls. It fails with NotFoundError when a
@@ -300,6 +399,7 @@ func (l *Live) readWith(namespace string, shared *stuck.Objects) *stuck.Objects 
 			r.put(s, cached(lister, r.clusterScoped, namespace))
 		}
 	}
+	l.withHeld(s)
 	if shared != nil {
 		s.Nodes, s.NodesListed = shared.Nodes, shared.NodesListed
 		s.StorageClasses, s.StorageClassesListed = shared.StorageClasses, shared.StorageClassesListed

@@ -85,7 +85,7 @@ func TestGatherLooksUpOwners(t *testing.T) {
 	}
 }
 
-// TestLiveLooksUpOwnersOnlyWhenAsked: reading Live's caches never calls the API; RefreshOwners
+// TestLiveLooksUpOwnersOnlyWhenAsked: reading Live's caches never calls the API; Refresh
 // GETs each owner at most once per 10 s, and the snapshots that follow carry what it found.
 func TestLiveLooksUpOwnersOnlyWhenAsked(t *testing.T) {
 	c := recreatedOwner()
@@ -107,7 +107,7 @@ func TestLiveLooksUpOwnersOnlyWhenAsked(t *testing.T) {
 	if n := calls(c.Kube.(*fake.Clientset).Actions()) - requests + len(dyn.Actions()); n != 0 {
 		t.Errorf("reading the caches made %d requests", n)
 	}
-	if warnings := live.RefreshOwners(ctx, "shop"); len(warnings) != 0 || gets(dyn.Actions()) != 1 {
+	if warnings := live.Refresh(ctx, "shop"); len(warnings) != 0 || gets(dyn.Actions()) != 1 {
 		t.Fatalf("warnings %v, %d GETs, want 1", warnings, gets(dyn.Actions()))
 	}
 	s, _ = live.Cached()

@@ -33,6 +33,11 @@ type resource struct {
 	required bool
 	// fieldSelector filters the LIST and the WATCH.
 	fieldSelector string
+	// liveSelector, if set, is the label selector of the kind's informer in an all-namespaces
+	// Live (and of the paged LISTs that fill it, StartLiveDiagnosing): what diagnosis reads of
+	// the kind carries it, and the rest of the cluster's objects of the kind are not held. What
+	// diagnosis may read without it is looked up by name (held.go).
+	liveSelector string
 	// when says whether the kind is read at all in this environment; nil: always.
 	when func(env) bool
 	// warning, for an optional kind, is what its absence costs: a format of the namespaces read
@@ -79,7 +84,8 @@ var resources = []resource{
 			return kindClient{listFunc(kind.List), kind.Watch, c.reader(), &appsv1.StatefulSet{}}
 		},
 		put: func(s *stuck.Objects, objs []runtime.Object) { s.StatefulSets = items[appsv1.StatefulSet](objs) }},
-	{name: "pods", required: true,
+	// watch -A holds the pods of StatefulSets only (held.go).
+	{name: "pods", required: true, liveSelector: appsv1.StatefulSetPodNameLabel,
 		newList: func() runtime.Object { return &corev1.PodList{} },
 		list: func(ctx context.Context, c Clients, ns string, o metav1.ListOptions) (runtime.Object, error) {
 			return listSlim(ctx, c, ns, o, func() (*corev1.PodList, error) { return c.reader().CoreV1().Pods(ns).List(ctx, o) })
@@ -251,12 +257,13 @@ func listOptions(r *resource) metav1.ListOptions {
 	return metav1.ListOptions{FieldSelector: r.fieldSelector}
 }
 
-// check reads one object of the kind: an informer that may not LIST retries forever and never syncs.
-func (r *resource) check(ctx context.Context, c Clients, ns string) error {
+// check reads one object of the kind, as its informer would (with labelSelector): an informer
+// that may not LIST retries forever and never syncs.
+func (r *resource) check(ctx context.Context, c Clients, ns, labelSelector string) error {
 	if r.probe != nil {
 		return r.probe(ctx, c, r.namespace(ns))
 	}
-	_, err := r.list(ctx, c, r.namespace(ns), metav1.ListOptions{Limit: 1, FieldSelector: r.fieldSelector})
+	_, err := r.list(ctx, c, r.namespace(ns), metav1.ListOptions{Limit: 1, FieldSelector: r.fieldSelector, LabelSelector: labelSelector})
 	return err
 }
 
@@ -280,19 +287,20 @@ func listFunc[L runtime.Object](list func(context.Context, metav1.ListOptions) (
 
 // newInformer watches the kind in ns, slimming every object before it is cached, as client-go's
 // generated informers do (client-go@v0.35.4 informers/core/v1/pod.go) but with the kind's
-// field selector, and with first, once delivered, as its first LIST (nil: LIST).
-func (r *resource) newInformer(c Clients, ns string, first *firstList) (cache.SharedIndexInformer, error) {
+// field selector and the label selector given, and with first, once delivered, as its first
+// LIST (nil: LIST).
+func (r *resource) newInformer(c Clients, ns, labelSelector string, first *firstList) (cache.SharedIndexInformer, error) {
 	k := r.informer(c, r.namespace(ns))
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			if l := first.take(ctx); l != nil {
 				return l, nil
 			}
-			o.FieldSelector = r.fieldSelector
+			o.FieldSelector, o.LabelSelector = r.fieldSelector, labelSelector
 			return k.list(ctx, o)
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.FieldSelector = r.fieldSelector
+			o.FieldSelector, o.LabelSelector = r.fieldSelector, labelSelector
 			return k.watch(ctx, o)
 		},
 	}

@@ -60,7 +60,9 @@ func EachNamespace(ctx context.Context, c Clients, scope Scope, fn func(*stuck.O
 }
 
 // eachNamespace is EachNamespace, also delivering every kind it reads to first[kind] when
-// there is one (by resource name): the kind's items, once all are read, or nothing.
+// there is one (by resource name): the kind's items, once all are read, or nothing. A kind
+// delivered to first is read as an all-namespaces Live's informer reads it (with its
+// liveSelector), and so handed to fn.
 func eachNamespace(ctx context.Context, c Clients, scope Scope, pageSize int64, fn func(*stuck.Objects) error, first map[string]*firstList) (*Streamed, error) {
 	if pageSize <= 0 {
 		pageSize = DefaultPageSize
@@ -248,6 +250,10 @@ func (s *pageStream) read(ctx context.Context, c Clients, environment func() (en
 		}
 	}
 	o := metav1.ListOptions{FieldSelector: s.r.fieldSelector, Limit: s.pageSize}
+	if s.first != nil {
+		// The LIST of an all-namespaces Live's informer: as the informer reads the kind.
+		o.LabelSelector = s.r.liveSelector
+	}
 	pages := sequentialPages(ctx, c, s.r, o)
 	if p, ok := c.Read.(slimpb.Pager); ok && s.r.newList != nil {
 		pages = pipelinedPages(ctx, p, s.r, o)

@@ -126,7 +126,7 @@ func TestTriageReadsGoverningServices(t *testing.T) {
 			calls := &serviceCalls{rejectFieldSelector: tc.reject, noPermissionToGetAny: tc.forbid}
 			c := gather.Clients{Kube: kube}
 			scope := gather.Scope{OpenShift: imageapi.ModeNever}
-			full, _, err := check.AllNamespaces(context.Background(), c, scope, stuck.DefaultOptions(), false)
+			full, _, err := check.AllNamespaces(context.Background(), gather.Paged{Clients: c, Scope: scope}, stuck.DefaultOptions(), false)
 			if err != nil {
 				t.Fatal(err)
 			}

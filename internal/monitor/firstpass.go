@@ -35,7 +35,7 @@ type passVerdict struct {
 // firstPass diagnoses every cached StatefulSet, observes and reports its findings and returns
 // the keys of the StatefulSets diagnosed. It stops early, returning nil, when ctx ends.
 func (c *Controller) firstPass(ctx context.Context, live *gather.Live) []string {
-	live.RefreshOwners(ctx, "")
+	live.Refresh(ctx, "")
 	namespaceSnapshot := live.NamespaceSnapshots()
 	// Every namespace's snapshot holds the same Nodes: indexed once, not once per namespace.
 	var nodes *stuck.Shared

@@ -341,7 +341,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		}
 	}
 	start := time.Now()
-	live.RefreshOwners(ctx, ns)
+	live.Refresh(ctx, ns)
 	snap := live.CachedOf(ns, name)
 	rep := diagnose.Report(snap, c.opts.Diagnosis)
 	c.metrics.Latency.Observe(time.Since(start).Seconds())

@@ -31,7 +31,7 @@ func (c *Controller) prover(key, namespace, name string) repair.Prover {
 	return func(ctx context.Context, after []repair.Write) (*model.Report, *stuck.Objects, error) {
 		live := c.live.Load()
 		if live != nil && c.caughtUp(ctx, live, after) {
-			live.RefreshOwners(ctx, namespace)
+			live.Refresh(ctx, namespace)
 			snap := live.CachedOf(namespace, name)
 			return diagnose.Report(snap, c.opts.Diagnosis), snap, nil
 		}

@@ -73,6 +73,10 @@ type Cluster struct {
 	// control plane is up (the OpenShift suite's aggregation layer and servers, openshiftapi.go).
 	APIServerArgs func(workDir, etcdURL string) ([]string, error)
 	PostStart     func(ctx context.Context) error
+	// LeaderElect runs kube-controller-manager with leader election, as every real control plane
+	// does: it holds and renews the Lease kube-system/kube-controller-manager (the defaults:
+	// duration 15 s, renew deadline 10 s, retry every 2 s). Off, it runs alone and no Lease exists.
+	LeaderElect bool
 
 	name       string
 	binDir     string
@@ -241,7 +245,7 @@ func (c *Cluster) Create(ctx context.Context, _ ...string) (kubeconfig string, e
 	}
 	if err := c.start("kube-controller-manager", bins["kube-controller-manager"], append([]string{"--kubeconfig", c.kubeconfig,
 		"--controllers", "statefulset,serviceaccount,garbagecollector,namespace,nodelifecycle,persistentvolume-binder,resourcequota,deployment,replicaset,disruption",
-		"--leader-elect=false", "--bind-address", "127.0.0.1", fmt.Sprintf("--secure-port=%d", ports[3]),
+		fmt.Sprintf("--leader-elect=%v", c.LeaderElect), "--bind-address", "127.0.0.1", fmt.Sprintf("--secure-port=%d", ports[3]),
 		"--service-account-private-key-file", filepath.Join(w, "sa.key"), "--concurrent-statefulset-syncs=10",
 		"--node-monitor-grace-period=20s"}, c.nodeControllerArgs()...)...); err != nil {
 		return "", err
