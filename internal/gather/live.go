@@ -263,14 +263,7 @@ func (l *Live) withHeld(s *stuck.Objects) {
 	if l.held == nil {
 		return
 	}
-	sets := make([]*appsv1.StatefulSet, len(s.StatefulSets))
-	for i := range s.StatefulSets {
-		sets[i] = &s.StatefulSets[i]
-	}
-	events := make([]*corev1.Event, len(s.Events))
-	for i := range s.Events {
-		events[i] = &s.Events[i]
-	}
+	sets, events := setsAndEvents(s)
 	s.Pods = append(s.Pods, l.held.known(heldNames(sets, events, l.podCached))...)
 }
 
@@ -280,14 +273,7 @@ func (l *Live) addHeld(ctx context.Context, snap *stuck.Objects) {
 	if l.held == nil {
 		return
 	}
-	sets := make([]*appsv1.StatefulSet, len(snap.StatefulSets))
-	for i := range snap.StatefulSets {
-		sets[i] = &snap.StatefulSets[i]
-	}
-	events := make([]*corev1.Event, len(snap.Events))
-	for i := range snap.Events {
-		events[i] = &snap.Events[i]
-	}
+	sets, events := setsAndEvents(snap)
 	read := make(map[string]bool, len(snap.Pods))
 	for i := range snap.Pods {
 		read[stuck.Key(snap.Pods[i].Namespace, snap.Pods[i].Name)] = true
@@ -299,6 +285,19 @@ func (l *Live) addHeld(ctx context.Context, snap *stuck.Objects) {
 	namespace, _, _ := strings.Cut(wanted[0], "/")
 	_ = l.held.refresh(ctx, l.clients, namespace, wanted)
 	snap.Pods = append(snap.Pods, l.held.known(wanted)...)
+}
+
+// setsAndEvents points at a snapshot's StatefulSets and Events.
+func setsAndEvents(s *stuck.Objects) ([]*appsv1.StatefulSet, []*corev1.Event) {
+	sets := make([]*appsv1.StatefulSet, len(s.StatefulSets))
+	for i := range s.StatefulSets {
+		sets[i] = &s.StatefulSets[i]
+	}
+	events := make([]*corev1.Event, len(s.Events))
+	for i := range s.Events {
+		events[i] = &s.Events[i]
+	}
+	return sets, events
 }
 
 // Cached builds a snapshot of the caches, without API calls. It fails with NotFoundError when a
