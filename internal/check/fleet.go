@@ -85,15 +85,26 @@ func RunFleet(ctx context.Context, targets []Target, o Options) (rep *model.Repo
 }
 
 // commonServer is the server block every context agrees on, or nil when they differ or none
-// was evaluated.
+// was evaluated. Each cluster's controller manager is its own (a stopped one is a finding of its
+// context): the common block has none.
 func commonServer(servers []*apiv1.ServerInfo) *apiv1.ServerInfo {
 	if len(servers) == 0 {
 		return nil
 	}
-	for _, s := range servers[1:] {
-		if !reflect.DeepEqual(s, servers[0]) {
+	rules := make([]apiv1.ServerInfo, len(servers))
+	for i, s := range servers {
+		if s != nil {
+			rules[i] = *s
+			rules[i].ControllerManager = nil
+		}
+	}
+	for i, s := range servers[1:] {
+		if (s == nil) != (servers[0] == nil) || !reflect.DeepEqual(rules[i+1], rules[0]) {
 			return nil
 		}
 	}
-	return servers[0]
+	if servers[0] == nil {
+		return nil
+	}
+	return &rules[0]
 }

@@ -4,16 +4,20 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/version"
 	fakediscovery "k8s.io/client-go/discovery/fake"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/utils/ptr"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/check"
@@ -62,10 +66,15 @@ func TestRunFleet(t *testing.T) {
 }
 
 // TestRunFleetServer: the server block is kept when every context applied the same release's
-// rules, and omitted when they differ.
+// rules, and omitted when they differ; each cluster's controller manager (its own Lease holder)
+// is not part of it.
 func TestRunFleetServer(t *testing.T) {
+	clusters := 0
 	cluster := func(gitVersion string) gather.Clients {
-		kube := fake.NewClientset()
+		clusters++
+		kube := fake.NewClientset(&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "kube-controller-manager", Namespace: "kube-system"},
+			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("cp-" + strconv.Itoa(clusters)), LeaseDurationSeconds: ptr.To[int32](15),
+				RenewTime: &metav1.MicroTime{Time: time.Now()}}})
 		kube.Discovery().(*fakediscovery.FakeDiscovery).FakedServerVersion = &version.Info{Major: "1", Minor: "35", GitVersion: gitVersion}
 		return gather.Clients{Kube: kube}
 	}
@@ -81,8 +90,8 @@ func TestRunFleetServer(t *testing.T) {
 		return rep
 	}
 	t.Run("same release", func(t *testing.T) {
-		if s := run("v1.35.3", "v1.35.3").Server; s == nil || s.Version != "v1.35.3" || s.Rules != "v1.35.3" {
-			t.Errorf("server %+v, want version and rules v1.35.3", s)
+		if s := run("v1.35.3", "v1.35.3").Server; s == nil || s.Version != "v1.35.3" || s.Rules != "v1.35.3" || s.ControllerManager != nil {
+			t.Errorf("server %+v, want version and rules v1.35.3, no controller manager", s)
 		}
 	})
 	t.Run("different releases", func(t *testing.T) {
