@@ -116,7 +116,10 @@ func Generate(sets, replicas, namespaces int) *Cluster {
 			rev := update
 			pod := corev1.Pod{
 				ObjectMeta: metav1.ObjectMeta{Name: podName, Namespace: ns, UID: types.UID("uid-" + podName), OwnerReferences: owner,
-					Labels: map[string]string{"app": name, appsv1.ControllerRevisionHashLabelKey: rev}},
+					Labels: map[string]string{"app": name, appsv1.ControllerRevisionHashLabelKey: rev,
+						// As the controller labels every pod it creates (initIdentity): watch -A
+						// holds the pods that carry the pod-name label.
+						appsv1.StatefulSetPodNameLabel: podName, appsv1.PodIndexLabel: fmt.Sprint(o)}},
 				Spec: corev1.PodSpec{NodeName: "node-0", Containers: []corev1.Container{{Name: "app", Image: image}},
 					Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}}}},
 			}
