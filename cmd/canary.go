@@ -158,7 +158,7 @@ func (o *canaryOptions) Run(ctx context.Context) error {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, o.canary.Timeout)
 	defer cancel()
-	c, err := clients(o.configFlags, 0)
+	c, err := clients(o.configFlags, following)
 	if err != nil {
 		return withCode(ExitError, err)
 	}

@@ -141,7 +141,7 @@ func (o *checkOptions) Run(ctx context.Context) error {
 		}
 		rep, failed = check.RunFleet(ctx, targets, check.Options{Diagnosis: o.diagnosis, Full: o.full, PageSize: o.pageSize})
 	} else {
-		c, err := clients(o.configFlags, defaultRequestTimeout)
+		c, err := clients(o.configFlags, reads)
 		if err != nil {
 			return withCode(ExitError, err)
 		}
@@ -180,7 +180,7 @@ func (o *checkOptions) Run(ctx context.Context) error {
 func (o *checkOptions) fleet() ([]check.Target, error) {
 	var targets []check.Target
 	for _, name := range o.scope.contexts {
-		c, scope, err := contextTarget(o.configFlags, name, o.scope.allNamespaces, o.scope.Scope, defaultRequestTimeout)
+		c, scope, err := contextTarget(o.configFlags, name, o.scope.allNamespaces, o.scope.Scope, reads)
 		if err != nil {
 			return nil, fmt.Errorf("context %s: %w", name, err)
 		}

@@ -89,7 +89,7 @@ func (f *explainFlags) ToOptions(args []string) (*explainOptions, error) {
 // Run gathers the StatefulSet's namespace, explains it and prints the explanation; exit 1 when
 // its rollout is stuck.
 func (o *explainOptions) Run(ctx context.Context) error {
-	c, err := clients(o.configFlags, defaultRequestTimeout)
+	c, err := clients(o.configFlags, reads)
 	if err != nil {
 		return withCode(ExitError, err)
 	}

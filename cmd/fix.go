@@ -192,7 +192,7 @@ func (f *fixFlags) ToOptions(args []string) (*fixOptions, error) {
 // plan, each action's result and the summary go to stdout as they happen; warnings, the question
 // and --wait's rollout progress go to stderr.
 func (o *fixOptions) Run(ctx context.Context) error {
-	c, err := clients(o.configFlags, defaultRequestTimeout)
+	c, err := clients(o.configFlags, writes)
 	if err != nil {
 		return withCode(ExitError, err)
 	}

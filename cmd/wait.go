@@ -157,7 +157,7 @@ func (o *waitOptions) Run(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, o.wait.Timeout)
 	defer cancel()
 	if !o.scope.fleet() {
-		c, err := clients(o.configFlags, 0)
+		c, err := clients(o.configFlags, following)
 		if err != nil {
 			return withCode(ExitError, err)
 		}
@@ -165,7 +165,7 @@ func (o *waitOptions) Run(ctx context.Context) error {
 		return o.finish(res, start, err)
 	}
 	res := wait.RunFleet(ctx, o.scope.contexts, func(ctx context.Context, name string) (*model.WaitResult, error) {
-		c, scope, err := contextTarget(o.configFlags, name, o.scope.allNamespaces, o.scope.Scope, 0)
+		c, scope, err := contextTarget(o.configFlags, name, o.scope.allNamespaces, o.scope.Scope, following)
 		if err != nil {
 			return nil, err
 		}

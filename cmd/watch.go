@@ -200,7 +200,7 @@ func (o *watchOptions) Run(ctx context.Context) error {
 	if limit, err := memlimit.Set(memlimit.WithRatio(0.9)); err == nil && limit > 0 && limit < math.MaxInt64 {
 		fmt.Fprintf(o.ErrOut, "stsdiag watch: Go memory limit %d MiB\n", limit>>20)
 	}
-	c, err := clients(o.configFlags, 0)
+	c, err := clients(o.configFlags, following)
 	if err != nil {
 		return withCode(ExitError, err)
 	}

@@ -42,7 +42,7 @@ import (
 // Several namespaces of settled StatefulSets (and a Deployment's pods) and one with
 // kubernetes#67250: the triaged check -A and check -A --full give the same report; the triaged
 // one's requests are computed from the objects (the namespaces whose StatefulSets the status
-// calls unsettled are read deep, 4 LISTs each); it receives fewer bytes. Then the stopped
+// calls unsettled are read deep, 5 LISTs each); it receives fewer bytes. Then the stopped
 // controller: kube-controller-manager is paused (SIGSTOP), a pod of a settled StatefulSet
 // breaks, and the premise is proven on the real system (the Lease's renewTime does not move for
 // over 45 s while the StatefulSet's status still says settled and the pod is broken); both
@@ -148,13 +148,13 @@ func TestTriagedCheck(t *testing.T) {
 			t.Errorf("server.controllerManager %+v; want the Lease Renewed", cm)
 		}
 		if want := triagedRequests(len(deep)); triagedStats.requests != want {
-			t.Errorf("triaged check -A made %d requests; want %d (8 + 4 × %d namespaces read deep)", triagedStats.requests, want, len(deep))
+			t.Errorf("triaged check -A made %d requests; want %d (8 + 5 × %d namespaces read deep)", triagedStats.requests, want, len(deep))
 		}
 		if want := fullRequests(ctx, t, cs); fullStats.requests != want {
 			t.Errorf("check -A --full made %d requests; want %d", fullStats.requests, want)
 		}
 		// One page per kind either way: the triaged read makes more requests than the full one
-		// here (8 + 4 per namespace read deep, against 11), and receives less.
+		// here (8 + 5 per namespace read deep, against 11), and receives less.
 		if triagedStats.bytes >= fullStats.bytes {
 			t.Errorf("triaged check -A received %d bytes, --full %d: want fewer", triagedStats.bytes, fullStats.bytes)
 		}
@@ -275,7 +275,7 @@ func TestTriagedCheck(t *testing.T) {
 			t.Errorf("findings %v; want CurrentRevisionFailing/%s, read deep now that its status says so", harness.Codes(rep), pod)
 		}
 		if want := triagedRequests(len(deep)); st.requests != want {
-			t.Errorf("triaged check -A made %d requests; want %d (8 + 4 × %d namespaces read deep)", st.requests, want, len(deep))
+			t.Errorf("triaged check -A made %d requests; want %d (8 + 5 × %d namespaces read deep)", st.requests, want, len(deep))
 		}
 	})
 }
@@ -303,9 +303,10 @@ func requestStats(t *testing.T, stderr string) stats {
 // (internal/check.ClusterWide, internal/gather.Triage): kube-controller-manager's Lease (1 GET);
 // discovery of the image API and of the server version (2); StatefulSets, Services,
 // StorageClasses and Nodes, each in one unpaged LIST (4), and the ControllerRevisions' metadata
-// (1 LIST); then, in every namespace read deep, its Pods, ControllerRevisions, PVCs and Warning
-// Events (4 LISTs each). No StatefulSet is terminating: no owner is looked up.
-func triagedRequests(deep int) int { return 1 + 2 + 4 + 1 + 4*deep }
+// (1 LIST); then, in every namespace read deep, its StatefulSets again (whole: the cluster-wide
+// LIST kept only the triage's facts), Pods, ControllerRevisions, PVCs and Warning Events (5
+// LISTs each). No StatefulSet is terminating: no owner is looked up.
+func triagedRequests(deep int) int { return 1 + 2 + 4 + 1 + 5*deep }
 
 // fullRequests is what check -A --full asks (internal/check.AllNamespaces, gather.EachNamespace):
 // the Lease (1), discovery (2), StorageClasses and Nodes whole (2), and the namespaced kinds in

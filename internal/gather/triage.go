@@ -36,6 +36,10 @@ type Triaged struct {
 // settled: the bulk of a cluster.
 var deepKinds = map[string]bool{"pods": true, "controllerrevisions": true, "persistentvolumeclaims": true, "events": true}
 
+// rereadKinds are read again, whole, in a deep namespace: the cluster-wide LIST kept of each
+// StatefulSet only what the triage decides on (triageOnly).
+var rereadKinds = map[string]bool{"statefulsets": true}
+
 // deepAhead bounds the deep namespaces read ahead of their diagnosis (memory: that many
 // namespaces' objects).
 const deepAhead = 4
@@ -55,7 +59,8 @@ func ControllerManagerLease(ctx context.Context, c Clients) stuck.ControllerMana
 // Triage reads an all-namespaces scope (by selector only) by what the StatefulSets' own statuses
 // say, instead of reading every pod of the cluster. First, cluster-wide, what is small and every
 // diagnosis needs: StatefulSets, Services, ControllerRevisions (as metadata, through c.Metadata
-// when set), the cluster-scoped kinds and ImageStreams. A namespace is read deep — its pods,
+// when set), the cluster-scoped kinds and ImageStreams; of the StatefulSets only what the triage
+// decides on is kept. A namespace is read deep — its StatefulSets again, whole, and its pods,
 // claims, revisions and Warning Events, unfiltered, so an orphan pod holding a name is still seen
 // — when it holds a StatefulSet whose status is not settled (stuck.StatusSettled), a revision
 // whose StatefulSet is gone, replaced or terminating, or, where the image API is in use, a
@@ -123,6 +128,11 @@ func Triage(ctx context.Context, c Clients, scope Scope, fn func(snap *stuck.Obj
 			}
 			switch l := l.(type) {
 			case *appsv1.StatefulSetList:
+				// Only the triage's facts are kept (triageOnly): the deep namespaces LIST their
+				// StatefulSets again, whole, with their pods.
+				for i := range l.Items {
+					triageOnly(&l.Items[i])
+				}
 				sets = l.Items
 			case *corev1.ServiceList:
 				services, servicesListed = l.Items, true
@@ -350,6 +360,28 @@ func allServices(ctx context.Context, c Clients) ([]corev1.Service, error) {
 	return nil, errors.New("gather: no services in the resource table")
 }
 
+// triageOnly drops from a StatefulSet of the cluster-wide LIST what neither the triage
+// (stuck.StatusSettled, imageLookupConcerns) nor stuck.DiagnoseSettled reads: of its pod
+// template's spec it keeps the containers' names and images, and no claim template. At 150k pods
+// of the bench's realistic mix the StatefulSets' templates were most of the heap while the other
+// cluster-wide LISTs were decoded.
+func triageOnly(set *appsv1.StatefulSet) {
+	spec := &set.Spec.Template.Spec
+	*spec = corev1.PodSpec{InitContainers: imagesOnly(spec.InitContainers), Containers: imagesOnly(spec.Containers)}
+	set.Spec.VolumeClaimTemplates = nil
+}
+
+func imagesOnly(cs []corev1.Container) []corev1.Container {
+	if len(cs) == 0 {
+		return nil
+	}
+	out := make([]corev1.Container, len(cs))
+	for i, c := range cs {
+		out[i] = corev1.Container{Name: c.Name, Image: c.Image}
+	}
+	return out
+}
+
 // settledOnly drops from a StatefulSet of a settled namespace what stuck.DiagnoseSettled does
 // not read — its pod template's spec and its claim templates — once the triage decided (it reads
 // the metadata, spec.replicas, the selector, serviceName, the update strategy, the template's
@@ -488,13 +520,14 @@ func (d *deepReads) stop() {
 	d.wg.Wait()
 }
 
-// readNamespace LISTs the deep kinds of namespace ns into snap, in parallel.
+// readNamespace LISTs the deep kinds of namespace ns, and its StatefulSets again whole, into
+// snap, in parallel.
 func readNamespace(ctx context.Context, c Clients, ns string, snap *stuck.Objects) ([]unread, error) {
 	lists := make([]runtime.Object, len(resources))
 	errs := make([]error, len(resources))
 	var wg sync.WaitGroup
 	for i := range resources {
-		if r := &resources[i]; deepKinds[r.name] {
+		if r := &resources[i]; deepKinds[r.name] || rereadKinds[r.name] {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -507,7 +540,7 @@ func readNamespace(ctx context.Context, c Clients, ns string, snap *stuck.Object
 	for i := range resources {
 		r := &resources[i]
 		switch {
-		case !deepKinds[r.name]:
+		case !deepKinds[r.name] && !rereadKinds[r.name]:
 		case errs[i] != nil && r.required:
 			return nil, r.listError(ns, errs[i])
 		case errs[i] != nil:

@@ -725,8 +725,9 @@ func requestTargets(syn *synth.Cluster, floor int, check, full []sample) []strin
 	// controller manager runs, so the statuses are trusted); discovery of the image API and of
 	// the server version (2); cluster-wide and whole, StatefulSets, Services, StorageClasses,
 	// Nodes, Namespaces (the image API is served) and the ControllerRevisions as metadata (6),
-	// the ImageStreams in pages of 500; then Pods, ControllerRevisions, PVCs and Warning Events
-	// (4) in every namespace holding an unsettled StatefulSet (synth.Cluster.Deep; no revision
+	// the ImageStreams in pages of 500; then StatefulSets (again, whole), Pods,
+	// ControllerRevisions, PVCs and Warning Events (5) in every namespace holding an unsettled
+	// StatefulSet (synth.Cluster.Deep; no revision
 	// here is orphaned); no owner lookup (no StatefulSet is terminating). Services: the headless
 	// ones, and a GET of each other Service a StatefulSet names (not headless, or missing), or
 	// past 20 of them a LIST of all (gather.Triage's governingServices).
@@ -746,9 +747,9 @@ func requestTargets(syn *synth.Cluster, floor int, check, full []sample) []strin
 	if gets > 20 {
 		gets = 1
 	}
-	triaged := 1 + 2 + 6 + streams + 4*len(syn.Deep) + gets
+	triaged := 1 + 2 + 6 + streams + 5*len(syn.Deep) + gets
 	if check[0].requests != triaged {
-		failures = append(failures, fmt.Sprintf("check -A made %d requests, want %d (Lease 1, discovery 2, 6 kinds cluster-wide, ImageStreams by 500: %d, 4 in each of %d deep namespaces, governing Services not headless: %d)",
+		failures = append(failures, fmt.Sprintf("check -A made %d requests, want %d (Lease 1, discovery 2, 6 kinds cluster-wide, ImageStreams by 500: %d, 5 in each of %d deep namespaces, governing Services not headless: %d)",
 			check[0].requests, triaged, streams, len(syn.Deep), gets))
 	}
 	// --full (gather.EachNamespace): the Lease, discovery 2, StorageClasses, Nodes and Namespaces
