@@ -173,8 +173,11 @@ func (o *canaryOptions) Run(ctx context.Context) error {
 	elapsed := time.Since(start)
 	res.Elapsed = elapsed.Round(10 * time.Millisecond).String()
 	printErr := render.CanaryResult(o.Out, res, o.print, elapsed, colorEnabled(o.Out))
-	if err == nil && res.Result == apiv1.CanaryStopped {
-		return withCode(ExitFindings, nil)
+	switch {
+	case err == nil && res.Result == apiv1.CanaryStopped:
+		return withCode(ExitFindings, printErr)
+	case err == nil && res.Result == apiv1.CanaryInconclusive:
+		return withCode(ExitInconclusive, printErr)
 	}
 	return waitExit(&res.WaitResult, err, printErr)
 }

@@ -24,6 +24,9 @@ const (
 	ExitFindings = 1
 	ExitError    = 2
 	ExitTimeout  = 3
+	// ExitInconclusive: canary's analysis could not tell whether the new pods serve well; the
+	// canary paused where it was (result Inconclusive).
+	ExitInconclusive = 4
 	// ExitInterrupted: a signal (SIGINT, SIGTERM) stopped a command before it finished
 	// (128+SIGINT, as shells report an interrupted command). watch, a service, stops with 0.
 	ExitInterrupted = 130

@@ -147,10 +147,28 @@ func NewCanaryResult(result Verdict, message string) *CanaryResult {
 // DeepCopyObject lets cli-runtime printers print the result.
 func (r *CanaryResult) DeepCopyObject() runtime.Object {
 	c := *r
-	c.Steps = append([]CanaryStep(nil), r.Steps...)
+	c.Steps = copySteps(r.Steps)
 	c.StatefulSets = append([]StatefulSetSummary(nil), r.StatefulSets...)
 	c.Findings = copyFindings(r.Findings)
 	c.Actions = copyActions(r.Actions)
 	c.RolledBack = copyRolledBack(r.RolledBack)
 	return &c
+}
+
+func copySteps(in []CanaryStep) []CanaryStep {
+	if in == nil {
+		return nil
+	}
+	out := append([]CanaryStep(nil), in...)
+	for i := range out {
+		if a := out[i].Analysis; a != nil {
+			c := *a
+			c.Metrics = append([]AnalysisMetric(nil), a.Metrics...)
+			for j := range c.Metrics {
+				c.Metrics[j].Measurements = append([]AnalysisMeasurement(nil), a.Metrics[j].Measurements...)
+			}
+			out[i].Analysis = &c
+		}
+	}
+	return out
 }

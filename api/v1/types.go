@@ -392,6 +392,12 @@ type Version struct {
 // spec or the object itself) while it ran; nothing was overwritten (exit 1).
 const CanaryStopped Verdict = "Stopped"
 
+// CanaryInconclusive: the canary's analysis could not tell whether the new pods serve well
+// (the metrics provider unreachable or failing, no data, or neither condition held, beyond the
+// template's limits): the canary paused where it was — nothing rolled back and no step forward
+// (exit 4). Added with canary --analysis.
+const CanaryInconclusive Verdict = "Inconclusive"
+
 // CanaryResult is the document `canary -o json|yaml` prints (kind CanaryResult, added in
 // stsdiag v1 with the canary command; fields are only ever added).
 type CanaryResult struct {
@@ -400,7 +406,7 @@ type CanaryResult struct {
 	// stuck: the template is back on the current revision), Stuck (a canary pod was stuck and
 	// --no-rollback, or no safe rollback existed), Stopped (someone else changed the
 	// StatefulSet), TimedOut, NotFound, Unevaluable or Interrupted — wait's verdicts and exit
-	// codes, plus Stopped (exit 1).
+	// codes, plus Stopped (exit 1) and Inconclusive (the analysis could not tell: paused, exit 4).
 	Result Verdict `json:"result"`
 	// Elapsed is how long canary ran.
 	Elapsed string `json:"elapsed"`
@@ -435,6 +441,8 @@ const (
 	StepStopped CanaryStepResult = "Stopped"
 	// StepPending: the step was not reached.
 	StepPending CanaryStepResult = "Pending"
+	// StepInconclusive: the step's analysis could not tell; the canary paused in it.
+	StepInconclusive CanaryStepResult = "Inconclusive"
 )
 
 // CanaryStep is one step of a canary.
@@ -444,6 +452,62 @@ type CanaryStep struct {
 	// Pods on the update revision in this step, and the partition that makes it so.
 	Pods      int32 `json:"pods"`
 	Partition int32 `json:"partition"`
-	// Result is Passed, Failed, Stopped or Pending.
+	// Result is Passed, Failed, Stopped, Inconclusive or Pending.
 	Result CanaryStepResult `json:"result"`
+	// Analysis is the step's analysis (canary --analysis): its metrics measured once the step's
+	// pods held healthy, and the measurements of metrics with no count taken during the step.
+	Analysis *AnalysisRun `json:"analysis,omitempty"`
+}
+
+// AnalysisPhase is the phase of an analysis, a metric or a measurement, as Argo Rollouts names
+// them.
+type AnalysisPhase string
+
+// Analysis phases.
+const (
+	AnalysisRunning      AnalysisPhase = "Running"
+	AnalysisSuccessful   AnalysisPhase = "Successful"
+	AnalysisFailed       AnalysisPhase = "Failed"
+	AnalysisInconclusive AnalysisPhase = "Inconclusive"
+	AnalysisError        AnalysisPhase = "Error"
+)
+
+// AnalysisRun is one step's run of an AnalysisTemplate.
+type AnalysisRun struct {
+	// Template is the AnalysisTemplate's name.
+	Template string `json:"template"`
+	// Phase is Successful (the step may go on), Failed (the canary rolls back), Inconclusive or
+	// Error (the canary pauses), or Running when the canary ended first.
+	Phase AnalysisPhase `json:"phase"`
+	// Message says which metric decided the phase, and why.
+	Message string           `json:"message,omitempty"`
+	Metrics []AnalysisMetric `json:"metrics"`
+}
+
+// AnalysisMetric is one metric of an AnalysisRun: its query with the arguments substituted,
+// its conditions, its tallies and its measurements.
+type AnalysisMetric struct {
+	Name             string        `json:"name"`
+	Query            string        `json:"query"`
+	SuccessCondition string        `json:"successCondition,omitempty"`
+	FailureCondition string        `json:"failureCondition,omitempty"`
+	Phase            AnalysisPhase `json:"phase"`
+	Message          string        `json:"message,omitempty"`
+	Successful       int32         `json:"successful"`
+	Failed           int32         `json:"failed"`
+	Inconclusive     int32         `json:"inconclusive"`
+	Error            int32         `json:"error"`
+	// Measurements in the order taken.
+	Measurements []AnalysisMeasurement `json:"measurements"`
+}
+
+// AnalysisMeasurement is one query and its evaluation.
+type AnalysisMeasurement struct {
+	Phase AnalysisPhase `json:"phase"`
+	// Value is the query's result as the conditions saw it ("[0.5]" for a vector of one).
+	Value string `json:"value,omitempty"`
+	// Message is the error of a measurement in phase Error.
+	Message    string      `json:"message,omitempty"`
+	StartedAt  metav1.Time `json:"startedAt"`
+	FinishedAt metav1.Time `json:"finishedAt"`
 }

@@ -91,7 +91,13 @@ func canaryVerdict(v model.Verdict) string {
 		return fmt.Sprintf("%s; rolled back to revision %s (revision %s failed), %s Ready on it again%s",
 			failedStep(r.FailedStep), r.Rolled.Revision, r.Rolled.FromRevision, strings.Join(r.Pods, ", "), restore(r.Restore))
 	case model.CanaryRollbackUnfinished:
-		return fmt.Sprintf("rolled back to revision %s after step %s failed (%s), but: %s", r.Rolled.Revision, r.Step, HeldFindings(r.Findings), Verdict(r.Then))
+		why := HeldFindings(r.Findings)
+		if r.Analysis != nil {
+			why = Analysis(r.Analysis)
+		}
+		return fmt.Sprintf("rolled back to revision %s after step %s failed (%s), but: %s", r.Rolled.Revision, r.Step, why, Verdict(r.Then))
+	case model.CanaryInconclusive:
+		return fmt.Sprintf("step %s paused: %s; nothing rolled back, no step forward, the partition stays %d", r.Step, Analysis(r.Analysis), r.Partition)
 	}
 	panic(fmt.Sprintf("explain: no words for the verdict reason %T (%s)", v.Reason, v.Result))
 }
@@ -134,9 +140,54 @@ func RolledBackCase(r apiv1.RolledBack) (message, text string) {
 	return message, text
 }
 
-// failedStep is what failed: the step and the findings that held.
+// failedStep is what failed: the step and the findings that held, or its analysis.
 func failedStep(s model.FailedStep) string {
+	if s.Analysis != nil {
+		return fmt.Sprintf("step %s failed: %s", s.Step, Analysis(s.Analysis))
+	}
 	return fmt.Sprintf("step %s failed: %s held for %s", s.Step, HeldFindings(s.Findings), s.Hold)
+}
+
+var phaseWords = map[apiv1.AnalysisPhase]string{apiv1.AnalysisFailed: "failed", apiv1.AnalysisError: "could not be measured",
+	apiv1.AnalysisInconclusive: "was inconclusive", apiv1.AnalysisSuccessful: "succeeded", apiv1.AnalysisRunning: "was still running"}
+
+// Analysis says what decided an analysis run: the first metric in its phase, its tallies, its
+// condition, its last value and its query.
+func Analysis(run *apiv1.AnalysisRun) string {
+	if run == nil {
+		return "no analysis"
+	}
+	for _, m := range run.Metrics {
+		if m.Phase != run.Phase {
+			continue
+		}
+		what := fmt.Sprintf("analysis %s: metric %s %s", run.Template, m.Name, phaseWords[m.Phase])
+		if m.Message != "" {
+			what += " (" + m.Message + ")"
+		} else {
+			what += fmt.Sprintf(" (%d successful, %d failed, %d inconclusive, %d errors)", m.Successful, m.Failed, m.Inconclusive, m.Error)
+		}
+		if n := len(m.Measurements); n > 0 {
+			last := m.Measurements[n-1]
+			switch {
+			case last.Phase == apiv1.AnalysisError && last.Message != "":
+				what += "; last error: " + last.Message
+			case last.Value != "":
+				what += "; last value " + last.Value
+			}
+		}
+		if m.SuccessCondition != "" {
+			what += "; successCondition " + m.SuccessCondition
+		}
+		if m.FailureCondition != "" {
+			what += "; failureCondition " + m.FailureCondition
+		}
+		return what + "; query: " + strings.Join(strings.Fields(m.Query), " ")
+	}
+	if run.Message != "" {
+		return fmt.Sprintf("analysis %s %s: %s", run.Template, strings.ToLower(string(run.Phase)), run.Message)
+	}
+	return fmt.Sprintf("analysis %s %s", run.Template, strings.ToLower(string(run.Phase)))
 }
 
 // HeldFindings names the blocking findings among findings: pod, code and reason ("a finding"

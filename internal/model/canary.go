@@ -68,11 +68,13 @@ type CanaryNotStarted struct {
 // CanaryDeleted: the StatefulSet was deleted when a step failed.
 type CanaryDeleted struct{ Namespace, Name string }
 
-// FailedStep is a step whose blocking findings (among Findings) held for Hold.
+// FailedStep is a step whose blocking findings (among Findings) held for Hold, or, when
+// Analysis is set, whose analysis failed (canary --analysis; Findings then hold none).
 type FailedStep struct {
 	Step     string
 	Findings []stuck.Finding
 	Hold     time.Duration
+	Analysis *apiv1.AnalysisRun
 }
 
 // CanaryHalted: a step failed and --no-rollback stopped the canary, the partition left at
@@ -113,6 +115,15 @@ type CanaryRollbackUnfinished struct {
 	Then   Verdict
 }
 
+// CanaryInconclusive: Step's analysis could not tell (Analysis: Inconclusive or Error); the
+// canary paused with the partition at Partition, nothing rolled back and no step forward.
+type CanaryInconclusive struct {
+	Step      string
+	Analysis  *apiv1.AnalysisRun
+	Partition int32
+}
+
+func (CanaryInconclusive) verdictReason()       {}
 func (CanaryComplete) verdictReason()           {}
 func (CanaryTimedOut) verdictReason()           {}
 func (CanaryCut) verdictReason()                {}

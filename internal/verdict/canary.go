@@ -8,7 +8,8 @@ import (
 )
 
 // DecideCanary is the verdict of a canary, from the state it ended in (end): every step passed
-// (Complete); a step failed and was rolled back (RolledBack), or not (Stuck); someone else
+// (Complete); a step failed — a finding held, or its analysis failed — and was rolled back
+// (RolledBack), or not (Stuck); its analysis could not tell (Inconclusive); someone else
 // changed the StatefulSet (Stopped); the deadline passed (TimedOut); the wait of a step ended
 // otherwise (its verdict); or the canary could not go on (the error's verdict).
 func DecideCanary(end model.Reason) model.Verdict {
@@ -43,6 +44,8 @@ func canaryResultOf(end model.Reason) apiv1.Verdict {
 		return apiv1.WaitRolledBack
 	case model.CanaryRollbackUnfinished:
 		return r.Then.Result
+	case model.CanaryInconclusive:
+		return apiv1.CanaryInconclusive
 	}
 	panic(fmt.Sprintf("verdict: no verdict for the reason %T", end))
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
@@ -58,6 +59,8 @@ var reasons = map[string]string{
 	"CanaryRolledBack":         "canary: a step failed, rolled back, the canary pods Ready on the earlier revision again",
 	"CanaryRollbackUnfinished": "canary: a step failed, rolled back, and the wait after the rollback ended otherwise",
 	"CanaryDeleted":            "canary: the StatefulSet deleted when a step failed",
+	"CanaryAnalysisFailed":     "canary --analysis: a step's analysis failed: rolled back, or not",
+	"CanaryInconclusive":       "canary --analysis: a step's analysis could not tell: paused",
 }
 
 func wait(end model.Reason) *model.WaitResult {
@@ -94,6 +97,29 @@ func goldenCases() map[string][]goldenCase {
 	db := rollback("shop", "db", "db-good", "db-bad", apiv1.ImageChange{Container: "db", From: badImage, To: goodImage})
 	rolledBack := func(end model.Reason, actions ...model.Action) *model.WaitResult {
 		return verdict.ResultOf(verdict.Decide(verdict.Facts{End: end, Timeout: 10 * time.Minute, Actions: actions}))
+	}
+
+	at := metav1.NewTime(time.Date(2026, 11, 27, 14, 0, 0, 0, time.UTC))
+	measured := func(phase apiv1.AnalysisPhase, value, message string) apiv1.AnalysisMeasurement {
+		return apiv1.AnalysisMeasurement{Phase: phase, Value: value, Message: message, StartedAt: at, FinishedAt: at}
+	}
+	query := `sum(rate(app_requests_total{namespace="shop",pod=~"web-3",code="500"}[20s]))
+  / sum(rate(app_requests_total{namespace="shop",pod=~"web-3"}[20s]))`
+	failedRun := &apiv1.AnalysisRun{Template: "error-ratio", Phase: apiv1.AnalysisFailed, Metrics: []apiv1.AnalysisMetric{
+		{Name: "errors", Query: query, SuccessCondition: "result[0] <= 0.1", Phase: apiv1.AnalysisFailed, Message: "2 failed, above failureLimit 1",
+			Successful: 0, Failed: 2, Measurements: []apiv1.AnalysisMeasurement{measured(apiv1.AnalysisFailed, "[0.49]", ""), measured(apiv1.AnalysisFailed, "[0.51]", "")}},
+		{Name: "latency", Query: "histogram_quantile(0.99, rate(app_seconds_bucket[1m]))", SuccessCondition: "result[0] < 0.5", Phase: apiv1.AnalysisSuccessful, Successful: 2},
+	}}
+	errorRun := &apiv1.AnalysisRun{Template: "error-ratio", Phase: apiv1.AnalysisError, Metrics: []apiv1.AnalysisMetric{
+		{Name: "errors", Query: query, SuccessCondition: "result[0] <= 0.1", Phase: apiv1.AnalysisError, Message: "5 consecutive errors, above consecutiveErrorLimit 4", Error: 5,
+			Measurements: []apiv1.AnalysisMeasurement{measured(apiv1.AnalysisError, "", `Post "http://127.0.0.1:9090/api/v1/query": dial tcp 127.0.0.1:9090: connect: connection refused`)}},
+	}}
+	inconclusiveRun := &apiv1.AnalysisRun{Template: "error-ratio", Phase: apiv1.AnalysisInconclusive, Metrics: []apiv1.AnalysisMetric{
+		{Name: "errors", Query: query, SuccessCondition: "result[0] <= 0.1", FailureCondition: "result[0] >= 0.3", Phase: apiv1.AnalysisInconclusive,
+			Message: "1 inconclusive, above inconclusiveLimit 0", Inconclusive: 1, Measurements: []apiv1.AnalysisMeasurement{measured(apiv1.AnalysisInconclusive, "[0.2]", "")}},
+	}}
+	analysisStep := func(name string, run *apiv1.AnalysisRun) model.FailedStep {
+		return model.FailedStep{Step: name, Hold: 30 * time.Second, Analysis: run}
 	}
 
 	change := func(kind model.ChangeKind, uid types.UID, partition int32, generation int64) model.CanaryChange {
@@ -190,6 +216,16 @@ func goldenCases() map[string][]goldenCase {
 				Restore: model.PartitionRestore{Tried: true, To: 0, Stays: 3}})},
 			{"restoring the partition failed", canary(model.CanaryRolledBack{FailedStep: step("50%", failing, terminating, tagMissing), Rolled: webA, Pods: []string{"web-2", "web-3"},
 				Restore: model.PartitionRestore{Tried: true, To: 4, Stays: 2, Err: conflict}})},
+		},
+		"CanaryAnalysisFailed": {
+			{"rolled back", canary(model.CanaryRolledBack{FailedStep: analysisStep("1", failedRun), Rolled: webA, Pods: []string{"web-3"},
+				Restore: model.PartitionRestore{Tried: true, To: 4, Stays: 3}})},
+			{"--no-rollback", canary(model.CanaryHalted{FailedStep: analysisStep("50%", failedRun), Partition: 2})},
+			{"rolled back, then the deadline passed", canary(model.CanaryRollbackUnfinished{FailedStep: analysisStep("1", failedRun), Rolled: webA, Then: verdict.Decide(verdict.Facts{End: model.TimedOut{}})})},
+		},
+		"CanaryInconclusive": {
+			{"Prometheus unreachable", canary(model.CanaryInconclusive{Step: "1", Partition: 3, Analysis: errorRun})},
+			{"neither condition held", canary(model.CanaryInconclusive{Step: "50%", Partition: 2, Analysis: inconclusiveRun})},
 		},
 		"CanaryRollbackUnfinished": {
 			{"a finding held on the earlier revision too", canary(model.CanaryRollbackUnfinished{FailedStep: step("1", failing, noService), Rolled: webA, Then: verdict.Decide(verdict.Facts{End: held})})},
