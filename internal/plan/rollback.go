@@ -125,7 +125,7 @@ func planRollback(o objects, key string, failing []stuck.Finding) (model.Action,
 	case set.Status.ObservedGeneration < set.Generation || set.Status.UpdateRevision == "":
 		return model.Action{Action: apiv1.Action{}}, nil, "the controller has not observed the latest template yet; run again once it has"
 	}
-	update, current := set.Status.UpdateRevision, set.Status.CurrentRevision
+	update := set.Status.UpdateRevision
 	pods := map[string]*corev1.Pod{}
 	for i := range snap.Pods {
 		pod := &snap.Pods[i]
@@ -139,15 +139,50 @@ func planRollback(o objects, key string, failing []stuck.Finding) (model.Action,
 			bad = append(bad, pod.Name)
 		}
 	}
-	switch {
-	case len(bad) == 0:
+	if len(bad) == 0 {
 		return model.Action{Action: apiv1.Action{}}, nil, fmt.Sprintf("the failing pods do not run the update revision %s (they run the current revision, below the partition): a rollback would not change their template", update)
+	}
+	a, reason := rollbackToCurrent(set, snap, pods)
+	if reason != "" {
+		return a, nil, reason
+	}
+	a.Cause = apiv1.CurrentRevisionFailing
+	sort.Strings(bad)
+	return a, bad, ""
+}
+
+// AnalysisRollback plans canary's rollback of a StatefulSet whose canary analysis failed: its
+// pods may all be Ready, so no pod is deleted — the controller replaces the canary pods, Ready on
+// a revision no longer the update one, as any rolling update does — but the template returns to
+// status.currentRevision under the same conditions and guards as fix --rollback's (planRollback):
+// the controller observed the spec, an earlier revision exists, and pods of it are Ready.
+func AnalysisRollback(snap *stuck.Objects, set *appsv1.StatefulSet) (model.Action, string) {
+	switch {
+	case set.DeletionTimestamp != nil:
+		return model.Action{Action: apiv1.Action{}}, "the StatefulSet is being deleted"
+	case set.Status.ObservedGeneration < set.Generation || set.Status.UpdateRevision == "":
+		return model.Action{Action: apiv1.Action{}}, "the controller has not observed the latest template yet"
+	}
+	pods := map[string]*corev1.Pod{}
+	for i := range snap.Pods {
+		pod := &snap.Pods[i]
+		if pod.Namespace == set.Namespace && metav1.IsControlledBy(pod, set) {
+			pods[pod.Name] = pod
+		}
+	}
+	return rollbackToCurrent(set, snap, pods)
+}
+
+// rollbackToCurrent is the Rollback of set to status.currentRevision, or why there is none.
+func rollbackToCurrent(set *appsv1.StatefulSet, snap *stuck.Objects, pods map[string]*corev1.Pod) (model.Action, string) {
+	update, current := set.Status.UpdateRevision, set.Status.CurrentRevision
+	switch {
 	case current == "" || current == update:
 		// At creation the controller makes the first revision the current one without any pod
 		// being Ready (stateful_set_control.go:326-329@v1.37.2); afterwards only a completed
 		// rollout, every replica updated and Ready, promotes one (completeUpdate,
 		// stateful_set_utils.go:644-650@v1.37.2).
-		return model.Action{Action: apiv1.Action{}}, nil, fmt.Sprintf("no earlier revision was Ready: %s is both the current and the update revision (the StatefulSet has been failing since it was created, or since its last rollout completed); fix the template", update)
+		return model.Action{Action: apiv1.Action{}}, fmt.Sprintf("no earlier revision was Ready: %s is both the current and the update revision (the StatefulSet has been failing since it was created, or since its last rollout completed); fix the template", update)
 	}
 	var rev *appsv1.ControllerRevision
 	for i := range snap.Revisions {
@@ -157,7 +192,7 @@ func planRollback(o objects, key string, failing []stuck.Finding) (model.Action,
 		}
 	}
 	if rev == nil {
-		return model.Action{Action: apiv1.Action{}}, nil, fmt.Sprintf("the ControllerRevision %s of the current revision no longer exists", current)
+		return model.Action{Action: apiv1.Action{}}, fmt.Sprintf("the ControllerRevision %s of the current revision no longer exists", current)
 	}
 	ready := 0
 	for _, pod := range pods {
@@ -166,18 +201,16 @@ func planRollback(o objects, key string, failing []stuck.Finding) (model.Action,
 		}
 	}
 	if ready == 0 {
-		return model.Action{Action: apiv1.Action{}}, nil, fmt.Sprintf("no pod of the earlier revision %s is Ready, so nothing proves it worked; stsdiag never rolls back past a revision that was not Ready", current)
+		return model.Action{Action: apiv1.Action{}}, fmt.Sprintf("no pod of the earlier revision %s is Ready, so nothing proves it worked; stsdiag never rolls back past a revision that was not Ready", current)
 	}
 	raw, tmpl, err := revisionTemplate(rev)
 	if err != nil {
-		return model.Action{Action: apiv1.Action{}}, nil, fmt.Sprintf("the ControllerRevision %s cannot be read: %v", current, err)
+		return model.Action{Action: apiv1.Action{}}, fmt.Sprintf("the ControllerRevision %s cannot be read: %v", current, err)
 	}
-	sort.Strings(bad)
 	a := model.Action{Action: apiv1.Action{Action: apiv1.Rollback, Namespace: set.Namespace, StatefulSet: set.Name, UID: string(set.UID),
 		Rollback: &apiv1.RollbackTarget{Revision: current, FromRevision: update, Images: imageChanges(&set.Spec.Template, tmpl)}},
-		Cause: apiv1.CurrentRevisionFailing,
 		Guard: &model.RollbackPlan{Template: raw, Generation: set.Generation, Tests: imageFields(&set.Spec.Template)}}
-	return a, bad, ""
+	return a, ""
 }
 
 // revisionTemplate is the revision's template (statefulset.RevisionTemplate), which a rollback
