@@ -168,7 +168,7 @@ func TestParseErrors(t *testing.T) {
 		{"duplicate field", metricYAML("  metrics:\n  - name: m\n    interval: 5m\n    interval: 1m" + promProvider),
 			`analysis template: yaml: unmarshal errors:
   line 9: key "interval" already set in map`, false},
-		{"two documents", metricYAML("  metrics:\n  - name: m" + promProvider) + "\n---\n" + metricYAML("  metrics:\n  - name: m" + promProvider),
+		{"two documents", metricYAML("  metrics:\n  - name: m"+promProvider) + "\n---\n" + metricYAML("  metrics:\n  - name: m"+promProvider),
 			"analysis template: want one document, got 2", false},
 		{"empty", "# nothing\n", "analysis template: no document", false},
 		{"no metrics", metricYAML("  args: []\n"), "analysis template t: no metrics specified", false},
