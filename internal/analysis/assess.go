@@ -161,20 +161,22 @@ func tally(r *MetricResult, meas Measurement) {
 // assessRun is assessRunStatus without dry-run: each started metric is assessed (its phase and
 // message updated in results), and the run is Running until all are completed, then the worst
 // of them. When terminating it is the worst completed one, or Successful. Metrics not started
-// (no measurement yet) keep Pending and leave the run Running.
+// (Pending, no measurement) are left as they are and keep the run Running.
 func assessRun(metrics []Metric, results []MetricResult, terminating bool, message string) (Phase, string) {
 	var worstStatus Phase
 	worstMessage := message
 	everythingCompleted := true
 	for i, m := range metrics {
 		r := &results[i]
-		if len(r.Measurements) == 0 {
-			everythingCompleted = false
+		if r.Phase == PhasePending && len(r.Measurements) == 0 {
+			everythingCompleted = false // not started: Argo has no result for it yet
 			continue
 		}
 		status := assess(m, *r, terminating)
 		if r.Phase != status {
-			r.Message = r.Measurements[len(r.Measurements)-1].Message
+			if len(r.Measurements) > 0 {
+				r.Message = r.Measurements[len(r.Measurements)-1].Message
+			}
 			r.Phase = status
 		}
 		if !status.Completed() {
