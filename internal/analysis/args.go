@@ -109,24 +109,24 @@ func resolveQuotedArgs(template string, args []Arg) (string, error) {
 // resolve does what fasttemplate.NewTemplate(t, "{{", "}}").ExecuteFuncString does in Argo's
 // resolve: an unclosed tag is an error; an unknown tag becomes "" and the last one is reported.
 func resolve(template string, argsMap map[string]string) (string, error) {
-	const open, close = "{{", "}}"
+	const openTag, closeTag = "{{", "}}"
 	var b strings.Builder
 	var unresolvedErr error
 	s := template
 	for {
-		n := strings.Index(s, open)
+		n := strings.Index(s, openTag)
 		if n < 0 {
 			b.WriteString(s)
 			break
 		}
 		b.WriteString(s[:n])
-		s = s[n+len(open):]
-		n = strings.Index(s, close)
+		s = s[n+len(openTag):]
+		n = strings.Index(s, closeTag)
 		if n < 0 {
-			return "", fmt.Errorf("Cannot find end tag=%q in the template=%q starting from %q", close, template, s)
+			return "", fmt.Errorf("Cannot find end tag=%q in the template=%q starting from %q", closeTag, template, s)
 		}
 		tag := s[:n]
-		s = s[n+len(close):]
+		s = s[n+len(closeTag):]
 		if v, ok := argsMap[strings.TrimSpace(tag)]; ok {
 			b.WriteString(v)
 		} else {

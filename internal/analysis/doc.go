@@ -35,11 +35,12 @@
 // Argo's AnalysisPhase names, for a measurement, a metric and an analysis:
 //   - Pending: no measurement taken yet;
 //   - Running: measuring (an indefinite metric stays Running until stopped);
-//   - Successful: the count was reached within the limits, or the analysis was stopped with
-//     no limit breached;
-//   - Failed: more Failed measurements than failureLimit (default 0);
+//   - Successful: consecutiveSuccessLimit (if set) was reached, or the count was reached
+//     within the limits, or the analysis was stopped with no limit breached;
+//   - Failed: more Failed measurements than failureLimit (default 0; -1 turns it off), or the
+//     count was reached with consecutiveSuccessLimit unmet and failureLimit off;
 //   - Inconclusive: more Inconclusive measurements than inconclusiveLimit (default 0), or the
-//     count was reached with consecutiveSuccessLimit unmet;
+//     count was reached with consecutiveSuccessLimit unmet and failureLimit on;
 //   - Error: more Errors in a row than consecutiveErrorLimit (default 4). A query that fails
 //     or a condition that cannot be evaluated is an Error measurement, retried after 10s; it
 //     does not count toward count.

@@ -25,7 +25,7 @@ import (
 //
 // q gives each metric its Querier; an error from it is an Error measurement, and it is asked
 // again for the next one. report, if not nil, is called after every measurement, never
-// concurrently, and Run returns after the last call. An empty metrics is Successful.
+// concurrently, and Run returns after the last call. With no metrics Run is Successful at once.
 func Run(ctx context.Context, q func(Metric) (Querier, error), metrics []Metric, clk clock.Clock, report func(MetricResult)) Result {
 	if len(metrics) == 0 {
 		return Result{Phase: PhaseSuccessful}
@@ -39,8 +39,8 @@ func Run(ctx context.Context, q func(Metric) (Querier, error), metrics []Metric,
 	return r.result(ended, "")
 }
 
-// Background runs metrics, typically indefinite ones, until Stop. Its methods are safe for
-// concurrent use, but report must not call Stop.
+// Background runs metrics, typically indefinite ones, until Stop (call it, or end ctx, to
+// release its goroutines). Its methods are safe for concurrent use; report must not call Stop.
 type Background struct {
 	r        *runner
 	cancel   context.CancelFunc
