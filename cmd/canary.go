@@ -4,14 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/rest"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/internal/analysis"
 	"github.com/stsdiag/stsdiag/internal/canary"
 	"github.com/stsdiag/stsdiag/internal/canary/engine"
 	"github.com/stsdiag/stsdiag/internal/explain"
@@ -32,6 +35,73 @@ type canaryFlags struct {
 	Images     []string
 	Timeout    time.Duration
 	NoRollback bool
+	Analysis   analysisFlags
+}
+
+// analysisFlags gate canary's steps on the application's metrics (--analysis).
+type analysisFlags struct {
+	File, Prometheus, TokenFile, CAFile string
+	Insecure                            bool
+	Args                                []string
+}
+
+func (f *analysisFlags) AddFlags(c *cobra.Command) {
+	fs := c.Flags()
+	fs.StringVar(&f.File, "analysis", "", "An Argo Rollouts AnalysisTemplate (YAML or JSON, prometheus provider): measured on each step once its pods held healthy; Failed rolls back, Inconclusive pauses (exit 4)")
+	fs.StringVar(&f.Prometheus, "prometheus", "", "Prometheus to query instead of each metric's address: an http(s) URL, or service/NAMESPACE/[SCHEME:]NAME[:PORT] through the API server proxy")
+	fs.StringVar(&f.TokenFile, "prometheus-token-file", "", "File holding a bearer token for Prometheus (e.g. OpenShift's Thanos querier: oc whoami -t)")
+	fs.StringVar(&f.CAFile, "prometheus-ca-file", "", "PEM bundle to trust for Prometheus' certificate instead of the system's")
+	fs.BoolVar(&f.Insecure, "prometheus-insecure-skip-tls-verify", false, "Do not verify Prometheus' certificate")
+	fs.StringArrayVar(&f.Args, "arg", nil, "NAME=VALUE: a value for the analysis template's argument (repeatable); namespace, statefulset, revision and pods are filled when declared without a value")
+}
+
+// ToAnalysis reads and checks the analysis template, before anything changes (nil without --analysis).
+func (f *analysisFlags) ToAnalysis(configFlags *genericclioptions.ConfigFlags) (*canary.Analysis, error) {
+	if f.File == "" {
+		if f.Prometheus != "" || f.TokenFile != "" || f.CAFile != "" || f.Insecure || len(f.Args) > 0 {
+			return nil, errors.New("--prometheus, --prometheus-token-file, --prometheus-ca-file, --prometheus-insecure-skip-tls-verify and --arg need --analysis")
+		}
+		return nil, nil
+	}
+	tmpl, err := analysis.ParseFile(f.File)
+	if err != nil {
+		return nil, fmt.Errorf("--analysis %s: %w", f.File, err)
+	}
+	d := &analysis.Dialer{CAFile: f.CAFile, InsecureSkipTLSVerify: f.Insecure}
+	if f.TokenFile != "" {
+		b, err := os.ReadFile(f.TokenFile)
+		if err != nil {
+			return nil, fmt.Errorf("--prometheus-token-file: %w", err)
+		}
+		d.BearerToken = strings.TrimSpace(string(b))
+	}
+	if f.Prometheus != "" {
+		addr, err := analysis.ParseAddress(f.Prometheus)
+		if err != nil {
+			return nil, fmt.Errorf("--prometheus: %w", err)
+		}
+		var config *rest.Config
+		if addr.URL == "" {
+			if config, err = configFlags.ToRESTConfig(); err != nil {
+				return nil, fmt.Errorf("loading kubeconfig: %w", err)
+			}
+		}
+		if d.Override, err = addr.Connection(config); err != nil {
+			return nil, fmt.Errorf("--prometheus: %w", err)
+		}
+	}
+	a := &canary.Analysis{Template: tmpl, Args: map[string]string{}, Querier: d.Querier}
+	for _, arg := range f.Args {
+		name, value, ok := strings.Cut(arg, "=")
+		if !ok || name == "" {
+			return nil, fmt.Errorf("--arg %q: want NAME=VALUE", arg)
+		}
+		a.Args[name] = value
+	}
+	if err := canary.CheckAnalysis(a, f.Prometheus != ""); err != nil {
+		return nil, err
+	}
+	return a, nil
 }
 
 // canaryOptions are what `stsdiag canary` runs with, parsed and checked.
@@ -48,6 +118,10 @@ const canaryExample = `  # Change the image and roll it out 1 pod, then half, th
   # Step a template already changed with the partition held (partition = replicas)
   oc stsdiag canary web -n myproject --steps 1,50%,100% --hold 5m
 
+  # Gate each step on the application's error ratio in Prometheus (an Argo AnalysisTemplate)
+  kubectl stsdiag canary web --image web=web:1.2 --steps 1,50% --analysis error-ratio.yaml \
+    --prometheus http://prometheus.monitoring.svc:9090
+
   # Stop and report instead of rolling back
   kubectl stsdiag canary web --image web=web:1.2 --steps 1 --no-rollback -o json`
 
@@ -61,7 +135,7 @@ func newCanaryCommand(configFlags *genericclioptions.ConfigFlags, streams generi
 
 func (f *canaryFlags) command() *cobra.Command {
 	c := &cobra.Command{
-		Use:   "canary NAME --steps 1,50%[,100%] [--image CONTAINER=REF] [--hold 2m] [--timeout 30m] [--no-rollback]",
+		Use:   "canary NAME --steps 1,50%[,100%] [--image CONTAINER=REF] [--hold 2m] [--timeout 30m] [--no-rollback] [--analysis FILE [--prometheus URL]]",
 		Short: "Roll a StatefulSet's new template out step by step, gated by the diagnosis, rolled back by itself",
 		Long: `canary moves a new template to a few pods first by stepping the rolling update's partition:
 the first step's pods (the highest ordinals, which the controller updates first) move to the
@@ -83,9 +157,21 @@ for them Ready on the old revision, restores the partition and exits 1 (result R
 With --no-rollback it stops there (result Stuck). Pods below the partition and PVCs are never
 touched. The OnDelete strategy ignores the partition and is refused.
 
+With --analysis, a step whose pods held healthy is also measured by the application's own
+metrics: an Argo Rollouts AnalysisTemplate (prometheus provider; successCondition,
+failureCondition, failureLimit, inconclusiveLimit, consecutiveErrorLimit, interval, count,
+initialDelay, args). Its arguments namespace, statefulset, revision (the update revision) and
+pods (the step's canary pods, as a regular expression: web-3|web-2) are filled when declared
+without a value; --arg gives the others. Successful steps forward; Failed rolls the template
+back as above, deleting no pod (they are Ready: the controller replaces them) and exits 1
+(RolledBack, naming the metric, its values and its query); Inconclusive or Error — Prometheus
+unreachable, no data, neither condition held — pauses the canary where it is, nothing rolled
+back and no step forward, and exits 4 (Inconclusive). Other providers and unsupported fields
+are refused (exit 2) before anything changes.
+
 Progress lines go to stderr, the verdict to stdout. Exit codes: 0 complete; 1 rolled back,
 stuck or stopped; 2 bad input or no verdict (NotFound, Unevaluable); 3 --timeout passed;
-130 interrupted.`,
+4 the analysis could not tell (paused); 130 interrupted.`,
 		Example: canaryExample,
 		Args:    cobra.MaximumNArgs(1),
 		RunE:    runE(f.ToOptions),
@@ -100,6 +186,7 @@ stuck or stopped; 2 bad input or no verdict (NotFound, Unevaluable); 3 --timeout
 	f.Hold.AddFlags(c, 2*time.Minute, "stuck-grace", "How long each step must stay healthy, and how long a finding must hold for a step to fail")
 	f.Settle.AddFlags(c)
 	f.Diagnosis.AddFlags(c)
+	f.Analysis.AddFlags(c)
 	return c
 }
 
@@ -149,6 +236,9 @@ func (f *canaryFlags) ToOptions(args []string) (*canaryOptions, error) {
 	}
 	if len(images) == 0 {
 		o.canary.Images = nil
+	}
+	if o.canary.Analysis, err = f.Analysis.ToAnalysis(f.configFlags); err != nil {
+		return nil, err
 	}
 	return o, nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
@@ -33,11 +34,34 @@ import (
 // before the canary.
 func (r *runner) failed(ctx context.Context, step engine.Resolved) error {
 	failed := model.FailedStep{Step: step.Step, Findings: r.seen.Findings, Hold: r.o.Hold}
+	return r.rollBack(ctx, failed, fmt.Sprintf("%s held for %s", explain.HeldFindings(failed.Findings), r.o.Hold),
+		func(rep *model.Report, snap *stuck.Objects, set *appsv1.StatefulSet) ([]model.Action, model.Unrollable) {
+			return engine.RollbackActions(rep, snap, set, r.partition)
+		})
+}
+
+// failedAnalysis ends a step whose analysis failed: its pods may all be Ready, so the rollback
+// deletes none (plan.AnalysisRollback) — the controller replaces the canary pods, no longer on
+// the update revision, as any rolling update does — and otherwise goes as failed's.
+func (r *runner) failedAnalysis(ctx context.Context, step engine.Resolved, run *apiv1.AnalysisRun) error {
+	failed := model.FailedStep{Step: step.Step, Hold: r.o.Hold, Analysis: run}
+	return r.rollBack(ctx, failed, explain.Analysis(run),
+		func(_ *model.Report, snap *stuck.Objects, set *appsv1.StatefulSet) ([]model.Action, model.Unrollable) {
+			a, why := plan.AnalysisRollback(snap, set)
+			if why != "" {
+				return nil, model.Unrollable{Namespace: set.Namespace, Name: set.Name, Why: why}
+			}
+			return []model.Action{a}, model.Unrollable{}
+		})
+}
+
+// rollBack rolls a failed step back with the actions planned for it (why: what failed).
+func (r *runner) rollBack(ctx context.Context, failed model.FailedStep, why string, planned func(*model.Report, *stuck.Objects, *appsv1.StatefulSet) ([]model.Action, model.Unrollable)) error {
 	if r.o.NoRollback {
 		r.end = model.CanaryHalted{FailedStep: failed, Partition: r.partition}
 		return nil
 	}
-	fmt.Fprintf(r.o.Log, "statefulset %s/%s: step %s failed: %s held for %s: rolling back\n", r.o.Namespace, r.o.Name, step.Step, explain.HeldFindings(failed.Findings), r.o.Hold)
+	fmt.Fprintf(r.o.Log, "statefulset %s/%s: step %s failed: %s: rolling back\n", r.o.Namespace, r.o.Name, failed.Step, why)
 	rep, snap, err := diagnose.FromSource(ctx, r.live, r.o.Diagnosis)
 	if err != nil {
 		return err
@@ -50,7 +74,7 @@ func (r *runner) failed(ctx context.Context, step engine.Resolved) error {
 		}
 		return nil
 	}
-	actions, unrollable := engine.RollbackActions(rep, snap, set, r.partition)
+	actions, unrollable := planned(rep, snap, set)
 	if actions == nil {
 		r.end = model.CanaryUnrollable{FailedStep: failed, Why: unrollable, Partition: r.partition}
 		return nil
@@ -73,7 +97,10 @@ func (r *runner) failed(ctx context.Context, step engine.Resolved) error {
 		r.end = model.CanaryRollbackFailed{FailedStep: failed, Action: applied[0]}
 		return nil
 	}
-	// The rollback wrote the template: from now on it is the one canary relies on.
+	// The rollback wrote the template: from now on it is the one canary relies on. Its patch
+	// tested the generation planned from, so the write made the next one; wait for the cache to
+	// show it (an older object would be taken for someone else's change).
+	r.generation = set.Generation + 1
 	after, err := r.observed(ctx)
 	if err != nil {
 		return err

@@ -47,6 +47,8 @@ type Options struct {
 	Log io.Writer
 	// Progress, if set, is told about each rollback action as it completes.
 	Progress func(model.Action)
+	// Analysis, if set, gates each step on the application's metrics once its pods held healthy.
+	Analysis *Analysis
 }
 
 // BadInputError is a canary that cannot start on this StatefulSet as it is (exit 2).
@@ -303,6 +305,12 @@ func (r *runner) run(ctx context.Context, steps []engine.Resolved) error {
 		}
 		switch res.Result {
 		case apiv1.WaitComplete:
+			if r.o.Analysis != nil {
+				ended, err := r.stepAnalysis(ctx, index, step)
+				if err != nil || ended {
+					return err
+				}
+			}
 			r.mark(index, step, apiv1.StepPassed)
 			fmt.Fprintf(r.o.Log, "statefulset %s/%s: step %s passed: %d pods Ready on the update revision for %s with no finding\n", r.o.Namespace, r.o.Name, step.Step, step.Pods, r.o.Hold)
 		case apiv1.WaitStuck:
@@ -360,11 +368,52 @@ func (r *runner) run(ctx context.Context, steps []engine.Resolved) error {
 
 // mark records a step's result (a step re-resolved after a scale is added).
 func (r *runner) mark(index int, step engine.Resolved, result apiv1.CanaryStepResult) {
-	if index < 0 || index >= len(r.res.Steps) {
+	r.recorded(index, step).Result = result
+}
+
+// recorded is the step's record (added when the replicas re-resolved it).
+func (r *runner) recorded(index int, step engine.Resolved) *apiv1.CanaryStep {
+	if index < 0 || index >= len(r.res.Steps) || r.res.Steps[index].Step != step.Step || r.res.Steps[index].Partition != step.Partition {
 		r.res.Steps = append(r.res.Steps, apiv1.CanaryStep{Step: step.Step, Pods: step.Pods, Partition: step.Partition})
 		index = len(r.res.Steps) - 1
 	}
-	r.res.Steps[index].Result = result
+	return &r.res.Steps[index]
+}
+
+// stepAnalysis runs the analysis of a step whose pods held healthy. ended is true when the
+// canary ended there: its analysis failed (rolled back, or not), could not tell (paused), or
+// someone else changed the StatefulSet.
+func (r *runner) stepAnalysis(ctx context.Context, index int, step engine.Resolved) (ended bool, err error) {
+	set, err := r.observed(ctx)
+	if err != nil {
+		r.seen, r.end = nil, model.Failed{As: follow.VerdictOf(err), Err: err}
+		return true, nil
+	}
+	if stopped, ok := r.stopFor(set); ok {
+		r.mark(index, step, apiv1.StepStopped)
+		r.end = stopped
+		return true, nil
+	}
+	run, err := r.analyze(ctx, set, step)
+	if run != nil {
+		r.recorded(index, step).Analysis = run
+	}
+	if err != nil {
+		r.mark(index, step, apiv1.StepStopped)
+		return true, err
+	}
+	switch run.Phase {
+	case apiv1.AnalysisSuccessful:
+		fmt.Fprintf(r.o.Log, "statefulset %s/%s: step %s: analysis %s successful\n", r.o.Namespace, r.o.Name, step.Step, run.Template)
+		return false, nil
+	case apiv1.AnalysisFailed:
+		r.mark(index, step, apiv1.StepFailed)
+		return true, r.failedAnalysis(ctx, step, run)
+	}
+	r.mark(index, step, apiv1.StepInconclusive)
+	r.end = model.CanaryInconclusive{Step: step.Step, Analysis: run, Partition: r.partition}
+	fmt.Fprintf(r.o.Log, "statefulset %s/%s: step %s paused: analysis %s %s: %s\n", r.o.Namespace, r.o.Name, step.Step, run.Template, run.Phase, run.Message)
+	return true, nil
 }
 
 // stepIndex finds a step in the recorded ones (-1 when the replicas changed it).

@@ -151,43 +151,47 @@ func failedStep(s model.FailedStep) string {
 var phaseWords = map[apiv1.AnalysisPhase]string{apiv1.AnalysisFailed: "failed", apiv1.AnalysisError: "could not be measured",
 	apiv1.AnalysisInconclusive: "was inconclusive", apiv1.AnalysisSuccessful: "succeeded", apiv1.AnalysisRunning: "was still running"}
 
-// Analysis says what decided an analysis run: the first metric in its phase, its tallies, its
-// condition, its last value and its query.
+// Analysis says what decided an analysis run: why its phase (Argo's run message, or the
+// deciding metric's tallies), that metric's last value or error, its conditions and its query.
 func Analysis(run *apiv1.AnalysisRun) string {
 	if run == nil {
 		return "no analysis"
 	}
-	for _, m := range run.Metrics {
-		if m.Phase != run.Phase {
-			continue
+	what := fmt.Sprintf("analysis %s %s", run.Template, phaseWords[run.Phase])
+	var decided *apiv1.AnalysisMetric
+	for i := range run.Metrics {
+		if run.Metrics[i].Phase == run.Phase {
+			decided = &run.Metrics[i]
+			break
 		}
-		what := fmt.Sprintf("analysis %s: metric %s %s", run.Template, m.Name, phaseWords[m.Phase])
-		if m.Message != "" {
-			what += " (" + m.Message + ")"
-		} else {
-			what += fmt.Sprintf(" (%d successful, %d failed, %d inconclusive, %d errors)", m.Successful, m.Failed, m.Inconclusive, m.Error)
-		}
-		if n := len(m.Measurements); n > 0 {
-			last := m.Measurements[n-1]
-			switch {
-			case last.Phase == apiv1.AnalysisError && last.Message != "":
+	}
+	switch {
+	case run.Message != "":
+		what += ": " + run.Message
+	case decided != nil:
+		what += fmt.Sprintf(": metric %q: %d successful, %d failed, %d inconclusive, %d errors", decided.Name, decided.Successful, decided.Failed, decided.Inconclusive, decided.Error)
+	}
+	if decided == nil {
+		return what
+	}
+	if n := len(decided.Measurements); n > 0 {
+		last := decided.Measurements[n-1]
+		switch {
+		case last.Phase == apiv1.AnalysisError && last.Message != "":
+			if !strings.Contains(run.Message, last.Message) {
 				what += "; last error: " + last.Message
-			case last.Value != "":
-				what += "; last value " + last.Value
 			}
+		case last.Value != "":
+			what += "; last value " + last.Value
 		}
-		if m.SuccessCondition != "" {
-			what += "; successCondition " + m.SuccessCondition
-		}
-		if m.FailureCondition != "" {
-			what += "; failureCondition " + m.FailureCondition
-		}
-		return what + "; query: " + strings.Join(strings.Fields(m.Query), " ")
 	}
-	if run.Message != "" {
-		return fmt.Sprintf("analysis %s %s: %s", run.Template, strings.ToLower(string(run.Phase)), run.Message)
+	if decided.SuccessCondition != "" {
+		what += "; successCondition " + decided.SuccessCondition
 	}
-	return fmt.Sprintf("analysis %s %s", run.Template, strings.ToLower(string(run.Phase)))
+	if decided.FailureCondition != "" {
+		what += "; failureCondition " + decided.FailureCondition
+	}
+	return what + "; query: " + strings.Join(strings.Fields(decided.Query), " ")
 }
 
 // HeldFindings names the blocking findings among findings: pod, code and reason ("a finding"

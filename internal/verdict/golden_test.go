@@ -105,18 +105,19 @@ func goldenCases() map[string][]goldenCase {
 	}
 	query := `sum(rate(app_requests_total{namespace="shop",pod=~"web-3",code="500"}[20s]))
   / sum(rate(app_requests_total{namespace="shop",pod=~"web-3"}[20s]))`
-	failedRun := &apiv1.AnalysisRun{Template: "error-ratio", Phase: apiv1.AnalysisFailed, Metrics: []apiv1.AnalysisMetric{
-		{Name: "errors", Query: query, SuccessCondition: "result[0] <= 0.1", Phase: apiv1.AnalysisFailed, Message: "2 failed, above failureLimit 1",
+	failedRun := &apiv1.AnalysisRun{Template: "error-ratio", Phase: apiv1.AnalysisFailed, Message: `Metric "errors" assessed Failed due to failed (2) > failureLimit (1)`, Metrics: []apiv1.AnalysisMetric{
+		{Name: "errors", Query: query, SuccessCondition: "result[0] <= 0.1", Phase: apiv1.AnalysisFailed,
 			Successful: 0, Failed: 2, Measurements: []apiv1.AnalysisMeasurement{measured(apiv1.AnalysisFailed, "[0.49]", ""), measured(apiv1.AnalysisFailed, "[0.51]", "")}},
 		{Name: "latency", Query: "histogram_quantile(0.99, rate(app_seconds_bucket[1m]))", SuccessCondition: "result[0] < 0.5", Phase: apiv1.AnalysisSuccessful, Successful: 2},
 	}}
-	errorRun := &apiv1.AnalysisRun{Template: "error-ratio", Phase: apiv1.AnalysisError, Metrics: []apiv1.AnalysisMetric{
-		{Name: "errors", Query: query, SuccessCondition: "result[0] <= 0.1", Phase: apiv1.AnalysisError, Message: "5 consecutive errors, above consecutiveErrorLimit 4", Error: 5,
-			Measurements: []apiv1.AnalysisMeasurement{measured(apiv1.AnalysisError, "", `Post "http://127.0.0.1:9090/api/v1/query": dial tcp 127.0.0.1:9090: connect: connection refused`)}},
-	}}
+	errorRun := &apiv1.AnalysisRun{Template: "error-ratio", Phase: apiv1.AnalysisError,
+		Message: `Metric "errors" assessed Error due to consecutiveErrors (5) > consecutiveErrorLimit (4): "Error Message: Post \"http://127.0.0.1:9090/api/v1/query\": dial tcp 127.0.0.1:9090: connect: connection refused"`, Metrics: []apiv1.AnalysisMetric{
+			{Name: "errors", Query: query, SuccessCondition: "result[0] <= 0.1", Phase: apiv1.AnalysisError, Error: 5,
+				Measurements: []apiv1.AnalysisMeasurement{measured(apiv1.AnalysisError, "", `Post "http://127.0.0.1:9090/api/v1/query": dial tcp 127.0.0.1:9090: connect: connection refused`)}},
+		}}
 	inconclusiveRun := &apiv1.AnalysisRun{Template: "error-ratio", Phase: apiv1.AnalysisInconclusive, Metrics: []apiv1.AnalysisMetric{
 		{Name: "errors", Query: query, SuccessCondition: "result[0] <= 0.1", FailureCondition: "result[0] >= 0.3", Phase: apiv1.AnalysisInconclusive,
-			Message: "1 inconclusive, above inconclusiveLimit 0", Inconclusive: 1, Measurements: []apiv1.AnalysisMeasurement{measured(apiv1.AnalysisInconclusive, "[0.2]", "")}},
+			Inconclusive: 1, Measurements: []apiv1.AnalysisMeasurement{measured(apiv1.AnalysisInconclusive, "[0.2]", "")}},
 	}}
 	analysisStep := func(name string, run *apiv1.AnalysisRun) model.FailedStep {
 		return model.FailedStep{Step: name, Hold: 30 * time.Second, Analysis: run}
