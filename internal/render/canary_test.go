@@ -66,3 +66,31 @@ func TestCanaryStoppedJUnit(t *testing.T) {
 		t.Errorf("%s", out.String())
 	}
 }
+
+// TestCanaryAnalysisHuman: a step's analysis under its line: the run's phase, then each
+// metric's phase, tallies and values (an Error measurement as "error").
+func TestCanaryAnalysisHuman(t *testing.T) {
+	res := canaryResult()
+	res.Result, res.Message = apiv1.CanaryInconclusive, "step 1 paused"
+	res.Steps = []apiv1.CanaryStep{{Step: "1", Pods: 1, Partition: 3, Result: apiv1.StepInconclusive, Analysis: &apiv1.AnalysisRun{Template: "error-ratio", Phase: apiv1.AnalysisError,
+		Metrics: []apiv1.AnalysisMetric{{Name: "errors", Phase: apiv1.AnalysisError, Successful: 1, Error: 5,
+			Measurements: []apiv1.AnalysisMeasurement{{Phase: apiv1.AnalysisSuccessful, Value: "[0.01]"}, {Phase: apiv1.AnalysisError, Message: "connection refused"}}}}}},
+		{Step: "100%", Pods: 4, Partition: 0, Result: apiv1.StepPending}}
+	var out bytes.Buffer
+	if err := render.CanaryResult(&out, res, render.NewPrintFlags(render.FormatJUnit), 20*time.Second, false); err != nil {
+		t.Fatal(err)
+	}
+	want := "step 1     1 pods, partition 3: Inconclusive\n  analysis error-ratio: Error\n    metric errors: Error (1 successful, 0 failed, 0 inconclusive, 5 errors): [0.01] error\n" +
+		"step 100%  4 pods, partition 0: Pending\nInconclusive after 20s: step 1 paused\n"
+	if out.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", out.String(), want)
+	}
+	res.StatefulSets = []apiv1.StatefulSetSummary{{Namespace: "shop", Name: "web", Replicas: 4, Status: apiv1.StatusProgressing}}
+	out.Reset()
+	if err := render.WriteJUnit(&out, &res.WaitResult, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), `failures="1"`) || !strings.Contains(out.String(), `type="Inconclusive"`) {
+		t.Errorf("junit of a paused canary:\n%s", out.String())
+	}
+}

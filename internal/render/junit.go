@@ -81,8 +81,10 @@ func WriteJUnit(w io.Writer, res *model.WaitResult, elapsed time.Duration) error
 		case rolledBack(res, s) != nil:
 			msg, text := explain.RolledBackCase(*rolledBack(res, s))
 			tc.Failure = &junitFailure{Message: msg, Type: string(apiv1.WaitRolledBack), Text: text + res.Message}
-		case res.Result == apiv1.CanaryStopped:
-			tc.Failure = &junitFailure{Message: res.Message, Type: string(apiv1.CanaryStopped), Text: res.Message}
+		case res.Result == apiv1.CanaryStopped || res.Result == apiv1.CanaryInconclusive || (res.Result == apiv1.WaitStuck && !anyBlocking(res.Findings)):
+			// Stopped by someone else, paused by its analysis, or stuck with no finding of its
+			// own (a canary step whose analysis failed, --no-rollback).
+			tc.Failure = &junitFailure{Message: res.Message, Type: string(res.Result), Text: res.Message}
 		case res.Result == apiv1.WaitTimedOut && s.Status != apiv1.StatusComplete:
 			tc.Failure = &junitFailure{Message: res.Message, Type: string(apiv1.WaitTimedOut), Text: fmt.Sprintf("%d/%d ready, status %s", s.ReadyReplicas, s.Replicas, s.Status)}
 		}
@@ -120,4 +122,13 @@ func rolledBack(res *model.WaitResult, s apiv1.StatefulSetSummary) *apiv1.Rolled
 		}
 	}
 	return nil
+}
+
+func anyBlocking(findings []stuck.Finding) bool {
+	for _, f := range findings {
+		if f.Blocking() {
+			return true
+		}
+	}
+	return false
 }
