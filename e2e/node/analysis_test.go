@@ -645,9 +645,10 @@ func analysisPrometheusDownFeature() features.Feature {
 			bg.waitPod(ctx, t, cs, ns, "web-3", 2*time.Minute, "Ready on the new image", func(p *corev1.Pod) bool {
 				return p.DeletionTimestamp == nil && p.Spec.Containers[0].Image == newImage && harness.PodReady(p)
 			})
-			// after the step's health gate began: when canary says the analysis started, or 3 s on
-			for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-				if strings.Contains(strings.ToLower(bg.stderr()), "analysis") {
+			// after the step's health gate (settle 5s, then hold 5s): as soon as canary says the
+			// step's analysis started ("step 1: analysis error-ratio of web-3"), else 15 s on
+			for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+				if strings.Contains(bg.stderr(), "analysis") {
 					break
 				}
 			}
@@ -666,20 +667,21 @@ func analysisPrometheusDownFeature() features.Feature {
 			if r.Code != 4 || doc.Result != "Inconclusive" {
 				t.Fatalf("exit %d result %s: %s", r.Code, doc.Result, doc.Message)
 			}
-			if len(doc.Steps) != 3 || doc.Steps[0].Result == "Passed" || doc.Steps[1].Result != "Pending" || len(doc.RolledBack) != 0 {
-				t.Errorf("steps %+v rolledBack %+v", doc.Steps, doc.RolledBack)
+			if !strings.Contains(doc.Message, "connection refused") || len(doc.Steps) != 3 || doc.Steps[0].Result != "Inconclusive" ||
+				doc.Steps[1].Result != "Pending" || len(doc.RolledBack) != 0 || len(doc.Actions) != 0 {
+				t.Errorf("message %q steps %+v rolledBack %+v actions %+v", doc.Message, doc.Steps, doc.RolledBack, doc.Actions)
 			}
-			// the measurement that could not be taken says why, in the client's words
-			refused := false
-			if a := doc.Steps[0].Analysis; a != nil {
-				for _, m := range a.Metrics {
-					for _, ms := range m.Measurements {
-						refused = refused || (ms.Phase == "Error" && strings.Contains(ms.Message, "connection refused"))
-					}
+			// Argo's rule: more Errors in a row than consecutiveErrorLimit (default 4) is Error; each
+			// measurement that could not be taken says why, in the client's words
+			if a := doc.Steps[0].Analysis; a == nil || a.Phase != "Error" || len(a.Metrics) != 1 {
+				t.Errorf("step 1 analysis %+v: want phase Error", a)
+			} else if m := a.Metrics[0]; m.Phase != "Error" || m.Error < 5 {
+				t.Errorf("step 1 metric %+v: want phase Error after 5 errors", m)
+			} else {
+				last := m.Measurements[len(m.Measurements)-1]
+				if last.Phase != "Error" || !strings.Contains(last.Message, "connection refused") {
+					t.Errorf("last measurement %+v: want Error, connection refused", last)
 				}
-			}
-			if !refused {
-				t.Errorf("step 1 analysis %+v: want a measurement in Error with connection refused", doc.Steps[0].Analysis)
 			}
 			if now := stateOf(ctx, t, cs, ns, name); now.Generation != atStop.Generation || now.Partition != atStop.Partition ||
 				now.Image != atStop.Image || now.Args != atStop.Args || now.Update != atStop.Update || now.Current != atStop.Current {
