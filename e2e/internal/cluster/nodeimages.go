@@ -30,6 +30,9 @@ import (
 const (
 	// AppImage serves HTTP, exits with a code after a log line, or waits (see nodeimages/app).
 	AppImage = "app:1.0"
+	// AppImage2 is the same image under a second tag: a new template that differs only in its
+	// image (canary --image), its behaviour still set by the arguments.
+	AppImage2 = "app:1.1"
 	// PauseImage is containerd's sandbox_image.
 	PauseImage = "pause:3.10"
 )
@@ -72,7 +75,10 @@ func (r *localRegistry) stop() error {
 
 // pushImages builds the static Go programs of nodeimages and pushes each as a one-layer image.
 func (r *localRegistry) pushImages(ctx context.Context, workDir string) error {
-	images := []struct{ prog, tag string }{{"app", AppImage}, {"pause", PauseImage}}
+	images := []struct {
+		prog string
+		tags []string
+	}{{"app", []string{AppImage, AppImage2}}, {"pause", []string{PauseImage}}}
 	for _, im := range images {
 		bin := filepath.Join(workDir, im.prog)
 		build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", "-s -w", "-o", bin, nodeImagesPkg+im.prog)
@@ -82,14 +88,16 @@ func (r *localRegistry) pushImages(ctx context.Context, workDir string) error {
 		}
 		img, err := singleBinaryImage(bin, "/"+im.prog)
 		if err != nil {
-			return fmt.Errorf("image %s: %w", im.tag, err)
+			return fmt.Errorf("image %s: %w", im.prog, err)
 		}
-		ref, err := name.NewTag(r.host+"/"+im.tag, name.Insecure)
-		if err != nil {
-			return err
-		}
-		if err := remote.Write(ref, img, remote.WithContext(ctx)); err != nil {
-			return fmt.Errorf("pushing %s: %w", ref, err)
+		for _, tag := range im.tags {
+			ref, err := name.NewTag(r.host+"/"+tag, name.Insecure)
+			if err != nil {
+				return err
+			}
+			if err := remote.Write(ref, img, remote.WithContext(ctx)); err != nil {
+				return fmt.Errorf("pushing %s: %w", ref, err)
+			}
 		}
 	}
 	return nil
