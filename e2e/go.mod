@@ -10,6 +10,7 @@ require (
 	github.com/google/go-containerregistry v0.20.6
 	github.com/openshift/api v0.0.0-20260326111139-30c2ef7a272e
 	github.com/openshift/client-go v0.0.0-20260330134249-7e1499aaacd7
+	github.com/prometheus/client_golang v1.23.2
 	github.com/stsdiag/stsdiag v0.0.0
 	github.com/stsdiag/stsdiag/deploy v0.0.0
 	golang.org/x/sync v0.25.0
@@ -101,7 +102,6 @@ require (
 	github.com/peterbourgon/diskv v2.0.1+incompatible // indirect
 	github.com/pkg/errors v0.9.1 // indirect
 	github.com/pmezard/go-difflib v1.0.1-0.20181226105442-5d4384ee4fb2 // indirect
-	github.com/prometheus/client_golang v1.23.2 // indirect
 	github.com/prometheus/client_model v0.6.2 // indirect
 	github.com/prometheus/common v0.66.1 // indirect
 	github.com/prometheus/procfs v0.16.1 // indirect
