@@ -191,7 +191,38 @@ func Analysis(run *apiv1.AnalysisRun) string {
 	if decided.FailureCondition != "" {
 		what += "; failureCondition " + decided.FailureCondition
 	}
-	return what + "; query: " + strings.Join(strings.Fields(decided.Query), " ")
+	return what + "; query: " + oneLine(decided.Query)
+}
+
+// oneLine is a PromQL query on one line: its comments (# to the end of a line, outside a
+// string) dropped, so that what is left still reads as the query, and its white space
+// collapsed.
+func oneLine(query string) string {
+	var b strings.Builder
+	for _, line := range strings.Split(query, "\n") {
+		var quote rune
+		escaped := false
+		cut := len(line)
+	scan:
+		for i, r := range line {
+			switch {
+			case escaped:
+				escaped = false
+			case quote != 0 && r == '\\':
+				escaped = true
+			case quote != 0 && r == quote:
+				quote = 0
+			case quote == 0 && (r == '"' || r == '\'' || r == '`'):
+				quote = r
+			case quote == 0 && r == '#':
+				cut = i
+				break scan
+			}
+		}
+		b.WriteString(line[:cut])
+		b.WriteByte(' ')
+	}
+	return strings.Join(strings.Fields(b.String()), " ")
 }
 
 // HeldFindings names the blocking findings among findings: pod, code and reason ("a finding"
