@@ -37,6 +37,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/stsdiag/stsdiag/e2e/internal/cluster"
+	"github.com/stsdiag/stsdiag/e2e/internal/installed"
 	"github.com/stsdiag/stsdiag/e2e/internal/synth"
 	"github.com/stsdiag/stsdiag/internal/gather"
 )
@@ -89,6 +90,13 @@ func run() error {
 	if realistic {
 		*watchSeconds = 0 // watch -A's targets are measured on the StatefulSet cluster
 	}
+	// The binary as users run it: a copy, not the linker's output (package installed).
+	bin, removeCopy, err := installed.Copy(*stsdiag)
+	if err != nil {
+		return err
+	}
+	defer removeCopy()
+	*stsdiag = bin
 
 	tl, err := buildTools()
 	if err != nil {

@@ -46,6 +46,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/stsdiag/stsdiag/e2e/internal/cluster"
+	"github.com/stsdiag/stsdiag/e2e/internal/installed"
 )
 
 func main() {
@@ -60,6 +61,16 @@ func main() {
 	if *oldBin == "" || *newBin == "" {
 		fmt.Fprintln(os.Stderr, "watchmix: -old and -new are required")
 		os.Exit(2)
+	}
+	// Both binaries as users run them: copies, not the linker's output (package installed).
+	for _, bin := range []*string{oldBin, newBin} {
+		path, remove, err := installed.Copy(*bin)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "watchmix:", err)
+			os.Exit(1)
+		}
+		defer remove()
+		*bin = path
 	}
 	if err := run(*pods, *share, *perSet, *namespaces, *reps, *oldBin, *newBin); err != nil {
 		fmt.Fprintln(os.Stderr, "watchmix:", err)
