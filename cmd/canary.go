@@ -4,19 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"k8s.io/client-go/rest"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/analysis"
 	"github.com/stsdiag/stsdiag/internal/canary"
 	"github.com/stsdiag/stsdiag/internal/canary/engine"
+	"github.com/stsdiag/stsdiag/internal/canary/stepanalysis"
 	"github.com/stsdiag/stsdiag/internal/explain"
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/render"
@@ -40,25 +39,22 @@ type canaryFlags struct {
 
 // analysisFlags gate canary's steps on the application's metrics (--analysis).
 type analysisFlags struct {
-	File, Prometheus, TokenFile, CAFile string
-	Insecure                            bool
-	Args                                []string
+	File string
+	prometheusFlags
+	Args []string
 }
 
 func (f *analysisFlags) AddFlags(c *cobra.Command) {
 	fs := c.Flags()
 	fs.StringVar(&f.File, "analysis", "", "An Argo Rollouts AnalysisTemplate (YAML or JSON, prometheus provider): measured on each step once its pods held healthy; Failed rolls back, Inconclusive pauses (exit 4)")
-	fs.StringVar(&f.Prometheus, "prometheus", "", "Prometheus to query instead of each metric's address: an http(s) URL, or service/NAMESPACE/[SCHEME:]NAME[:PORT] through the API server proxy")
-	fs.StringVar(&f.TokenFile, "prometheus-token-file", "", "File holding a bearer token for Prometheus (e.g. OpenShift's Thanos querier: oc whoami -t)")
-	fs.StringVar(&f.CAFile, "prometheus-ca-file", "", "PEM bundle to trust for Prometheus' certificate instead of the system's")
-	fs.BoolVar(&f.Insecure, "prometheus-insecure-skip-tls-verify", false, "Do not verify Prometheus' certificate")
+	f.prometheusFlags.AddFlags(c)
 	fs.StringArrayVar(&f.Args, "arg", nil, "NAME=VALUE: a value for the analysis template's argument (repeatable); namespace, statefulset, revision and pods are filled when declared without a value")
 }
 
 // ToAnalysis reads and checks the analysis template, before anything changes (nil without --analysis).
-func (f *analysisFlags) ToAnalysis(configFlags *genericclioptions.ConfigFlags) (*canary.Analysis, error) {
+func (f *analysisFlags) ToAnalysis(configFlags *genericclioptions.ConfigFlags) (*stepanalysis.Analysis, error) {
 	if f.File == "" {
-		if f.Prometheus != "" || f.TokenFile != "" || f.CAFile != "" || f.Insecure || len(f.Args) > 0 {
+		if f.prometheusFlags.given() || len(f.Args) > 0 {
 			return nil, errors.New("--prometheus, --prometheus-token-file, --prometheus-ca-file, --prometheus-insecure-skip-tls-verify and --arg need --analysis")
 		}
 		return nil, nil
@@ -67,30 +63,11 @@ func (f *analysisFlags) ToAnalysis(configFlags *genericclioptions.ConfigFlags) (
 	if err != nil {
 		return nil, fmt.Errorf("--analysis %s: %w", f.File, err)
 	}
-	d := &analysis.Dialer{CAFile: f.CAFile, InsecureSkipTLSVerify: f.Insecure}
-	if f.TokenFile != "" {
-		b, err := os.ReadFile(f.TokenFile)
-		if err != nil {
-			return nil, fmt.Errorf("--prometheus-token-file: %w", err)
-		}
-		d.BearerToken = strings.TrimSpace(string(b))
+	d, err := f.ToDialer(configFlags)
+	if err != nil {
+		return nil, err
 	}
-	if f.Prometheus != "" {
-		addr, err := analysis.ParseAddress(f.Prometheus)
-		if err != nil {
-			return nil, fmt.Errorf("--prometheus: %w", err)
-		}
-		var config *rest.Config
-		if addr.URL == "" {
-			if config, err = configFlags.ToRESTConfig(); err != nil {
-				return nil, fmt.Errorf("loading kubeconfig: %w", err)
-			}
-		}
-		if d.Override, err = addr.Connection(config); err != nil {
-			return nil, fmt.Errorf("--prometheus: %w", err)
-		}
-	}
-	a := &canary.Analysis{Template: tmpl, Args: map[string]string{}, Querier: d.Querier}
+	a := &stepanalysis.Analysis{Template: tmpl, Args: map[string]string{}, Querier: d.Querier}
 	for _, arg := range f.Args {
 		name, value, ok := strings.Cut(arg, "=")
 		if !ok || name == "" {
@@ -98,7 +75,7 @@ func (f *analysisFlags) ToAnalysis(configFlags *genericclioptions.ConfigFlags) (
 		}
 		a.Args[name] = value
 	}
-	if err := canary.CheckAnalysis(a, f.Prometheus != ""); err != nil {
+	if err := stepanalysis.Check(a, f.Prometheus != "", stepanalysis.Names{Arg: "--arg", Address: "give --prometheus"}); err != nil {
 		return nil, err
 	}
 	return a, nil

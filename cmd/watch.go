@@ -39,6 +39,8 @@ type watchFlags struct {
 	LeaseNamespace    string
 	LeaseName         string
 	NoConditions      bool
+	// Prometheus is where the analyses of canaries declared by annotations are measured.
+	Prometheus prometheusFlags
 }
 
 // watchOptions are what `stsdiag watch` runs with, parsed and checked.
@@ -87,7 +89,15 @@ are plain HTTP on --health-addr. --metrics-insecure serves /metrics over plain H
 (on --health-addr's listener too if both addresses are equal). With
 --leader-elect only the holder of a Lease works, so two replicas never both repair. It takes no
 NAME arguments and no -l (it watches a namespace or the cluster) and works in one cluster. It
-stops cleanly, exit 0, on SIGTERM or SIGINT: a service's normal end.`,
+stops cleanly, exit 0, on SIGTERM or SIGINT: a service's normal end.
+
+A StatefulSet annotated stsdiag.io/canary-steps is rolled out step by step as canary does
+(docs/canary.md); with stsdiag.io/canary-analysis (a ConfigMap holding an Argo Rollouts
+AnalysisTemplate) or stsdiag.io/canary-analysis-template each step whose pods held healthy is
+also measured in Prometheus: Successful steps forward, Failed rolls the template back,
+Inconclusive or Error pauses (docs/watch.md). --prometheus, --prometheus-token-file,
+--prometheus-ca-file and --prometheus-insecure-skip-tls-verify say how to reach Prometheus, as
+for canary --analysis.`,
 		Example: watchExample,
 		Args:    cobra.NoArgs,
 		RunE:    runE(f.ToOptions),
@@ -109,6 +119,7 @@ stops cleanly, exit 0, on SIGTERM or SIGINT: a service's normal end.`,
 	fs.BoolVar(&f.NoConditions, "no-conditions", false, "Do not set the kstatus Stalled condition on StatefulSets whose error finding held for --hold")
 	f.Settle.AddFlags(c)
 	f.Diagnosis.AddFlags(c)
+	f.Prometheus.AddFlags(c)
 	return c
 }
 
@@ -150,11 +161,15 @@ func (f *watchFlags) ToOptions(args []string) (*watchOptions, error) {
 	if err != nil {
 		return nil, err
 	}
+	dialer, err := f.Prometheus.ToDialer(f.configFlags)
+	if err != nil {
+		return nil, err
+	}
 	identity, _ := os.Hostname()
 	return &watchOptions{configFlags: f.configFlags, IOStreams: f.IOStreams, serve: monitor.ServeOptions{
 		Scope: scope.Scope,
 		Monitor: monitor.Options{Fix: f.Fix, Rollback: f.Rollback, Disruption: disruption, Hold: hold, Steady: steady, MaxRepairsPerHour: f.MaxRepairsPerHour, Log: f.ErrOut,
-			Diagnosis: diagnosis, NoConditions: f.NoConditions},
+			Diagnosis: diagnosis, NoConditions: f.NoConditions, Prometheus: dialer.Querier, PrometheusOverride: f.Prometheus.Prometheus != ""},
 		MetricsAddr: f.MetricsAddr, MetricsInsecure: f.MetricsInsecure, MetricsCertDir: f.MetricsCertDir, HealthAddr: f.HealthAddr,
 		LeaderElect: f.LeaderElect, LeaseNamespace: leaseNamespace, LeaseName: f.LeaseName,
 		Identity: fmt.Sprintf("%s_%d", identity, os.Getpid()),

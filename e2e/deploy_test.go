@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -182,9 +183,10 @@ type auditEvent struct {
 }
 
 // TestWatchRBACIsExact: `watch --fix --leader-elect` with exactly the RBAC of deploy/watch and
-// deploy/watch-fix repairs a kubernetes#67250 rollout and the OpenShift seed case, sets Stalled
-// and serves a scrape; the API server's audit log of its requests is compared with the rules:
-// none forbidden (a rule missing), and every granted verb used (no rule to spare).
+// deploy/watch-fix repairs a kubernetes#67250 rollout and the OpenShift seed case, takes the
+// first step of a canary declared with its analysis in a ConfigMap, sets Stalled and serves a
+// scrape; the API server's audit log of its requests is compared with the rules: none forbidden
+// (a rule missing), and every granted verb used (no rule to spare).
 func TestWatchRBACIsExact(t *testing.T) {
 	f := features.New("deploy RBAC is exact").
 		Assess("every request allowed, every verb used", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
@@ -200,6 +202,8 @@ func TestWatchRBACIsExact(t *testing.T) {
 				t.Fatal(err)
 			}
 			seedScenario(ctx, t, cfg, seed)
+			const canary = "rbac-canary"
+			analysisCanary(ctx, t, cs, canary)
 			start := time.Now()
 			w := startWatch(t, kubeconfig, "-A", "--fix", "--min-stuck", "5s", "--leader-elect", "--leader-elect-namespace", "stsdiag")
 			for _, ns := range []string{stuck, seed} {
@@ -207,6 +211,7 @@ func TestWatchRBACIsExact(t *testing.T) {
 					t.Fatalf("%s: %v", ns, err)
 				}
 			}
+			waitSet(ctx, t, cs, canary, "web", time.Minute, "at its first step (partition 1)", partitionIs(1))
 			if code, body := w.scrape(t, scraperToken(t)); code != http.StatusOK {
 				t.Fatalf("/metrics: %d %s", code, body)
 			}
@@ -248,6 +253,48 @@ func TestWatchRBACIsExact(t *testing.T) {
 			return ctx
 		}).Feature()
 	testenv.Test(t, f)
+}
+
+// analysisCanary: web, 2 replicas, a one-step canary declared with its analysis in ConfigMap
+// error-ratio, and a new template held behind partition 2 (no pod moved yet): watch reads the
+// ConfigMap (get configmaps) and checks the template before it sets the first step's
+// partition. The step's hold (1h) outlasts the test: nothing is measured, no Prometheus needed.
+func analysisCanary(ctx context.Context, t *testing.T, cs kubernetes.Interface, ns string) {
+	t.Helper()
+	if err := scenario.Namespace(ctx, cs, ns); err != nil {
+		t.Fatal(err)
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "error-ratio", Namespace: ns}, Data: map[string]string{"template.yaml": `apiVersion: argoproj.io/v1alpha1
+kind: AnalysisTemplate
+metadata:
+  name: error-ratio
+spec:
+  args:
+  - name: pods
+  metrics:
+  - name: errors
+    successCondition: result[0] <= 0.1
+    provider:
+      prometheus:
+        address: http://127.0.0.1:9
+        query: sum(rate(http_requests_total{pod=~"{{args.pods}}",code=~"5.."}[1m])) / sum(rate(http_requests_total{pod=~"{{args.pods}}"}[1m]))
+`}}
+	if _, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	set := scenario.StatefulSet(ns, "web", scenario.GoodImage, 2, false)
+	set.Spec.UpdateStrategy = appsv1.StatefulSetUpdateStrategy{Type: appsv1.RollingUpdateStatefulSetStrategyType,
+		RollingUpdate: &appsv1.RollingUpdateStatefulSetStrategy{Partition: ptr.To[int32](2)}}
+	set.Annotations = map[string]string{"stsdiag.io/canary-steps": "1", "stsdiag.io/canary-hold": "1h", "stsdiag.io/canary-analysis": "error-ratio"}
+	if _, err := cs.AppsV1().StatefulSets(ns).Create(ctx, set, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := scenario.WaitRolloutComplete(ctx, cs, ns, "web", 2*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if err := scenario.SetImage(ctx, cs, ns, "web", goodImage2); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // notExercised are granted verbs whose code path this scenario does not reach, with that path.

@@ -3,6 +3,8 @@ package analysis
 import (
 	"fmt"
 	"maps"
+	"os"
+	"strings"
 	"sync"
 )
 
@@ -19,12 +21,27 @@ type Dialer struct {
 	BearerToken           string
 	CAFile                string
 	InsecureSkipTLSVerify bool
+	// BearerTokenFile, when set, holds the bearer token in BearerToken's place: it is read again
+	// at each Querier call, so a token rotated in the file (a projected ServiceAccount token) is
+	// sent from the next measurement on.
+	BearerTokenFile string
 
-	mu   sync.Mutex
-	made map[string]Querier
+	mu    sync.Mutex
+	made  map[string]Querier
+	token string // the BearerTokenFile's token the Queriers in made send
 }
 
-// Connection is the connection a metric is measured over.
+// ReadToken reads a bearer token file: its content without surrounding white space.
+func ReadToken(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(string(b)), nil
+}
+
+// Connection is the connection a metric is measured over (with BearerTokenFile, without the
+// token: Querier adds it).
 func (d *Dialer) Connection(m Metric) Connection {
 	c := m.Prometheus.Connection()
 	if d.Override.Address != "" {
@@ -42,15 +59,27 @@ func (d *Dialer) Connection(m Metric) Connection {
 	return c
 }
 
-// Querier is Run's q: the metric's Querier, made on first use.
+// Querier is Run's q: the metric's Querier, made on first use (and again once BearerTokenFile's
+// token changed).
 func (d *Dialer) Querier(m Metric) (Querier, error) {
 	c := d.Connection(m)
 	if c.Address == "" {
 		return nil, fmt.Errorf("metric %s has no Prometheus address: give one (--prometheus) or set provider.prometheus.address", m.Name)
 	}
+	var token string
+	if d.BearerTokenFile != "" {
+		var err error
+		if token, err = ReadToken(d.BearerTokenFile); err != nil {
+			return nil, fmt.Errorf("prometheus bearer token: %w", err)
+		}
+		c.BearerToken = token
+	}
 	key := fmt.Sprintf("%s|%t|%s|%v|%p", c.Address, c.InsecureSkipTLSVerify, c.CAFile, c.Headers, c.Transport)
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if token != d.token {
+		d.made, d.token = nil, token // rotated: the Queriers made send the old one
+	}
 	if q, ok := d.made[key]; ok {
 		return q, nil
 	}

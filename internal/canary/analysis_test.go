@@ -14,6 +14,7 @@ import (
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/analysis"
 	"github.com/stsdiag/stsdiag/internal/canary"
+	"github.com/stsdiag/stsdiag/internal/canary/stepanalysis"
 	"github.com/stsdiag/stsdiag/internal/gather"
 )
 
@@ -57,14 +58,14 @@ spec:
         query: sum(rate(app_requests_total{job="{{args.job}}",namespace="{{args.namespace}}",pod=~"{{args.pods}}",code="500"}[1m])) / sum(rate(app_requests_total{namespace="{{args.namespace}}",pod=~"{{args.pods}}",revision="{{args.revision}}"}[1m]))
 `
 
-func analysisOf(t *testing.T, q analysis.Querier, args map[string]string) *canary.Analysis {
+func analysisOf(t *testing.T, q analysis.Querier, args map[string]string) *stepanalysis.Analysis {
 	t.Helper()
 	tmpl, err := analysis.Parse([]byte(errorRatioTemplate))
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := &canary.Analysis{Template: tmpl, Args: args, Querier: func(analysis.Metric) (analysis.Querier, error) { return q, nil }}
-	if err := canary.CheckAnalysis(a, false); err != nil {
+	a := &stepanalysis.Analysis{Template: tmpl, Args: args, Querier: func(analysis.Metric) (analysis.Querier, error) { return q, nil }}
+	if err := stepanalysis.Check(a, false, stepanalysis.Names{Arg: "--arg", Address: "give --prometheus"}); err != nil {
 		t.Fatal(err)
 	}
 	return a
@@ -167,40 +168,5 @@ func TestAnalysisInconclusivePauses(t *testing.T) {
 	}
 	if p := partitionOf(t, kube); p != 1 {
 		t.Errorf("partition %d, want the first step's 1", p)
-	}
-}
-
-// TestCheckAnalysis: what a run could not measure is refused before anything changes.
-func TestCheckAnalysis(t *testing.T) {
-	tmpl, err := analysis.Parse([]byte(strings.Replace(errorRatioTemplate, "        address: http://prometheus.invalid:9090\n", "", 1)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, tc := range []struct {
-		args    map[string]string
-		address bool
-		want    string
-	}{
-		{nil, false, "analysis template error-ratio: metric errors names no Prometheus address: give --prometheus"},
-		{nil, true, ""},
-		{map[string]string{"jobs": "x"}, true, "--arg jobs: analysis template error-ratio declares no such argument (it declares namespace, pods, revision, job)"},
-		{map[string]string{"job": "other", "pods": "web-9"}, true, ""},
-	} {
-		err := canary.CheckAnalysis(&canary.Analysis{Template: tmpl, Args: tc.args}, tc.address)
-		if got := ""; err != nil {
-			got = err.Error()
-			if got != tc.want {
-				t.Errorf("%v %v: %q, want %q", tc.args, tc.address, got, tc.want)
-			}
-		} else if tc.want != "" {
-			t.Errorf("%v %v: accepted, want %q", tc.args, tc.address, tc.want)
-		}
-	}
-	missing, err := analysis.Parse([]byte(strings.Replace(errorRatioTemplate, "  - name: job\n    value: app\n", "  - name: job\n", 1)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := canary.CheckAnalysis(&canary.Analysis{Template: missing}, true); err == nil || !strings.Contains(err.Error(), "job") {
-		t.Errorf("a value-less argument stsdiag does not fill: %v", err)
 	}
 }

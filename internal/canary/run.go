@@ -17,6 +17,7 @@ import (
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/canary/engine"
+	"github.com/stsdiag/stsdiag/internal/canary/stepanalysis"
 	"github.com/stsdiag/stsdiag/internal/explain"
 	"github.com/stsdiag/stsdiag/internal/follow"
 	"github.com/stsdiag/stsdiag/internal/gather"
@@ -48,7 +49,7 @@ type Options struct {
 	// Progress, if set, is told about each rollback action as it completes.
 	Progress func(model.Action)
 	// Analysis, if set, gates each step on the application's metrics once its pods held healthy.
-	Analysis *Analysis
+	Analysis *stepanalysis.Analysis
 }
 
 // BadInputError is a canary that cannot start on this StatefulSet as it is (exit 2).

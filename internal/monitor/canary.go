@@ -45,6 +45,8 @@ const ConditionReconciling appsv1.StatefulSetConditionType = "Reconciling"
 type canaryMemory struct {
 	healthy hold.Tracker // "revision/partition" → when the step first looked healthy
 	warned  string       // the last warning Event, not repeated
+	// analysis is the step's measuring by the analysis the set declares (analysis.go).
+	analysis *stepAnalysis
 }
 
 // canaryOf returns the memory of a StatefulSet's canary (created on first use).
@@ -65,6 +67,9 @@ func (c *Controller) canaryOf(key string) *canaryMemory {
 func (c *Controller) forgetCanary(key string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if m := c.canaries[key]; m != nil {
+		m.stopAnalysis()
+	}
 	delete(c.canaries, key)
 }
 
@@ -121,6 +126,9 @@ func (c *Controller) syncCanary(ctx context.Context, key string, set *appsv1.Sta
 		c.canaryWarning(key, set, mem, "CanaryInvalid", err.Error())
 		return false, nil
 	}
+	if done, err := c.syncAnalysis(ctx, key, set, snap, d, facts, step, holdFor, mem); done || err != nil {
+		return true, err
+	}
 	switch d.Verb {
 	case engine.Wait:
 		if facts.Observed && facts.Pending {
@@ -129,7 +137,7 @@ func (c *Controller) syncCanary(ctx context.Context, key string, set *appsv1.Sta
 		}
 		return running || !facts.Observed, nil
 	case engine.Advance:
-		return true, c.canaryAdvance(ctx, key, set, d, holdFor, mem)
+		return true, c.canaryAdvance(ctx, key, set, d, holdFor, mem, "")
 	case engine.RollBack:
 		return true, c.canaryRollBack(ctx, key, set, snap, rep, state, due, facts.Partition, holdFor, mem)
 	}
@@ -169,8 +177,9 @@ func (c *Controller) requeueAt(key string, now, at time.Time) {
 	}
 }
 
-// canaryAdvance lowers the partition to the decided step, within the namespace's repair budget.
-func (c *Controller) canaryAdvance(ctx context.Context, key string, set *appsv1.StatefulSet, d engine.Decision, holdFor time.Duration, mem *canaryMemory) error {
+// canaryAdvance lowers the partition to the decided step, within the namespace's repair budget;
+// also ends the step's Event (the analysis that let it go forward).
+func (c *Controller) canaryAdvance(ctx context.Context, key string, set *appsv1.StatefulSet, d engine.Decision, holdFor time.Duration, mem *canaryMemory, also string) error {
 	if !c.reserveRepairs(set.Namespace, 1) {
 		c.metrics.CanarySteps.WithLabelValues("ratelimited", set.Namespace).Inc()
 		c.recorder.Event(set, corev1.EventTypeWarning, "RepairRateLimited", fmt.Sprintf("stsdiag postponed canary step %s: --max-repairs-per-hour %d reached in this namespace", d.Step.Step, c.opts.MaxRepairsPerHour))
@@ -184,9 +193,9 @@ func (c *Controller) canaryAdvance(ctx context.Context, key string, set *appsv1.
 	}
 	pods := engine.CanaryPods(set, d.Step.Partition)
 	c.metrics.CanarySteps.WithLabelValues("advanced", set.Namespace).Inc()
-	c.recorder.Event(set, corev1.EventTypeNormal, "CanaryStep", truncate(fmt.Sprintf("stsdiag canary %s: %d of %d pods on revision %s (%s), each to be Ready for %s with no finding",
-		note, d.Step.Pods, engine.Replicas(set), set.Status.UpdateRevision, strings.Join(pods, ", "), holdFor)))
-	c.logf("%s: canary %s", key, note)
+	c.recorder.Event(set, corev1.EventTypeNormal, "CanaryStep", truncate(fmt.Sprintf("stsdiag canary %s: %d of %d pods on revision %s (%s), each to be Ready for %s with no finding%s",
+		note, d.Step.Pods, engine.Replicas(set), set.Status.UpdateRevision, strings.Join(pods, ", "), holdFor, also)))
+	c.logf("%s: canary %s%s", key, note, also)
 	return nil
 }
 
@@ -198,14 +207,26 @@ func (c *Controller) canaryRollBack(ctx context.Context, key string, set *appsv1
 		f := state.findings[k]
 		held = append(held, strings.TrimSpace(f.Pod+" "+string(f.Code)+reasonOf(f)))
 	}
-	finding := strings.Join(held, ", ")
+	what := fmt.Sprintf("%s held for %s", strings.Join(held, ", "), holdFor)
 	actions, unrollable := engine.RollbackActions(rep, snap, set, partition)
 	if actions == nil {
-		why := explain.Unrollable(unrollable)
-		c.setReconciling(ctx, key, set, corev1.ConditionTrue, "CanaryStuck", truncate(fmt.Sprintf("canary of revision %s stuck: %s; %s", set.Status.UpdateRevision, finding, why)))
-		c.canaryWarning(key, set, mem, "CanaryStuck", fmt.Sprintf("stsdiag canary of revision %s stuck: %s held for %s; %s", set.Status.UpdateRevision, finding, holdFor, why))
+		c.canaryUnrollable(ctx, key, set, mem, what, explain.Unrollable(unrollable))
 		return nil
 	}
+	return c.applyRollback(ctx, key, set, actions, what, "stuck canary pods deleted")
+}
+
+// canaryUnrollable says a failed canary has no safe rollback (why): Reconciling=True with reason
+// CanaryStuck and a Warning Event. what is what failed, last: the longest, cut first.
+func (c *Controller) canaryUnrollable(ctx context.Context, key string, set *appsv1.StatefulSet, mem *canaryMemory, what, why string) {
+	c.setReconciling(ctx, key, set, corev1.ConditionTrue, "CanaryStuck", truncate(fmt.Sprintf("canary of revision %s stuck, %s: %s", set.Status.UpdateRevision, why, what)))
+	c.canaryWarning(key, set, mem, "CanaryStuck", fmt.Sprintf("stsdiag canary of revision %s stuck, %s: %s", set.Status.UpdateRevision, why, what))
+}
+
+// applyRollback applies a failed canary's rollback actions through the repair executor, within
+// the budget. what is what failed, pods what became of the canary pods, both for the Event (what
+// last: an analysis' words end with its query, cut first).
+func (c *Controller) applyRollback(ctx context.Context, key string, set *appsv1.StatefulSet, actions []model.Action, what, pods string) error {
 	if !c.reserveRepairs(set.Namespace, len(actions)) {
 		c.metrics.CanarySteps.WithLabelValues("ratelimited", set.Namespace).Inc()
 		c.recorder.Event(set, corev1.EventTypeWarning, "RepairRateLimited", fmt.Sprintf("stsdiag postponed the canary's rollback (%d actions): --max-repairs-per-hour %d reached in this namespace", len(actions), c.opts.MaxRepairsPerHour))
@@ -226,9 +247,9 @@ func (c *Controller) canaryRollBack(ctx context.Context, key string, set *appsv1
 	c.refundRepairs(set.Namespace, len(actions)-changed)
 	if rolled := verdict.RollbacksDone(done); len(rolled) > 0 {
 		c.metrics.CanarySteps.WithLabelValues("rolledback", set.Namespace).Inc()
-		c.recorder.Event(set, corev1.EventTypeWarning, "CanaryRolledBack", truncate(fmt.Sprintf("stsdiag canary of revision %s failed: %s held for %s; template rolled back to revision %s, stuck canary pods deleted (%d actions done)",
-			rolled[0].FromRevision, finding, holdFor, rolled[0].Revision, changed)))
-		c.logf("%s: canary of revision %s rolled back to %s: %s", key, rolled[0].FromRevision, rolled[0].Revision, finding)
+		c.recorder.Event(set, corev1.EventTypeWarning, "CanaryRolledBack", truncate(fmt.Sprintf("stsdiag canary of revision %s failed; template rolled back to revision %s, %s (%d actions done): %s",
+			rolled[0].FromRevision, rolled[0].Revision, pods, changed, what)))
+		c.logf("%s: canary of revision %s rolled back to %s: %s", key, rolled[0].FromRevision, rolled[0].Revision, what)
 	}
 	c.queue.AddAfter(key, time.Second)
 	return err

@@ -16,7 +16,11 @@ type Metrics struct {
 	Repairs       *prometheus.CounterVec
 	// CanarySteps counts what watch did to the canaries declared on StatefulSets (canary.go).
 	CanarySteps *prometheus.CounterVec
-	Latency     prometheus.Histogram
+	// CanaryAnalysisMeasurements and CanaryAnalysisRuns count the measurements and the ended
+	// runs of the analyses declared with the canaries (analysis.go), by namespace and phase.
+	CanaryAnalysisMeasurements *prometheus.CounterVec
+	CanaryAnalysisRuns         *prometheus.CounterVec
+	Latency                    prometheus.Histogram
 	// Startup is stsdiag_startup_seconds{phase}: from the process's start to the informer
 	// caches synced ("synced") and to the first diagnosis of every StatefulSet ("diagnosed"),
 	// which with all namespaces happens as the caches' first LISTs are read, often before sync.
@@ -38,6 +42,12 @@ func NewMetrics() *Metrics {
 		CanarySteps: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "stsdiag_canary_steps_total", Help: "Canary partition changes by watch, by result (advanced, parked, rolledback, ratelimited) and namespace.",
 		}, []string{"result", "namespace"}),
+		CanaryAnalysisMeasurements: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "stsdiag_canary_analysis_measurements_total", Help: "Measurements of the canary analyses watch runs (stsdiag.io/canary-analysis), by namespace and phase (Successful, Failed, Inconclusive, Error).",
+		}, []string{"namespace", "phase"}),
+		CanaryAnalysisRuns: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "stsdiag_canary_analysis_runs_total", Help: "Canary analysis runs watch ended, one per measured step, by namespace and phase (Successful, Failed, Inconclusive, Error).",
+		}, []string{"namespace", "phase"}),
 		Latency: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "stsdiag_diagnosis_duration_seconds", Help: "Time to diagnose one StatefulSet from the informer caches.",
 			Buckets: prometheus.ExponentialBuckets(0.0001, 4, 10),
@@ -46,7 +56,7 @@ func NewMetrics() *Metrics {
 			Name: "stsdiag_startup_seconds", Help: "Seconds from the process's start to the informer caches synced (phase synced) and to the first diagnosis of every StatefulSet (phase diagnosed; with all namespaces made while the caches fill, so it may come first), in the current leader term.",
 		}, []string{"phase"}),
 	}
-	m.Registry.MustRegister(m.findings, m.FindingsTotal, m.Repairs, m.CanarySteps, m.Latency, m.Startup,
+	m.Registry.MustRegister(m.findings, m.FindingsTotal, m.Repairs, m.CanarySteps, m.CanaryAnalysisMeasurements, m.CanaryAnalysisRuns, m.Latency, m.Startup,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/stsdiag/stsdiag/internal/analysis"
 	"github.com/stsdiag/stsdiag/internal/explain"
 	"github.com/stsdiag/stsdiag/internal/gather"
 	"github.com/stsdiag/stsdiag/stuck"
@@ -67,8 +68,16 @@ type Options struct {
 	// EventShards is how many Events are posted at once, each object's always by the same one
 	// of them (events.go; 0: defaultEventShards).
 	EventShards int
-	// Clock times findings, the repair budget and requeues (real time if nil).
+	// Clock times findings, the repair budget and requeues, and paces canary analyses (real time
+	// if nil).
 	Clock clock.WithTicker
+	// Prometheus gives each metric of a canary analysis (stsdiag.io/canary-analysis, analysis.go)
+	// its Querier: watch's --prometheus flags' analysis.Dialer.Querier; nil: each metric's own
+	// address, as written.
+	Prometheus func(analysis.Metric) (analysis.Querier, error)
+	// PrometheusOverride: --prometheus replaces every metric's address, so a metric without one
+	// can be measured.
+	PrometheusOverride bool
 }
 
 // Controller is the monitor. Create it with New and start it with Run.
@@ -103,8 +112,13 @@ type Controller struct {
 	held    []heldEvent
 
 	conds conditions // the Stalled conditions written (conditions.go)
-	// canaries remembers, per annotated StatefulSet, when its step first looked healthy (canary.go).
+	// canaries remembers, per annotated StatefulSet, when its step first looked healthy (canary.go)
+	// and its step's analysis (analysis.go).
 	canaries map[string]*canaryMemory
+	// prometheus is Options.Prometheus, or a plain analysis.Dialer's; analyses are the running
+	// analyses' goroutines, waited for when Run ends.
+	prometheus func(analysis.Metric) (analysis.Querier, error)
+	analyses   sync.WaitGroup
 	// cacheCatchUp bounds the wait of a repair's proof for the caches to show its writes
 	// (prove.go).
 	cacheCatchUp time.Duration
@@ -142,6 +156,10 @@ func New(c gather.Clients, scope gather.Scope, opts Options, metrics *Metrics) *
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "stsdiag", Clock: opts.Clock}),
 		seen: map[string]*setState{}, repairs: map[string][]time.Time{}, awaiting: map[string]removedPod{}, cacheCatchUp: defaultCacheCatchUp}
+	ctrl.prometheus = opts.Prometheus
+	if ctrl.prometheus == nil {
+		ctrl.prometheus = (&analysis.Dialer{}).Querier
+	}
 	metrics.findings.setSource(ctrl.findingCounts)
 	return ctrl
 }
@@ -229,6 +247,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	c.ready.Store(false)
 	c.queue.ShutDownWithDrain()
 	wg.Wait()
+	c.analyses.Wait() // ctx ended: each stops measuring
 	return nil
 }
 
