@@ -9,7 +9,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"regexp"
 	"slices"
 	"strings"
 
@@ -136,13 +135,12 @@ type Step struct {
 // Bind binds the template for the step at partition of set: the namespace, the StatefulSet's
 // name, its update revision and the canary pods (at or above the partition) as the builtins.
 func (a *Analysis) Bind(set *appsv1.StatefulSet, partition int32) (*Step, error) {
+	// Pod names are DNS subdomains ([a-z0-9.-]): joined as they are, the only character a regex
+	// reads specially is ".", which matches itself too. Escaped ("\\."), it would be an invalid
+	// escape inside a PromQL double-quoted string.
 	pods := engine.CanaryPods(set, partition)
-	quoted := make([]string, len(pods))
-	for i, p := range pods {
-		quoted[i] = regexp.QuoteMeta(p)
-	}
 	bound, err := a.Template.Bind(a.Given(map[string]string{ArgNamespace: set.Namespace, ArgStatefulSet: set.Name,
-		ArgRevision: set.Status.UpdateRevision, ArgPods: strings.Join(quoted, "|")}))
+		ArgRevision: set.Status.UpdateRevision, ArgPods: strings.Join(pods, "|")}))
 	if err != nil {
 		return nil, err
 	}
