@@ -3,12 +3,24 @@ package cmd
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	clientfeatures "k8s.io/client-go/features"
+
+	"github.com/stsdiag/stsdiag/internal/analysis"
 )
 
 type gates map[clientfeatures.Feature]bool
@@ -50,5 +62,51 @@ func TestWatchPrometheusFlags(t *testing.T) {
 				t.Fatalf("exit %d, stdout %q, stderr %q: want exit 2 and %q", code, out.String(), errOut.String(), c.want)
 			}
 		})
+	}
+}
+
+// TestPrometheusSecret: --prometheus-secret reads the address, the token and the CA of
+// Prometheus from a Secret with one GET; the querier then reaches a TLS Prometheus that trusts
+// only that token, verifying its certificate with that CA.
+func TestPrometheusSecret(t *testing.T) {
+	var sawToken atomic.Value
+	prom := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sawToken.Store(r.Header.Get("Authorization"))
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"status":"success","data":{"resultType":"vector","result":[{"metric":{},"value":[1700000000,"0.25"]}]}}`)
+	}))
+	defer prom.Close()
+	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: prom.Certificate().Raw})
+	secret := &corev1.Secret{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"}, ObjectMeta: metav1.ObjectMeta{Name: "prom", Namespace: "monitoring"},
+		Data: map[string][]byte{"address": []byte(prom.URL), "token": []byte("s3cret\n"), "ca.crt": ca}}
+	var gets atomic.Int32
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet || r.URL.Path != "/api/v1/namespaces/monitoring/secrets/prom" {
+			http.NotFound(w, r)
+			return
+		}
+		gets.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(secret)
+	}))
+	defer api.Close()
+	f := &prometheusFlags{Secret: "monitoring/prom"}
+	d, err := f.ToDialer(configFlagsFor(kubeconfigFor(t, api.URL)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := d.Querier(analysis.Metric{Name: "errors"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := q.Query(context.Background(), "up", time.Now())
+	if err != nil || v.String() != "{} => 0.25 @[1700000000]" {
+		t.Fatalf("query: %v %v", v, err)
+	}
+	if got := sawToken.Load(); got != "Bearer s3cret" || gets.Load() != 1 {
+		t.Errorf("Authorization %q, %d GETs of the Secret; want Bearer s3cret and 1", got, gets.Load())
+	}
+	if _, err := (&prometheusFlags{Secret: "monitoring/other"}).ToDialer(configFlagsFor(kubeconfigFor(t, api.URL))); err == nil || !strings.HasPrefix(err.Error(), "--prometheus-secret monitoring/other: ") {
+		t.Errorf("a missing Secret: %v", err)
 	}
 }

@@ -20,6 +20,7 @@ type Dialer struct {
 	// Transport of its own.
 	BearerToken           string
 	CAFile                string
+	CAData                []byte
 	InsecureSkipTLSVerify bool
 	// BearerTokenFile, when set, holds the bearer token in BearerToken's place: it is read again
 	// at each Querier call, so a token rotated in the file (a projected ServiceAccount token) is
@@ -50,7 +51,7 @@ func (d *Dialer) Connection(m Metric) Connection {
 		c.Headers = mergeHeaders(d.Override.Headers, c.Headers)
 	}
 	if c.Transport == nil {
-		c.CAFile = d.CAFile
+		c.CAFile, c.CAData = d.CAFile, d.CAData
 		c.InsecureSkipTLSVerify = c.InsecureSkipTLSVerify || d.InsecureSkipTLSVerify
 	}
 	if d.BearerToken != "" {
@@ -74,7 +75,7 @@ func (d *Dialer) Querier(m Metric) (Querier, error) {
 		}
 		c.BearerToken = token
 	}
-	key := fmt.Sprintf("%s|%t|%s|%v|%p", c.Address, c.InsecureSkipTLSVerify, c.CAFile, c.Headers, c.Transport)
+	key := fmt.Sprintf("%s|%t|%s|%x|%v|%p", c.Address, c.InsecureSkipTLSVerify, c.CAFile, c.CAData, c.Headers, c.Transport)
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if token != d.token {

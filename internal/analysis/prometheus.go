@@ -58,6 +58,7 @@ type Connection struct {
 	Address               string // http(s) URL; a path prefix is kept (/api/v1/query is appended)
 	BearerToken           string // sent as Authorization: Bearer
 	CAFile                string // PEM bundle trusted instead of the system's
+	CAData                []byte // PEM bundle trusted instead of the system's, with CAFile's
 	InsecureSkipTLSVerify bool
 	Headers               map[string]string // set on every request, after BearerToken
 	Timeout               time.Duration     // whole-request limit of the HTTP client; 0: none
@@ -78,21 +79,26 @@ func NewQuerier(c Connection) (Querier, error) {
 		return nil, fmt.Errorf("prometheus address %q is not a URL", c.Address)
 	}
 	rt := c.Transport
-	if rt != nil && (c.CAFile != "" || c.InsecureSkipTLSVerify) {
-		return nil, errors.New("prometheus connection: CAFile and InsecureSkipTLSVerify do not apply to a given Transport")
+	if rt != nil && (c.CAFile != "" || len(c.CAData) > 0 || c.InsecureSkipTLSVerify) {
+		return nil, errors.New("prometheus connection: CAFile, CAData and InsecureSkipTLSVerify do not apply to a given Transport")
 	}
 	if rt == nil {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
-		if c.CAFile != "" || c.InsecureSkipTLSVerify {
+		if c.CAFile != "" || len(c.CAData) > 0 || c.InsecureSkipTLSVerify {
 			tr.TLSClientConfig = &tls.Config{InsecureSkipVerify: c.InsecureSkipTLSVerify}
-			if c.CAFile != "" {
-				pem, err := os.ReadFile(c.CAFile)
-				if err != nil {
-					return nil, fmt.Errorf("prometheus CA: %w", err)
-				}
+			if c.CAFile != "" || len(c.CAData) > 0 {
 				pool := x509.NewCertPool()
-				if !pool.AppendCertsFromPEM(pem) {
-					return nil, fmt.Errorf("prometheus CA: no certificate in %s", c.CAFile)
+				if c.CAFile != "" {
+					pem, err := os.ReadFile(c.CAFile)
+					if err != nil {
+						return nil, fmt.Errorf("prometheus CA: %w", err)
+					}
+					if !pool.AppendCertsFromPEM(pem) {
+						return nil, fmt.Errorf("prometheus CA: no certificate in %s", c.CAFile)
+					}
+				}
+				if len(c.CAData) > 0 && !pool.AppendCertsFromPEM(c.CAData) {
+					return nil, errors.New("prometheus CA: no certificate in the CA data")
 				}
 				tr.TLSClientConfig.RootCAs = pool
 			}
