@@ -313,7 +313,7 @@ func TestNewQuerierErrors(t *testing.T) {
 		{Connection{Address: "prometheus:9090"}, `prometheus address "prometheus:9090" is not a URL`},
 		{Connection{Address: "https://p", CAFile: notPEM}, "prometheus CA: no certificate in " + notPEM},
 		{Connection{Address: "https://p", InsecureSkipTLSVerify: true, Transport: http.DefaultTransport},
-			"prometheus connection: CAFile and InsecureSkipTLSVerify do not apply to a given Transport"},
+			"prometheus connection: CAFile, CAData and InsecureSkipTLSVerify do not apply to a given Transport"},
 	} {
 		if _, err := NewQuerier(c.conn); errString(err) != c.want {
 			t.Errorf("%+v: err = %v, want %q", c.conn, err, c.want)
