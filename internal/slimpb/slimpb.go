@@ -43,8 +43,9 @@ type unmarshaler interface{ Unmarshal([]byte) error }
 type kind struct {
 	typ    reflect.Type
 	decode func(raw []byte, into runtime.Object) (runtime.Object, error)
-	// stream, for a list kind, decodes the list message from l into into (of type typ).
-	stream func(l *limited, into runtime.Object) error
+	// stream, for a list kind, decodes the list message from l into into (of type typ); with
+	// each set, each item goes to each in an allocation of its own instead of into's Items.
+	stream func(l *limited, into runtime.Object, each func(runtime.Object)) error
 }
 
 // kinds are those snapshot.Slim changes, all of them read by gathering: every kind loses its
@@ -125,7 +126,7 @@ func register[T any, L any, PT object[T], PL object[L]](item schema.GroupVersion
 		// meta.SetList would, without its per-item interface conversions.
 		reflect.ValueOf(l).Elem().FieldByName("Items").Set(reflect.ValueOf(items))
 		return l, nil
-	}, stream: func(ls *limited, into runtime.Object) error {
+	}, stream: func(ls *limited, into runtime.Object, each func(runtime.Object)) error {
 		l := into.(PL)
 		*l = *new(L)
 		// The number of items is not known before the end; the size of the list is. The
@@ -152,6 +153,14 @@ func register[T any, L any, PT object[T], PL object[L]](item schema.GroupVersion
 					ls.listed(listMeta(l))
 				}
 			case 2:
+				if each != nil {
+					item := PT(new(T))
+					if err := decodeItem(v, item); err != nil {
+						return err
+					}
+					each(item)
+					continue
+				}
 				if len(items) == cap(items) {
 					items = grow(items, total-ls.left-len(v), ls.left+len(v))
 				}
