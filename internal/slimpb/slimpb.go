@@ -438,6 +438,9 @@ func decodeObject[T any, PT object[T]](b []byte, obj PT) error {
 // PodSpec: volumes = 1 (claims only), containers = 2, initContainers = 20,
 // terminationGracePeriodSeconds = 4, nodeName = 10.
 // PodStatus: phase = 1, conditions = 2, containerStatuses = 8, initContainerStatuses = 10.
+// ContainerStatus: name = 1, state = 2, lastState = 3, ready = 4, restartCount = 5, image = 6,
+// imageID = 7 (not containerID = 8, started = 9, the resources, volume mounts, user and stop
+// signal after them).
 func decodePod(b []byte, pod *corev1.Pod) error {
 	return walk(b, pod, func(num protowire.Number) action {
 		if num >= 1 && num <= 3 {
@@ -451,7 +454,30 @@ func decodePod(b []byte, pod *corev1.Pod) error {
 		case 2:
 			return decodePodSpec(v, &pod.Spec)
 		case 3:
-			return walk(v, &pod.Status, keepOnly(1, 2, 8, 10), nil)
+			return decodePodStatus(v, &pod.Status)
+		}
+		return nil
+	})
+}
+
+func decodePodStatus(b []byte, status *corev1.PodStatus) error {
+	return walk(b, status, func(num protowire.Number) action {
+		switch num {
+		case 1, 2:
+			return keep
+		case 8, 10:
+			return custom
+		}
+		return drop
+	}, func(num protowire.Number, v []byte) error {
+		var c corev1.ContainerStatus
+		if err := walk(v, &c, keepOnly(1, 2, 3, 4, 5, 6, 7), nil); err != nil {
+			return err
+		}
+		if num == 8 {
+			status.ContainerStatuses = append(status.ContainerStatuses, c)
+		} else {
+			status.InitContainerStatuses = append(status.InitContainerStatuses, c)
 		}
 		return nil
 	})

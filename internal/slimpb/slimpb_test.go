@@ -89,6 +89,10 @@ func rich() []marshaler {
 	sidecar := container("proxy")
 	sidecar.RestartPolicy = ptr.To(corev1.ContainerRestartPolicyAlways)
 	status := corev1.ContainerStatus{Name: "app", Image: "app:1", ImageID: "sha", RestartCount: 4, Ready: false, Started: ptr.To(false),
+		ContainerID: "containerd://c1", AllocatedResources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")},
+		Resources:    &corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}},
+		VolumeMounts: []corev1.VolumeMountStatus{{Name: "data", MountPath: "/d"}}, User: &corev1.ContainerUser{Linux: &corev1.LinuxContainerUser{UID: 1000}},
+		AllocatedResourcesStatus: []corev1.ResourceStatus{{Name: "r"}}, StopSignal: ptr.To(corev1.SIGTERM),
 		State:                corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "back-off"}},
 		LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error", Message: "boom", FinishedAt: metav1.Unix(1700000050, 0)}}}
 	pod := &corev1.Pod{ObjectMeta: meta("db-0", map[string]string{"kubectl.kubernetes.io/last-applied-configuration": "{}", "keep": "me"}),
