@@ -136,6 +136,9 @@ func register[T any, L any, PT object[T], PL object[L]](item schema.GroupVersion
 		// fifth of check's CPU).
 		total := ls.left
 		var items []T
+		// Items each in an allocation of its own are held apart (an informer's cache): their
+		// equal strings share one copy.
+		var interned *interner
 		for {
 			num, v, done, err := ls.field()
 			if err != nil {
@@ -158,6 +161,10 @@ func register[T any, L any, PT object[T], PL object[L]](item schema.GroupVersion
 					if err := decodeItem(v, item); err != nil {
 						return err
 					}
+					if interned == nil {
+						interned = newInterner()
+					}
+					interned.object(item)
 					each(item)
 					continue
 				}
