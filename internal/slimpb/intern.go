@@ -2,18 +2,88 @@ package slimpb
 
 import (
 	"reflect"
+	"slices"
+	"strings"
 	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // interner makes the equal strings of the objects it is given share one copy: the generated
 // Unmarshal allocates every string of every object apart, though most recur from object to
 // object — a namespace, label keys, an owner's UID, images and image IDs, condition types, a
-// template's environment. It holds what it saw for as long as it is used (one LIST's page), so
-// it dedupes within a page and never grows with the cluster; strings are immutable, so sharing
-// them changes nothing a reader sees.
-type interner struct{ seen map[string]string }
+// template's environment. So do the equal owner references of objects and the equal (slim)
+// containers of pods: the pods of a StatefulSet share one slice of its containers' names and
+// images. It holds what it saw for as long as it is used (one LIST's page), so it dedupes within
+// a page and never grows with the cluster. Strings are immutable, and cached objects are never
+// written (client-go's rule for informers' objects; slices shared are capped, so that even an
+// append copies), so sharing them changes nothing a reader sees.
+type interner struct {
+	seen       map[string]string
+	containers map[string][]corev1.Container
+	owners     map[string][]metav1.OwnerReference
+}
 
-func newInterner() *interner { return &interner{seen: map[string]string{}} }
+func newInterner() *interner {
+	return &interner{seen: map[string]string{}, containers: map[string][]corev1.Container{}, owners: map[string][]metav1.OwnerReference{}}
+}
+
+// item interns obj's strings (object), then shares its owner references and, for a pod, its
+// containers with an earlier item's equal ones.
+func (in *interner) item(obj any) {
+	in.object(obj)
+	if m, ok := obj.(metav1.Object); ok && len(m.GetOwnerReferences()) > 0 {
+		m.SetOwnerReferences(shared(in.owners, m.GetOwnerReferences(), ownersKey))
+	}
+	if pod, ok := obj.(*corev1.Pod); ok {
+		pod.Spec.Containers = shared(in.containers, pod.Spec.Containers, containersKey)
+		pod.Spec.InitContainers = shared(in.containers, pod.Spec.InitContainers, containersKey)
+	}
+}
+
+// shared returns an earlier slice equal to s when there is one (by its key, then compared
+// whole), else s, capped, kept for the next.
+func shared[T any](seen map[string][]T, s []T, key func([]T) string) []T {
+	if len(s) == 0 {
+		return s
+	}
+	k := key(s)
+	if earlier, ok := seen[k]; ok && reflect.DeepEqual(earlier, s) {
+		return earlier
+	}
+	s = slices.Clip(s)
+	seen[k] = s
+	return s
+}
+
+func containersKey(cs []corev1.Container) string {
+	var b strings.Builder
+	for _, c := range cs {
+		b.WriteString(c.Name)
+		b.WriteByte(0)
+		b.WriteString(c.Image)
+		b.WriteByte(0)
+		if c.RestartPolicy != nil {
+			b.WriteString(string(*c.RestartPolicy))
+		}
+		b.WriteByte(1)
+	}
+	return b.String()
+}
+
+func ownersKey(refs []metav1.OwnerReference) string {
+	var b strings.Builder
+	for _, r := range refs {
+		b.WriteString(string(r.UID))
+		b.WriteByte(0)
+		b.WriteString(r.Kind)
+		b.WriteByte(0)
+		b.WriteString(r.Name)
+		b.WriteByte(1)
+	}
+	return b.String()
+}
 
 func (in *interner) str(s string) string {
 	if s == "" {

@@ -12,7 +12,8 @@ import (
 )
 
 // TestEachInternsStrings: the items of an Each share one copy of each string they hold equal
-// (fields, slices, pointers, maps of strings), and are otherwise what the list decodes.
+// (fields, slices, pointers, maps of strings), of equal owner references and of a pod's equal
+// containers, and are otherwise what the list decodes.
 func TestEachInternsStrings(t *testing.T) {
 	pod := func(name string) corev1.Pod {
 		return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "shop", Labels: map[string]string{"app": "db", appsv1.StatefulSetPodNameLabel: name},
@@ -23,6 +24,7 @@ func TestEachInternsStrings(t *testing.T) {
 				State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}}}}}
 	}
 	list := &corev1.PodList{Items: []corev1.Pod{pod("db-0"), pod("db-1"), pod("db-2")}}
+	list.Items[2].Spec.Containers[0].Image = "registry.example.com/team/app:2.0"
 	data, err := Encode(list, corev1.SchemeGroupVersion.WithKind("PodList"))
 	if err != nil {
 		t.Fatal(err)
@@ -60,6 +62,15 @@ func TestEachInternsStrings(t *testing.T) {
 	same("image", a.Spec.Containers[0].Image, b.Spec.Containers[0].Image)
 	same("image ID", a.Status.ContainerStatuses[0].ImageID, b.Status.ContainerStatuses[0].ImageID)
 	same("waiting reason", a.Status.ContainerStatuses[0].State.Waiting.Reason, b.Status.ContainerStatuses[0].State.Waiting.Reason)
+	if &a.Spec.Containers[0] != &b.Spec.Containers[0] || &a.OwnerReferences[0] != &b.OwnerReferences[0] {
+		t.Error("equal containers or owner references: two copies")
+	}
+	if cap(a.Spec.Containers) != len(a.Spec.Containers) || cap(a.OwnerReferences) != len(a.OwnerReferences) {
+		t.Error("shared slices not capped: an append would write into another object's")
+	}
+	if other := got[2]; &other.Spec.Containers[0] == &a.Spec.Containers[0] || other.Spec.Containers[0].Image != "registry.example.com/team/app:2.0" {
+		t.Errorf("other containers shared: %+v", other.Spec.Containers)
+	}
 	for k, v := range a.Labels {
 		for k2, v2 := range b.Labels {
 			if k == k2 {

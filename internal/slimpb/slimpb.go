@@ -164,7 +164,7 @@ func register[T any, L any, PT object[T], PL object[L]](item schema.GroupVersion
 					if interned == nil {
 						interned = newInterner()
 					}
-					interned.object(item)
+					interned.item(item)
 					each(item)
 					continue
 				}
