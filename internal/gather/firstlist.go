@@ -8,6 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/stsdiag/stsdiag/internal/slimpb"
 )
 
 // firstList is an informer's first LIST, read page by page by EachNamespace for watch's first
@@ -30,14 +32,18 @@ type firstList struct {
 
 func newFirstList() *firstList { return &firstList{ready: make(chan struct{})} }
 
-// add appends a page's items, copied (the page itself is dropped after its namespaces'
-// diagnoses, as the reflector's own LIST copies: meta.ExtractListWithAlloc).
+// add appends a page's items: a slimpb.Each's as they are (each an allocation of its own), else
+// copied (a list's Items array is dropped after its namespaces' diagnoses, as the reflector's
+// own LIST copies: meta.ExtractListWithAlloc).
 func (f *firstList) add(page runtime.Object) error {
 	if f == nil {
 		return nil
 	}
-	objs, err := meta.ExtractListWithAlloc(page)
-	if err != nil {
+	var objs []runtime.Object
+	var err error
+	if e, ok := page.(*slimpb.Each); ok {
+		objs = e.Items
+	} else if objs, err = meta.ExtractListWithAlloc(page); err != nil {
 		return err
 	}
 	f.mu.Lock()

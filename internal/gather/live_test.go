@@ -1,6 +1,7 @@
 package gather_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"reflect"
@@ -20,10 +21,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/kubernetes/scheme"
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/stsdiag/stsdiag/internal/gather"
 	"github.com/stsdiag/stsdiag/internal/imageapi"
+	"github.com/stsdiag/stsdiag/internal/slimpb"
 	"github.com/stsdiag/stsdiag/stuck"
 )
 
@@ -109,6 +112,7 @@ func TestStartLiveDiagnosing(t *testing.T) {
 		name      string
 		scope     gather.Scope
 		reversed  bool // the API server answers pods out of key order
+		slim      bool // the LISTs are read as cmd's clients read them: protobuf, decoded by slimpb
 		failList  int  // the API server fails this pods LIST (1: the first)
 		diagnosed bool
 		handed    string
@@ -116,6 +120,12 @@ func TestStartLiveDiagnosing(t *testing.T) {
 	}{
 		{name: "all namespaces", scope: gather.Scope{OpenShift: imageapi.ModeAlways},
 			diagnosed: true, handed: "[bank:2/1 shop:2/1]", podLists: 2},
+		// Through slimpb the paged kinds' items come each in an allocation of its own (slimpb.Each)
+		// and are cached as they are: the same namespaces and caches.
+		{name: "all namespaces through slimpb", scope: gather.Scope{OpenShift: imageapi.ModeAlways}, slim: true,
+			diagnosed: true, handed: "[bank:2/1 shop:2/1]", podLists: 2},
+		{name: "pods out of key order through slimpb", scope: gather.Scope{OpenShift: imageapi.ModeAlways}, reversed: true, slim: true,
+			diagnosed: false, handed: "[bank:2/1]", podLists: 2},
 		{name: "pods out of key order", scope: gather.Scope{OpenShift: imageapi.ModeAlways}, reversed: true,
 			// bank is handed out before shop's pods came (its db-0, not read yet, looked up by
 			// name as a pod its StatefulSet db may hold: held.go); every pod was read, and fills
@@ -164,7 +174,11 @@ func TestStartLiveDiagnosing(t *testing.T) {
 				}
 			}
 			var handed []string
-			live, _, diagnosed, err := gather.StartLiveDiagnosing(ctx, gather.Clients{Kube: kube, Image: images}, tc.scope, onChange, func(s *stuck.Objects) error {
+			clients := gather.Clients{Kube: kube, Image: images}
+			if tc.slim {
+				clients.Read = protobufLists{kube}
+			}
+			live, _, diagnosed, err := gather.StartLiveDiagnosing(ctx, clients, tc.scope, onChange, func(s *stuck.Objects) error {
 				handed = append(handed, fmt.Sprintf("%s:%d/%d", s.StatefulSets[0].Namespace, len(s.StatefulSets), len(s.Pods)))
 				return nil
 			})
@@ -215,4 +229,59 @@ func TestStartLiveDiagnosing(t *testing.T) {
 			}
 		})
 	}
+}
+
+// protobufLists is a fake clientset whose LISTs through slimpb.Lister and slimpb.Pager are
+// answered as the API server answers them, in protobuf, and decoded by slimpb (one page: the
+// fake does not page).
+type protobufLists struct{ *fake.Clientset }
+
+func (p protobufLists) ListInto(ctx context.Context, ns string, o metav1.ListOptions, into runtime.Object) error {
+	return p.ListPage(ctx, ns, o, into, nil)
+}
+
+func (p protobufLists) ListPage(ctx context.Context, ns string, o metav1.ListOptions, into runtime.Object, _ func(metav1.ListMeta)) error {
+	list := into
+	if e, ok := into.(*slimpb.Each); ok {
+		list = e.List
+	}
+	var got runtime.Object
+	var err error
+	switch list.(type) {
+	case *corev1.PodList:
+		got, err = p.CoreV1().Pods(ns).List(ctx, o)
+	case *appsv1.StatefulSetList:
+		got, err = p.AppsV1().StatefulSets(ns).List(ctx, o)
+	case *appsv1.ControllerRevisionList:
+		got, err = p.AppsV1().ControllerRevisions(ns).List(ctx, o)
+	case *corev1.PersistentVolumeClaimList:
+		got, err = p.CoreV1().PersistentVolumeClaims(ns).List(ctx, o)
+	case *corev1.EventList:
+		got, err = p.CoreV1().Events(ns).List(ctx, o)
+	case *corev1.ServiceList:
+		got, err = p.CoreV1().Services(ns).List(ctx, o)
+	case *corev1.NodeList:
+		got, err = p.CoreV1().Nodes().List(ctx, o)
+	case *corev1.NamespaceList:
+		got, err = p.CoreV1().Namespaces().List(ctx, o)
+	case *storagev1.StorageClassList:
+		got, err = p.StorageV1().StorageClasses().List(ctx, o)
+	default:
+		return fmt.Errorf("no LIST of %T", list)
+	}
+	if err != nil {
+		return err
+	}
+	gvks, _, err := scheme.Scheme.ObjectKinds(got)
+	if err != nil {
+		return err
+	}
+	body, err := slimpb.Encode(got.(interface {
+		runtime.Object
+		Marshal() ([]byte, error)
+	}), gvks[0])
+	if err != nil {
+		return err
+	}
+	return slimpb.DecodeStream(bytes.NewReader(body), into)
 }

@@ -70,7 +70,17 @@ func eachNamespace(ctx context.Context, c Clients, scope Scope, pageSize int64, 
 	if scope.Namespace != "" || len(scope.Names) > 0 {
 		return nil, errors.New("gather: EachNamespace reads all namespaces, by selector only")
 	}
+	// streams[i] reads namespaced kind resources[i] page by page.
+	streams := make([]*pageStream, len(resources))
 	defer func() {
+		// Once every namespace was handed out (or the read failed; the readers have ended): the
+		// paged kinds read to the end are delivered now, not while their objects are still copied
+		// into the namespaces' snapshots (the informers slim what they are given, in place).
+		for _, s := range streams {
+			if s != nil {
+				s.first.deliver(s.complete)
+			}
+		}
 		for _, f := range first {
 			f.deliver(false) // not read to the end (a no-op for the lists delivered)
 		}
@@ -96,7 +106,6 @@ func eachNamespace(ctx context.Context, c Clients, scope Scope, pageSize int64, 
 	var mu sync.Mutex
 	// unreadErr[i] is why optional kind resources[i] could not be read.
 	unreadErr := make([]error, len(resources))
-	streams := make([]*pageStream, len(resources))
 	for i := range resources {
 		r := &resources[i]
 		if r.clusterScoped || r.whole {
@@ -228,8 +237,14 @@ type pageStream struct {
 	at    int
 	// itemsType is the type of the kind's Items (of the first page).
 	itemsType reflect.Type
-	// first, if set, is given every page read, and the end.
+	// each: the pages are slimpb.Each (items is a []runtime.Object), whose items take copies
+	// into the namespaces' slices.
+	each bool
+	// first, if set, is given every page read, and then (by eachNamespace, once every
+	// namespace was handed out) the list if complete.
 	first *firstList
+	// complete is set, when the pages end, to whether the kind was read to the end.
+	complete bool
 	// pageSize is the limit of each LIST.
 	pageSize int64
 }
@@ -241,8 +256,6 @@ type pageStream struct {
 // here); else one page after the other.
 func (s *pageStream) read(ctx context.Context, c Clients, environment func() (env, error)) {
 	defer close(s.pages)
-	complete := false
-	defer func() { s.first.deliver(complete) }()
 	if s.r.when != nil {
 		if e, err := environment(); err != nil || !s.r.wanted(e) {
 			s.err = err
@@ -256,12 +269,14 @@ func (s *pageStream) read(ctx context.Context, c Clients, environment func() (en
 	}
 	pages := sequentialPages(ctx, c, s.r, o)
 	if p, ok := c.Read.(slimpb.Pager); ok && s.r.newList != nil {
-		pages = pipelinedPages(ctx, p, s.r, o)
+		// For an informer, each item in an allocation of its own: cached as it is, not copied.
+		s.each = s.first != nil
+		pages = pipelinedPages(ctx, p, s.r, o, s.each)
 	}
 	for first := true; ; first = false {
 		l, err, more := pages()
 		if !more {
-			complete = ctx.Err() == nil // a canceled read ends its pages early
+			s.complete = ctx.Err() == nil // a canceled read ends its pages early
 			return
 		}
 		if err != nil {
@@ -333,8 +348,8 @@ type fetched struct {
 }
 
 // pipelinedPages returns the pages of the kind in order, each asked for as soon as the page
-// before it told its continue token.
-func pipelinedPages(ctx context.Context, p slimpb.Pager, r *resource, o metav1.ListOptions) func() (runtime.Object, error, bool) {
+// before it told its continue token; each page a slimpb.Each of the kind when each is set.
+func pipelinedPages(ctx context.Context, p slimpb.Pager, r *resource, o metav1.ListOptions, each bool) func() (runtime.Object, error, bool) {
 	slots := make(chan struct{}, pagesAhead)
 	// order holds each page's result channel, in page order; it is closed after the last page
 	// or a failed one.
@@ -347,6 +362,9 @@ func pipelinedPages(ctx context.Context, p slimpb.Pager, r *resource, o metav1.L
 			page := o
 			page.Continue = cont
 			into := r.newList()
+			if each {
+				into = &slimpb.Each{List: into}
+			}
 			asked := false
 			next := func(token string) {
 				if asked || token == "" {
@@ -410,8 +428,14 @@ func (s *pageStream) next() error {
 			s.items = reflect.Value{}
 			return s.err
 		}
-		s.items, s.at = reflect.ValueOf(l).Elem().FieldByName("Items"), 0
-		s.listed, s.itemsType = true, s.items.Type()
+		list := l
+		if e, ok := l.(*slimpb.Each); ok {
+			list = e.List
+			s.items = reflect.ValueOf(e.Items)
+		} else {
+			s.items = reflect.ValueOf(l).Elem().FieldByName("Items")
+		}
+		s.at, s.listed, s.itemsType = 0, true, reflect.ValueOf(list).Elem().FieldByName("Items").Type()
 		if s.items.Len() > 0 {
 			return nil
 		}
@@ -423,7 +447,30 @@ func (s *pageStream) head() (string, bool) {
 	if !s.items.IsValid() || s.at >= s.items.Len() {
 		return "", false
 	}
-	return namespaceOf(s.items.Index(s.at)), true
+	return s.namespaceAt(s.at), true
+}
+
+// namespaceAt is the namespace of the current page's item i.
+func (s *pageStream) namespaceAt(i int) string {
+	item := s.items.Index(i)
+	if s.each {
+		return item.Interface().(metav1.Object).GetNamespace()
+	}
+	return item.Addr().Interface().(metav1.Object).GetNamespace()
+}
+
+// slice is the current page's items from i to j, of the kind's Items type: a slice of the page,
+// or for slimpb.Each pages a copy of each item.
+func (s *pageStream) slice(i, j int) reflect.Value {
+	if !s.each {
+		// Capped: an append to the snapshot's slice must not write over the page's next items.
+		return s.items.Slice3(i, j, j)
+	}
+	out := reflect.MakeSlice(s.itemsType, j-i, j-i)
+	for k := i; k < j; k++ {
+		out.Index(k - i).Set(s.items.Index(k).Elem().Elem())
+	}
+	return out
 }
 
 // take returns the items of namespace ns at the head of the stream (none when it is at another
@@ -438,7 +485,7 @@ func (s *pageStream) take(ns string) (reflect.Value, error) {
 		for s.at < s.items.Len() {
 			// Each item's namespace is checked against the one before it: a stream's namespaces
 			// never go back (ns is the smallest head of all streams).
-			if item := namespaceOf(s.items.Index(s.at)); item != ns {
+			if item := s.namespaceAt(s.at); item != ns {
 				if namespaceBefore(item, ns) {
 					return out, fmt.Errorf("%w: %s: namespace %q after %q", ErrRestart, s.r.name, item, ns)
 				}
@@ -446,8 +493,7 @@ func (s *pageStream) take(ns string) (reflect.Value, error) {
 			}
 			s.at++
 		}
-		// Capped: an append to the snapshot's slice must not write over the page's next items.
-		part := s.items.Slice3(from, s.at, s.at)
+		part := s.slice(from, s.at)
 		switch {
 		case !out.IsValid():
 			out = part
@@ -466,11 +512,6 @@ func (s *pageStream) take(ns string) (reflect.Value, error) {
 		out = reflect.MakeSlice(s.itemsType, 0, 0)
 	}
 	return out, nil
-}
-
-// namespaceOf is the namespace of an item of a list's Items.
-func namespaceOf(item reflect.Value) string {
-	return item.Addr().Interface().(metav1.Object).GetNamespace()
 }
 
 // namespaceBefore reports whether namespace a's objects come before b's in the API server's key

@@ -108,7 +108,7 @@ func TestPipelinedPages(t *testing.T) {
 	o := metav1.ListOptions{Limit: 5}
 
 	f := &fakePager{pods: pods, delay: 20 * time.Millisecond}
-	next := pipelinedPages(context.Background(), f, r, o)
+	next := pipelinedPages(context.Background(), f, r, o, false)
 	var names []string
 	pages := 0
 	for {
@@ -133,7 +133,7 @@ func TestPipelinedPages(t *testing.T) {
 	}
 
 	f = &fakePager{pods: pods, delay: time.Millisecond, failAt: 10}
-	next = pipelinedPages(context.Background(), f, r, o)
+	next = pipelinedPages(context.Background(), f, r, o, false)
 	var got []string
 	for {
 		_, err, more := next()
@@ -151,7 +151,7 @@ func TestPipelinedPages(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	f = &fakePager{pods: pods, delay: time.Hour}
-	next = pipelinedPages(ctx, f, r, o)
+	next = pipelinedPages(ctx, f, r, o, false)
 	time.AfterFunc(20*time.Millisecond, cancel)
 	if _, err, _ := next(); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled: %v", err)

@@ -43,8 +43,9 @@ type unmarshaler interface{ Unmarshal([]byte) error }
 type kind struct {
 	typ    reflect.Type
 	decode func(raw []byte, into runtime.Object) (runtime.Object, error)
-	// stream, for a list kind, decodes the list message from l into into (of type typ).
-	stream func(l *limited, into runtime.Object) error
+	// stream, for a list kind, decodes the list message from l into into (of type typ); with
+	// each set, each item goes to each in an allocation of its own instead of into's Items.
+	stream func(l *limited, into runtime.Object, each func(runtime.Object)) error
 }
 
 // kinds are those snapshot.Slim changes, all of them read by gathering: every kind loses its
@@ -125,7 +126,7 @@ func register[T any, L any, PT object[T], PL object[L]](item schema.GroupVersion
 		// meta.SetList would, without its per-item interface conversions.
 		reflect.ValueOf(l).Elem().FieldByName("Items").Set(reflect.ValueOf(items))
 		return l, nil
-	}, stream: func(ls *limited, into runtime.Object) error {
+	}, stream: func(ls *limited, into runtime.Object, each func(runtime.Object)) error {
 		l := into.(PL)
 		*l = *new(L)
 		// The number of items is not known before the end; the size of the list is. The
@@ -135,6 +136,9 @@ func register[T any, L any, PT object[T], PL object[L]](item schema.GroupVersion
 		// fifth of check's CPU).
 		total := ls.left
 		var items []T
+		// Items each in an allocation of its own are held apart (an informer's cache): their
+		// equal strings share one copy.
+		var interned *interner
 		for {
 			num, v, done, err := ls.field()
 			if err != nil {
@@ -152,6 +156,18 @@ func register[T any, L any, PT object[T], PL object[L]](item schema.GroupVersion
 					ls.listed(listMeta(l))
 				}
 			case 2:
+				if each != nil {
+					item := PT(new(T))
+					if err := decodeItem(v, item); err != nil {
+						return err
+					}
+					if interned == nil {
+						interned = newInterner()
+					}
+					interned.item(item)
+					each(item)
+					continue
+				}
 				if len(items) == cap(items) {
 					items = grow(items, total-ls.left-len(v), ls.left+len(v))
 				}
@@ -429,6 +445,9 @@ func decodeObject[T any, PT object[T]](b []byte, obj PT) error {
 // PodSpec: volumes = 1 (claims only), containers = 2, initContainers = 20,
 // terminationGracePeriodSeconds = 4, nodeName = 10.
 // PodStatus: phase = 1, conditions = 2, containerStatuses = 8, initContainerStatuses = 10.
+// ContainerStatus: name = 1, state = 2, lastState = 3, ready = 4, restartCount = 5, image = 6,
+// imageID = 7 (not containerID = 8, started = 9, the resources, volume mounts, user and stop
+// signal after them).
 func decodePod(b []byte, pod *corev1.Pod) error {
 	return walk(b, pod, func(num protowire.Number) action {
 		if num >= 1 && num <= 3 {
@@ -442,7 +461,30 @@ func decodePod(b []byte, pod *corev1.Pod) error {
 		case 2:
 			return decodePodSpec(v, &pod.Spec)
 		case 3:
-			return walk(v, &pod.Status, keepOnly(1, 2, 8, 10), nil)
+			return decodePodStatus(v, &pod.Status)
+		}
+		return nil
+	})
+}
+
+func decodePodStatus(b []byte, status *corev1.PodStatus) error {
+	return walk(b, status, func(num protowire.Number) action {
+		switch num {
+		case 1, 2:
+			return keep
+		case 8, 10:
+			return custom
+		}
+		return drop
+	}, func(num protowire.Number, v []byte) error {
+		var c corev1.ContainerStatus
+		if err := walk(v, &c, keepOnly(1, 2, 3, 4, 5, 6, 7), nil); err != nil {
+			return err
+		}
+		if num == 8 {
+			status.ContainerStatuses = append(status.ContainerStatuses, c)
+		} else {
+			status.InitContainerStatuses = append(status.InitContainerStatuses, c)
 		}
 		return nil
 	})

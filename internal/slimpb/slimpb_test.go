@@ -89,6 +89,10 @@ func rich() []marshaler {
 	sidecar := container("proxy")
 	sidecar.RestartPolicy = ptr.To(corev1.ContainerRestartPolicyAlways)
 	status := corev1.ContainerStatus{Name: "app", Image: "app:1", ImageID: "sha", RestartCount: 4, Ready: false, Started: ptr.To(false),
+		ContainerID: "containerd://c1", AllocatedResources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")},
+		Resources:    &corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}},
+		VolumeMounts: []corev1.VolumeMountStatus{{Name: "data", MountPath: "/d"}}, User: &corev1.ContainerUser{Linux: &corev1.LinuxContainerUser{UID: 1000}},
+		AllocatedResourcesStatus: []corev1.ResourceStatus{{Name: "r"}}, StopSignal: ptr.To(corev1.SIGTERM),
 		State:                corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "back-off"}},
 		LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error", Message: "boom", FinishedAt: metav1.Unix(1700000050, 0)}}}
 	pod := &corev1.Pod{ObjectMeta: meta("db-0", map[string]string{"kubectl.kubernetes.io/last-applied-configuration": "{}", "keep": "me"}),
@@ -183,6 +187,16 @@ func TestSlimDecodeIsSlim(t *testing.T) {
 		if d := cmp.Diff(want, streamed); d != "" {
 			t.Errorf("%s: streamed slim decode differs from Slim(full decode) (-want +got):\n%s", gvk.Kind, d)
 		}
+		// Each item in an allocation of its own, as watch's informers read the paged kinds: the
+		// same objects, and the list's metadata with no items.
+		list, _ := scheme.Scheme.New(gvk)
+		each := &slimpb.Each{List: list}
+		if err := slimpb.DecodeStream(iotest.OneByteReader(bytes.NewReader(data)), each); err != nil {
+			t.Fatalf("%s: DecodeStream into Each: %v", gvk.Kind, err)
+		}
+		if d := cmp.Diff(want, eachAsList(t, each)); d != "" {
+			t.Errorf("%s: streamed slim decode item by item differs from Slim(full decode) (-want +got):\n%s", gvk.Kind, d)
+		}
 	}
 	for _, k := range []string{"PodList", "NodeList", "StatefulSetList", "ControllerRevisionList", "PersistentVolumeClaimList", "EventList", "ServiceList", "NamespaceList"} {
 		if _, ok := lists[schema.GroupVersionKind{Group: groupOf(k), Version: "v1", Kind: k}]; !ok {
@@ -267,12 +281,20 @@ func TestNotDecoded(t *testing.T) {
 	}
 }
 
-// TestDecodeStreamJSON: a LIST answered in JSON is decoded whole, as usual.
+// TestDecodeStreamJSON: a LIST answered in JSON is decoded whole, as usual; into an Each, item
+// by item from it.
 func TestDecodeStreamJSON(t *testing.T) {
 	var list corev1.PodList
-	body := `{"kind":"PodList","apiVersion":"v1","items":[{"metadata":{"name":"db-0"}}]}`
-	if err := slimpb.DecodeStream(strings.NewReader(body), &list); err != nil || len(list.Items) != 1 || list.Items[0].Name != "db-0" {
+	body := `{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"7"},"items":[{"metadata":{"name":"db-0"}},{"metadata":{"name":"db-1"}}]}`
+	if err := slimpb.DecodeStream(strings.NewReader(body), &list); err != nil || len(list.Items) != 2 || list.Items[0].Name != "db-0" {
 		t.Errorf("got %+v, %v", list, err)
+	}
+	each := &slimpb.Each{List: &corev1.PodList{}}
+	if err := slimpb.DecodeStream(strings.NewReader(body), each); err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(&list, eachAsList(t, each)); d != "" {
+		t.Errorf("JSON into Each (-want +got):\n%s", d)
 	}
 	if err := slimpb.DecodeStream(strings.NewReader(body), &corev1.ConfigMapList{}); err == nil {
 		t.Error("a list type slimpb does not know: no error")
@@ -358,4 +380,29 @@ func TestDecodeStreamManyItems(t *testing.T) {
 			t.Errorf("%s: %d items in a slice of capacity %d", name, len(got.Items), cap(got.Items))
 		}
 	}
+}
+
+// eachAsList is an Each's list with its items put back in its Items, after checking that the
+// list holds no items of its own and each item is a pointer of its own.
+func eachAsList(t *testing.T, e *slimpb.Each) runtime.Object {
+	t.Helper()
+	items := reflect.ValueOf(e.List).Elem().FieldByName("Items")
+	if items.Len() != 0 {
+		t.Errorf("%T: the list holds %d items", e.List, items.Len())
+	}
+	seen := map[runtime.Object]bool{}
+	for _, item := range e.Items {
+		if seen[item] {
+			t.Errorf("%T: an item twice", e.List)
+		}
+		seen[item] = true
+		items.Set(reflect.Append(items, reflect.ValueOf(item).Elem()))
+	}
+	if len(e.Items) == 0 {
+		items.Set(reflect.Zero(items.Type()))
+	}
+	if m := e.GetListMeta(); m == nil || m.GetResourceVersion() != e.List.(metav1.ListMetaAccessor).GetListMeta().GetResourceVersion() {
+		t.Errorf("%T: Each's list metadata is not its list's", e.List)
+	}
+	return e.List
 }

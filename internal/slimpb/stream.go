@@ -9,8 +9,10 @@ import (
 	"reflect"
 
 	"google.golang.org/protobuf/encoding/protowire"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 )
@@ -68,6 +70,50 @@ func init() {
 	}
 }
 
+// Each is a LIST's answer decoded item by item, each item in an allocation of its own, as
+// ListPage and DecodeStream decode it when given one. List is an empty list of the kind (e.g.
+// &corev1.PodList{}): they set its metadata and leave its Items empty. An informer's cache may
+// hold any of the items without the others, where an item of a list's Items keeps the whole
+// array alive; so no copy of each item is needed (meta.ExtractListWithAlloc's) to cache them
+// apart, and the items are never held twice.
+type Each struct {
+	List  runtime.Object
+	Items []runtime.Object
+}
+
+var _ metav1.ListMetaAccessor = &Each{}
+
+// GetObjectKind is List's.
+func (e *Each) GetObjectKind() schema.ObjectKind { return e.List.GetObjectKind() }
+
+// GetListMeta is List's.
+func (e *Each) GetListMeta() metav1.ListInterface {
+	if m, ok := e.List.(metav1.ListMetaAccessor); ok {
+		return m.GetListMeta()
+	}
+	return nil
+}
+
+// DeepCopyObject copies the list and every item.
+func (e *Each) DeepCopyObject() runtime.Object {
+	out := &Each{List: e.List.DeepCopyObject(), Items: make([]runtime.Object, len(e.Items))}
+	for i, item := range e.Items {
+		out.Items[i] = item.DeepCopyObject()
+	}
+	return out
+}
+
+// listOf is the list whose kind into is (Each's List for an Each), and each, for an Each, the
+// function that appends an item to it.
+func listOf(into runtime.Object) (runtime.Object, func(runtime.Object)) {
+	e, ok := into.(*Each)
+	if !ok {
+		return into, nil
+	}
+	e.Items = nil
+	return e.List, func(item runtime.Object) { e.Items = append(e.Items, item) }
+}
+
 // ListInto LISTs the kind of into (a list type of this package's kinds) in namespace ("" for
 // all or for a cluster-scoped kind), decoding the response as it streams in. A response that is
 // not protobuf is decoded whole, as usual.
@@ -77,9 +123,10 @@ func (c clientset) ListInto(ctx context.Context, namespace string, opts metav1.L
 
 // ListPage is ListInto, telling listed the list's metadata as soon as it is read.
 func (c clientset) ListPage(ctx context.Context, namespace string, opts metav1.ListOptions, into runtime.Object, listed func(metav1.ListMeta)) error {
-	r, ok := resources[reflect.TypeOf(into)]
+	list, _ := listOf(into)
+	r, ok := resources[reflect.TypeOf(list)]
 	if !ok {
-		return fmt.Errorf("slimpb: cannot list into %T", into)
+		return fmt.Errorf("slimpb: cannot list into %T", list)
 	}
 	body, err := r.client(c).Get().Namespace(namespace).Resource(r.resource).
 		VersionedParams(&opts, scheme.ParameterCodec).Stream(ctx)
@@ -90,14 +137,15 @@ func (c clientset) ListPage(ctx context.Context, namespace string, opts metav1.L
 	return decodeStream(body, into, listed)
 }
 
-// DecodeStream decodes a LIST response from r into into, a list type of this package's kinds:
-// protobuf item by item, anything else (JSON) whole with client-go's decoder.
+// DecodeStream decodes a LIST response from r into into, a list type of this package's kinds
+// or an Each of one: protobuf item by item, anything else (JSON) whole with client-go's decoder.
 func DecodeStream(r io.Reader, into runtime.Object) error {
 	return decodeStream(r, into, nil)
 }
 
 // decodeStream is DecodeStream, telling listed (if set) the list's metadata once it is read.
 func decodeStream(r io.Reader, into runtime.Object, listed func(metav1.ListMeta)) error {
+	into, each := listOf(into)
 	k, ok := kinds[kindOf[reflect.TypeOf(into)]]
 	if !ok || k.stream == nil {
 		return fmt.Errorf("slimpb: cannot decode a stream into %T", into)
@@ -115,10 +163,25 @@ func decodeStream(r io.Reader, into runtime.Object, listed func(metav1.ListMeta)
 		if len(data) == 0 {
 			return errors.New("slimpb: an empty response")
 		}
-		if _, _, err = scheme.Codecs.UniversalDeserializer().Decode(data, nil, into); err == nil && listed != nil {
+		if _, _, err = scheme.Codecs.UniversalDeserializer().Decode(data, nil, into); err != nil {
+			return err
+		}
+		if each != nil {
+			// Each item in an allocation of its own, and the list's Items emptied.
+			items, err := meta.ExtractListWithAlloc(into)
+			if err != nil {
+				return err
+			}
+			for _, item := range items {
+				each(item)
+			}
+			field := reflect.ValueOf(into).Elem().FieldByName("Items")
+			field.Set(reflect.Zero(field.Type()))
+		}
+		if listed != nil {
 			listed(listMeta(into))
 		}
-		return err
+		return nil
 	}
 	if _, err := br.Discard(len(magic)); err != nil {
 		return err
@@ -164,7 +227,7 @@ func decodeStream(r io.Reader, into runtime.Object, listed func(metav1.ListMeta)
 			if !sawKind {
 				return errors.New("slimpb: an object before its kind")
 			}
-			if err := k.stream(&limited{s: s, left: n, listed: listed}, into); err != nil {
+			if err := k.stream(&limited{s: s, left: n, listed: listed}, into, each); err != nil {
 				return err
 			}
 			sawList = true

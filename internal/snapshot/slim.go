@@ -12,7 +12,8 @@ const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 
 // Slim keeps what diagnosis reads of an object, in place: managedFields and kubectl's
 // last-applied copy go from every object; a pod keeps only its containers' names, images and restart policies (sidecars), its
-// claim volumes, node, grace period and status; a claim its class and phase (its sizes and access
+// claim volumes, node, grace period and status (phase, conditions, and of each container status
+// its name, state, last state, readiness, restart count, image and image ID); a claim its class and phase (its sizes and access
 // modes are maps and slices no rule reads); a node only its conditions (its status lists every
 // image it holds). Gathering applies it to every object it reads (a cache.TransformFunc), so
 // informer caches of large clusters hold a fraction of the objects (watch's memory target). The
@@ -56,7 +57,34 @@ func slimPod(pod *corev1.Pod) {
 	}
 	pod.Spec = spec
 	pod.Status = corev1.PodStatus{Phase: pod.Status.Phase, Conditions: pod.Status.Conditions,
-		InitContainerStatuses: pod.Status.InitContainerStatuses, ContainerStatuses: pod.Status.ContainerStatuses}
+		InitContainerStatuses: keptStatuses(pod.Status.InitContainerStatuses), ContainerStatuses: keptStatuses(pod.Status.ContainerStatuses)}
+}
+
+// keptStatus is what diagnosis reads of a container status: not its container ID, started flag,
+// resources, volume mounts, user or stop signal.
+func keptStatus(c corev1.ContainerStatus) corev1.ContainerStatus {
+	return corev1.ContainerStatus{Name: c.Name, State: c.State, LastTerminationState: c.LastTerminationState, Ready: c.Ready,
+		RestartCount: c.RestartCount, Image: c.Image, ImageID: c.ImageID}
+}
+
+// keptStatuses keeps what keptStatus keeps of each status; a slice that holds nothing else is
+// kept as it is, not copied (as nameAndImage).
+func keptStatuses(statuses []corev1.ContainerStatus) []corev1.ContainerStatus {
+	slim := true
+	for _, c := range statuses {
+		if !reflect.DeepEqual(c, keptStatus(c)) {
+			slim = false
+			break
+		}
+	}
+	if statuses == nil || slim {
+		return statuses
+	}
+	out := make([]corev1.ContainerStatus, len(statuses))
+	for i, c := range statuses {
+		out[i] = keptStatus(c)
+	}
+	return out
 }
 
 // nameAndImage keeps a container's name, image and restart policy. A slice that holds nothing

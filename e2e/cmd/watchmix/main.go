@@ -9,7 +9,16 @@
 // owned by ReplicaSets, Jobs and DaemonSets; 1% of the StatefulSets unsettled (a pod crash
 // looping, the status saying so). Then, -reps times each, alternating: the floor under peakrss,
 // and each binary's `watch -A --no-conditions` until /metrics reports
-// stsdiag_startup_seconds{phase="diagnosed"}, its VmHWM read from /proc then, and stopped.
+// stsdiag_startup_seconds{phase="diagnosed"}, its VmHWM read from /proc then (with how much of
+// the RSS then was the binary's own pages, RssFile), its findings (stsdiag_findings) checked —
+// each unsettled StatefulSet's CurrentRevisionFailing, the same from both — and stopped.
+//
+// Both binaries are run from copies written anew (e2e/internal/installed): the pages of an
+// executable mapped in count in its RSS, and how many of them depends on how the file came into
+// the page cache (a binary fresh from the Go linker had ~70 MiB of its text resident at once
+// here, the same file copied ~49 MiB, with the same heap), so the two are measured alike.
+//
+// -hold writes the cluster, prints its kubeconfig and keeps it until interrupted, for profiling.
 //
 //	go run ./cmd/watchmix -pods 6000 -old /tmp/kubectl-stsdiag-main -new ../bin/kubectl-stsdiag
 package main
@@ -25,6 +34,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -57,28 +67,22 @@ func main() {
 	reps := flag.Int("reps", 3, "measurements of each")
 	oldBin := flag.String("old", "", "kubectl-stsdiag whose watch -A holds every pod")
 	newBin := flag.String("new", "", "kubectl-stsdiag under test")
+	hold := flag.Bool("hold", false, "after writing the cluster, print its kubeconfig and keep it until interrupted (no measurements; -old and -new not needed), for profiling")
 	flag.Parse()
+	if *hold {
+		*reps, *oldBin, *newBin = 0, "-", "-"
+	}
 	if *oldBin == "" || *newBin == "" {
 		fmt.Fprintln(os.Stderr, "watchmix: -old and -new are required")
 		os.Exit(2)
 	}
-	// Both binaries as users run them: copies, not the linker's output (package installed).
-	for _, bin := range []*string{oldBin, newBin} {
-		path, remove, err := installed.Copy(*bin)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "watchmix:", err)
-			os.Exit(1)
-		}
-		defer remove()
-		*bin = path
-	}
-	if err := run(*pods, *share, *perSet, *namespaces, *reps, *oldBin, *newBin); err != nil {
+	if err := run(*pods, *share, *perSet, *namespaces, *reps, *oldBin, *newBin, *hold); err != nil {
 		fmt.Fprintln(os.Stderr, "watchmix:", err)
 		os.Exit(1)
 	}
 }
 
-func run(pods int, share float64, perSet, namespaces, reps int, oldBin, newBin string) error {
+func run(pods int, share float64, perSet, namespaces, reps int, oldBin, newBin string, hold bool) error {
 	ctx := context.Background()
 	tools, err := os.MkdirTemp("", "watchmix-")
 	if err != nil {
@@ -116,8 +120,28 @@ func run(pods int, share float64, perSet, namespaces, reps int, oldBin, newBin s
 	}
 	fmt.Printf("cluster: %d pods (%d of %d StatefulSets, %d of them unsettled; %d of ReplicaSets, Jobs, DaemonSets) in %d namespaces, written in %s\n",
 		m.pods, m.stsPods, m.sets, m.unsettled, m.pods-m.stsPods, namespaces, time.Since(start).Round(time.Second))
+	// Each unsettled StatefulSet (db0 .. in team-00 ..) has its last pod crash looping.
+	wantFindings := map[string]int{}
+	for s := 0; s < m.unsettled; s++ {
+		wantFindings[fmt.Sprintf("CurrentRevisionFailing %s", fmt.Sprintf("team-%02d", s%namespaces))]++
+	}
 
+	if hold {
+		fmt.Printf("cluster held until interrupted: KUBECONFIG=%s\n", kubeconfig)
+		sig, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		<-sig.Done()
+		return nil
+	}
 	env := append(os.Environ(), "KUBECONFIG="+kubeconfig)
+	for _, bin := range []*string{&oldBin, &newBin} {
+		path, remove, err := installed.Copy(*bin)
+		if err != nil {
+			return err
+		}
+		defer remove()
+		*bin = path
+	}
 	var floorWall []float64
 	var floorRSS []int64
 	samples := map[string][]watchSample{}
@@ -132,8 +156,12 @@ func run(pods int, share float64, perSet, namespaces, reps int, oldBin, newBin s
 			if err != nil {
 				return fmt.Errorf("%s: %w", b.name, err)
 			}
+			if fmt.Sprint(s.findings) != fmt.Sprint(wantFindings) {
+				return fmt.Errorf("%s: findings %v, want %v", b.name, s.findings, wantFindings)
+			}
 			samples[b.name] = append(samples[b.name], s)
-			fmt.Printf("  rep %d %s: synced %.2fs, diagnosed %.2fs, VmHWM %d MiB\n", i+1, b.name, s.synced, s.diagnosed, s.rssKiB>>10)
+			fmt.Printf("  rep %d %s: synced %.2fs, diagnosed %.2fs, VmHWM %d MiB (RSS then: %d MiB file, %d MiB anon), findings as expected\n",
+				i+1, b.name, s.synced, s.diagnosed, s.rssKiB>>10, s.fileKiB>>10, s.anonKiB>>10)
 		}
 		fmt.Printf("  rep %d floor: %.2fs, peak RSS %d MiB\n", i+1, wall, rss>>10)
 	}
@@ -369,6 +397,10 @@ func floor(env []string, tools string) (float64, int64, error) {
 type watchSample struct {
 	synced, diagnosed float64
 	rssKiB            int64
+	// fileKiB and anonKiB split the RSS when VmHWM was read: the executable's pages, the rest.
+	fileKiB, anonKiB int64
+	// findings counts stsdiag_findings by "code namespace".
+	findings map[string]int
 }
 
 // measureWatch runs watch -A until it reports its first diagnosis of every StatefulSet, then
@@ -405,10 +437,10 @@ func measureWatch(env []string, bin string) (watchSample, error) {
 	}()
 	deadline := time.Now().Add(5 * time.Minute)
 	for {
-		synced, diagnosed, err := startup("http://" + addr + "/metrics")
+		synced, diagnosed, findings, err := startup("http://" + addr + "/metrics")
 		if err == nil && diagnosed > 0 {
-			rss, err := vmHWM(cmd.Process.Pid)
-			return watchSample{synced: synced, diagnosed: diagnosed, rssKiB: rss}, err
+			st, err := status(cmd.Process.Pid)
+			return watchSample{synced: synced, diagnosed: diagnosed, rssKiB: st["VmHWM"], fileKiB: st["RssFile"], anonKiB: st["RssAnon"], findings: findings}, err
 		}
 		if time.Now().After(deadline) {
 			return watchSample{}, fmt.Errorf("not diagnosed in 5m:\n%s", log.String())
@@ -417,12 +449,16 @@ func measureWatch(env []string, bin string) (watchSample, error) {
 	}
 }
 
-func startup(url string) (synced, diagnosed float64, err error) {
+// findingLine is a line of stsdiag_findings: its code, namespace and value.
+var findingLine = regexp.MustCompile(`^stsdiag_findings\{code="([^"]+)",namespace="([^"]+)"\} (\d+)$`)
+
+func startup(url string) (synced, diagnosed float64, findings map[string]int, err error) {
 	resp, err := (&http.Client{Timeout: 5 * time.Second}).Get(url)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, nil, err
 	}
 	defer resp.Body.Close()
+	findings = map[string]int{}
 	s := bufio.NewScanner(resp.Body)
 	for s.Scan() {
 		line := s.Text()
@@ -430,25 +466,39 @@ func startup(url string) (synced, diagnosed float64, err error) {
 			if rest, ok := strings.CutPrefix(line, `stsdiag_startup_seconds{phase="`+phase+`"} `); ok {
 				*dst, err = strconv.ParseFloat(strings.TrimSpace(rest), 64)
 				if err != nil {
-					return 0, 0, err
+					return 0, 0, nil, err
 				}
 			}
 		}
-	}
-	return synced, diagnosed, s.Err()
-}
-
-func vmHWM(pid int) (int64, error) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			return strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+		if m := findingLine.FindStringSubmatch(line); m != nil {
+			if n, _ := strconv.Atoi(m[3]); n > 0 {
+				findings[m[1]+" "+m[2]] += n
+			}
 		}
 	}
-	return 0, errors.New("no VmHWM")
+	return synced, diagnosed, findings, s.Err()
+}
+
+// status reads VmHWM, RssFile and RssAnon (KiB) from /proc/PID/status.
+func status(pid int) (map[string]int64, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]int64{}
+	for _, line := range strings.Split(string(data), "\n") {
+		name, rest, ok := strings.Cut(line, ":")
+		if !ok || (name != "VmHWM" && name != "RssFile" && name != "RssAnon") {
+			continue
+		}
+		if out[name], err = strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64); err != nil {
+			return nil, err
+		}
+	}
+	if _, ok := out["VmHWM"]; !ok {
+		return nil, errors.New("no VmHWM")
+	}
+	return out, nil
 }
 
 func median(s []watchSample) watchSample {

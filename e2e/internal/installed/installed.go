@@ -32,7 +32,8 @@ func Copy(bin string) (string, func(), error) {
 	path := filepath.Join(dir, filepath.Base(bin))
 	out, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_EXCL, 0o755)
 	if err == nil {
-		_, err = io.Copy(out, in)
+		// Plain writes (not copy_file_range), as a container runtime unpacking an image writes.
+		_, err = io.Copy(struct{ io.Writer }{out}, struct{ io.Reader }{in})
 		if cerr := out.Close(); err == nil {
 			err = cerr
 		}
