@@ -126,13 +126,7 @@ func planRollback(o objects, key string, failing []stuck.Finding) (model.Action,
 		return model.Action{Action: apiv1.Action{}}, nil, "the controller has not observed the latest template yet; run again once it has"
 	}
 	update := set.Status.UpdateRevision
-	pods := map[string]*corev1.Pod{}
-	for i := range snap.Pods {
-		pod := &snap.Pods[i]
-		if pod.Namespace == set.Namespace && metav1.IsControlledBy(pod, set) {
-			pods[pod.Name] = pod
-		}
-	}
+	pods := ownedPods(snap, set)
 	var bad []string
 	for _, f := range failing {
 		if pod := pods[f.Target.Name]; pod != nil && pod.UID == f.Target.UID && statefulset.PodRevision(pod) == update {
@@ -153,7 +147,9 @@ func planRollback(o objects, key string, failing []stuck.Finding) (model.Action,
 
 // AnalysisRollback plans canary's rollback of a StatefulSet whose canary analysis failed: its
 // pods may all be Ready, so no pod is deleted — the controller replaces the canary pods, Ready on
-// a revision no longer the update one, as any rolling update does — but the template returns to
+// a revision no longer the update one, as any rolling update does (from the highest ordinal down
+// to the partition, a pod not on the update revision and not terminating is deleted:
+// updateStatefulSet, stateful_set_control.go:744-760@v1.37.2) — but the template returns to
 // status.currentRevision under the same conditions and guards as fix --rollback's (planRollback):
 // the controller observed the spec, an earlier revision exists, and pods of it are Ready.
 func AnalysisRollback(snap *stuck.Objects, set *appsv1.StatefulSet) (model.Action, string) {
@@ -163,6 +159,11 @@ func AnalysisRollback(snap *stuck.Objects, set *appsv1.StatefulSet) (model.Actio
 	case set.Status.ObservedGeneration < set.Generation || set.Status.UpdateRevision == "":
 		return model.Action{Action: apiv1.Action{}}, "the controller has not observed the latest template yet"
 	}
+	return rollbackToCurrent(set, snap, ownedPods(snap, set))
+}
+
+// ownedPods are the snapshot's pods set controls, by name.
+func ownedPods(snap *stuck.Objects, set *appsv1.StatefulSet) map[string]*corev1.Pod {
 	pods := map[string]*corev1.Pod{}
 	for i := range snap.Pods {
 		pod := &snap.Pods[i]
@@ -170,7 +171,7 @@ func AnalysisRollback(snap *stuck.Objects, set *appsv1.StatefulSet) (model.Actio
 			pods[pod.Name] = pod
 		}
 	}
-	return rollbackToCurrent(set, snap, pods)
+	return pods
 }
 
 // rollbackToCurrent is the Rollback of set to status.currentRevision, or why there is none.
