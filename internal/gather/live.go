@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/util/watchlist"
 
 	"github.com/stsdiag/stsdiag/internal/imageapi"
+	"github.com/stsdiag/stsdiag/internal/snapshot"
 	"github.com/stsdiag/stsdiag/stuck"
 )
 
@@ -158,7 +159,7 @@ func (l *Live) missingWarnings() []string {
 // watch starts an informer for one kind, which signals changes and feeds a lister; first, if
 // set, is its first LIST.
 func (l *Live) watch(ctx context.Context, r *resource, onChange func(obj any, initial bool), first *firstList) (cache.ResourceEventHandlerRegistration, error) {
-	informer, err := r.newInformer(l.clients, l.scope.Namespace, l.selector(r), first)
+	informer, err := r.newInformer(l.clients, l.scope.Namespace, l.selector(r), first, l.transform())
 	if err != nil {
 		return nil, err
 	}
@@ -197,6 +198,16 @@ func (l *Live) selector(r *resource) string {
 		return ""
 	}
 	return r.liveSelector
+}
+
+// transform slims each object before it is cached: for all namespaces, where the caches hold
+// every StatefulSet of the cluster, settled StatefulSets hold less (snapshot.SlimSettled).
+// Named scopes keep whole templates: canary compares them to tell another writer's change.
+func (l *Live) transform() cache.TransformFunc {
+	if l.held == nil {
+		return snapshot.Slim
+	}
+	return snapshot.SlimSettled
 }
 
 // Changes receives a value (coalesced) whenever an object in scope changes.

@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/kubernetes/scheme"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/utils/ptr"
 
 	"github.com/stsdiag/stsdiag/internal/gather"
 	"github.com/stsdiag/stsdiag/internal/imageapi"
@@ -284,4 +285,58 @@ func (p protobufLists) ListPage(ctx context.Context, ns string, o metav1.ListOpt
 		return err
 	}
 	return slimpb.DecodeStream(bytes.NewReader(body), into)
+}
+
+// TestLiveAllNamespacesSlimsSettled: for all namespaces the StatefulSets cache holds a set whose
+// status says settled without its template's env (snapshot.SlimSettled) and one whose status
+// does not whole; once the settled one's status changes (a pod no longer Ready) it is held whole
+// again. A named namespace holds both whole.
+func TestLiveAllNamespacesSlimsSettled(t *testing.T) {
+	env := []corev1.EnvVar{{Name: "A", Value: "b"}}
+	set := func(name string, ready int32) *appsv1.StatefulSet {
+		return &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "shop", Generation: 1},
+			Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](1), Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+				Containers: []corev1.Container{{Name: "app", Image: "app:1", Env: env}}}}},
+			Status: appsv1.StatefulSetStatus{ObservedGeneration: 1, Replicas: 1, ReadyReplicas: ready, AvailableReplicas: ready, UpdatedReplicas: 1,
+				CurrentRevision: name + "-1", UpdateRevision: name + "-1"}}
+	}
+	envOf := func(t *testing.T, live *gather.Live, name string) []corev1.EnvVar {
+		t.Helper()
+		s, err := live.Cached()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, st := range s.StatefulSets {
+			if st.Name == name {
+				return st.Spec.Template.Spec.Containers[0].Env
+			}
+		}
+		t.Fatalf("%s not cached", name)
+		return nil
+	}
+	for _, ns := range []string{"", "shop"} {
+		t.Run("namespace "+ns, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			kube := fake.NewClientset(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}, set("db", 1), set("web", 0))
+			live, _, err := gather.StartLive(ctx, gather.Clients{Kube: kube}, gather.Scope{Namespace: ns}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, want := envOf(t, live, "db") == nil, ns == ""; got != want {
+				t.Errorf("settled db held without its env: %v, want %v", got, want)
+			}
+			if envOf(t, live, "web") == nil {
+				t.Error("unsettled web held without its env")
+			}
+			if _, err := kube.AppsV1().StatefulSets("shop").UpdateStatus(ctx, set("db", 0), metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
+				return envOf(t, live, "db") != nil, nil
+			}); err != nil {
+				t.Error("db, no longer settled, still held without its env")
+			}
+		})
+	}
 }

@@ -285,11 +285,11 @@ func listFunc[L runtime.Object](list func(context.Context, metav1.ListOptions) (
 	return func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return list(ctx, o) }
 }
 
-// newInformer watches the kind in ns, slimming every object before it is cached, as client-go's
-// generated informers do (client-go@v0.35.4 informers/core/v1/pod.go) but with the kind's
-// field selector and the label selector given, and with first, once delivered, as its first
-// LIST (nil: LIST).
-func (r *resource) newInformer(c Clients, ns, labelSelector string, first *firstList) (cache.SharedIndexInformer, error) {
+// newInformer watches the kind in ns, slimming every object by transform before it is cached,
+// as client-go's generated informers do (client-go@v0.35.4 informers/core/v1/pod.go) but with
+// the kind's field selector and the label selector given, and with first, once delivered, as
+// its first LIST (nil: LIST).
+func (r *resource) newInformer(c Clients, ns, labelSelector string, first *firstList, transform cache.TransformFunc) (cache.SharedIndexInformer, error) {
 	k := r.informer(c, r.namespace(ns))
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
@@ -305,7 +305,7 @@ func (r *resource) newInformer(c Clients, ns, labelSelector string, first *first
 		},
 	}
 	informer := cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, k.clientset), k.example, 0, byNamespace)
-	return informer, informer.SetTransform(snapshot.Slim)
+	return informer, informer.SetTransform(transform)
 }
 
 // unread is an optional kind that could not be read, and why.

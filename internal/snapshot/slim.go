@@ -3,8 +3,11 @@ package snapshot
 import (
 	"reflect"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+
+	"github.com/stsdiag/stsdiag/stuck"
 )
 
 // lastApplied is kubectl's copy of the whole object, often the largest annotation.
@@ -36,6 +39,39 @@ func Slim(obj any) (any, error) {
 		o.Status = corev1.PersistentVolumeClaimStatus{Phase: o.Status.Phase}
 	}
 	return obj, nil
+}
+
+// SlimSettled is Slim for caches of every StatefulSet of the cluster (watch -A): a StatefulSet
+// whose own status says its rollout is over (stuck.StatusSettled) also loses what diagnosis does
+// not read of a settled set — of its pod template's spec all but each container's name, image,
+// restart policy and liveness probe (the image lookup, openshift's verbs, rollout.Settled's
+// liveness window), and its claim templates. Its metadata, the template's metadata, the rest of
+// its spec and its status stay. A watch event carries the whole object, so a set whose status
+// stops saying so (a pod fails, its template changes) is held whole again from that event on.
+// The StatefulSet slimmed is a copy (the object given may be shared with a diagnosis under way).
+// The scenario runner diagnoses every testdata scenario through it (snapshottest.Run).
+func SlimSettled(obj any) (any, error) {
+	set, ok := obj.(*appsv1.StatefulSet)
+	if !ok || !stuck.StatusSettled(set) {
+		return Slim(obj)
+	}
+	c := *set
+	c.Spec.Template.Spec = corev1.PodSpec{InitContainers: settledContainers(set.Spec.Template.Spec.InitContainers),
+		Containers: settledContainers(set.Spec.Template.Spec.Containers)}
+	c.Spec.VolumeClaimTemplates = nil
+	return Slim(&c)
+}
+
+// settledContainers keeps what diagnosis reads of a settled StatefulSet's containers.
+func settledContainers(containers []corev1.Container) []corev1.Container {
+	if containers == nil {
+		return nil
+	}
+	out := make([]corev1.Container, len(containers))
+	for i, c := range containers {
+		out[i] = corev1.Container{Name: c.Name, Image: c.Image, RestartPolicy: c.RestartPolicy, LivenessProbe: c.LivenessProbe}
+	}
+	return out
 }
 
 func slimPod(pod *corev1.Pod) {

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
@@ -43,10 +44,11 @@ type Expectation struct {
 type Diagnosis func(snap *stuck.Objects, gates map[string]bool) ([]apiv1.Finding, []apiv1.StatefulSetSummary)
 
 // Run runs every scenario folder under root (a folder holding objects.yaml and expected.yaml).
-// The objects are diagnosed as gathering reads them, both ways: through snapshot.Slim (informer
-// transforms, JSON responses), and, in the subtest "protobuf", encoded as the API server's
-// protobuf and decoded by slimpb (check's LISTs, watch's informers). A rule that reads a field
-// either drops sees its zero value here as in production, and its scenario fails.
+// The objects are diagnosed as gathering reads them, three ways: through snapshot.Slim (informer
+// transforms, JSON responses); in the subtest "protobuf", encoded as the API server's protobuf
+// and decoded by slimpb (check's LISTs, watch's informers); and in "settled", so decoded then
+// through snapshot.SlimSettled (watch -A's caches). A rule that reads a field any of them drops
+// sees its zero value here as in production, and its scenario fails.
 func Run(t *testing.T, root string, diagnose Diagnosis) {
 	files, err := filepath.Glob(filepath.Join(root, "*", "objects.yaml"))
 	if err != nil || len(files) == 0 {
@@ -57,6 +59,7 @@ func Run(t *testing.T, root string, diagnose Diagnosis) {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			check(t, dir, diagnose, slim)
 			t.Run("protobuf", func(t *testing.T) { check(t, dir, diagnose, slimDecode) })
+			t.Run("settled", func(t *testing.T) { check(t, dir, diagnose, SlimSettled) })
 		})
 	}
 }
@@ -125,6 +128,23 @@ func slimDecode(snap *stuck.Objects) error {
 		_, err := snapshot.Slim(obj)
 		return err
 	})
+}
+
+// SlimSettled reads every object of the snapshot as watch -A's informers hold it: decoded by
+// slimpb (slimDecode), then through snapshot.SlimSettled, which slims a settled StatefulSet into
+// a copy (written back here).
+func SlimSettled(snap *stuck.Objects) error {
+	if err := slimDecode(snap); err != nil {
+		return err
+	}
+	for i := range snap.StatefulSets {
+		out, err := snapshot.SlimSettled(&snap.StatefulSets[i])
+		if err != nil {
+			return err
+		}
+		snap.StatefulSets[i] = *out.(*appsv1.StatefulSet)
+	}
+	return nil
 }
 
 // eachObject calls fn with each element of each slice of the snapshot.
