@@ -41,6 +41,8 @@ func Build(dir string) (string, error) {
 	}
 	build := exec.Command("go", "build", "-o", bin, "./cmd/kubectl-stsdiag")
 	build.Dir = strings.TrimSpace(string(root))
+	// Static, as make build, the release and the image build it.
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		return "", fmt.Errorf("building kubectl-stsdiag: %w", err)
