@@ -61,7 +61,7 @@ func init() {
 	register[corev1.Node, corev1.NodeList](core.WithKind("Node"), decodeNode)
 	register[corev1.PersistentVolumeClaim, corev1.PersistentVolumeClaimList](core.WithKind("PersistentVolumeClaim"), decodeClaim)
 	register[corev1.Event, corev1.EventList](core.WithKind("Event"), decodeObject)
-	register[corev1.Service, corev1.ServiceList](core.WithKind("Service"), decodeObject)
+	register[corev1.Service, corev1.ServiceList](core.WithKind("Service"), decodeService)
 	register[corev1.Namespace, corev1.NamespaceList](core.WithKind("Namespace"), decodeObject)
 	apps := appsv1.SchemeGroupVersion
 	register[appsv1.StatefulSet, appsv1.StatefulSetList](apps.WithKind("StatefulSet"), decodeObject)
@@ -558,6 +558,24 @@ func decodeClaim(b []byte, pvc *corev1.PersistentVolumeClaim) error {
 			return walk(v, &pvc.Spec, keepOnly(5), nil)
 		}
 		return walk(v, &pvc.Status, keepOnly(1), nil)
+	})
+}
+
+// decodeService keeps a Service's metadata and, of its spec, its selector, cluster IP and type
+// (Service: metadata = 1, spec = 2, status = 3; ServiceSpec: selector = 2, clusterIP = 3,
+// type = 4).
+func decodeService(b []byte, svc *corev1.Service) error {
+	return walk(b, svc, func(num protowire.Number) action {
+		switch num {
+		case 1, 2:
+			return custom
+		}
+		return drop
+	}, func(num protowire.Number, v []byte) error {
+		if num == 1 {
+			return decodeMeta(v, &svc.ObjectMeta)
+		}
+		return walk(v, &svc.Spec, keepOnly(2, 3, 4), nil)
 	})
 }
 

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
 
@@ -121,7 +122,13 @@ func rich() []marshaler {
 		Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound, Capacity: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
 			Conditions: []corev1.PersistentVolumeClaimCondition{{Type: corev1.PersistentVolumeClaimResizing, Status: corev1.ConditionTrue}}}}
 	return []marshaler{pod, onlyApplied, emptyApplied, node, set, rev, event, claim,
-		&corev1.Service{ObjectMeta: meta("db", nil), Spec: corev1.ServiceSpec{ClusterIP: "None"}}, &corev1.Namespace{ObjectMeta: meta("shop", nil)}}
+		&corev1.Service{ObjectMeta: meta("db", nil), Spec: corev1.ServiceSpec{ClusterIP: "None"}}, &corev1.Namespace{ObjectMeta: meta("shop", nil)},
+		&corev1.Service{ObjectMeta: meta("web", map[string]string{"kubectl.kubernetes.io/last-applied-configuration": "{}"}),
+			Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "web"}, ClusterIP: "10.96.0.10", ClusterIPs: []string{"10.96.0.10"}, Type: corev1.ServiceTypeLoadBalancer,
+				Ports:      []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080), NodePort: 30080}},
+				IPFamilies: []corev1.IPFamily{corev1.IPv4Protocol}, IPFamilyPolicy: ptr.To(corev1.IPFamilyPolicySingleStack), SessionAffinity: corev1.ServiceAffinityNone,
+				ExternalTrafficPolicy: corev1.ServiceExternalTrafficPolicyLocal, HealthCheckNodePort: 31000, InternalTrafficPolicy: ptr.To(corev1.ServiceInternalTrafficPolicyCluster)},
+			Status: corev1.ServiceStatus{LoadBalancer: corev1.LoadBalancerStatus{Ingress: []corev1.LoadBalancerIngress{{IP: "203.0.113.7"}}}}}}
 }
 
 // TestSlimDecodeIsSlim: decoding the API server's protobuf of every testdata object (and of rich

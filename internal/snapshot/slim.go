@@ -18,7 +18,8 @@ const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 // claim volumes, node, grace period and status (phase, conditions, and of each container status
 // its name, state, last state, readiness, restart count, image and image ID); a claim its class and phase (its sizes and access
 // modes are maps and slices no rule reads); a node only its conditions (its status lists every
-// image it holds). Gathering applies it to every object it reads (a cache.TransformFunc), so
+// image it holds); a Service its selector, cluster IP and type (the governing Service check: its
+// ports, cluster IPs, families and policies are not read). Gathering applies it to every object it reads (a cache.TransformFunc), so
 // informer caches of large clusters hold a fraction of the objects (watch's memory target). The
 // scenario tests (snapshottest.Run) apply it too: a rule reading a field it drops fails there.
 func Slim(obj any) (any, error) {
@@ -34,6 +35,9 @@ func Slim(obj any) (any, error) {
 		slimPod(o)
 	case *corev1.Node:
 		o.Status = corev1.NodeStatus{Conditions: o.Status.Conditions}
+	case *corev1.Service:
+		o.Spec = corev1.ServiceSpec{Selector: o.Spec.Selector, ClusterIP: o.Spec.ClusterIP, Type: o.Spec.Type}
+		o.Status = corev1.ServiceStatus{}
 	case *corev1.PersistentVolumeClaim:
 		o.Spec = corev1.PersistentVolumeClaimSpec{StorageClassName: o.Spec.StorageClassName}
 		o.Status = corev1.PersistentVolumeClaimStatus{Phase: o.Status.Phase}
