@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -18,6 +19,16 @@ import (
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/monitor"
 )
+
+// watchGCPercent is watch's GOGC unless the environment sets one.
+const watchGCPercent = 50
+
+// setGCPercent sets watchGCPercent as Go's GC percent, unless GOGC is set.
+func setGCPercent() {
+	if _, set := os.LookupEnv("GOGC"); !set {
+		debug.SetGCPercent(watchGCPercent)
+	}
+}
 
 // watchFlags are the flags of `stsdiag watch`, as typed.
 type watchFlags struct {
@@ -215,6 +226,12 @@ func (o *watchOptions) Run(ctx context.Context) error {
 	if limit, err := memlimit.Set(memlimit.WithRatio(0.9)); err == nil && limit > 0 && limit < math.MaxInt64 {
 		fmt.Fprintf(o.ErrOut, "stsdiag watch: Go memory limit %d MiB\n", limit>>20)
 	}
+	// Unless GOGC says otherwise, the heap grows watchGCPercent past what is live between two
+	// collections, not Go's 100%: most of watch's heap is its caches, live as long as it runs,
+	// so at 100% the heap was twice the caches while they filled (docs/watch.md#memory).
+	// Prometheus lowers it for the same reason (75 unless GOGC is set, since v2.53.0:
+	// prometheus/prometheus#14176, #14285).
+	setGCPercent()
 	c, err := clients(o.configFlags, following)
 	if err != nil {
 		return withCode(ExitError, err)

@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -108,5 +110,21 @@ func TestPrometheusSecret(t *testing.T) {
 	}
 	if _, err := (&prometheusFlags{Secret: "monitoring/other"}).ToDialer(configFlagsFor(kubeconfigFor(t, api.URL))); err == nil || !strings.HasPrefix(err.Error(), "--prometheus-secret monitoring/other: ") {
 		t.Errorf("a missing Secret: %v", err)
+	}
+}
+
+// watch holds the heap to 50% past what is live unless GOGC says otherwise.
+func TestWatchGCPercent(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	t.Setenv("GOGC", "")
+	os.Unsetenv("GOGC")
+	setGCPercent()
+	if got := debug.SetGCPercent(100); got != 50 {
+		t.Errorf("GOGC unset: GC percent %d, want 50", got)
+	}
+	t.Setenv("GOGC", "100")
+	setGCPercent()
+	if got := debug.SetGCPercent(100); got != 100 {
+		t.Errorf("GOGC=100: GC percent %d, want 100 (the environment's)", got)
 	}
 }

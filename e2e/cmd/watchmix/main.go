@@ -67,6 +67,7 @@ func main() {
 	reps := flag.Int("reps", 3, "measurements of each")
 	oldBin := flag.String("old", "", "kubectl-stsdiag whose watch -A holds every pod")
 	newBin := flag.String("new", "", "kubectl-stsdiag under test")
+	extraEnv := flag.String("env", "", "extra environment of both binaries' watch, NAME=VALUE[,NAME=VALUE] (e.g. GOGC=100: Go's default, which watch otherwise lowers)")
 	hold := flag.Bool("hold", false, "after writing the cluster, print its kubeconfig and keep it until interrupted (no measurements; -old and -new not needed), for profiling")
 	flag.Parse()
 	if *hold {
@@ -76,13 +77,17 @@ func main() {
 		fmt.Fprintln(os.Stderr, "watchmix: -old and -new are required")
 		os.Exit(2)
 	}
-	if err := run(*pods, *share, *perSet, *namespaces, *reps, *oldBin, *newBin, *hold); err != nil {
+	var extra []string
+	if *extraEnv != "" {
+		extra = strings.Split(*extraEnv, ",")
+	}
+	if err := run(*pods, *share, *perSet, *namespaces, *reps, *oldBin, *newBin, *hold, extra); err != nil {
 		fmt.Fprintln(os.Stderr, "watchmix:", err)
 		os.Exit(1)
 	}
 }
 
-func run(pods int, share float64, perSet, namespaces, reps int, oldBin, newBin string, hold bool) error {
+func run(pods int, share float64, perSet, namespaces, reps int, oldBin, newBin string, hold bool, extraEnv []string) error {
 	ctx := context.Background()
 	tools, err := os.MkdirTemp("", "watchmix-")
 	if err != nil {
@@ -152,7 +157,7 @@ func run(pods int, share float64, perSet, namespaces, reps int, oldBin, newBin s
 		}
 		floorWall, floorRSS = append(floorWall, wall), append(floorRSS, rss)
 		for _, b := range []struct{ name, bin string }{{"old", oldBin}, {"new", newBin}} {
-			s, err := measureWatch(env, b.bin)
+			s, err := measureWatch(append(env, extraEnv...), b.bin)
 			if err != nil {
 				return fmt.Errorf("%s: %w", b.name, err)
 			}
@@ -160,17 +165,17 @@ func run(pods int, share float64, perSet, namespaces, reps int, oldBin, newBin s
 				return fmt.Errorf("%s: findings %v, want %v", b.name, s.findings, wantFindings)
 			}
 			samples[b.name] = append(samples[b.name], s)
-			fmt.Printf("  rep %d %s: synced %.2fs, diagnosed %.2fs, VmHWM %d MiB (RSS then: %d MiB file, %d MiB anon), findings as expected\n",
-				i+1, b.name, s.synced, s.diagnosed, s.rssKiB>>10, s.fileKiB>>10, s.anonKiB>>10)
+			fmt.Printf("  rep %d %s: synced %.2fs, diagnosed %.2fs, VmHWM %d MiB (RSS then: %d MiB file, %d MiB anon), CPU %.2fs, findings as expected\n",
+				i+1, b.name, s.synced, s.diagnosed, s.rssKiB>>10, s.fileKiB>>10, s.anonKiB>>10, s.cpu)
 		}
 		fmt.Printf("  rep %d floor: %.2fs, peak RSS %d MiB\n", i+1, wall, rss>>10)
 	}
 	fw, fr := medianF(floorWall), medianI(floorRSS)
 	o, n := median(samples["old"]), median(samples["new"])
-	fmt.Printf("\n| | diagnosed (median) | synced | peak RSS (median) |\n|---|---|---|---|\n")
-	fmt.Printf("| decoded floor (listfloor -mode decoded) | %.2fs (wall) | | %d MiB |\n", fw, fr>>10)
-	fmt.Printf("| watch -A, informers over all pods (-old) | %.2fs | %.2fs | %d MiB |\n", o.diagnosed, o.synced, o.rssKiB>>10)
-	fmt.Printf("| watch -A, StatefulSets' pods (-new) | %.2fs | %.2fs | %d MiB |\n", n.diagnosed, n.synced, n.rssKiB>>10)
+	fmt.Printf("\n| | diagnosed (median) | synced | peak RSS (median) | CPU to diagnosed |\n|---|---|---|---|---|\n")
+	fmt.Printf("| decoded floor (listfloor -mode decoded) | %.2fs (wall) | | %d MiB | |\n", fw, fr>>10)
+	fmt.Printf("| watch -A, informers over all pods (-old) | %.2fs | %.2fs | %d MiB | %.2fs |\n", o.diagnosed, o.synced, o.rssKiB>>10, o.cpu)
+	fmt.Printf("| watch -A, StatefulSets' pods (-new) | %.2fs | %.2fs | %d MiB | %.2fs |\n", n.diagnosed, n.synced, n.rssKiB>>10, n.cpu)
 	fmt.Printf("\nnew/old peak RSS %.2f× (target ≤ 0.3×); new start-up (diagnosed) / floor %.2f× (target ≤ 0.5×); old %.2f×\n",
 		float64(n.rssKiB)/float64(o.rssKiB), n.diagnosed/fw, o.diagnosed/fw)
 	return nil
@@ -401,6 +406,8 @@ type watchSample struct {
 	fileKiB, anonKiB int64
 	// findings counts stsdiag_findings by "code namespace".
 	findings map[string]int
+	// cpu is the process's user and system time when it was read (s).
+	cpu float64
 }
 
 // measureWatch runs watch -A until it reports its first diagnosis of every StatefulSet, then
@@ -440,7 +447,11 @@ func measureWatch(env []string, bin string) (watchSample, error) {
 		synced, diagnosed, findings, err := startup("http://" + addr + "/metrics")
 		if err == nil && diagnosed > 0 {
 			st, err := status(cmd.Process.Pid)
-			return watchSample{synced: synced, diagnosed: diagnosed, rssKiB: st["VmHWM"], fileKiB: st["RssFile"], anonKiB: st["RssAnon"], findings: findings}, err
+			if err != nil {
+				return watchSample{}, err
+			}
+			cpu, err := cpuSeconds(cmd.Process.Pid)
+			return watchSample{synced: synced, diagnosed: diagnosed, rssKiB: st["VmHWM"], fileKiB: st["RssFile"], anonKiB: st["RssAnon"], findings: findings, cpu: cpu}, err
 		}
 		if time.Now().After(deadline) {
 			return watchSample{}, fmt.Errorf("not diagnosed in 5m:\n%s", log.String())
@@ -501,13 +512,37 @@ func status(pid int) (map[string]int64, error) {
 	return out, nil
 }
 
+// cpuSeconds is a process's user and system time: utime and stime, fields 14 and 15 of
+// /proc/PID/stat (proc(5)), in clock ticks of 100 Hz (USER_HZ on Linux).
+func cpuSeconds(pid int) (float64, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// Fields after the command name, which is in parentheses and may hold spaces.
+	_, rest, ok := strings.Cut(string(data), ") ")
+	f := strings.Fields(rest)
+	if !ok || len(f) < 13 {
+		return 0, fmt.Errorf("/proc/%d/stat: %q", pid, data)
+	}
+	var ticks int64
+	for _, s := range f[11:13] { // fields 14 and 15: the 12th and 13th after the name
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return 0, err
+		}
+		ticks += n
+	}
+	return float64(ticks) / 100, nil
+}
+
 func median(s []watchSample) watchSample {
-	var d, sy []float64
+	var d, sy, c []float64
 	var r []int64
 	for _, x := range s {
-		d, sy, r = append(d, x.diagnosed), append(sy, x.synced), append(r, x.rssKiB)
+		d, sy, r, c = append(d, x.diagnosed), append(sy, x.synced), append(r, x.rssKiB), append(c, x.cpu)
 	}
-	return watchSample{synced: medianF(sy), diagnosed: medianF(d), rssKiB: medianI(r)}
+	return watchSample{synced: medianF(sy), diagnosed: medianF(d), rssKiB: medianI(r), cpu: medianF(c)}
 }
 
 func medianF(v []float64) float64 {
