@@ -515,3 +515,19 @@ type CanaryNotStarted struct {
 
 // Code of the facts.
 func (CanaryNotStarted) Code() apiv1.Code { return apiv1.RolloutBlocked }
+
+// CanaryPaused: stsdiag watch paused the StatefulSet's canary at a step, its analysis unable to
+// tell (apiv1.ReasonCanaryPaused).
+type CanaryPaused struct {
+	// Revision the canary rolls out, held at Partition of Replicas, and the steps the
+	// annotation declares.
+	Revision, Steps     string
+	Partition, Replicas int32
+	// Message is watch's condition message (the analysis's last words).
+	Message string
+	// For is how long it has been paused (zero: unknown).
+	For time.Duration
+}
+
+// Code of the facts.
+func (CanaryPaused) Code() apiv1.Code { return apiv1.RolloutBlocked }

@@ -125,7 +125,8 @@ type Rollout struct {
 	// Summary is the StatefulSet's summary; Summaries sets its status.
 	Summary     apiv1.StatefulSetSummary
 	Terminating bool
-	// Complete is true when the controller reports the rollout done (rollout.Complete).
+	// Complete is true when the controller reports the rollout done (rollout.Complete) and no
+	// canary watch steps is under way (rollout.CanaryUnderWay).
 	Complete bool
 }
 

@@ -8,6 +8,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/internal/rollout"
 	"github.com/stsdiag/stsdiag/stuck/controller"
 )
 
@@ -313,6 +314,43 @@ func (d *diagnosis) canaryNotStarted(set *appsv1.StatefulSet) {
 		Partition: *ru.Partition, Replicas: replicas, For: d.ix.now.Sub(created).Round(time.Second)}
 	f.Details.WaitingFor = "CanaryStep"
 	f.Details.WaitedFor = facts.For.String()
+	f.Facts = facts
+	d.add(f)
+}
+
+// canaryPaused reports a canary stsdiag watch paused (rollout.CanaryUnderWay, with the
+// Reconciling condition watch writes, reason apiv1.ReasonCanaryPaused: its step's analysis
+// could not tell, internal/monitor/analysis.go). Watch takes no step until its analysis, its
+// template or its partition changes, and the controller moves no pod below the partition
+// (stateful_set_control.go:744-750@v1.37.2): nothing goes on without a person, while the
+// controller's status, partition respected, says complete. Not reported once the condition
+// is older than the spec (a generation watch has not looked at since).
+func (d *diagnosis) canaryPaused(set *appsv1.StatefulSet) {
+	if !rollout.CanaryUnderWay(set) || set.Status.ObservedGeneration < set.Generation {
+		return
+	}
+	var paused *appsv1.StatefulSetCondition
+	for i := range set.Status.Conditions {
+		if c := &set.Status.Conditions[i]; c.Type == apiv1.ConditionReconciling && c.Status == corev1.ConditionTrue && c.Reason == apiv1.ReasonCanaryPaused {
+			paused = c
+		}
+	}
+	if paused == nil {
+		return
+	}
+	replicas := rollout.Replicas(set)
+	partition := int32(0)
+	if ru := set.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.Partition != nil {
+		partition = *ru.Partition
+	}
+	facts := CanaryPaused{Revision: set.Status.UpdateRevision, Steps: set.Annotations[apiv1.AnnotationCanarySteps], Partition: partition, Replicas: replicas, Message: paused.Message}
+	f := Finding{Finding: apiv1.Finding{Code: apiv1.RolloutBlocked, Severity: apiv1.SeverityError,
+		Namespace: set.Namespace, StatefulSet: set.Name, Reason: apiv1.ReasonCanaryPaused}}
+	f.Details.WaitingFor = "CanaryAnalysis"
+	if !paused.LastTransitionTime.IsZero() {
+		facts.For = d.ix.now.Sub(paused.LastTransitionTime.Time).Round(time.Second)
+		f.Details.WaitedFor = facts.For.String()
+	}
 	f.Facts = facts
 	d.add(f)
 }

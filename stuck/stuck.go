@@ -222,6 +222,7 @@ func (d *diagnosis) statefulSet(set *appsv1.StatefulSet) {
 	}
 	d.neverObserved(set)
 	d.canaryNotStarted(set)
+	d.canaryPaused(set)
 	from := len(d.findings)
 	r := d.view(set)
 	defer d.nextSteps(r, from)
@@ -534,7 +535,8 @@ func rolloutOf(set *appsv1.StatefulSet) Rollout {
 		Summary: apiv1.StatefulSetSummary{Namespace: set.Namespace, Name: set.Name, Replicas: rollout.Replicas(set), ReadyReplicas: set.Status.ReadyReplicas,
 			CurrentRevision: set.Status.CurrentRevision, UpdateRevision: set.Status.UpdateRevision},
 		Terminating: set.DeletionTimestamp != nil,
-		Complete:    rollout.Complete(set),
+		// A canary watch steps is not complete at a step's partition.
+		Complete: rollout.Complete(set) && !rollout.CanaryUnderWay(set),
 	}
 }
 

@@ -17,3 +17,13 @@ const (
 	// "name=value,name=value".
 	AnnotationCanaryAnalysisArgs = "stsdiag.io/canary-analysis-args"
 )
+
+// Conditions `stsdiag watch` writes on a StatefulSet's status (kstatus: docs/watch.md).
+const (
+	// ConditionReconciling is True while a canary watch steps runs.
+	ConditionReconciling = "Reconciling"
+	// ReasonCanaryPaused is the Reconciling reason of a canary watch paused because its step's
+	// analysis could not tell (Inconclusive or Error): it goes on only once its analysis, its
+	// template or its partition changes.
+	ReasonCanaryPaused = "CanaryPaused"
+)

@@ -111,7 +111,7 @@ func (r *runner) rollBack(ctx context.Context, failed model.FailedStep, why stri
 	}
 	r.remember(after)
 	fmt.Fprintf(r.o.Log, "statefulset %s/%s: template rolled back to revision %s; waiting for %s Ready on it\n", r.o.Namespace, r.o.Name, rolled[0].Revision, strings.Join(canary, ", "))
-	res, err := follow.Run(ctx, r.live, follow.Options{Diagnosis: r.o.Diagnosis, Hold: r.o.Hold, Steady: r.o.Steady, Log: r.o.Log, Stop: r.stopIfChanged})
+	res, err := follow.Run(ctx, r.live, follow.Options{Stepping: true, Diagnosis: r.o.Diagnosis, Hold: r.o.Hold, Steady: r.o.Steady, Log: r.o.Log, Stop: r.stopIfChanged})
 	if err != nil {
 		return err
 	}

@@ -299,7 +299,7 @@ func (r *runner) run(ctx context.Context, steps []engine.Resolved) error {
 	step, index := steps[0], 0
 	for {
 		r.step = step.Step
-		res, err := follow.Run(ctx, r.live, follow.Options{Diagnosis: r.o.Diagnosis, Hold: r.o.Hold, Steady: r.o.Steady, Settle: r.o.Hold, Log: r.o.Log, Stop: r.stopIfChanged})
+		res, err := follow.Run(ctx, r.live, follow.Options{Stepping: true, Diagnosis: r.o.Diagnosis, Hold: r.o.Hold, Steady: r.o.Steady, Settle: r.o.Hold, Log: r.o.Log, Stop: r.stopIfChanged})
 		r.seen = res
 		if err != nil {
 			return err

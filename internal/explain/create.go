@@ -177,6 +177,18 @@ func (w words) neverObserved(s stuck.NeverObserved) {
 	f.Remedy = "check that kube-controller-manager runs (its pod, leader election Lease kube-system/kube-controller-manager) and that --controllers includes statefulset; nothing to delete"
 }
 
+func (w words) canaryPaused(s stuck.CanaryPaused) {
+	f := w.f
+	since := ""
+	if s.For > 0 {
+		since = " for " + s.For.String()
+	}
+	f.Message = fmt.Sprintf("stsdiag watch paused the canary of StatefulSet %s at partition %d of %d replicas%s: the analysis of its step could not tell whether revision %s is healthy, and watch takes no step until the analysis, the template or the partition changes; the controller moves no pod below the partition. Watch says: %s", f.StatefulSet, s.Partition, s.Replicas, since, s.Revision, s.Message)
+	f.Short = fmt.Sprintf("canary of revision %s paused at partition %d: analysis inconclusive", s.Revision, s.Partition)
+	f.Remedy = fmt.Sprintf("see why the analysis could not tell (is Prometheus reachable? does the query have data?), then fix the analysis (%s, %s) and watch goes on; or step it by hand: %s stsdiag canary %s -n %s --steps %s; or roll back: kubectl rollout undo statefulset/%s -n %s; nothing to delete",
+		apiv1.AnnotationCanaryAnalysis, apiv1.AnnotationCanaryAnalysisArgs, w.cli, f.StatefulSet, f.Namespace, s.Steps, f.StatefulSet, f.Namespace)
+}
+
 func (w words) canaryNotStarted(s stuck.CanaryNotStarted) {
 	f := w.f
 	f.Message = fmt.Sprintf("StatefulSet %s declares a canary (%s) and its revision %s has waited %s with the partition at %d of %d replicas: no pod moves until stsdiag watch sets the first step, and no watch has", f.StatefulSet, apiv1.AnnotationCanarySteps, s.Revision, s.For, s.Partition, s.Replicas)

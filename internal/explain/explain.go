@@ -73,6 +73,8 @@ func Finding(f *stuck.Finding, opts Options) {
 		w.neverObserved(facts)
 	case stuck.CanaryNotStarted:
 		w.canaryNotStarted(facts)
+	case stuck.CanaryPaused:
+		w.canaryPaused(facts)
 	case stuck.LeaseStale:
 		w.controllerManager(facts)
 	default:

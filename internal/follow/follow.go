@@ -47,6 +47,10 @@ type Options struct {
 	// Stop, if set, is asked about every snapshot before it is diagnosed: a non-empty verdict
 	// ends Run with it and the message (canary stops when someone else changed the StatefulSet).
 	Stop func(snap *stuck.Objects) (apiv1.Verdict, string)
+	// Stepping says the caller steps the partition itself (canary): a step is complete at its
+	// partition even where the StatefulSet declares watch's canary. Otherwise (wait) a canary
+	// watch steps is complete only once it reached every replica (rollout.CanaryUnderWay).
+	Stepping bool
 	// Timeout is the deadline the caller gave ctx (wait --timeout), named in a TimedOut verdict
 	// and in a NotObserved one (zero: not named).
 	Timeout time.Duration
@@ -106,7 +110,7 @@ func Run(ctx context.Context, live Source, opts Options) (*model.WaitResult, err
 		}
 		rep = diagnose.Report(snap, opts.Diagnosis)
 		now := opts.Clock.Now()
-		complete := progress(snap, lastLine, opts.Log)
+		complete := progress(snap, lastLine, opts.Log, opts.Stepping)
 		expired, blocking, next := holdBlocking(&held, rep.Findings, now, opts)
 		if complete && blocking == 0 {
 			var unsettled rollout.Unsettled
@@ -197,8 +201,8 @@ func holdBlocking(held *hold.Tracker, findings []stuck.Finding, now time.Time, o
 }
 
 // progress logs a line per StatefulSet whose rollout state changed and reports whether all
-// selected StatefulSets are complete.
-func progress(snap *stuck.Objects, last map[string]string, log io.Writer) bool {
+// selected StatefulSets are complete: their canaries too unless the caller steps them.
+func progress(snap *stuck.Objects, last map[string]string, log io.Writer, stepping bool) bool {
 	var sets []*appsv1.StatefulSet
 	for i := range snap.StatefulSets {
 		if snap.InScope(snap.StatefulSets[i].Namespace, snap.StatefulSets[i].Name) {
@@ -208,12 +212,17 @@ func progress(snap *stuck.Objects, last map[string]string, log io.Writer) bool {
 	complete := len(sets) > 0
 	for _, set := range sets {
 		line := rollout.Progress(set)
+		under := !stepping && rollout.CanaryUnderWay(set)
+		if under && rollout.Complete(set) {
+			line = fmt.Sprintf("statefulset %s/%s: canary of revision %s under way: %d of %d pods updated (stsdiag watch steps it, %s)",
+				set.Namespace, set.Name, set.Status.UpdateRevision, set.Status.UpdatedReplicas, rollout.Replicas(set), apiv1.AnnotationCanarySteps)
+		}
 		key := stuck.Key(set.Namespace, set.Name)
 		if last[key] != line {
 			fmt.Fprintln(log, line)
 			last[key] = line
 		}
-		if !rollout.Complete(set) {
+		if !rollout.Complete(set) || under {
 			complete = false
 		}
 	}

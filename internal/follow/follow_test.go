@@ -2,12 +2,14 @@ package follow_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
@@ -228,5 +230,80 @@ func TestSteadyCrashAfterBlipIsNotComplete(t *testing.T) {
 	}
 	if src.next < 2 {
 		t.Errorf("the crash was never looked at (%d snapshots)", src.next)
+	}
+}
+
+// watchCanary: web declares watch's canary on 3 replicas and watch moved web-2 to revision
+// web-b (partition 2): the controller's status, partition respected, is complete. paused adds
+// watch's Reconciling condition of a canary whose analysis could not tell.
+func watchCanary(paused bool) stuck.Objects {
+	set := appsv1.StatefulSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop", UID: "set-uid", Generation: 2, Annotations: map[string]string{apiv1.AnnotationCanarySteps: "1,50%"}},
+		Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](3), UpdateStrategy: appsv1.StatefulSetUpdateStrategy{Type: appsv1.RollingUpdateStatefulSetStrategyType,
+			RollingUpdate: &appsv1.RollingUpdateStatefulSetStrategy{Partition: ptr.To[int32](2)}}},
+		Status: appsv1.StatefulSetStatus{ObservedGeneration: 2, Replicas: 3, ReadyReplicas: 3, AvailableReplicas: 3, CurrentReplicas: 2, UpdatedReplicas: 1,
+			CurrentRevision: "web-a", UpdateRevision: "web-b"},
+	}
+	if paused {
+		set.Status.Conditions = []appsv1.StatefulSetCondition{{Type: apiv1.ConditionReconciling, Status: corev1.ConditionTrue, Reason: apiv1.ReasonCanaryPaused,
+			Message: "analysis error-ratio Inconclusive", LastTransitionTime: metav1.NewTime(time.Date(2026, 11, 25, 11, 0, 0, 0, time.UTC))}}
+	}
+	s := stuck.Objects{StatefulSets: []appsv1.StatefulSet{set}}
+	for i, rev := range []string{"web-a", "web-a", "web-b"} {
+		s.Pods = append(s.Pods, corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("web-%d", i), Namespace: "shop", UID: types.UID(fmt.Sprintf("pod-%d", i)),
+				Labels:          map[string]string{appsv1.ControllerRevisionHashLabelKey: rev},
+				OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "web", UID: "set-uid", Controller: ptr.To(true)}}},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}},
+		})
+	}
+	return s
+}
+
+// TestWaitFollowsWatchCanaryToTheEnd: wait (Stepping false) does not call a canary watch steps
+// Complete at a step's partition, though the controller's status is: it keeps waiting (here
+// to its deadline); canary (Stepping true, it steps the partition itself) does. Once the canary
+// reached every replica, wait says Complete; a canary watch paused is Stuck once held for Hold.
+func TestWaitFollowsWatchCanaryToTheEnd(t *testing.T) {
+	start := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	run := func(snap stuck.Objects, stepping bool, deadline time.Duration) *model.WaitResult {
+		t.Helper()
+		clock := clocktesting.NewFakeClock(start)
+		ctx, cancel := context.WithTimeout(context.Background(), deadline)
+		defer cancel()
+		done := make(chan *model.WaitResult, 1)
+		go func() {
+			res, _ := follow.Run(ctx, &fixedSource{clock: clock, snap: snap}, follow.Options{Stepping: stepping, Hold: 5 * time.Second, Diagnosis: stuck.DefaultOptions(), Clock: clock})
+			done <- res
+		}()
+		for {
+			select {
+			case res := <-done:
+				return res
+			case <-time.After(10 * time.Millisecond):
+				if clock.HasWaiters() {
+					clock.Step(5*time.Second + 10*time.Millisecond)
+				}
+			}
+		}
+	}
+	if res := run(watchCanary(false), false, 300*time.Millisecond); res.Result != apiv1.WaitTimedOut {
+		t.Errorf("wait at a step of watch's canary: %s, want TimedOut (still waiting)", res.Result)
+	}
+	if res := run(watchCanary(false), true, 5*time.Second); res.Result != apiv1.WaitComplete {
+		t.Errorf("canary's own step: %s, want Complete", res.Result)
+	}
+	done := watchCanary(false)
+	done.StatefulSets[0].Status.UpdatedReplicas, done.StatefulSets[0].Status.CurrentReplicas, done.StatefulSets[0].Status.CurrentRevision = 3, 3, "web-b"
+	done.StatefulSets[0].Spec.UpdateStrategy.RollingUpdate.Partition = ptr.To[int32](3) // parked again
+	for i := range done.Pods {
+		done.Pods[i].Labels[appsv1.ControllerRevisionHashLabelKey] = "web-b"
+	}
+	if res := run(done, false, 5*time.Second); res.Result != apiv1.WaitComplete {
+		t.Errorf("wait once watch's canary reached every replica: %s, want Complete", res.Result)
+	}
+	res := run(watchCanary(true), false, 5*time.Second)
+	if res.Result != apiv1.WaitStuck || len(res.Findings) != 1 || res.Findings[0].Reason != apiv1.ReasonCanaryPaused {
+		t.Errorf("wait on a canary watch paused: %s %+v, want Stuck with RolloutBlocked CanaryPaused", res.Result, res.Findings)
 	}
 }

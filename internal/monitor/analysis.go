@@ -282,7 +282,7 @@ func (c *Controller) syncAnalysis(ctx context.Context, key string, set *appsv1.S
 	}
 	what := explain.Analysis(run)
 	// explain.Analysis last: it ends with the query, the first words to go when cut.
-	c.setReconciling(ctx, key, set, corev1.ConditionTrue, "CanaryPaused", fmt.Sprintf("canary of revision %s paused at partition %d (change the analysis, the template or the partition to go on): %s",
+	c.setReconciling(ctx, key, set, corev1.ConditionTrue, apiv1.ReasonCanaryPaused, fmt.Sprintf("canary of revision %s paused at partition %d (change the analysis, the template or the partition to go on): %s",
 		set.Status.UpdateRevision, facts.Partition, what))
 	c.canaryWarning(key, set, mem, "CanaryInconclusive", fmt.Sprintf("stsdiag canary of revision %s paused at partition %d, nothing rolled back, no step forward until the template, the partition or the analysis changes: %s",
 		set.Status.UpdateRevision, facts.Partition, what))

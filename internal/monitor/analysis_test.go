@@ -456,3 +456,31 @@ func TestAnalysisMeasurementEvents(t *testing.T) {
 		t.Logf("%d: %s", i, e.Message)
 	}
 }
+
+// TestAnalysisPausedIsNotRolledBack: once paused, the StatefulSet's diagnosis reports the pause
+// (RolloutBlocked CanaryPaused, from watch's own condition), a blocking finding; it held for
+// far longer than the hold, watch still neither rolls back nor steps: a pause waits for a person.
+func TestAnalysisPausedIsNotRolledBack(t *testing.T) {
+	tmpl := strings.Replace(errorRatioTemplate, "    successCondition:", "    consecutiveErrorLimit: 0\n    successCondition:", 1)
+	kube := analysisCluster(stepHealthy(map[string]string{"stsdiag.io/canary-analysis-template": tmpl, "stsdiag.io/canary-analysis-args": "job=shop"}))
+	p := &prometheus{err: errorString("connection refused")}
+	opts := p.options()
+	opts.Hold = 20 * time.Millisecond
+	run(t, kube, opts)
+	eventually(t, "Reconciling=True CanaryPaused", func() bool {
+		c := reconciling(setNow(t, kube))
+		return c != nil && c.Status == corev1.ConditionTrue && c.Reason == "CanaryPaused"
+	})
+	// The pause becomes a finding with the next sync (the condition changed the StatefulSet).
+	eventually(t, "Stalled=True RolloutBlocked", func() bool {
+		c := stalledOf(setNow(t, kube))
+		return c != nil && c.Status == corev1.ConditionTrue && c.Reason == "RolloutBlocked"
+	})
+	time.Sleep(500 * time.Millisecond) // 25 holds
+	if n := specPatches(kube); n != 0 {
+		t.Fatalf("%d patches of the spec while paused (a rollback or a step)", n)
+	}
+	if n := deletes(kube); n != 0 {
+		t.Errorf("%d pods deleted", n)
+	}
+}

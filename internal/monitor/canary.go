@@ -39,7 +39,7 @@ import (
 
 // ConditionReconciling is the kstatus condition written while a canary runs (kstatus reports
 // InProgress for Reconciling=True).
-const ConditionReconciling appsv1.StatefulSetConditionType = "Reconciling"
+const ConditionReconciling appsv1.StatefulSetConditionType = apiv1.ConditionReconciling
 
 // canaryMemory is what watch remembers of one annotated StatefulSet between syncs.
 type canaryMemory struct {
@@ -96,7 +96,9 @@ func (c *Controller) syncCanary(ctx context.Context, key string, set *appsv1.Sta
 	running = facts.Observed && facts.Pending
 	var blocking []string
 	for k, f := range state.findings {
-		if f.Blocking() {
+		// A pause is watch's own (RolloutBlocked CanaryPaused, from its condition), not the
+		// pods': it waits for a person and never fails the step.
+		if f.Blocking() && f.Reason != apiv1.ReasonCanaryPaused {
 			blocking = append(blocking, k)
 		}
 	}

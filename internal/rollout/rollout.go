@@ -7,6 +7,8 @@ import (
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
+
+	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 )
 
 // ErrTimeout means a rollout did not complete before the deadline (a cancellation is not a
@@ -53,6 +55,21 @@ func Complete(set *appsv1.StatefulSet) bool {
 		}
 	}
 	return st.UpdatedReplicas >= replicas && (st.UpdateRevision == st.CurrentRevision || set.Spec.UpdateStrategy.Type == appsv1.OnDeleteStatefulSetStrategyType)
+}
+
+// CanaryUnderWay reports whether stsdiag watch steps the StatefulSet's rollouts (it declares
+// apiv1.AnnotationCanarySteps, docs/canary.md) and its canary has not reached every replica yet:
+// the update revision is not the current one. The partition watch holds between two steps makes
+// the controller's status complete (Complete respects it, as the controller does:
+// stateful_set_control.go:744-750@v1.37.2) long before the canary is; the controller makes the
+// update revision current once every replica runs it (completeUpdate,
+// stateful_set_utils.go:645-651@v1.37.2).
+func CanaryUnderWay(set *appsv1.StatefulSet) bool {
+	if _, declared := set.Annotations[apiv1.AnnotationCanarySteps]; !declared || set.Spec.UpdateStrategy.Type == appsv1.OnDeleteStatefulSetStrategyType {
+		return false
+	}
+	st := set.Status
+	return st.UpdateRevision != "" && st.UpdateRevision != st.CurrentRevision
 }
 
 // Replicas is spec.replicas, 1 when unset (the API default).
