@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -45,11 +46,44 @@ func (e *exitError) Unwrap() error { return e.err }
 func withCode(code int, err error) error { return &exitError{code: code, err: err} }
 
 // Main runs the command line and returns the process exit code. SIGINT and SIGTERM cancel the
-// command's context.
+// command's context; a command that has not returned interruptGrace later, or a second signal,
+// ends the process (exitIfStuck).
 func Main(args []string, in io.Reader, out, errOut io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	done := make(chan struct{})
+	defer close(done)
+	go exitIfStuck(ctx, done, errOut, interruptGrace, os.Exit)
 	return run(ctx, args, genericiooptions.IOStreams{In: in, Out: out, ErrOut: errOut})
+}
+
+// interruptGrace is how long a command may take to stop once a signal cancelled its context.
+// Not every request takes a context (client-go's discovery does not), and a request to an API
+// server that accepts the connection and never answers waits forever without
+// --request-timeout: Ctrl-C must still end the command, as it ends kubectl.
+const interruptGrace = 10 * time.Second
+
+// exitIfStuck exits with ExitInterrupted when ctx is cancelled (a signal) and done is not closed
+// (the command did not return) within grace or before another signal.
+func exitIfStuck(ctx context.Context, done <-chan struct{}, errOut io.Writer, grace time.Duration, exit func(int)) {
+	select {
+	case <-done:
+		return
+	case <-ctx.Done():
+	}
+	again := make(chan os.Signal, 1)
+	signal.Notify(again, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(again)
+	timer := time.NewTimer(grace)
+	defer timer.Stop()
+	select {
+	case <-done:
+		return
+	case <-again:
+	case <-timer.C:
+	}
+	fmt.Fprintf(errOut, "error: interrupted, and the command did not stop within %s (is a request to the API server hanging?)\n", grace)
+	exit(ExitInterrupted)
 }
 
 // run runs the command line with ctx and returns the exit code.
