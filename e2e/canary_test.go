@@ -29,12 +29,13 @@ const goodImage2 = "registry.k8s.io/nginx-slim:0.28"
 // stsdiag canary on the real controller (issue 25): a good template stepped 1, 50%, 100%; a bad
 // one rolled back by itself (and left alone with --no-rollback); --image with a bad image; a
 // concurrent partition edit that stops it; and watch driving the annotated good and bad cases
-// unattended (canary_watch_test.go). One parallel test, its features at once: the suite's
+// unattended (canary_watch_test.go), and wait following a canary watch steps to its end
+// (canary_watch_wait_test.go). One parallel test, its features at once: the suite's
 // parallel slots (-parallel = GOMAXPROCS) see one ~50 s test, the 30 s premises overlapping.
 func TestCanary(t *testing.T) {
 	t.Parallel() // isolated namespaces; runs after the serial tests (TestWatch restarts kube-apiserver)
 	testenv.TestInParallel(t, canaryGoodFeature(), canaryBadFeature(), canaryBadImageFeature(), canaryConcurrentEditFeature(),
-		canaryWatchGoodFeature(), canaryWatchBadFeature(), canaryUnsteppedFeature())
+		canaryWatchGoodFeature(), canaryWatchBadFeature(), canaryUnsteppedFeature(), canaryWatchWaitFeature())
 }
 
 // partitionLog records, from a watch of the StatefulSet (not from stsdiag's output), each
