@@ -4,6 +4,7 @@ import (
 	"sort"
 	"strings"
 
+	imagev1 "github.com/openshift/api/image/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -256,6 +257,20 @@ func (c *checker) confirm(f *stuck.Finding, image string, forced bool, predicted
 	return a.Written
 }
 
+// InternalTagStream returns the ImageStream whose own repository ref names by tag
+// (<status.dockerImageRepository>:<tag>, no digest), nil when it names none: such a reference is
+// one admission leaves alone (NotLocal) and that may still be reported (internalTag).
+func InternalTagStream(adm *Admission, ref Ref) *imagev1.ImageStream {
+	if ref.Registry == "" || ref.Namespace == "" || ref.ID != "" || strings.Contains(ref.Name, "/") {
+		return nil
+	}
+	stream := adm.Stream(ref.Namespace, ref.Name)
+	if stream == nil || stream.Status.DockerImageRepository != ref.Registry+"/"+ref.Namespace+"/"+ref.Name {
+		return nil
+	}
+	return stream
+}
+
 // internalTag reports a reference to an ImageStream's own repository by tag
 // (<status.dockerImageRepository>:<tag>), the form admission writes for a local name whose tag has
 // no image yet (imagepolicy.go:374-383@ALG). Admission leaves such a reference alone from then on:
@@ -268,11 +283,8 @@ func (c *checker) confirm(f *stuck.Finding, image string, forced bool, predicted
 // revision that set the reference (UnresolvedImageReference with cause TagCreatedAfterTemplate or
 // StreamCreatedAfterTemplate); a tag that had its image before was written so on purpose.
 func (c *checker) internalTag(u *use, f *stuck.Finding, ref Ref) *stuck.Finding {
-	if ref.Registry == "" || ref.Namespace == "" || ref.ID != "" || strings.Contains(ref.Name, "/") {
-		return nil
-	}
-	stream := c.adm.Stream(ref.Namespace, ref.Name)
-	if stream == nil || stream.Status.DockerImageRepository != ref.Registry+"/"+ref.Namespace+"/"+ref.Name {
+	stream := InternalTagStream(c.adm, ref)
+	if stream == nil {
 		return nil
 	}
 	tag := ref.TagOrLatest()

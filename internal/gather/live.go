@@ -45,6 +45,9 @@ type Live struct {
 	serverVersion string
 	// streams is the ImageStreams' cache, when they are read.
 	streams cache.Indexer
+	// revisions holds the data of the revisions Refresh read: for all namespaces only (nil
+	// otherwise), where the revisions are cached as metadata (revisiondata.go).
+	revisions *revisionData
 }
 
 // StartLive starts informers for the scope and waits for their caches to fill. They stop with ctx.
@@ -89,7 +92,7 @@ func startLive(ctx context.Context, c Clients, scope Scope, onChange func(obj an
 		serverVersion: serverVersion(c)}
 	e := env{allNamespaces: scope.Namespace == "", openShift: enabled, imageClient: c.Image != nil}
 	if e.allNamespaces {
-		l.held = &heldPods{}
+		l.held, l.revisions = &heldPods{}, &revisionData{}
 	}
 	var readable []*resource
 	for i := range resources {
@@ -179,7 +182,15 @@ func (l *Live) watch(ctx context.Context, r *resource, onChange func(obj any, in
 				changed(obj, false)
 			}
 		},
-		DeleteFunc: func(obj any) { changed(obj, false) },
+		DeleteFunc: func(obj any) {
+			changed(obj, false)
+			if l.revisions != nil && r.name == "controllerrevisions" {
+				if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+					obj = d.Obj
+				}
+				l.revisions.forget(obj)
+			}
+		},
 	})
 	if err != nil {
 		return nil, err
@@ -201,13 +212,19 @@ func (l *Live) selector(r *resource) string {
 }
 
 // transform slims each object before it is cached: for all namespaces, where the caches hold
-// every StatefulSet of the cluster, settled StatefulSets hold less (snapshot.SlimSettled).
-// Named scopes keep whole templates: canary compares them to tell another writer's change.
+// every StatefulSet and revision of the cluster, settled StatefulSets hold less
+// (snapshot.SlimSettled) and revisions are metadata (revisiondata.go). Named scopes keep whole
+// templates: canary compares them to tell another writer's change.
 func (l *Live) transform() cache.TransformFunc {
 	if l.held == nil {
 		return snapshot.Slim
 	}
-	return snapshot.SlimSettled
+	return func(obj any) (any, error) {
+		if rev, ok := obj.(*appsv1.ControllerRevision); ok {
+			obj = withoutData(rev)
+		}
+		return snapshot.SlimSettled(obj)
+	}
 }
 
 // Changes receives a value (coalesced) whenever an object in scope changes.
@@ -230,13 +247,17 @@ func (l *Live) Snapshot(ctx context.Context) (*stuck.Objects, []string, error) {
 // Refresh asks the API, for the snapshots of namespace ("" for all) that follow, what the caches
 // do not hold: with a GET per owner not asked in the last 10 s, about the controller owners of
 // the terminating StatefulSets cached there; and, for all namespaces, with a GET per pod not
-// asked in the last heldTTL, about the pods the StatefulSets may hold by name (held.go). The
-// warnings name what it could not look up.
+// asked in the last heldTTL, about the pods the StatefulSets may hold by name (held.go), and
+// with a GET per revision once, the data of the revisions a diagnosis reads (revisiondata.go).
+// The warnings name what it could not look up.
 func (l *Live) Refresh(ctx context.Context, namespace string) []string {
 	sets := items[appsv1.StatefulSet](cached(l.listers["statefulsets"], false, namespace))
 	warnings := l.owners.refresh(ctx, l.clients, stuck.TerminatingOwners(sets))
 	if l.held != nil {
 		warnings = append(warnings, l.held.refresh(ctx, l.clients, namespace, l.heldNames(namespace))...)
+	}
+	if l.revisions != nil {
+		warnings = append(warnings, l.refreshRevisionData(ctx, namespace)...)
 	}
 	return warnings
 }
@@ -410,6 +431,9 @@ func (l *Live) readWith(namespace string, shared *stuck.Objects) *stuck.Objects 
 		}
 	}
 	l.withHeld(s)
+	if l.revisions != nil {
+		l.withRevisionData(s)
+	}
 	if shared != nil {
 		s.Nodes, s.NodesListed = shared.Nodes, shared.NodesListed
 		s.StorageClasses, s.StorageClassesListed = shared.StorageClasses, shared.StorageClassesListed

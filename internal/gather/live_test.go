@@ -19,6 +19,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -336,6 +337,62 @@ func TestLiveAllNamespacesSlimsSettled(t *testing.T) {
 				return envOf(t, live, "db") != nil, nil
 			}); err != nil {
 				t.Error("db, no longer settled, still held without its env")
+			}
+		})
+	}
+}
+
+// TestLiveAllNamespacesRevisionsAsMetadata: for all namespaces the revisions are cached without
+// their data; Refresh GETs, once each, the data of the revisions of StatefulSets whose status is
+// not settled, and the snapshots carry it; a settled set's revisions stay metadata. A named
+// namespace caches them whole and GETs none.
+func TestLiveAllNamespacesRevisionsAsMetadata(t *testing.T) {
+	set := func(name string, settled bool) *appsv1.StatefulSet {
+		s := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "shop", UID: types.UID(name + "-uid"), Generation: 1},
+			Spec:   appsv1.StatefulSetSpec{Replicas: ptr.To[int32](1)},
+			Status: appsv1.StatefulSetStatus{ObservedGeneration: 1, Replicas: 1, ReadyReplicas: 1, AvailableReplicas: 1, UpdatedReplicas: 1, CurrentRevision: name + "-1", UpdateRevision: name + "-1"}}
+		if !settled {
+			s.Status.UpdateRevision = name + "-2"
+		}
+		return s
+	}
+	rev := func(owner *appsv1.StatefulSet, n int) *appsv1.ControllerRevision {
+		return &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", owner.Name, n), Namespace: "shop", UID: types.UID(fmt.Sprintf("%s-%d-uid", owner.Name, n)),
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(owner, appsv1.SchemeGroupVersion.WithKind("StatefulSet"))}},
+			Revision: int64(n), Data: runtime.RawExtension{Raw: []byte(fmt.Sprintf(`{"spec":{"template":{"metadata":{"labels":{"rev":"%d"}}}}}`, n))}}
+	}
+	db, web := set("db", true), set("web", false)
+	for _, ns := range []string{"", "shop"} {
+		t.Run("namespace "+ns, func(t *testing.T) {
+			kube := fake.NewClientset(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}, db, web, rev(db, 1), rev(web, 1), rev(web, 2))
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			live, _, err := gather.StartLive(ctx, gather.Clients{Kube: kube}, gather.Scope{Namespace: ns}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			gets := func() int {
+				n := 0
+				for _, a := range kube.Actions() {
+					if a.GetVerb() == "get" && a.GetResource().Resource == "controllerrevisions" {
+						n++
+					}
+				}
+				return n
+			}
+			for range 2 {
+				live.Refresh(ctx, "shop")
+			}
+			withData := map[string]bool{}
+			for _, r := range live.CachedOf("shop").Revisions {
+				withData[r.Name] = len(r.Data.Raw) > 0
+			}
+			want, wantGets := map[string]bool{"db-1": false, "web-1": true, "web-2": true}, 2
+			if ns != "" {
+				want, wantGets = map[string]bool{"db-1": true, "web-1": true, "web-2": true}, 0
+			}
+			if !reflect.DeepEqual(withData, want) || gets() != wantGets {
+				t.Errorf("revisions with data %v after %d GETs; want %v after %d", withData, gets(), want, wantGets)
 			}
 		})
 	}

@@ -393,8 +393,10 @@ func settledOnly(set *appsv1.StatefulSet) {
 
 // imageLookupConcerns reports whether OpenShift's image lookup has a say in the StatefulSet's
 // images: an image trigger, or an image of its template that names an ImageStream admission
-// would look up (anything but a reference by digest, one not local, or a name no stream has).
-// The image findings of such a set are not implied by its status, so its namespace is read deep.
+// would look up (anything but a reference by digest, one not local, or a name no stream has) or
+// a stream's own repository by tag (resolver.InternalTagStream: not local, yet reported when the
+// tag got its image after the revision that set it). The image findings of such a set are not
+// implied by its status, so its namespace is read deep.
 func imageLookupConcerns(images *resolver.Admission, set *appsv1.StatefulSet) bool {
 	if _, ok := set.Annotations[resolver.TriggerAnnotation]; ok {
 		return true
@@ -403,8 +405,12 @@ func imageLookupConcerns(images *resolver.Admission, set *appsv1.StatefulSet) bo
 	spec := &set.Spec.Template.Spec
 	for _, list := range [][]corev1.Container{spec.InitContainers, spec.Containers} {
 		for _, c := range list {
-			switch images.Resolve(c.Image, set.Namespace, forced).Outcome {
-			case resolver.ByDigest, resolver.NotLocal, resolver.NoStream:
+			switch res := images.Resolve(c.Image, set.Namespace, forced); res.Outcome {
+			case resolver.NotLocal:
+				if resolver.InternalTagStream(images, res.Ref) != nil {
+					return true
+				}
+			case resolver.ByDigest, resolver.NoStream:
 			default:
 				return true
 			}

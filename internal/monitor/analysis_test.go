@@ -448,6 +448,9 @@ func TestAnalysisMeasurementEvents(t *testing.T) {
 		t.Errorf("measurements Successful %v, Failed %v; want 4 and 4", s, f)
 	}
 	waitPartition(t, kube, 2)
+	// Events are written by the broadcaster's goroutine, after the partition may have moved.
+	eventually(t, "5 CanaryMeasurement Events", func() bool { return len(shopEvents(t, kube, "CanaryMeasurement")) >= 5 })
+	time.Sleep(200 * time.Millisecond) // and no more come
 	events := shopEvents(t, kube, "CanaryMeasurement")
 	if len(events) != 5 {
 		t.Errorf("%d CanaryMeasurement Events, want 5", len(events))
