@@ -298,7 +298,14 @@ func (s *pageStream) read(ctx context.Context, c Clients, environment func() (en
 			return
 		}
 		for _, obj := range objs {
-			_, _ = snapshot.Slim(obj)
+			if s.first != nil {
+				// Filling watch -A's caches: slimmed as they will be cached (Live.transform),
+				// the settled StatefulSets' templates dropped here, before the first pass (its
+				// diagnosis is the same: TestSettledSlimIsFull).
+				snapshot.SlimSettledInPlace(obj)
+			} else {
+				_, _ = snapshot.Slim(obj)
+			}
 		}
 		if err := s.first.add(l); err != nil {
 			s.err = err

@@ -59,11 +59,28 @@ func SlimSettled(obj any) (any, error) {
 	if !ok || !stuck.StatusSettled(set) {
 		return Slim(obj)
 	}
+	spec := settledSpec(&set.Spec.Template.Spec)
+	if set.Spec.VolumeClaimTemplates == nil && reflect.DeepEqual(spec, set.Spec.Template.Spec) {
+		return Slim(set) // slimmed before (SlimSettledInPlace): kept as it is, not copied
+	}
 	c := *set
-	c.Spec.Template.Spec = corev1.PodSpec{InitContainers: settledContainers(set.Spec.Template.Spec.InitContainers),
-		Containers: settledContainers(set.Spec.Template.Spec.Containers)}
-	c.Spec.VolumeClaimTemplates = nil
+	c.Spec.Template.Spec, c.Spec.VolumeClaimTemplates = spec, nil
 	return Slim(&c)
+}
+
+// SlimSettledInPlace is SlimSettled on an object no one else holds yet (a page just decoded, the
+// first LISTs of watch -A's caches): a settled StatefulSet is slimmed itself, so its template is
+// never held while the caches fill.
+func SlimSettledInPlace(obj any) {
+	if set, ok := obj.(*appsv1.StatefulSet); ok && stuck.StatusSettled(set) {
+		set.Spec.Template.Spec, set.Spec.VolumeClaimTemplates = settledSpec(&set.Spec.Template.Spec), nil
+	}
+	_, _ = Slim(obj)
+}
+
+// settledSpec is what SlimSettled keeps of a settled StatefulSet's pod template spec.
+func settledSpec(spec *corev1.PodSpec) corev1.PodSpec {
+	return corev1.PodSpec{InitContainers: settledContainers(spec.InitContainers), Containers: settledContainers(spec.Containers)}
 }
 
 // settledContainers keeps what diagnosis reads of a settled StatefulSet's containers.

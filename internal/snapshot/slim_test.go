@@ -82,6 +82,14 @@ func TestSlimSettled(t *testing.T) {
 	if !reflect.DeepEqual(out, want) {
 		t.Errorf("settled: got %+v\nwant %+v", out, want)
 	}
+	inPlace := set()
+	snapshot.SlimSettledInPlace(inPlace)
+	if !reflect.DeepEqual(inPlace, want) {
+		t.Errorf("in place: got %+v\nwant %+v", inPlace, want)
+	}
+	if again, _ := snapshot.SlimSettled(inPlace); again != any(inPlace) {
+		t.Error("SlimSettled copied a StatefulSet slimmed before")
+	}
 	ready := metav1.NewTime(now.Add(-20 * time.Second))
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-0", Namespace: "shop"}, Status: corev1.PodStatus{Phase: corev1.PodRunning,
 		Conditions:            []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: ready}},
