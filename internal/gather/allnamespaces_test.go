@@ -21,6 +21,7 @@ import (
 	"github.com/stsdiag/stsdiag/internal/diagnose"
 	"github.com/stsdiag/stsdiag/internal/gather"
 	"github.com/stsdiag/stsdiag/internal/imageapi"
+	"github.com/stsdiag/stsdiag/internal/snapshot/snapshottest"
 	"github.com/stsdiag/stsdiag/stuck"
 )
 
@@ -50,7 +51,7 @@ func TestAllNamespacesDiagnosesAsNamespaced(t *testing.T) {
 				// the diagnosis then reads settled StatefulSets' templates and revisions too (an
 				// unresolved image's cause).
 				for i := range snap.StatefulSets {
-					sayDone(&snap.StatefulSets[i])
+					snapshottest.SayDone(&snap.StatefulSets[i])
 				}
 			}
 			namespaces := map[string]bool{}
@@ -150,20 +151,4 @@ func asServed(obj runtime.Object) runtime.Object {
 		}
 	}
 	return obj
-}
-
-// sayDone writes the status a controller writes once the rollout is over (stuck.StatusSettled).
-func sayDone(set *appsv1.StatefulSet) {
-	n := int32(1)
-	if set.Spec.Replicas != nil {
-		n = *set.Spec.Replicas
-	}
-	st := &set.Status
-	st.ObservedGeneration = max(set.Generation, 1)
-	st.Replicas, st.ReadyReplicas, st.AvailableReplicas, st.UpdatedReplicas, st.CurrentReplicas = n, n, n, n, n
-	if st.UpdateRevision == "" {
-		st.UpdateRevision = set.Name + "-done"
-	}
-	st.CurrentRevision = st.UpdateRevision
-	set.DeletionTimestamp = nil
 }

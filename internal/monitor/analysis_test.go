@@ -201,12 +201,7 @@ func setNow(t *testing.T, kube *fake.Clientset) *appsv1.StatefulSet {
 }
 
 func reconciling(set *appsv1.StatefulSet) *appsv1.StatefulSetCondition {
-	for i := range set.Status.Conditions {
-		if set.Status.Conditions[i].Type == monitor.ConditionReconciling {
-			return &set.Status.Conditions[i]
-		}
-	}
-	return nil
+	return conditionOf(set, monitor.ConditionReconciling)
 }
 
 func errorRatioConfigMap(key string) *corev1.ConfigMap {

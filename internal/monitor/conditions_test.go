@@ -41,8 +41,13 @@ func kstatusOf(t *testing.T, set *appsv1.StatefulSet) *status.Result {
 }
 
 func stalledOf(set *appsv1.StatefulSet) *appsv1.StatefulSetCondition {
+	return conditionOf(set, monitor.ConditionStalled)
+}
+
+// conditionOf is the StatefulSet's condition of that type, nil when it has none.
+func conditionOf(set *appsv1.StatefulSet, typ appsv1.StatefulSetConditionType) *appsv1.StatefulSetCondition {
 	for i := range set.Status.Conditions {
-		if set.Status.Conditions[i].Type == monitor.ConditionStalled {
+		if set.Status.Conditions[i].Type == typ {
 			return &set.Status.Conditions[i]
 		}
 	}

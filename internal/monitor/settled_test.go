@@ -43,7 +43,7 @@ func TestSettledSlimIsFull(t *testing.T) {
 				// them: every rule then runs on slimmed templates.
 				for _, s := range []*stuck.Objects{whole, slim} {
 					for i := range s.StatefulSets {
-						sayDone(&s.StatefulSets[i])
+						snapshottest.SayDone(&s.StatefulSets[i])
 					}
 				}
 			}
@@ -84,19 +84,6 @@ func TestSettledSlimIsFull(t *testing.T) {
 	if slimmed < 150 || withFindings < 100 {
 		t.Fatalf("%d StatefulSets slimmed, %d scenarios with findings: the comparison says little", slimmed, withFindings)
 	}
-}
-
-// sayDone writes the status a controller writes once the rollout is over (stuck.StatusSettled).
-func sayDone(set *appsv1.StatefulSet) {
-	n := rollout.Replicas(set)
-	st := &set.Status
-	st.ObservedGeneration = max(set.Generation, 1)
-	st.Replicas, st.ReadyReplicas, st.AvailableReplicas, st.UpdatedReplicas, st.CurrentReplicas = n, n, n, n, n
-	if st.UpdateRevision == "" {
-		st.UpdateRevision = set.Name + "-done"
-	}
-	st.CurrentRevision = st.UpdateRevision
-	set.DeletionTimestamp = nil
 }
 
 func marshal(t *testing.T, v ...any) string {

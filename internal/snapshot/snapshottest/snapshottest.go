@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/internal/rollout"
 	"github.com/stsdiag/stsdiag/internal/slimpb"
 	"github.com/stsdiag/stsdiag/internal/snapshot"
 	"github.com/stsdiag/stsdiag/stuck"
@@ -145,6 +146,20 @@ func SlimSettled(snap *stuck.Objects) error {
 		snap.StatefulSets[i] = *out.(*appsv1.StatefulSet)
 	}
 	return nil
+}
+
+// SayDone writes the status the StatefulSet controller writes once a rollout is over
+// (stuck.StatusSettled), whatever the pods do: as a stopped controller may leave it.
+func SayDone(set *appsv1.StatefulSet) {
+	n := rollout.Replicas(set)
+	st := &set.Status
+	st.ObservedGeneration = max(set.Generation, 1)
+	st.Replicas, st.ReadyReplicas, st.AvailableReplicas, st.UpdatedReplicas, st.CurrentReplicas = n, n, n, n, n
+	if st.UpdateRevision == "" {
+		st.UpdateRevision = set.Name + "-done"
+	}
+	st.CurrentRevision = st.UpdateRevision
+	set.DeletionTimestamp = nil
 }
 
 // eachObject calls fn with each element of each slice of the snapshot.
