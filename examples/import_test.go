@@ -20,6 +20,7 @@ import (
 	"github.com/stsdiag/stsdiag/openshift"
 	"github.com/stsdiag/stsdiag/resolver"
 	"github.com/stsdiag/stsdiag/stuck"
+	"github.com/stsdiag/stsdiag/stuck/facts"
 )
 
 var now = time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
@@ -40,19 +41,25 @@ func TestDiagnoseAScenario(t *testing.T) {
 		t.Fatalf("findings %+v", res.Findings)
 	}
 	got := res.Findings[0]
-	stale, ok := got.Facts.(stuck.StaleStuck)
+	stale, ok := got.Facts.(facts.StaleStuck)
 	if got.Code != apiv1.StaleRevisionStuck || got.Pod != "web-0" || !ok || stale.Startup.Reason != "ImagePullBackOff" || got.Target == nil {
 		t.Errorf("finding %s %s %+v", got.Code, got.Pod, got.Facts)
 	}
 }
 
-// TestDiagnoseImages: the OpenShift 4.8 case from testdata, through the public image lookup model.
+// TestDiagnoseImages: the OpenShift 4.8 case from testdata, through the public rule engine, which
+// applies OpenShift's image lookup when the objects say OpenShift.
 func TestDiagnoseImages(t *testing.T) {
 	objs, err := stuck.LoadFile("../testdata/resolver/seed/objects.yaml", now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	found := resolver.Diagnose(objs)
+	var found []stuck.Finding
+	for _, f := range stuck.Diagnose(objs, stuck.DefaultOptions()).Findings {
+		if f.Code == apiv1.UnresolvedImageReference {
+			found = append(found, f)
+		}
+	}
 	if len(found) != 1 || found[0].Code != apiv1.UnresolvedImageReference || found[0].Patch == nil ||
 		found[0].Patch.To != "image-registry.openshift-image-registry.svc:5000/demo/statefulset-issue-demo@sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08" {
 		t.Fatalf("findings %+v", found)

@@ -255,8 +255,8 @@ func LatestTaggedImage(stream *imagev1.ImageStream, tag string) *imagev1.TagEven
 	return nil
 }
 
-// specTag is spec.tags[tag] (imageutil/helpers.go:226-233@LG).
-func specTag(stream *imagev1.ImageStream, tag string) (imagev1.TagReference, bool) {
+// SpecTag is the stream's spec.tags[tag] (imageutil/helpers.go:226-233@LG).
+func SpecTag(stream *imagev1.ImageStream, tag string) (imagev1.TagReference, bool) {
 	for _, t := range stream.Spec.Tags {
 		if t.Name == tag {
 			return t, true
@@ -270,7 +270,7 @@ func specTag(stream *imagev1.ImageStream, tag string) (imagev1.TagReference, boo
 // "<status.dockerImageRepository>@<image>" when both are set and the repository parses; anything
 // else the event's dockerImageReference verbatim.
 func PullSpecForTagEvent(stream *imagev1.ImageStream, tag string, event *imagev1.TagEvent) string {
-	ref, ok := specTag(stream, tag)
+	ref, ok := SpecTag(stream, tag)
 	if !ok || ref.ReferencePolicy.Type != imagev1.LocalTagReferencePolicy {
 		return event.DockerImageReference
 	}

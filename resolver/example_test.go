@@ -2,15 +2,12 @@ package resolver_test
 
 import (
 	"fmt"
-	"os"
 	"strings"
-	"time"
 
 	imagev1 "github.com/openshift/api/image/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/stsdiag/stsdiag/resolver"
-	"github.com/stsdiag/stsdiag/stuck"
 )
 
 // An ImageStream with lookupPolicy.local and tag 1.0.1 pushed: admission rewrites the local name
@@ -33,25 +30,4 @@ func ExampleResolve() {
 	// myapp:9.9: TagNotFound image-registry.openshift-image-registry.svc:5000/demo/myapp:9.9
 	// nginx:1.25: NoStream
 	// quay.io/team/app:v1: NotLocal
-}
-
-// The case stsdiag was written for (OpenShift 4.8): the template still says the local name, the
-// pod pulls docker.io/library/statefulset-issue-demo and fails; the finding carries the patch.
-func ExampleDiagnose() {
-	f, err := os.Open("../testdata/resolver/seed/objects.yaml")
-	if err != nil {
-		panic(err)
-	}
-	defer f.Close()
-	objs, err := stuck.Load(f, time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC))
-	if err != nil {
-		panic(err)
-	}
-	for _, f := range resolver.Diagnose(objs) {
-		fmt.Println(f.Code, f.StatefulSet, f.Container, f.Image)
-		fmt.Println("patch", f.Patch.Path, "→", f.Patch.To)
-	}
-	// Output:
-	// UnresolvedImageReference web app statefulset-issue-demo:1.0.1
-	// patch /spec/template/spec/containers/0/image → image-registry.openshift-image-registry.svc:5000/demo/statefulset-issue-demo@sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08
 }

@@ -203,3 +203,6 @@ func (r Ref) TagOrLatest() string {
 	}
 	return r.Tag
 }
+
+// HasDigest reports whether the reference names an image by a valid digest.
+func (r Ref) HasDigest() bool { return isDigest(r.ID) }

@@ -7,22 +7,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	apiv1 "github.com/stsdiag/stsdiag/api/v1"
-	"github.com/stsdiag/stsdiag/internal/explain"
-	"github.com/stsdiag/stsdiag/internal/model"
-	"github.com/stsdiag/stsdiag/internal/snapshot/snapshottest"
 	"github.com/stsdiag/stsdiag/resolver"
-	"github.com/stsdiag/stsdiag/stuck"
 )
-
-// TestScenarios runs every folder of testdata/resolver: one per rule of OpenShift's image lookup.
-func TestScenarios(t *testing.T) {
-	snapshottest.Run(t, "../testdata/resolver", func(s *stuck.Objects, _ map[string]bool) ([]apiv1.Finding, []apiv1.StatefulSetSummary) {
-		findings := resolver.Diagnose(s)
-		explain.Findings(findings, explain.Options{CLI: "oc"})
-		return model.PublicFindings(findings), nil
-	})
-}
 
 // TestParse covers what upstream's table does not: the names of issue 11 and the local-name test.
 func TestParse(t *testing.T) {

@@ -1,6 +1,8 @@
 package stuck
 
 import (
+	"github.com/stsdiag/stsdiag/stuck/facts"
+
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -50,20 +52,6 @@ type ControllerManagerLease struct {
 	Err string
 }
 
-// LeaseStale are the facts of ControllerManagerNotRunning.
-type LeaseStale struct {
-	// Holder is spec.holderIdentity ("" once released).
-	Holder    string
-	RenewTime time.Time
-	// Duration is spec.leaseDurationSeconds.
-	Duration time.Duration
-	// For is how long the lease has not been renewed.
-	For time.Duration
-}
-
-// Code implements Facts.
-func (LeaseStale) Code() apiv1.Code { return apiv1.ControllerManagerNotRunning }
-
 // State judges the lease at now.
 func (l ControllerManagerLease) State(now time.Time) LeaseState {
 	switch {
@@ -79,42 +67,42 @@ func (l ControllerManagerLease) State(now time.Time) LeaseState {
 	return LeaseRenewed
 }
 
-func (l ControllerManagerLease) stale(now time.Time) (bool, LeaseStale) {
+func (l ControllerManagerLease) stale(now time.Time) (bool, facts.LeaseStale) {
 	spec := l.Lease.Spec
-	facts := LeaseStale{}
+	fx := facts.LeaseStale{}
 	if spec.HolderIdentity != nil {
-		facts.Holder = *spec.HolderIdentity
+		fx.Holder = *spec.HolderIdentity
 	}
 	if spec.LeaseDurationSeconds != nil {
-		facts.Duration = time.Duration(*spec.LeaseDurationSeconds) * time.Second
+		fx.Duration = time.Duration(*spec.LeaseDurationSeconds) * time.Second
 	}
 	renewed := spec.RenewTime
 	if renewed == nil {
 		renewed = spec.AcquireTime
 	}
 	if renewed == nil {
-		return false, facts // never renewed: nothing to judge by
+		return false, fx // never renewed: nothing to judge by
 	}
-	facts.RenewTime = renewed.Time
-	facts.For = now.Sub(renewed.Time).Truncate(time.Second)
-	return now.After(renewed.Add(facts.Duration + leaseSkew)), facts
+	fx.RenewTime = renewed.Time
+	fx.For = now.Sub(renewed.Time).Truncate(time.Second)
+	return now.After(renewed.Add(fx.Duration + leaseSkew)), fx
 }
 
-// ControllerManagerFinding is the ControllerManagerNotRunning finding when the lease was read
+// controllerManagerFinding is the ControllerManagerNotRunning finding when the lease was read
 // and has not been renewed: every StatefulSet status in the cluster is stale and no rollout
 // progresses.
-func ControllerManagerFinding(l ControllerManagerLease, now time.Time) (Finding, bool) {
+func controllerManagerFinding(l ControllerManagerLease, now time.Time) (Finding, bool) {
 	if l.Lease == nil {
 		return Finding{}, false
 	}
-	stale, facts := l.stale(now)
+	stale, fx := l.stale(now)
 	if !stale {
 		return Finding{}, false
 	}
 	f := Finding{Finding: apiv1.Finding{Code: apiv1.ControllerManagerNotRunning, Severity: apiv1.SeverityError,
 		Namespace: l.Lease.Namespace, Reason: "LeaseNotRenewed",
-		Details: apiv1.FindingDetails{Lease: l.Lease.Namespace + "/" + l.Lease.Name, Holder: facts.Holder,
-			RenewTime: facts.RenewTime.UTC().Format(time.RFC3339), NotRenewedFor: facts.For.String()}}}
-	f.Facts = facts
+		Details: apiv1.FindingDetails{Lease: l.Lease.Namespace + "/" + l.Lease.Name, Holder: fx.Holder,
+			RenewTime: fx.RenewTime.UTC().Format(time.RFC3339), NotRenewedFor: fx.For.String()}}}
+	f.Facts = fx
 	return f, true
 }

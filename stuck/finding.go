@@ -1,8 +1,9 @@
 package stuck
 
 import (
+	"github.com/stsdiag/stsdiag/stuck/facts"
+
 	"encoding/json"
-	"sort"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -16,7 +17,7 @@ type Finding struct {
 
 	// Facts are what the analyzer established, typed per code; package explain words them into
 	// Message, Short, Remedy and the details that are sentences.
-	Facts Facts
+	Facts facts.Facts
 	// Short is the message as the table shows it.
 	Short string
 	// Target is the exact pod diagnosed, for repair preconditions.
@@ -31,12 +32,6 @@ type Finding struct {
 	// LogCurrent: the container's last run is its current, terminated one, whose log the
 	// kubelet serves as the current log (it has no previous one then).
 	LogCurrent bool
-}
-
-// Facts are the typed facts of one finding (a type of the analyzer that found it).
-type Facts interface {
-	// Code is the finding code the facts explain.
-	Code() apiv1.Code
 }
 
 // PodRef identifies one pod object as it was when diagnosed.
@@ -89,45 +84,6 @@ func (f Finding) DeepCopy() Finding {
 	}
 	c.FailingPods = append([]string(nil), f.FailingPods...)
 	return c
-}
-
-// SortFindings orders findings as a report lists them (FindingLess).
-func SortFindings(f []Finding) {
-	sort.SliceStable(f, func(i, j int) bool { return FindingLess(&f[i].Finding, &f[j].Finding) })
-}
-
-// FindingLess is the order of findings in a report: most severe first, then by context,
-// namespace, StatefulSet, pod, code and container.
-func FindingLess(a, b *apiv1.Finding) bool {
-	if a.Severity.Rank() != b.Severity.Rank() {
-		return a.Severity.Rank() > b.Severity.Rank()
-	}
-	if a.Context != b.Context {
-		return a.Context < b.Context
-	}
-	if a.Namespace != b.Namespace {
-		return a.Namespace < b.Namespace
-	}
-	if a.StatefulSet != b.StatefulSet {
-		return a.StatefulSet < b.StatefulSet
-	}
-	if a.Pod != b.Pod {
-		return a.Pod < b.Pod
-	}
-	if a.Code != b.Code {
-		return a.Code < b.Code
-	}
-	return a.Container < b.Container
-}
-
-// Rollout is one StatefulSet's rollout as its object says, before the findings are counted.
-type Rollout struct {
-	// Summary is the StatefulSet's summary; Summaries sets its status.
-	Summary     apiv1.StatefulSetSummary
-	Terminating bool
-	// Complete is true when the controller reports the rollout done (rollout.Complete) and no
-	// canary watch steps is under way (rollout.CanaryUnderWay).
-	Complete bool
 }
 
 // Blocking reports whether a finding keeps a rollout from completing by itself (wait's policy):

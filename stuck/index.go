@@ -1,6 +1,8 @@
 package stuck
 
 import (
+	"github.com/stsdiag/stsdiag/stuck/facts"
+
 	"fmt"
 	"sort"
 	"strings"
@@ -12,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/stsdiag/stsdiag/internal/statefulset"
+	"github.com/stsdiag/stsdiag/stuck/controller"
 )
 
 // index joins the snapshot's objects once, so diagnosis is linear in their number.
@@ -26,7 +28,7 @@ type index struct {
 	nodes map[string]*corev1.Node
 	sets  map[string]*appsv1.StatefulSet
 	// owned are the pods and revisions by controller UID.
-	owned          statefulset.Owned
+	owned          controller.Owned
 	pvcs           map[string]*corev1.PersistentVolumeClaim
 	events         map[string][]*corev1.Event
 	storageClasses map[string]*storagev1.StorageClass
@@ -40,7 +42,7 @@ func newIndex(s *Objects, settle time.Duration) *index {
 		now:    s.Now,
 		settle: settle,
 		sets:   make(map[string]*appsv1.StatefulSet, len(s.StatefulSets)),
-		owned:  statefulset.ByController(s.Pods, s.Revisions),
+		owned:  controller.ByController(s.Pods, s.Revisions),
 		pvcs:   make(map[string]*corev1.PersistentVolumeClaim, len(s.PVCs)),
 		events: map[string][]*corev1.Event{},
 	}
@@ -175,7 +177,7 @@ func (ix *index) updateRevision(set *appsv1.StatefulSet) string {
 		return set.Status.UpdateRevision
 	}
 	for _, rev := range ix.owned.Revisions[set.UID] {
-		if _, tmpl, err := statefulset.RevisionTemplate(rev); err == nil && equality.Semantic.DeepEqual(*tmpl, set.Spec.Template) {
+		if _, tmpl, err := controller.RevisionTemplate(rev); err == nil && equality.Semantic.DeepEqual(*tmpl, set.Spec.Template) {
 			return rev.Name
 		}
 	}
@@ -185,8 +187,8 @@ func (ix *index) updateRevision(set *appsv1.StatefulSet) string {
 // byOrdinal sorts pod names of one StatefulSet by ordinal (web-9 before web-10).
 func byOrdinal(setName string, pods []string) {
 	sort.SliceStable(pods, func(i, j int) bool {
-		a, okA := statefulset.Ordinal(setName, pods[i])
-		b, okB := statefulset.Ordinal(setName, pods[j])
+		a, okA := controller.ParseOrdinal(setName, pods[i])
+		b, okB := controller.ParseOrdinal(setName, pods[j])
 		if okA && okB {
 			return a < b
 		}
@@ -211,12 +213,12 @@ const clockSkew = time.Minute
 
 // refusal returns the newest refusal of the pod in the StatefulSet's FailedCreate Events since
 // the pod went missing, or nil.
-func (ix *index) refusal(set *appsv1.StatefulSet, pod string, since time.Time) *Refusal {
+func (ix *index) refusal(set *appsv1.StatefulSet, pod string, since time.Time) *facts.Refusal {
 	for _, e := range ix.events[eventKey("StatefulSet", set.Namespace, set.Name)] {
 		if e.Reason != "FailedCreate" || eventTime(e).Before(since.Add(-clockSkew)) {
 			continue
 		}
-		if r, ok := ParseEvent(e.Message); ok && r.Pod == pod {
+		if r, ok := facts.ParseEvent(e.Message); ok && r.Pod == pod {
 			return &r
 		}
 	}

@@ -1,13 +1,15 @@
 package stuck
 
 import (
+	"github.com/stsdiag/stsdiag/stuck/facts"
+
 	"regexp"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/stsdiag/stsdiag/internal/statefulset"
+	"github.com/stsdiag/stsdiag/stuck/controller"
 )
 
 // The kubelet's crash loop, as its status shows it (read in k8s.io/kubernetes):
@@ -50,14 +52,14 @@ const (
 // containerProblem is why a container is stuck at startup, nil if it is not: a waiting reason
 // that means it will not start, or a crash loop. runsToCompletion is true for a regular init
 // container (not a sidecar): its exit 0 is its completion.
-func (ix *index) containerProblem(st corev1.ContainerStatus, runsToCompletion bool) *Startup {
-	if w := st.State.Waiting; w != nil && statefulset.StartupReasons[w.Reason] {
-		p := &Startup{Kind: ContainerWaiting, Reason: w.Reason, Waiting: w.Message, Restarts: st.RestartCount}
+func (ix *index) containerProblem(st corev1.ContainerStatus, runsToCompletion bool) *facts.Startup {
+	if w := st.State.Waiting; w != nil && startupReasons[w.Reason] {
+		p := &facts.Startup{Kind: facts.ContainerWaiting, Reason: w.Reason, Waiting: w.Message, Restarts: st.RestartCount}
 		if t := st.LastTerminationState.Terminated; t != nil {
 			p.LastExit = exitOf(t)
 		}
-		if w.Reason == CrashLoopBackOff {
-			p.State = StateWaiting
+		if w.Reason == facts.CrashLoopBackOff {
+			p.State = facts.StateWaiting
 			p.RunStarted, p.RunEnded = runOf(st)
 			p.LastRun = lastRunLength(st)
 		}
@@ -68,7 +70,7 @@ func (ix *index) containerProblem(st corev1.ContainerStatus, runsToCompletion bo
 	if !ok {
 		return nil
 	}
-	p := &Startup{Kind: ContainerCrashLoop, Reason: CrashLoopBackOff, Restarts: st.RestartCount, State: state}
+	p := &facts.Startup{Kind: facts.ContainerCrashLoop, Reason: facts.CrashLoopBackOff, Restarts: st.RestartCount, State: state}
 	if w := st.State.Waiting; w != nil {
 		p.Waiting = w.Message
 	}
@@ -102,17 +104,6 @@ func runOf(st corev1.ContainerStatus) (started, ended time.Time) {
 	return time.Time{}, time.Time{}
 }
 
-// CrashLoopBackOff is the reason of every crash-loop finding, whatever the container's state
-// string says at the moment.
-const CrashLoopBackOff = "CrashLoopBackOff"
-
-// Container states a crash-looping container is seen in.
-const (
-	StateTerminated = "terminated"
-	StateRunning    = "running"
-	StateWaiting    = "waiting"
-)
-
 // crashLooping reports whether the container is in a crash loop, and the state it is seen in:
 // restarted at least crashLoopRestarts times, and either exited now after a short run that
 // followed another short run, or restarted after a short run and not (yet) running for longer
@@ -131,7 +122,7 @@ func (ix *index) crashLooping(st corev1.ContainerStatus, runsToCompletion bool) 
 		}
 		// The run before must be short too: a container that ran for days and then exited
 		// once restarts at once (the back-off was reset) and is no loop yet.
-		return StateTerminated, shortRun(t) && (last == nil || shortRun(last))
+		return facts.StateTerminated, shortRun(t) && (last == nil || shortRun(last))
 	case st.State.Running != nil:
 		if last == nil || !shortRun(last) || st.State.Running.StartedAt.IsZero() || last.StartedAt.IsZero() || last.FinishedAt.IsZero() {
 			return "", false
@@ -139,12 +130,12 @@ func (ix *index) crashLooping(st corev1.ContainerStatus, runsToCompletion bool) 
 		recovered := st.State.Running.StartedAt.Add(last.FinishedAt.Sub(last.StartedAt.Time) + runGrace)
 		if ix.now.Before(recovered) {
 			ix.wake(recovered)
-			return StateRunning, true
+			return facts.StateRunning, true
 		}
 		return "", false
 	case st.State.Waiting != nil:
 		// Waiting again after an exit (a reason this rule does not know).
-		return StateWaiting, last != nil && shortRun(last) && !(runsToCompletion && last.ExitCode == 0)
+		return facts.StateWaiting, last != nil && shortRun(last) && !(runsToCompletion && last.ExitCode == 0)
 	}
 	return "", false
 }
@@ -173,18 +164,18 @@ func latestExit(st corev1.ContainerStatus) *corev1.ContainerStateTerminated {
 // for the second each run lasts; one whose probe never passes keeps the pod not Ready since
 // it first started.
 func readyDuringLastRun(pod *corev1.Pod, st corev1.ContainerStatus) bool {
-	if statefulset.RunningAndReady(pod) {
+	if controller.RunningAndReady(pod) {
 		return true
 	}
-	ready, last := statefulset.ReadyCondition(pod), latestExit(st)
+	ready, last := controller.ReadyCondition(pod), latestExit(st)
 	if ready == nil || ready.LastTransitionTime.IsZero() || last == nil || last.StartedAt.IsZero() {
 		return false
 	}
 	return !ready.LastTransitionTime.Before(&last.StartedAt)
 }
 
-func exitOf(t *corev1.ContainerStateTerminated) *Exit {
-	return &Exit{Code: t.ExitCode, Reason: t.Reason, Message: strings.TrimSpace(t.Message)}
+func exitOf(t *corev1.ContainerStateTerminated) *facts.Exit {
+	return &facts.Exit{Code: t.ExitCode, Reason: t.Reason, Message: strings.TrimSpace(t.Message)}
 }
 
 // mountFailed returns a FailedMount problem for a scheduled pod none of whose containers has
@@ -193,7 +184,7 @@ func exitOf(t *corev1.ContainerStateTerminated) *Exit {
 // the sandbox (WaitForAttachAndMount, kubelet.go:2230@v1.37.2): the containers wait
 // (ContainerCreating, PodInitializing) and the controller waits for Running. settling is true
 // while the mount has failed for less than mountSettle.
-func (ix *index) mountFailed(pod *corev1.Pod) (p *Startup, settling bool) {
+func (ix *index) mountFailed(pod *corev1.Pod) (p *facts.Startup, settling bool) {
 	for _, st := range append(append([]corev1.ContainerStatus{}, pod.Status.InitContainerStatuses...), pod.Status.ContainerStatuses...) {
 		if st.State.Running != nil || st.State.Terminated != nil || st.LastTerminationState.Terminated != nil {
 			return nil, false
@@ -233,7 +224,7 @@ func (ix *index) mountFailed(pod *corev1.Pod) (p *Startup, settling bool) {
 		// on the pod is reported with its Events (RolloutBlocked).
 		return nil, false
 	}
-	return &Startup{Kind: VolumeMountFailed, Reason: "FailedMount", Waiting: msg, Volume: m[1], Missing: missing}, false
+	return &facts.Startup{Kind: facts.VolumeMountFailed, Reason: "FailedMount", Waiting: msg, Volume: m[1], Missing: missing}, false
 }
 
 // mountSetUpFailed starts the kubelet's Event of a volume it cannot set up: "MountVolume.SetUp
@@ -262,15 +253,46 @@ var (
 
 // missingConfig reads which Secret or ConfigMap (or key of one) the kubelet's message says is
 // missing; nil when it names none.
-func missingConfig(msg string) *Missing {
+func missingConfig(msg string) *facts.Missing {
 	if m := envKeyRE.FindStringSubmatch(msg); m != nil {
-		return &Missing{Kind: strings.ToLower(m[2]), Name: m[3], Key: m[1]}
+		return &facts.Missing{Kind: strings.ToLower(m[2]), Name: m[3], Key: m[1]}
 	}
 	if m := notFoundRE.FindStringSubmatch(msg); m != nil {
-		return &Missing{Kind: m[1], Name: m[2]}
+		return &facts.Missing{Kind: m[1], Name: m[2]}
 	}
 	if m := volumeKeyRE.FindStringSubmatch(msg); m != nil {
-		return &Missing{Kind: volumeKindOf[m[1]], Key: m[2]}
+		return &facts.Missing{Kind: volumeKindOf[m[1]], Key: m[2]}
 	}
 	return nil
+}
+
+// isSidecar reports whether an init container is a sidecar (restartPolicy Always): the kubelet
+// keeps it running and restarts it whatever its exit code (IsRestartableInitContainer,
+// pkg/api/v1/pod/util.go:392@v1.37.2).
+func isSidecar(c corev1.Container) bool {
+	return c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
+}
+
+// imagePullReasons are the container waiting reasons of an image that cannot be pulled.
+var imagePullReasons = map[string]bool{
+	"ImagePullBackOff":  true,
+	"ErrImagePull":      true,
+	"InvalidImageName":  true,
+	"ErrImageNeverPull": true,
+}
+
+// startupReasons are the container waiting reasons that mean a container will not start by
+// itself ("stuck at startup"): the image-pull reasons and these.
+var startupReasons = withImagePull(map[string]bool{
+	"CreateContainerConfigError": true,
+	"CreateContainerError":       true,
+	"CrashLoopBackOff":           true,
+	"RunContainerError":          true,
+})
+
+func withImagePull(reasons map[string]bool) map[string]bool {
+	for r := range imagePullReasons {
+		reasons[r] = true
+	}
+	return reasons
 }

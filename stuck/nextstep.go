@@ -1,6 +1,8 @@
 package stuck
 
 import (
+	"github.com/stsdiag/stsdiag/stuck/facts"
+
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -8,7 +10,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
-	"github.com/stsdiag/stsdiag/internal/rollout"
 	"github.com/stsdiag/stsdiag/stuck/controller"
 )
 
@@ -73,20 +74,20 @@ func (d *diagnosis) createFailed(r *controllerView, i int, o controller.Ordinal)
 		return
 	}
 	f := Finding{Finding: apiv1.Finding{Code: apiv1.PodCreateFailed, Severity: apiv1.SeverityError,
-		Namespace: r.set.Namespace, StatefulSet: r.set.Name, Pod: o.Name, Reason: string(Unknown)}}
-	facts := CreateFailed{Pod: o.Name, Ordinal: o.Ordinal, Refusal: refusal, BlockedBy: blockedBy, MissingFor: missing.Round(time.Second),
+		Namespace: r.set.Namespace, StatefulSet: r.set.Name, Pod: o.Name, Reason: string(facts.Unknown)}}
+	fx := facts.CreateFailed{Pod: o.Name, Ordinal: o.Ordinal, Refusal: refusal, BlockedBy: blockedBy, MissingFor: missing.Round(time.Second),
 		Replaced: r.set.Status.Replicas < int32(r.replicas) && r.Current != "" && r.Current != r.update, Blocked: r.blocked(i), Ordered: r.ordered()}
 	f.Details.Object = "pod"
 	f.Details.Ordinal = ptr.To(o.Ordinal)
 	f.Details.TargetRevision = ptr.To(o.Target)
 	f.Details.UpdateRevision = r.update
-	f.Details.MissingFor = facts.MissingFor.String()
+	f.Details.MissingFor = fx.MissingFor.String()
 	if refusal != nil {
 		refusalDetails(&f, refusal)
 	}
 	f.Details.BlockedBy = blockedBy
 	f.Details.Reason = f.Reason
-	f.Facts = facts
+	f.Facts = fx
 	d.add(f)
 }
 
@@ -95,7 +96,7 @@ func (d *diagnosis) createFailed(r *controllerView, i int, o controller.Ordinal)
 // batches (1, 2, 4, ... in ordinal order) and stops after the first batch with a failure
 // (runForAll and slowStartBatch, stateful_set_control.go:334-364 and :539-552@v1.37.2): a pod
 // above a refused one is never attempted and has no FailedCreate Event of its own.
-func (d *diagnosis) batchRefusal(r *controllerView, i int) (*Refusal, string) {
+func (d *diagnosis) batchRefusal(r *controllerView, i int) (*facts.Refusal, string) {
 	for k := 0; k < i; k++ {
 		o := r.Ordinals[k]
 		if o.Pod != nil || o.Next != controller.Create {
@@ -108,10 +109,10 @@ func (d *diagnosis) batchRefusal(r *controllerView, i int) (*Refusal, string) {
 	return nil, ""
 }
 
-func refusalDetails(f *Finding, r *Refusal) {
+func refusalDetails(f *Finding, r *facts.Refusal) {
 	f.Reason = string(r.Reason)
 	f.Details.AdmissionError = r.Error
-	if r.Kind == KindClaim {
+	if r.Kind == facts.KindClaim {
 		f.Details.Object, f.Details.Claim = "claim", r.Name
 	}
 	if r.Quota != nil {
@@ -144,28 +145,28 @@ func (d *diagnosis) waitBlocked(r *controllerView, i int, o controller.Ordinal, 
 		d.ix.wake(o.Since.Add(after))
 		return
 	}
-	facts := WaitBlocked{Pod: o.Name, Ordinal: o.Ordinal, Step: o.Next, For: waited.Round(time.Second), Condemned: condemned,
+	fx := facts.WaitBlocked{Pod: o.Name, Ordinal: o.Ordinal, Step: o.Next, For: waited.Round(time.Second), Condemned: condemned,
 		Phase: string(o.Pod.Status.Phase), Waiting: firstWaiting(o.Pod)}
 	if i >= 0 {
-		facts.Blocked = r.blocked(i)
+		fx.Blocked = r.blocked(i)
 	}
 	if o.Next == controller.WaitRunning {
-		facts.Init = d.ix.initWait(o.Pod)
+		fx.Init = d.ix.initWait(o.Pod)
 	}
 	if node := o.Pod.Spec.NodeName; d.ix.nodeLost(node) {
-		facts.Node, facts.NodeState = node, d.nodeState(node)
-		facts.NodeState.Eviction = d.eviction(node)
+		fx.Node, fx.NodeState = node, d.nodeState(node)
+		fx.NodeState.Eviction = d.eviction(node)
 	}
 	f := d.base(r, apiv1.RolloutBlocked, apiv1.SeverityError, o.Pod, nil)
 	f.Reason = string(o.Next)
 	f.Details.Ordinal = ptr.To(o.Ordinal)
 	f.Details.WaitingFor = waitingFor(o.Next)
-	f.Details.WaitedFor = facts.For.String()
-	if facts.Node != "" {
-		f.Details.Node = ptr.To(facts.Node)
-		nodeDetails(&f.Details, facts.NodeState, facts.Node)
+	f.Details.WaitedFor = fx.For.String()
+	if fx.Node != "" {
+		f.Details.Node = ptr.To(fx.Node)
+		nodeDetails(&f.Details, fx.NodeState, fx.Node)
 	}
-	if in := facts.Init; in != nil {
+	if in := fx.Init; in != nil {
 		f.Container, f.Image, f.Details.InitContainer = in.Container, in.Image, true
 		if in.Running {
 			f.Details.RunningFor = in.For.String()
@@ -177,7 +178,7 @@ func (d *diagnosis) waitBlocked(r *controllerView, i int, o controller.Ordinal, 
 			f.LogCurrent = in.Exited
 		}
 	}
-	f.Facts = facts
+	f.Facts = fx
 	d.add(f)
 }
 
@@ -229,10 +230,10 @@ func (d *diagnosis) neverObserved(set *appsv1.StatefulSet) {
 	}
 	f := Finding{Finding: apiv1.Finding{Code: apiv1.RolloutBlocked, Severity: apiv1.SeverityError,
 		Namespace: set.Namespace, StatefulSet: set.Name, Reason: "NeverObserved"}}
-	facts := NeverObserved{For: age.Round(time.Second)}
+	fx := facts.NeverObserved{For: age.Round(time.Second)}
 	f.Details.WaitingFor = "Observed"
-	f.Details.WaitedFor = facts.For.String()
-	f.Facts = facts
+	f.Details.WaitedFor = fx.For.String()
+	f.Facts = fx
 	d.add(f)
 }
 
@@ -241,7 +242,7 @@ func (d *diagnosis) neverObserved(set *appsv1.StatefulSet) {
 // exited 0 (computeInitContainerActions, kuberuntime_container.go:1063@v1.37.2); sidecars
 // (restartPolicy Always) keep running, so the one waited on is the last that runs or, with none
 // running, the first that exited non-zero (the kubelet restarts it: kubelet_pods.go:2733-2738).
-func (ix *index) initWait(pod *corev1.Pod) *InitWait {
+func (ix *index) initWait(pod *corev1.Pod) *facts.InitWait {
 	if pod.Status.Phase != corev1.PodPending {
 		return nil
 	}
@@ -249,8 +250,8 @@ func (ix *index) initWait(pod *corev1.Pod) *InitWait {
 	for _, c := range pod.Spec.InitContainers {
 		images[c.Name] = c.Image
 	}
-	wait := func(st corev1.ContainerStatus) *InitWait {
-		in := &InitWait{Container: st.Name, Image: images[st.Name], Restarts: st.RestartCount}
+	wait := func(st corev1.ContainerStatus) *facts.InitWait {
+		in := &facts.InitWait{Container: st.Name, Image: images[st.Name], Restarts: st.RestartCount}
 		if in.Image == "" {
 			in.Image = st.Image
 		}
@@ -310,11 +311,11 @@ func (d *diagnosis) canaryNotStarted(set *appsv1.StatefulSet) {
 	}
 	f := Finding{Finding: apiv1.Finding{Code: apiv1.RolloutBlocked, Severity: apiv1.SeverityError,
 		Namespace: set.Namespace, StatefulSet: set.Name, Reason: "CanaryNotStarted"}}
-	facts := CanaryNotStarted{Revision: st.UpdateRevision, Steps: set.Annotations[apiv1.AnnotationCanarySteps],
+	fx := facts.CanaryNotStarted{Revision: st.UpdateRevision, Steps: set.Annotations[apiv1.AnnotationCanarySteps],
 		Partition: *ru.Partition, Replicas: replicas, For: d.ix.now.Sub(created).Round(time.Second)}
 	f.Details.WaitingFor = "CanaryStep"
-	f.Details.WaitedFor = facts.For.String()
-	f.Facts = facts
+	f.Details.WaitedFor = fx.For.String()
+	f.Facts = fx
 	d.add(f)
 }
 
@@ -326,7 +327,7 @@ func (d *diagnosis) canaryNotStarted(set *appsv1.StatefulSet) {
 // controller's status, partition respected, says complete. Not reported once the condition
 // is older than the spec (a generation watch has not looked at since).
 func (d *diagnosis) canaryPaused(set *appsv1.StatefulSet) {
-	if !rollout.CanaryUnderWay(set) || set.Status.ObservedGeneration < set.Generation {
+	if !controller.CanaryUnderWay(set) || set.Status.ObservedGeneration < set.Generation {
 		return
 	}
 	var paused *appsv1.StatefulSetCondition
@@ -338,19 +339,19 @@ func (d *diagnosis) canaryPaused(set *appsv1.StatefulSet) {
 	if paused == nil {
 		return
 	}
-	replicas := rollout.Replicas(set)
+	replicas := controller.Replicas(set)
 	partition := int32(0)
 	if ru := set.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.Partition != nil {
 		partition = *ru.Partition
 	}
-	facts := CanaryPaused{Revision: set.Status.UpdateRevision, Steps: set.Annotations[apiv1.AnnotationCanarySteps], Partition: partition, Replicas: replicas, Message: paused.Message}
+	fx := facts.CanaryPaused{Revision: set.Status.UpdateRevision, Steps: set.Annotations[apiv1.AnnotationCanarySteps], Partition: partition, Replicas: replicas, Message: paused.Message}
 	f := Finding{Finding: apiv1.Finding{Code: apiv1.RolloutBlocked, Severity: apiv1.SeverityError,
 		Namespace: set.Namespace, StatefulSet: set.Name, Reason: apiv1.ReasonCanaryPaused}}
 	f.Details.WaitingFor = "CanaryAnalysis"
 	if !paused.LastTransitionTime.IsZero() {
-		facts.For = d.ix.now.Sub(paused.LastTransitionTime.Time).Round(time.Second)
-		f.Details.WaitedFor = facts.For.String()
+		fx.For = d.ix.now.Sub(paused.LastTransitionTime.Time).Round(time.Second)
+		f.Details.WaitedFor = fx.For.String()
 	}
-	f.Facts = facts
+	f.Facts = fx
 	d.add(f)
 }

@@ -55,6 +55,11 @@ type Objects struct {
 	// Selected names the StatefulSets in scope (namespace/name). Nil means all of them.
 	Selected map[string]bool
 
+	// StatusOnly says the StatefulSets were read without their pods, claims, revisions and
+	// Events, because each one's status says its rollout is over (controller.StatusSettled): each
+	// is judged by its status and governing Service alone, and no image is checked.
+	StatusOnly bool
+
 	// Shared, when set, indexes Nodes, Namespaces and ImageStreams, shared with other snapshots
 	// (see Shared; Indexed).
 	Shared *Shared

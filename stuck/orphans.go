@@ -1,6 +1,8 @@
 package stuck
 
 import (
+	"github.com/stsdiag/stsdiag/stuck/facts"
+
 	"sort"
 	"strings"
 	"time"
@@ -12,21 +14,21 @@ import (
 	"k8s.io/utils/ptr"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
-	"github.com/stsdiag/stsdiag/internal/statefulset"
+	"github.com/stsdiag/stsdiag/stuck/controller"
 )
 
 // ownerLive is the state of an object whose StatefulSet is live: not an orphan.
-const ownerLive OwnerState = 0
+const ownerLive facts.OwnerState = 0
 
-func (ix *index) owner(namespace string, ref *metav1.OwnerReference) (OwnerState, *appsv1.StatefulSet) {
+func (ix *index) owner(namespace string, ref *metav1.OwnerReference) (facts.OwnerState, *appsv1.StatefulSet) {
 	set := ix.sets[Key(namespace, ref.Name)]
 	switch {
 	case set == nil:
-		return OwnerGone, nil
+		return facts.OwnerGone, nil
 	case set.UID != ref.UID:
-		return OwnerReplaced, set
+		return facts.OwnerReplaced, set
 	case set.DeletionTimestamp != nil:
-		return OwnerTerminating, set
+		return facts.OwnerTerminating, set
 	}
 	return ownerLive, set
 }
@@ -46,23 +48,23 @@ func (d *diagnosis) orphans(s *Objects) {
 			continue
 		}
 		f := Finding{Finding: apiv1.Finding{Code: apiv1.OrphanedRevision, Severity: apiv1.SeverityWarning, Namespace: pod.Namespace, StatefulSet: ref.Name, Pod: pod.Name,
-			Details: apiv1.FindingDetails{Kind: "Pod", OwnerUID: string(ref.UID), PodRevision: ptr.To(statefulset.PodRevision(pod)), PodUID: ptr.To(string(pod.UID))}}}
-		facts := OrphanPod{Fate: d.ownerFate(state, set, pod.DeletionTimestamp), OwnerUID: ref.UID}
-		if state == OwnerReplaced {
+			Details: apiv1.FindingDetails{Kind: "Pod", OwnerUID: string(ref.UID), PodRevision: ptr.To(controller.PodRevision(pod)), PodUID: ptr.To(string(pod.UID))}}}
+		fx := facts.OrphanPod{Fate: d.ownerFate(state, set, pod.DeletionTimestamp), OwnerUID: ref.UID}
+		if state == facts.OwnerReplaced {
 			f.Details.CurrentUID = string(set.UID)
-			_, facts.HoldsOrdinal = statefulset.Ordinal(set.Name, pod.Name)
+			_, fx.HoldsOrdinal = controller.ParseOrdinal(set.Name, pod.Name)
 		}
 		if pod.DeletionTimestamp != nil && len(pod.Finalizers) > 0 {
-			facts.HeldBy = pod.Finalizers
+			fx.HeldBy = pod.Finalizers
 		}
-		f.Facts = facts
+		f.Facts = fx
 		d.add(f)
 	}
 
 	type group struct {
 		namespace, name string
 		uid             types.UID
-		state           OwnerState
+		state           facts.OwnerState
 		set             *appsv1.StatefulSet
 		revisions       []string
 	}
@@ -88,33 +90,33 @@ func (d *diagnosis) orphans(s *Objects) {
 		if g.set != nil {
 			f.Details.CurrentUID = string(g.set.UID)
 		}
-		f.Facts = OrphanRevisions{Fate: d.ownerFate(g.state, g.set, nil), OwnerUID: g.uid, Revisions: g.revisions}
+		f.Facts = facts.OrphanRevisions{Fate: d.ownerFate(g.state, g.set, nil), OwnerUID: g.uid, Revisions: g.revisions}
 		d.add(f)
 	}
 }
 
 // orphaned reports whether obj's controlling StatefulSet is gone or replaced (and in scope, and
 // obj not within its deletion grace).
-func (d *diagnosis) orphaned(s *Objects, obj metav1.Object) (*metav1.OwnerReference, OwnerState, *appsv1.StatefulSet, bool) {
+func (d *diagnosis) orphaned(s *Objects, obj metav1.Object) (*metav1.OwnerReference, facts.OwnerState, *appsv1.StatefulSet, bool) {
 	ref := metav1.GetControllerOfNoCopy(obj)
 	if !isStatefulSetRef(ref) || !s.InScope(obj.GetNamespace(), ref.Name) {
 		return nil, ownerLive, nil, false
 	}
 	state, set := d.ix.owner(obj.GetNamespace(), ref)
 	switch state {
-	case OwnerGone:
+	case facts.OwnerGone:
 		// The garbage collector removes it in seconds unless something holds it.
 		return ref, state, set, !d.recentlyDeleted(obj.GetDeletionTimestamp())
-	case OwnerReplaced:
+	case facts.OwnerReplaced:
 		// A pod with an ordinal's name keeps the new StatefulSet from creating that pod, even
 		// while it terminates.
 		if _, isPod := obj.(*corev1.Pod); isPod {
-			if _, ok := statefulset.Ordinal(set.Name, obj.GetName()); ok {
+			if _, ok := controller.ParseOrdinal(set.Name, obj.GetName()); ok {
 				return ref, state, set, true
 			}
 		}
 		return ref, state, set, !d.recentlyDeleted(obj.GetDeletionTimestamp())
-	case OwnerTerminating:
+	case facts.OwnerTerminating:
 		// Deleting an owner deletes or releases its dependents in seconds; one that still
 		// depends on an owner terminating for longer is held by something.
 		_, _, recreated := d.replacedOwner(set)
@@ -125,15 +127,15 @@ func (d *diagnosis) orphaned(s *Objects, obj metav1.Object) (*metav1.OwnerRefere
 
 // ownerFate says what happened to an orphan's StatefulSet (set: today's of that name, if any)
 // and since when the orphan is being deleted.
-func (d *diagnosis) ownerFate(state OwnerState, set *appsv1.StatefulSet, deleting *metav1.Time) OwnerFate {
-	fate := OwnerFate{State: state}
+func (d *diagnosis) ownerFate(state facts.OwnerState, set *appsv1.StatefulSet, deleting *metav1.Time) facts.OwnerFate {
+	fate := facts.OwnerFate{State: state}
 	switch state {
-	case OwnerReplaced:
+	case facts.OwnerReplaced:
 		fate.CurrentUID = set.UID
-	case OwnerTerminating:
+	case facts.OwnerTerminating:
 		fate.TerminatingFor = d.ix.now.Sub(set.DeletionTimestamp.Time).Round(time.Second)
 		if ref, owner, replaced := d.replacedOwner(set); replaced && owner.Exists {
-			fate.Recreated = &OwnerChange{Kind: ref.Kind, Name: ref.Name, UID: ref.UID, Exists: true, CurrentUID: owner.UID}
+			fate.Recreated = &facts.OwnerChange{Kind: ref.Kind, Name: ref.Name, UID: ref.UID, Exists: true, CurrentUID: owner.UID}
 		}
 	}
 	if deleting != nil {

@@ -1,6 +1,8 @@
 package stuck
 
 import (
+	"github.com/stsdiag/stsdiag/stuck/facts"
+
 	"regexp"
 	"strings"
 	"time"
@@ -8,11 +10,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 
-	"github.com/stsdiag/stsdiag/internal/statefulset"
+	"github.com/stsdiag/stsdiag/stuck/controller"
 )
 
 // startupProblem returns why the pod is stuck at startup, or nil if it is not.
-func (ix *index) startupProblem(pod *corev1.Pod) *Startup {
+func (ix *index) startupProblem(pod *corev1.Pod) *facts.Startup {
 	if pod.DeletionTimestamp != nil || pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded {
 		return nil
 	}
@@ -26,7 +28,7 @@ func (ix *index) startupProblem(pod *corev1.Pod) *Startup {
 				continue
 			}
 			if c.LastTransitionTime.IsZero() || ix.now.Sub(c.LastTransitionTime.Time) >= ix.settle {
-				return &Startup{Kind: Unschedulable, Reason: corev1.PodReasonUnschedulable, Waiting: c.Message}
+				return &facts.Startup{Kind: facts.Unschedulable, Reason: corev1.PodReasonUnschedulable, Waiting: c.Message}
 			}
 			ix.wake(c.LastTransitionTime.Add(ix.settle))
 		}
@@ -41,9 +43,9 @@ func (ix *index) startupProblem(pod *corev1.Pod) *Startup {
 	}
 	sidecars := map[string]bool{}
 	for _, c := range pod.Spec.InitContainers {
-		sidecars[c.Name] = statefulset.IsSidecar(c)
+		sidecars[c.Name] = isSidecar(c)
 	}
-	check := func(statuses []corev1.ContainerStatus, init bool) *Startup {
+	check := func(statuses []corev1.ContainerStatus, init bool) *facts.Startup {
 		for _, st := range statuses {
 			// A sidecar is restarted whatever its exit code, like an app container
 			// (computeInitContainerActions, kuberuntime_container.go:1207-1209@v1.37.2).
@@ -56,7 +58,7 @@ func (ix *index) startupProblem(pod *corev1.Pod) *Startup {
 			if p.Image == "" {
 				p.Image = st.Image
 			}
-			if p.Reason == CrashLoopBackOff && !runsToCompletion {
+			if p.Reason == facts.CrashLoopBackOff && !runsToCompletion {
 				p.ReadyInRuns = readyDuringLastRun(pod, st)
 			}
 			return p
@@ -79,11 +81,11 @@ func (ix *index) startupProblem(pod *corev1.Pod) *Startup {
 // threshold (a readiness probe that keeps failing). The StatefulSet controller treats it like any
 // pod that is not Running and Ready (isRunningAndReady, stateful_set_utils.go:467@v1.37.2): under
 // OrderedReady it waits on it (stateful_set_control.go:476@v1.37.2, :423@v1.25.16).
-func (ix *index) notReady(pod *corev1.Pod, images map[string]string) *Startup {
+func (ix *index) notReady(pod *corev1.Pod, images map[string]string) *facts.Startup {
 	if ix.notReadyAfter <= 0 || pod.Status.Phase != corev1.PodRunning {
 		return nil
 	}
-	ready := statefulset.ReadyCondition(pod)
+	ready := controller.ReadyCondition(pod)
 	if ready == nil || ready.Status == corev1.ConditionTrue || ready.LastTransitionTime.IsZero() {
 		return nil
 	}
@@ -98,11 +100,11 @@ func (ix *index) notReady(pod *corev1.Pod, images map[string]string) *Startup {
 		ix.wake(ready.LastTransitionTime.Add(ix.notReadyAfter))
 		return nil
 	}
-	p := &Startup{Kind: ContainerNotReady, Reason: "NotReady", NotReadyFor: since.Round(time.Second), ReadyMessage: ready.Message}
+	p := &facts.Startup{Kind: facts.ContainerNotReady, Reason: "NotReady", NotReadyFor: since.Round(time.Second), ReadyMessage: ready.Message}
 	if gate := pendingGate(ready); gate != nil {
 		// Every container is Ready: the gate alone holds the pod back, and only the controller
 		// that owns the gate writes its condition.
-		p.Kind, p.Reason, p.Gate = ReadinessGatePending, ReadinessGateReason, gate
+		p.Kind, p.Reason, p.Gate = facts.ReadinessGatePending, facts.ReadinessGateReason, gate
 		return p
 	}
 	for _, st := range pod.Status.ContainerStatuses {
@@ -127,15 +129,15 @@ func (ix *index) notReady(pod *corev1.Pod, images map[string]string) *Startup {
 // not exist.` or `the status of pod readiness gate "X" is not "True", but S`
 // (GeneratePodReadyCondition, pkg/kubelet/status/generate.go:127-167@v1.37.2). The condition
 // is read, not spec.readinessGates: pods are read slimmed of their spec (snapshot.Slim).
-func pendingGate(ready *corev1.PodCondition) *Gate {
+func pendingGate(ready *corev1.PodCondition) *facts.Gate {
 	if ready.Reason != readinessGatesNotReady {
 		return nil
 	}
 	if m := gateMissingRE.FindStringSubmatch(ready.Message); m != nil {
-		return &Gate{Condition: m[1], Status: "Missing"}
+		return &facts.Gate{Condition: m[1], Status: "Missing"}
 	}
 	if m := gateStatusRE.FindStringSubmatch(ready.Message); m != nil {
-		return &Gate{Condition: m[1], Status: m[2]}
+		return &facts.Gate{Condition: m[1], Status: m[2]}
 	}
 	return nil
 }
@@ -150,7 +152,7 @@ var (
 // pendingClaim returns the first PVC of an unscheduled pod that will not bind by itself.
 // settling is true when a claim is Pending for a reason that may still resolve (a volume being
 // provisioned or bound) and has been so for less than the settle time: the pod waits for it.
-func (ix *index) pendingClaim(pod *corev1.Pod) (p *Startup, settling bool) {
+func (ix *index) pendingClaim(pod *corev1.Pod) (p *facts.Startup, settling bool) {
 	for _, v := range pod.Spec.Volumes {
 		if v.PersistentVolumeClaim == nil {
 			continue
@@ -170,7 +172,7 @@ func (ix *index) pendingClaim(pod *corev1.Pod) (p *Startup, settling bool) {
 			continue
 		}
 		claim.Name = name
-		return &Startup{Kind: ClaimPending, Reason: "PersistentVolumeClaimPending", Claim: &claim}, false
+		return &facts.Startup{Kind: facts.ClaimPending, Reason: "PersistentVolumeClaimPending", Claim: &claim}, false
 	}
 	return nil, settling
 }
@@ -178,7 +180,7 @@ func (ix *index) pendingClaim(pod *corev1.Pod) (p *Startup, settling bool) {
 // claimPendingReason says why a Pending claim does not bind. certain is true when it can never
 // bind as it is (a missing StorageClass); waitsForPod when binding waits for the pod to be
 // scheduled (WaitForFirstConsumer): then the claim is not the cause.
-func (ix *index) claimPendingReason(pvc *corev1.PersistentVolumeClaim) (claim Claim, certain, waitsForPod bool) {
+func (ix *index) claimPendingReason(pvc *corev1.PersistentVolumeClaim) (claim facts.Claim, certain, waitsForPod bool) {
 	className := ""
 	if pvc.Spec.StorageClassName != nil {
 		className = *pvc.Spec.StorageClassName
@@ -187,26 +189,26 @@ func (ix *index) claimPendingReason(pvc *corev1.PersistentVolumeClaim) (claim Cl
 	if ix.storageClasses != nil {
 		if className == "" && pvc.Spec.StorageClassName == nil {
 			if ix.defaultClass == nil {
-				return Claim{Why: NoDefaultClass, Event: event}, true, false
+				return facts.Claim{Why: facts.NoDefaultClass, Event: event}, true, false
 			}
 			className = ix.defaultClass.Name
 		}
 		if className != "" {
 			sc, ok := ix.storageClasses[className]
 			if !ok {
-				return Claim{Why: ClassMissing, Class: className, Event: event}, true, false
+				return facts.Claim{Why: facts.ClassMissing, Class: className, Event: event}, true, false
 			}
 			if sc.VolumeBindingMode != nil && *sc.VolumeBindingMode == storagev1.VolumeBindingWaitForFirstConsumer {
-				return Claim{}, false, true
+				return facts.Claim{}, false, true
 			}
 		}
 	}
 	if event != "" {
 		// The volume controller has tried and complained (ProvisioningFailed, FailedBinding).
-		return Claim{Why: VolumeControllerEvent, Class: className, Event: event}, true, false
+		return facts.Claim{Why: facts.VolumeControllerEvent, Class: className, Event: event}, true, false
 	}
 	if className == "" {
-		return Claim{Why: NoMatchingVolume}, false, false
+		return facts.Claim{Why: facts.NoMatchingVolume}, false, false
 	}
-	return Claim{Why: NotProvisioned, Class: className}, false, false
+	return facts.Claim{Why: facts.NotProvisioned, Class: className}, false, false
 }

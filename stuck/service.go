@@ -1,19 +1,14 @@
 package stuck
 
 import (
+	"github.com/stsdiag/stsdiag/stuck/facts"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/utils/ptr"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
-)
-
-// Reasons of ServiceMissing (details.reason).
-const (
-	ServiceNotFound         = "NotFound"
-	ServiceNotHeadless      = "NotHeadless"
-	ServiceSelectorMismatch = "SelectorMismatch"
 )
 
 // governingService checks the Service spec.serviceName names. The controller gives every pod
@@ -44,26 +39,26 @@ func (d *diagnosis) governingService(set *appsv1.StatefulSet) {
 	podLabels := set.Spec.Template.Labels
 	f := Finding{Finding: apiv1.Finding{Code: apiv1.ServiceMissing, Severity: apiv1.SeverityWarning, Namespace: set.Namespace, StatefulSet: set.Name,
 		Details: apiv1.FindingDetails{Service: name}}}
-	facts := ServiceProblem{Service: name, Wanted: selectorFor(set)}
+	fx := facts.ServiceProblem{Service: name, Wanted: selectorFor(set)}
 	switch {
 	case svc == nil:
-		f.Reason = ServiceNotFound
+		f.Reason = facts.ServiceNotFound
 		// kubectl create service selects app=<name> (k8s.io/kubectl@v0.35.4 pkg/cmd/create/create_service.go:175-176).
-		facts.SelectsApp = podLabels["app"] == name && len(facts.Wanted) == 1 && facts.Wanted["app"] == name
+		fx.SelectsApp = podLabels["app"] == name && len(fx.Wanted) == 1 && fx.Wanted["app"] == name
 	case svc.Spec.ClusterIP != corev1.ClusterIPNone:
-		f.Reason = ServiceNotHeadless
-		facts.ClusterIP, facts.ExternalName = svc.Spec.ClusterIP, svc.Spec.Type == corev1.ServiceTypeExternalName
+		f.Reason = facts.ServiceNotHeadless
+		fx.ClusterIP, fx.ExternalName = svc.Spec.ClusterIP, svc.Spec.Type == corev1.ServiceTypeExternalName
 		f.Details.ClusterIP = ptr.To(svc.Spec.ClusterIP)
 	case len(svc.Spec.Selector) == 0 || !labels.SelectorFromSet(svc.Spec.Selector).Matches(labels.Set(podLabels)):
-		f.Reason = ServiceSelectorMismatch
-		facts.Selector, facts.PodLabels = svc.Spec.Selector, podLabels
+		f.Reason = facts.ServiceSelectorMismatch
+		fx.Selector, fx.PodLabels = svc.Spec.Selector, podLabels
 		f.Details.Selector = ptr.To(svc.Spec.Selector)
 		f.Details.PodLabels = podLabels
 	default:
 		return
 	}
 	f.Details.Reason = f.Reason
-	f.Facts = facts
+	f.Facts = fx
 	d.add(f)
 }
 

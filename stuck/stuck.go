@@ -18,12 +18,12 @@
 package stuck
 
 import (
+	"github.com/stsdiag/stsdiag/stuck/facts"
+
 	"fmt"
 	"sort"
 	"strings"
 	"time"
-
-	"github.com/stsdiag/stsdiag/internal/rollout"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -32,7 +32,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
-	"github.com/stsdiag/stsdiag/internal/statefulset"
 	"github.com/stsdiag/stsdiag/stuck/controller"
 )
 
@@ -49,6 +48,9 @@ type Options struct {
 	NotReadyAfter time.Duration
 	// FeatureGates override the gate defaults of the server's release (--feature-gates).
 	FeatureGates map[string]bool
+	// CLI is the command remedies name: "kubectl" or "oc"; "" names oc when the objects say
+	// OpenShift (Objects.OpenShift), else kubectl.
+	CLI string
 }
 
 // DefaultOptions are the options of `stsdiag check`.
@@ -56,11 +58,13 @@ func DefaultOptions() Options {
 	return Options{TerminatingAfter: 5 * time.Minute, Settle: 10 * time.Second, NotReadyAfter: 5 * time.Minute}
 }
 
-// Result is what the diagnosis found: findings with their facts (explain words them), and each
-// StatefulSet's rollout (model.Summaries gives it its status once every analyzer has run).
+// Result is what the diagnosis found.
 type Result struct {
-	StatefulSets []Rollout
-	Findings     []Finding
+	// StatefulSets are the StatefulSets in scope, in the objects' order, each with its status
+	// (Complete, Progressing, Stuck or Terminating) and a message saying why.
+	StatefulSets []apiv1.StatefulSetSummary
+	// Findings, most severe first, each with its words (Message, Short, Remedy) and facts.
+	Findings []Finding
 	// Rules are the controller rules applied (the server's release and the gates assumed).
 	Rules Rules
 	// RecheckAt is the earliest moment a time-based rule (settle time, thresholds) may turn what
@@ -70,45 +74,72 @@ type Result struct {
 	// Predictions are the changes the diagnosis expects the kubelet or the controller to make
 	// by themselves, by pod (namespace/name), each with its deadline: a finding names one once
 	// its deadline has passed.
-	Predictions map[string]Prediction
+	Predictions map[string]facts.Prediction
 	// Views are the controller's next sync of each live StatefulSet in scope, by namespace/name:
-	// the model the findings were derived from (explain shows it).
+	// the model the findings were derived from.
 	Views map[string]*controller.View
 }
 
-// Diagnose examines every StatefulSet in the snapshot's scope. The findings carry facts, not
-// words: explain.Findings writes their messages and remedies.
+// Diagnose examines every StatefulSet in the objects' scope: the controller's rules of the
+// server's release, OpenShift's image lookup (when Objects.OpenShift), each finding worded from
+// its facts, and each StatefulSet's status decided from every finding. It is pure: it reads the
+// objects and their clock, never the API.
 func Diagnose(s *Objects, opts Options) Result {
+	if s.Shared == nil {
+		// Indexed once for every rule.
+		indexed := *s
+		indexed.Shared = NewShared(s)
+		s = &indexed
+	}
+	res, rollouts := diagnoseRules(s, opts)
+	if !s.StatusOnly {
+		res.Findings = append(res.Findings, imageFindings(s, nil)...)
+		linkUnresolvedImages(res.Findings)
+	}
+	wordFindings(res.Findings, cliFor(opts, s.OpenShift))
+	sortFindings(res.Findings)
+	res.StatefulSets = summaries(rollouts, res.Findings)
+	return res
+}
+
+// diagnoseRules applies the controller's rules: to every StatefulSet in scope with its pods,
+// claims, revisions and Events, or, for objects read by status (StatusOnly), the rules that read
+// no pod (the governing Service).
+func diagnoseRules(s *Objects, opts Options) (Result, []rollout) {
 	ix := newIndex(s, opts.Settle)
 	ix.notReadyAfter = opts.NotReadyAfter
-	rules := RulesOrNewest(s.ServerVersion, opts.FeatureGates)
+	rules := rulesOrNewest(s.ServerVersion, opts.FeatureGates)
 	d := &diagnosis{ix: ix, opts: opts, snap: s, rules: rules, views: map[string]*controller.View{}}
 	res := Result{Rules: rules, Views: d.views}
+	var rollouts []rollout
 	for i := range s.StatefulSets {
 		set := &s.StatefulSets[i]
 		if !s.InScope(set.Namespace, set.Name) {
 			continue
 		}
-		d.statefulSet(set)
+		if !s.StatusOnly {
+			d.statefulSet(set)
+		}
 		d.governingService(set)
-		res.StatefulSets = append(res.StatefulSets, rolloutOf(set))
+		rollouts = append(rollouts, rolloutOf(set))
 	}
-	d.orphans(s)
+	if !s.StatusOnly {
+		d.orphans(s)
+		res.RecheckAt = ix.recheckAt
+		res.Predictions = d.predictions
+	}
 	if s.ControllerManager != nil && s.Selected == nil { // a finding of the cluster, not of one set
-		if f, ok := ControllerManagerFinding(*s.ControllerManager, s.Now); ok {
+		if f, ok := controllerManagerFinding(*s.ControllerManager, s.Now); ok {
 			d.add(f)
 		}
 	}
 	res.Findings = d.findings
-	res.RecheckAt = ix.recheckAt
-	res.Predictions = d.predictions
-	SortFindings(res.Findings)
-	return res
+	return res, rollouts
 }
 
-// RulesOrNewest is RulesFor, or for a version that does not parse (a fork's naming) the newest
+// rulesOrNewest is RulesFor, or for a version that does not parse (a fork's naming) the newest
 // rules, gates as asked.
-func RulesOrNewest(serverVersion string, gates map[string]bool) Rules {
+func rulesOrNewest(serverVersion string, gates map[string]bool) Rules {
 	rules, err := RulesFor(serverVersion, gates)
 	if err != nil {
 		rules, _ = RulesFor("", gates)
@@ -118,7 +149,7 @@ func RulesOrNewest(serverVersion string, gates map[string]bool) Rules {
 
 type diagnosis struct {
 	// predictions are the changes expected by themselves, by pod (namespace/name).
-	predictions map[string]Prediction
+	predictions map[string]facts.Prediction
 	rules       Rules
 	snap        *Objects
 	ix          *index
@@ -185,7 +216,7 @@ func (r *controllerView) replaces(i int) bool {
 // with minReadySeconds, Available: OrderedReady waits for each pod to be Available too before it
 // goes on (stateful_set_control.go:485@v1.37.2), so a pod whose runs last less than
 // minReadySeconds is never Available and never replaced.
-func (r *controllerView) replacesWhenReady(i int, p *Startup) bool {
+func (r *controllerView) replacesWhenReady(i int, p *facts.Startup) bool {
 	t := r.set.Spec.UpdateStrategy.Type
 	if (t != "" && t != appsv1.RollingUpdateStatefulSetStrategyType) || i < r.partition || !r.ordered() {
 		return false
@@ -194,7 +225,7 @@ func (r *controllerView) replacesWhenReady(i int, p *Startup) bool {
 		return false
 	}
 	for k, pod := range r.byIndex {
-		if k != i && k < r.replicas && (pod == nil || !statefulset.RunningAndReady(pod)) {
+		if k != i && k < r.replicas && (pod == nil || !controller.RunningAndReady(pod)) {
 			return false
 		}
 	}
@@ -243,15 +274,15 @@ func (d *diagnosis) statefulSet(set *appsv1.StatefulSet) {
 		p := d.ix.startupProblem(pod)
 		if p == nil && pod.Status.Phase == corev1.PodSucceeded && !d.rules.SucceededRecreated {
 			// Before 1.27 only Failed pods are recreated (stateful_set_control.go:377@v1.25.16).
-			p = &Startup{Kind: PodExited, Reason: "PodSucceeded", Release: d.rules.Version}
+			p = &facts.Startup{Kind: facts.PodExited, Reason: "PodSucceeded", Release: d.rules.Version}
 		}
-		stale := statefulset.PodRevision(pod) != r.target(i)
+		stale := controller.PodRevision(pod) != r.target(i)
 		switch {
 		case p == nil:
 			if stale && set.Spec.UpdateStrategy.Type == appsv1.OnDeleteStatefulSetStrategyType && pod.DeletionTimestamp == nil {
 				onDeleteStale = append(onDeleteStale, pod.Name)
 			}
-		case p.Kind == ClaimPending:
+		case p.Kind == facts.ClaimPending:
 			d.claimPending(r, pod, p)
 		case stale && !r.replaces(i) && p.ReadyInRuns && r.replacesWhenReady(i, p):
 			// The controller replaces it in the sync that finds it Ready, if that comes in time.
@@ -262,7 +293,7 @@ func (d *diagnosis) statefulSet(set *appsv1.StatefulSet) {
 			d.staleStuck(r, i, pod, p, nil)
 		case stale:
 			// The controller replaces it by itself.
-		case p.Kind == Unschedulable:
+		case p.Kind == facts.Unschedulable:
 			d.unschedulable(r, i, pod, p)
 		default:
 			d.revisionFailing(r, i, pod, p)
@@ -273,7 +304,7 @@ func (d *diagnosis) statefulSet(set *appsv1.StatefulSet) {
 	}
 }
 
-func (d *diagnosis) base(r *controllerView, code apiv1.Code, sev apiv1.Severity, pod *corev1.Pod, p *Startup) Finding {
+func (d *diagnosis) base(r *controllerView, code apiv1.Code, sev apiv1.Severity, pod *corev1.Pod, p *facts.Startup) Finding {
 	f := Finding{Finding: apiv1.Finding{Code: code, Severity: sev, Namespace: r.set.Namespace, StatefulSet: r.set.Name}}
 	if r.update != "" {
 		f.Details.UpdateRevision = r.update
@@ -281,7 +312,7 @@ func (d *diagnosis) base(r *controllerView, code apiv1.Code, sev apiv1.Severity,
 	if pod != nil {
 		f.Pod = pod.Name
 		f.Target = &PodRef{Name: pod.Name, UID: pod.UID}
-		f.Details.PodRevision = ptr.To(statefulset.PodRevision(pod))
+		f.Details.PodRevision = ptr.To(controller.PodRevision(pod))
 		f.Details.PodUID = ptr.To(string(pod.UID))
 		f.Details.PodResourceVersion = ptr.To(pod.ResourceVersion)
 		if events := d.ix.recentEvents("Pod", pod.Namespace, pod.Name, pod.UID, 3); len(events) > 0 {
@@ -298,9 +329,9 @@ func (d *diagnosis) base(r *controllerView, code apiv1.Code, sev apiv1.Severity,
 			f.Details.LastExitReason, f.Details.LastExitMessage = p.LastExit.Reason, p.LastExit.Message
 			// The log of the run that exited last: the current container's while it is
 			// terminated (the kubelet then has no "previous" one to serve).
-			f.LogCurrent = p.State == StateTerminated
+			f.LogCurrent = p.State == facts.StateTerminated
 		}
-		if p.Reason == CrashLoopBackOff && p.Restarts > 0 {
+		if p.Reason == facts.CrashLoopBackOff && p.Restarts > 0 {
 			f.Details.RestartCount = ptr.To(p.Restarts)
 		}
 		f.Details.Volume = p.Volume
@@ -319,11 +350,11 @@ func (d *diagnosis) base(r *controllerView, code apiv1.Code, sev apiv1.Severity,
 
 // blocked lists the other pods the stuck pod at index k keeps from being created, updated or
 // Ready.
-func (r *controllerView) blocked(k int) []Blocked {
+func (r *controllerView) blocked(k int) []facts.Blocked {
 	if !r.ordered() {
 		return nil
 	}
-	var out []Blocked
+	var out []facts.Blocked
 	for i := 0; i < r.replicas; i++ {
 		if i == k {
 			continue
@@ -332,27 +363,27 @@ func (r *controllerView) blocked(k int) []Blocked {
 		name := fmt.Sprintf("%s-%d", r.set.Name, r.start+i)
 		switch {
 		case pod == nil && i > k:
-			out = append(out, Blocked{Pod: name, Why: NotCreated})
-		case pod != nil && r.set.Spec.UpdateStrategy.Type != appsv1.OnDeleteStatefulSetStrategyType && statefulset.PodRevision(pod) != r.target(i):
-			out = append(out, Blocked{Pod: name, Why: NotUpdated})
-		case pod != nil && i > k && !statefulset.RunningAndReady(pod):
-			out = append(out, Blocked{Pod: name, Why: NotReady})
+			out = append(out, facts.Blocked{Pod: name, Why: facts.NotCreated})
+		case pod != nil && r.set.Spec.UpdateStrategy.Type != appsv1.OnDeleteStatefulSetStrategyType && controller.PodRevision(pod) != r.target(i):
+			out = append(out, facts.Blocked{Pod: name, Why: facts.NotUpdated})
+		case pod != nil && i > k && !controller.RunningAndReady(pod):
+			out = append(out, facts.Blocked{Pod: name, Why: facts.NotReady})
 		}
 	}
 	return out
 }
 
 // neverReplaced says why the controller never replaces the off-revision pod at index i.
-func (d *diagnosis) neverReplaced(r *controllerView, i int, p *Startup) NeverReplaced {
+func (d *diagnosis) neverReplaced(r *controllerView, i int, p *facts.Startup) facts.NeverReplaced {
 	switch {
 	case r.set.Spec.UpdateStrategy.Type == appsv1.OnDeleteStatefulSetStrategyType:
-		return NeverReplaced{Kind: OnDeleteStrategy}
+		return facts.NeverReplaced{Kind: facts.OnDeleteStrategy}
 	case i < r.partition:
-		return NeverReplaced{Kind: BelowPartition, Partition: r.partition}
+		return facts.NeverReplaced{Kind: facts.BelowPartition, Partition: r.partition}
 	case r.set.Spec.UpdateStrategy.Type == controller.RecreateStrategy:
-		return NeverReplaced{Kind: RecreateIgnored, Release: d.rules.Version}
+		return facts.NeverReplaced{Kind: facts.RecreateIgnored, Release: d.rules.Version}
 	case !r.ordered():
-		return NeverReplaced{Kind: BudgetSpent, Release: d.rules.Version, Unavailable: r.Unavailable, MaxUnavailable: r.MaxUnavailable}
+		return facts.NeverReplaced{Kind: facts.BudgetSpent, Release: d.rules.Version, Unavailable: r.Unavailable, MaxUnavailable: r.MaxUnavailable}
 	}
 	policy := string(r.set.Spec.PodManagementPolicy)
 	if policy == "" {
@@ -362,70 +393,70 @@ func (d *diagnosis) neverReplaced(r *controllerView, i int, p *Startup) NeverRep
 	if strategy == "" {
 		strategy = string(appsv1.RollingUpdateStatefulSetStrategyType)
 	}
-	why := NeverReplaced{Kind: WaitsForReady, Policy: policy, Strategy: strategy}
+	why := facts.NeverReplaced{Kind: facts.WaitsForReady, Policy: policy, Strategy: strategy}
 	if minReady := time.Duration(r.set.Spec.MinReadySeconds) * time.Second; minReady > 0 && p != nil && p.ReadyInRuns && p.LastRun < minReady {
 		why.MinReady, why.Run = minReady, p.LastRun
 	}
 	return why
 }
 
-func (d *diagnosis) staleStuck(r *controllerView, i int, pod *corev1.Pod, p *Startup, missed *Prediction) {
+func (d *diagnosis) staleStuck(r *controllerView, i int, pod *corev1.Pod, p *facts.Startup, missed *facts.Prediction) {
 	f := d.base(r, apiv1.StaleRevisionStuck, apiv1.SeverityError, pod, p)
-	facts := StaleStuck{Startup: *p, Revision: statefulset.PodRevision(pod), Target: r.target(i), Why: d.neverReplaced(r, i, p), Blocked: r.blocked(i), Missed: missed}
+	fx := facts.StaleStuck{Startup: *p, Revision: controller.PodRevision(pod), Target: r.target(i), Why: d.neverReplaced(r, i, p), Blocked: r.blocked(i), Missed: missed}
 	if missed != nil {
 		f.Details.Expected = string(missed.Expected)
 		f.Details.ExpectedBy = missed.Deadline.UTC().Format(time.RFC3339)
 	}
-	if facts.Why.Kind == BudgetSpent {
-		f.Details.MaxUnavailable = ptr.To(facts.Why.MaxUnavailable)
-		f.Details.UnavailablePods = ptr.To(facts.Why.Unavailable)
+	if fx.Why.Kind == facts.BudgetSpent {
+		f.Details.MaxUnavailable = ptr.To(fx.Why.MaxUnavailable)
+		f.Details.UnavailablePods = ptr.To(fx.Why.Unavailable)
 	}
-	f.Details.TargetRevision = ptr.To(facts.Target)
+	f.Details.TargetRevision = ptr.To(fx.Target)
 	f.Details.Ordinal = ptr.To(r.start + i)
-	f.Facts = facts
+	f.Facts = fx
 	d.add(f)
 }
 
-func (d *diagnosis) revisionFailing(r *controllerView, i int, pod *corev1.Pod, p *Startup) {
+func (d *diagnosis) revisionFailing(r *controllerView, i int, pod *corev1.Pod, p *facts.Startup) {
 	f := d.base(r, apiv1.CurrentRevisionFailing, apiv1.SeverityError, pod, p)
-	facts := Failing{Startup: *p, Revision: statefulset.PodRevision(pod), Blocked: r.blocked(i), Fix: templateFix(p), Ordered: r.ordered()}
-	if facts.Revision != r.update && i < r.partition {
-		facts.BelowPartition = r.partition
+	fx := facts.Failing{Startup: *p, Revision: controller.PodRevision(pod), Blocked: r.blocked(i), Fix: templateFix(p), Ordered: r.ordered()}
+	if fx.Revision != r.update && i < r.partition {
+		fx.BelowPartition = r.partition
 	}
 	f.Details.Ordinal = ptr.To(r.start + i)
-	f.Facts = facts
+	f.Facts = fx
 	d.add(f)
 }
 
 // templateFix says what to change in the template of a pod stuck at startup on its current
 // revision.
-func templateFix(p *Startup) TemplateFix {
+func templateFix(p *facts.Startup) facts.TemplateFix {
 	switch {
-	case statefulset.ImagePullReasons[p.Reason] && refusesCredentials(p):
-		return FixPullSecret
-	case statefulset.ImagePullReasons[p.Reason]:
-		return FixImage
+	case imagePullReasons[p.Reason] && refusesCredentials(p):
+		return facts.FixPullSecret
+	case imagePullReasons[p.Reason]:
+		return facts.FixImage
 	case p.Reason == "CreateContainerConfigError":
-		return FixConfig
-	case p.Kind == ReadinessGatePending:
-		return FixReadinessGate
+		return facts.FixConfig
+	case p.Kind == facts.ReadinessGatePending:
+		return facts.FixReadinessGate
 	case p.Reason == "NotReady":
-		return FixReadiness
-	case p.Reason == CrashLoopBackOff:
-		return FixCrash
-	case p.Kind == VolumeMountFailed:
-		return FixConfig
+		return facts.FixReadiness
+	case p.Reason == facts.CrashLoopBackOff:
+		return facts.FixCrash
+	case p.Kind == facts.VolumeMountFailed:
+		return facts.FixConfig
 	case p.Reason == "CreateContainerError" || p.Reason == "RunContainerError":
-		return FixRuntime
-	case p.Kind == Unschedulable:
-		return FixScheduling
+		return facts.FixRuntime
+	case p.Kind == facts.Unschedulable:
+		return facts.FixScheduling
 	}
-	return FixTemplate
+	return facts.FixTemplate
 }
 
 // refusesCredentials reports whether the kubelet's message (or, with none, the last
 // termination's reason) says the registry refused the pull's credentials.
-func refusesCredentials(p *Startup) bool {
+func refusesCredentials(p *facts.Startup) bool {
 	text := p.Waiting
 	if text == "" && p.LastExit != nil {
 		text = p.LastExit.Reason
@@ -439,20 +470,20 @@ func refusesCredentials(p *Startup) bool {
 	return false
 }
 
-func (d *diagnosis) unschedulable(r *controllerView, i int, pod *corev1.Pod, p *Startup) {
+func (d *diagnosis) unschedulable(r *controllerView, i int, pod *corev1.Pod, p *facts.Startup) {
 	f := d.base(r, apiv1.PodUnschedulable, apiv1.SeverityError, pod, p)
 	f.Details.Ordinal = ptr.To(r.start + i)
-	f.Facts = PodUnschedulable{Startup: *p, Blocked: r.blocked(i), Ordered: r.ordered()}
+	f.Facts = facts.PodUnschedulable{Startup: *p, Blocked: r.blocked(i), Ordered: r.ordered()}
 	d.add(f)
 }
 
-func (d *diagnosis) claimPending(r *controllerView, pod *corev1.Pod, p *Startup) {
+func (d *diagnosis) claimPending(r *controllerView, pod *corev1.Pod, p *facts.Startup) {
 	f := d.base(r, apiv1.VolumeClaimPending, apiv1.SeverityError, pod, p)
 	f.Details.Claim = p.Claim.Name
 	if events := d.ix.recentEvents("PersistentVolumeClaim", pod.Namespace, p.Claim.Name, "", 3); len(events) > 0 {
 		f.Details.ClaimEvents = events
 	}
-	f.Facts = ClaimStuck{Claim: *p.Claim}
+	f.Facts = facts.ClaimStuck{Claim: *p.Claim}
 	d.add(f)
 }
 
@@ -460,7 +491,7 @@ func (d *diagnosis) onDeleteStale(r *controllerView, pods []string) {
 	f := d.base(r, apiv1.OnDeleteStale, apiv1.SeverityInfo, nil, nil)
 	byOrdinal(r.set.Name, pods)
 	f.Details.Pods = pods
-	f.Facts = OnDeleteOld{Pods: pods, UpdateRevision: r.update}
+	f.Facts = facts.OnDeleteOld{Pods: pods, UpdateRevision: r.update}
 	d.add(f)
 }
 
@@ -472,29 +503,29 @@ func (d *diagnosis) terminating(set *appsv1.StatefulSet) {
 		d.ix.wake(set.DeletionTimestamp.Add(d.opts.TerminatingAfter))
 		return
 	}
-	facts := SetTerminating{Age: age.Round(time.Second), Finalizers: set.Finalizers, OwnedPods: len(d.ix.owned.Pods[set.UID]), ReusedBy: reused}
+	fx := facts.SetTerminating{Age: age.Round(time.Second), Finalizers: set.Finalizers, OwnedPods: len(d.ix.owned.Pods[set.UID]), ReusedBy: reused}
 	f := Finding{Finding: apiv1.Finding{Code: apiv1.StatefulSetTerminating, Severity: apiv1.SeverityWarning, Namespace: set.Namespace, StatefulSet: set.Name,
-		Details: apiv1.FindingDetails{UID: string(set.UID), TerminatingFor: facts.Age.String(), ReusedBy: reused}}}
+		Details: apiv1.FindingDetails{UID: string(set.UID), TerminatingFor: fx.Age.String(), ReusedBy: reused}}}
 	if len(set.Finalizers) > 0 {
 		f.Details.Finalizers = set.Finalizers
 	}
 	if replaced {
-		facts.Owner = d.ownerChange(set, ownerRef, owner)
+		fx.Owner = d.ownerChange(set, ownerRef, owner)
 		f.Reason = "OwnerGone"
 		if owner.Exists {
 			f.Reason = "OwnerRecreated"
 		}
 		f.Details.OwnerKind, f.Details.OwnerName, f.Details.OwnerUID = ownerRef.Kind, ownerRef.Name, string(ownerRef.UID)
-		f.Details.CurrentOwnerUID = string(facts.Owner.CurrentUID)
-		f.Details.NewOwnerRevisions = facts.Owner.NewRevisions
+		f.Details.CurrentOwnerUID = string(fx.Owner.CurrentUID)
+		f.Details.NewOwnerRevisions = fx.Owner.NewRevisions
 	}
-	f.Facts = facts
+	f.Facts = fx
 	d.add(f)
 }
 
 // ownerChange describes a terminating StatefulSet's owner that is gone or was recreated.
-func (d *diagnosis) ownerChange(set *appsv1.StatefulSet, ref *metav1.OwnerReference, owner Owner) *OwnerChange {
-	c := &OwnerChange{Kind: ref.Kind, Name: ref.Name, UID: ref.UID, Exists: owner.Exists}
+func (d *diagnosis) ownerChange(set *appsv1.StatefulSet, ref *metav1.OwnerReference, owner Owner) *facts.OwnerChange {
+	c := &facts.OwnerChange{Kind: ref.Kind, Name: ref.Name, UID: ref.UID, Exists: owner.Exists}
 	if owner.Exists {
 		c.CurrentUID = owner.UID
 		if revs := d.newOwnerRevisions(set, owner); len(revs) > 0 {
@@ -520,7 +551,7 @@ func (d *diagnosis) reusedByOthers(set *appsv1.StatefulSet) []string {
 			if pod.Namespace != set.Namespace || !selector.Matches(labels.Set(pod.Labels)) {
 				continue
 			}
-			if _, ok := statefulset.Ordinal(set.Name, pod.Name); ok {
+			if _, ok := controller.ParseOrdinal(set.Name, pod.Name); ok {
 				out = append(out, "pod/"+pod.Name)
 			}
 		}
@@ -530,13 +561,15 @@ func (d *diagnosis) reusedByOthers(set *appsv1.StatefulSet) []string {
 }
 
 // rolloutOf reads the StatefulSet's rollout from its object.
-func rolloutOf(set *appsv1.StatefulSet) Rollout {
-	return Rollout{
-		Summary: apiv1.StatefulSetSummary{Namespace: set.Namespace, Name: set.Name, Replicas: rollout.Replicas(set), ReadyReplicas: set.Status.ReadyReplicas,
+func rolloutOf(set *appsv1.StatefulSet) rollout {
+	return rollout{
+		summary: apiv1.StatefulSetSummary{Namespace: set.Namespace, Name: set.Name, Replicas: controller.Replicas(set), ReadyReplicas: set.Status.ReadyReplicas,
 			CurrentRevision: set.Status.CurrentRevision, UpdateRevision: set.Status.UpdateRevision},
-		Terminating: set.DeletionTimestamp != nil,
+		terminating: set.DeletionTimestamp != nil,
 		// A canary watch steps is not complete at a step's partition.
-		Complete: rollout.Complete(set) && !rollout.CanaryUnderWay(set),
+		complete: controller.StatusComplete(set) && !controller.CanaryUnderWay(set),
+		observed: set.Status.ObservedGeneration >= set.Generation && set.Status.ObservedGeneration > 0,
+		updated:  set.Status.UpdatedReplicas,
 	}
 }
 
@@ -559,24 +592,24 @@ const maxCrashLoopBackOff = 5 * time.Minute
 // then the prediction is recorded (explain shows its deadline) and the diagnosis wakes at it.
 // A Ready moment seen only to the second (the Ready condition turned in the second the run
 // started) may never have reached the controller: the deadline says whether it did.
-func (d *diagnosis) replacedWhenReady(r *controllerView, pod *corev1.Pod, p *Startup) *Prediction {
+func (d *diagnosis) replacedWhenReady(r *controllerView, pod *corev1.Pod, p *facts.Startup) *facts.Prediction {
 	since := d.ix.revisionCreated(r.set, r.update)
 	for k, other := range r.byIndex {
 		if other == nil || other == pod || k >= r.replicas {
 			continue
 		}
-		if c := statefulset.ReadyCondition(other); c != nil && c.LastTransitionTime.After(since) {
+		if c := controller.ReadyCondition(other); c != nil && c.LastTransitionTime.After(since) {
 			since = c.LastTransitionTime.Time
 		}
 	}
-	pred := Prediction{Pod: pod.Name, Expected: ReplacedWhenReady}
+	pred := facts.Prediction{Pod: pod.Name, Expected: facts.ReplacedWhenReady}
 	if !since.IsZero() {
 		pred.Deadline = since.Add(maxCrashLoopBackOff + controllerSlack)
 	}
 	// The pod's latest Ready moment: now, or during its latest run.
-	ready := statefulset.ReadyCondition(pod)
+	ready := controller.ReadyCondition(pod)
 	switch {
-	case statefulset.RunningAndReady(pod) && ready != nil:
+	case controller.RunningAndReady(pod) && ready != nil:
 		pred.Chance = ready.LastTransitionTime.Time
 	case !p.RunEnded.IsZero():
 		pred.Chance = p.RunEnded
@@ -595,7 +628,7 @@ func (d *diagnosis) replacedWhenReady(r *controllerView, pod *corev1.Pod, p *Sta
 	if d.ix.now.Before(pred.Deadline) {
 		d.ix.wake(pred.Deadline)
 		if d.predictions == nil {
-			d.predictions = map[string]Prediction{}
+			d.predictions = map[string]facts.Prediction{}
 		}
 		d.predictions[pod.Namespace+"/"+pod.Name] = pred
 		return nil

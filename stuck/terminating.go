@@ -1,6 +1,8 @@
 package stuck
 
 import (
+	"github.com/stsdiag/stsdiag/stuck/facts"
+
 	"sort"
 	"time"
 
@@ -28,7 +30,7 @@ func (d *diagnosis) podTerminating(r *controllerView, i int, pod *corev1.Pod) {
 
 // podTerminatingAt reports a terminating pod of the ordinal, in range or condemned (a scale
 // down waits on it the same way, processCondemned :512-518@v1.37.2).
-func (d *diagnosis) podTerminatingAt(r *controllerView, ordinal int, blocked []Blocked, pod *corev1.Pod) {
+func (d *diagnosis) podTerminatingAt(r *controllerView, ordinal int, blocked []facts.Blocked, pod *corev1.Pod) {
 	overdue := d.ix.now.Sub(pod.DeletionTimestamp.Time)
 	if overdue < d.opts.TerminatingAfter {
 		d.ix.wake(pod.DeletionTimestamp.Add(d.opts.TerminatingAfter))
@@ -36,26 +38,26 @@ func (d *diagnosis) podTerminatingAt(r *controllerView, ordinal int, blocked []B
 	}
 	f := d.base(r, apiv1.PodStuckTerminating, apiv1.SeverityError, pod, nil)
 	node := pod.Spec.NodeName
-	facts := PodTerminating{Overdue: overdue.Round(time.Second), Node: node, NodeState: d.nodeState(node), Finalizers: pod.Finalizers, Blocked: blocked}
+	fx := facts.PodTerminating{Overdue: overdue.Round(time.Second), Node: node, NodeState: d.nodeState(node), Finalizers: pod.Finalizers, Blocked: blocked}
 	f.Reason = "Terminating"
 	f.Details.Ordinal = ptr.To(ordinal)
-	f.Details.Overdue = facts.Overdue.String()
+	f.Details.Overdue = fx.Overdue.String()
 	f.Details.Node = ptr.To(node)
 	if len(pod.Finalizers) > 0 {
 		f.Details.Finalizers = pod.Finalizers
 	}
-	nodeDetails(&f.Details, facts.NodeState, node)
+	nodeDetails(&f.Details, fx.NodeState, node)
 	// Only a pod no finalizer holds may be force-deleted, and only when its node is lost.
-	if facts.NodeState.Lost && len(pod.Finalizers) == 0 {
+	if fx.NodeState.Lost && len(pod.Finalizers) == 0 {
 		f.LostNode = node
 	}
-	f.Facts = facts
+	f.Facts = fx
 	d.add(f)
 }
 
 // nodeDetails writes the node's state in the details (not when nodes could not be listed or
 // the pod was never scheduled).
-func nodeDetails(details *apiv1.FindingDetails, s NodeState, node string) {
+func nodeDetails(details *apiv1.FindingDetails, s facts.NodeState, node string) {
 	switch {
 	case !s.Listed || node == "":
 	case s.Gone:
@@ -70,16 +72,16 @@ func nodeDetails(details *apiv1.FindingDetails, s NodeState, node string) {
 // nodeState is the state of a pod's node, and whether it counts as lost: gone, or not Ready
 // (False or Unknown) for longer than the terminating threshold. With nodes unreadable it knows
 // nothing.
-func (d *diagnosis) nodeState(name string) NodeState {
+func (d *diagnosis) nodeState(name string) facts.NodeState {
 	if d.ix.nodes == nil {
-		return NodeState{}
+		return facts.NodeState{}
 	}
 	if name == "" {
-		return NodeState{Listed: true}
+		return facts.NodeState{Listed: true}
 	}
 	node, ok := d.ix.nodes[name]
 	if !ok {
-		return NodeState{Listed: true, Gone: true, Lost: true}
+		return facts.NodeState{Listed: true, Gone: true, Lost: true}
 	}
 	for _, c := range node.Status.Conditions {
 		if c.Type != corev1.NodeReady {
@@ -89,10 +91,10 @@ func (d *diagnosis) nodeState(name string) NodeState {
 		if c.Status != corev1.ConditionTrue && since < d.opts.TerminatingAfter {
 			d.ix.wake(c.LastTransitionTime.Add(d.opts.TerminatingAfter))
 		}
-		return NodeState{Listed: true, Ready: c.Status, Since: since, Reason: c.Reason,
+		return facts.NodeState{Listed: true, Ready: c.Status, Since: since, Reason: c.Reason,
 			Lost: c.Status != corev1.ConditionTrue && since >= d.opts.TerminatingAfter}
 	}
-	return NodeState{Listed: true}
+	return facts.NodeState{Listed: true}
 }
 
 // replacedOwner reports whether a terminating StatefulSet's controller owner is gone or was
@@ -133,10 +135,10 @@ func (d *diagnosis) newOwnerRevisions(set *appsv1.StatefulSet, owner Owner) []st
 // 50 not Ready stops evicting (ComputeZoneState :1334-1352, ReducedQPSFunc :1269-1274,
 // setLimiterInZone :1214-1225); a zone entirely down among healthy zones is evicted at the
 // normal rate (enterFullDisruptionFunc = HealthyQPSFunc, :366).
-func (d *diagnosis) eviction(name string) Eviction {
+func (d *diagnosis) eviction(name string) facts.Eviction {
 	node, ok := d.ix.nodes[name]
 	if !ok {
-		return Evicted
+		return facts.Evicted
 	}
 	type counts struct{ ready, notReady int }
 	zones := map[string]*counts{}
@@ -156,13 +158,13 @@ func (d *diagnosis) eviction(name string) Eviction {
 		anyReady = anyReady || z.ready > 0
 	}
 	if !anyReady {
-		return NoNodeReady
+		return facts.NoNodeReady
 	}
 	z := zones[zoneKey(node)]
 	if z.ready > 0 && z.notReady > 2 && float32(z.notReady)/float32(z.ready+z.notReady) >= 0.55 && z.notReady <= 50 {
-		return ZoneDisrupted
+		return facts.ZoneDisrupted
 	}
-	return Evicted
+	return facts.Evicted
 }
 
 func nodeReady(n *corev1.Node) bool {

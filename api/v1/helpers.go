@@ -172,3 +172,27 @@ func copySteps(in []CanaryStep) []CanaryStep {
 	}
 	return out
 }
+
+// FindingLess is the order of findings in a report: most severe first, then by context,
+// namespace, StatefulSet, pod, code and container.
+func FindingLess(a, b *Finding) bool {
+	if a.Severity.Rank() != b.Severity.Rank() {
+		return a.Severity.Rank() > b.Severity.Rank()
+	}
+	if a.Context != b.Context {
+		return a.Context < b.Context
+	}
+	if a.Namespace != b.Namespace {
+		return a.Namespace < b.Namespace
+	}
+	if a.StatefulSet != b.StatefulSet {
+		return a.StatefulSet < b.StatefulSet
+	}
+	if a.Pod != b.Pod {
+		return a.Pod < b.Pod
+	}
+	if a.Code != b.Code {
+		return a.Code < b.Code
+	}
+	return a.Container < b.Container
+}

@@ -125,6 +125,9 @@ type StatefulSetSummary struct {
 	UpdateRevision  string `json:"updateRevision,omitempty"`
 	// Status is Complete, Progressing, Stuck or Terminating.
 	Status RolloutStatus `json:"status"`
+	// Message says why, in one line: the first error finding of a Stuck StatefulSet (its code,
+	// pod and short message), how far a Progressing rollout got.
+	Message string `json:"message,omitempty"`
 }
 
 // Report is the document `check -o json|yaml` prints (kind Report).

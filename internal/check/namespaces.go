@@ -51,8 +51,7 @@ func AllNamespaces(ctx context.Context, r gather.Reader, opts stuck.Options, exp
 	}
 	rep := model.NewReport(read.OpenShift, sets, findings)
 	rep.RecheckAt = recheck
-	rules := stuck.RulesOrNewest(read.ServerVersion, opts.FeatureGates)
-	rep.Server = &apiv1.ServerInfo{Version: read.ServerVersion, Rules: rules.Version, AssumedFeatureGates: rules.Gates}
+	rep.Server = diagnose.Cluster(read.ServerVersion, read.OpenShift, nil, time.Now(), opts).Server
 	rep.Warnings = read.Warnings
 	return rep, explained, nil
 }

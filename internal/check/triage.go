@@ -6,7 +6,6 @@ import (
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/diagnose"
-	"github.com/stsdiag/stsdiag/internal/explain"
 	"github.com/stsdiag/stsdiag/internal/gather"
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/stuck"
@@ -32,24 +31,20 @@ func ClusterWide(ctx context.Context, c gather.Clients, scope gather.Scope, o Op
 	if err != nil {
 		return nil, nil, err
 	}
-	withLease(rep, lease, now)
+	withLease(rep, lease, now, o.Diagnosis)
 	return rep, explanations, nil
 }
 
 // Triaged diagnoses all namespaces as gather.Triage reads them: the namespaces it reads deep
 // as AllNamespaces does, the settled ones from their StatefulSets and Services alone
-// (stuck.DiagnoseSettled). For the same cluster it reports what AllNamespaces reports.
+// (stuck.Objects.StatusOnly). For the same cluster it reports what AllNamespaces reports.
 func Triaged(ctx context.Context, c gather.Clients, scope gather.Scope, opts stuck.Options) (*model.Report, error) {
 	var findings []stuck.Finding
 	var sets []apiv1.StatefulSetSummary
 	var recheck time.Time
 	read, err := gather.Triage(ctx, c, scope, func(snap *stuck.Objects, settled bool) error {
-		var rep *model.Report
-		if settled {
-			rep = diagnose.Settled(snap, opts)
-		} else {
-			rep = diagnose.Report(snap, opts)
-		}
+		snap.StatusOnly = settled
+		rep := diagnose.Report(snap, opts)
 		findings = append(findings, rep.Findings...)
 		sets = append(sets, rep.StatefulSets...)
 		if !rep.RecheckAt.IsZero() && (recheck.IsZero() || rep.RecheckAt.Before(recheck)) {
@@ -62,14 +57,13 @@ func Triaged(ctx context.Context, c gather.Clients, scope gather.Scope, opts stu
 	}
 	rep := model.NewReport(read.OpenShift, sets, findings)
 	rep.RecheckAt = recheck
-	rules := stuck.RulesOrNewest(read.ServerVersion, opts.FeatureGates)
-	rep.Server = &apiv1.ServerInfo{Version: read.ServerVersion, Rules: rules.Version, AssumedFeatureGates: rules.Gates}
+	rep.Server = diagnose.Cluster(read.ServerVersion, read.OpenShift, nil, time.Now(), opts).Server
 	rep.Warnings = read.Warnings
 	return rep, nil
 }
 
 // withLease adds what the controller manager's Lease said to the report.
-func withLease(rep *model.Report, lease stuck.ControllerManagerLease, now time.Time) {
+func withLease(rep *model.Report, lease stuck.ControllerManagerLease, now time.Time, opts stuck.Options) {
 	if rep.Server == nil {
 		rep.Server = &apiv1.ServerInfo{}
 	}
@@ -86,10 +80,8 @@ func withLease(rep *model.Report, lease stuck.ControllerManagerLease, now time.T
 		info.Assumed = "statuses current"
 	}
 	rep.Server.ControllerManager = info
-	if f, ok := stuck.ControllerManagerFinding(lease, now); ok {
-		fs := []stuck.Finding{f}
-		explain.Findings(fs, explain.ForCluster(rep.OpenShift))
-		rep.Findings = append(rep.Findings, fs...)
-		stuck.SortFindings(rep.Findings)
+	if cluster := diagnose.Cluster(rep.Server.Version, rep.OpenShift, &lease, now, opts); len(cluster.Findings) > 0 {
+		rep.Findings = append(rep.Findings, cluster.Findings...)
+		model.SortFindings(rep.Findings)
 	}
 }

@@ -7,9 +7,9 @@ import (
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/model"
-	"github.com/stsdiag/stsdiag/internal/statefulset"
 	"github.com/stsdiag/stsdiag/stuck"
 	"github.com/stsdiag/stsdiag/stuck/controller"
+	"github.com/stsdiag/stsdiag/stuck/facts"
 )
 
 // Explanation is the controller's view of one StatefulSet: the rules, the revisions and what
@@ -84,7 +84,7 @@ func explanation(snap *stuck.Objects, rep *model.Report, views views, set *appsv
 	return e
 }
 
-func step(o controller.Ordinal, why string, expected stuck.Prediction) apiv1.OrdinalStep {
+func step(o controller.Ordinal, why string, expected facts.Prediction) apiv1.OrdinalStep {
 	s := apiv1.OrdinalStep{Ordinal: int32(o.Ordinal), Pod: o.Name, State: State(o.Pod), Revision: o.Revision,
 		TargetRevision: o.Target, Next: string(o.Next), Holds: o.Holds, Why: why}
 	if !expected.Deadline.IsZero() {
@@ -105,7 +105,7 @@ func State(pod *corev1.Pod) string {
 		return "Missing"
 	case pod.DeletionTimestamp != nil:
 		return "Terminating"
-	case pod.Status.Phase == corev1.PodRunning && statefulset.RunningAndReady(pod):
+	case pod.Status.Phase == corev1.PodRunning && controller.RunningAndReady(pod):
 		return "Ready"
 	case pod.Status.Phase == "":
 		return "Pending"
@@ -120,8 +120,8 @@ func templateChanges(snap *stuck.Objects, set *appsv1.StatefulSet, current, upda
 		return nil
 	}
 	var from, to *corev1.PodTemplateSpec
-	for _, rev := range statefulset.ByController(snap.Pods, snap.Revisions).Revisions[set.UID] {
-		if _, tmpl, err := statefulset.RevisionTemplate(rev); err == nil {
+	for _, rev := range controller.ByController(snap.Pods, snap.Revisions).Revisions[set.UID] {
+		if _, tmpl, err := controller.RevisionTemplate(rev); err == nil {
 			switch rev.Name {
 			case current:
 				from = tmpl

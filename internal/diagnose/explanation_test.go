@@ -12,8 +12,8 @@ import (
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/diagnose"
 	"github.com/stsdiag/stsdiag/internal/snapshot/snapshottest"
-	"github.com/stsdiag/stsdiag/internal/statefulset"
 	"github.com/stsdiag/stsdiag/stuck"
+	"github.com/stsdiag/stsdiag/stuck/controller"
 )
 
 // TestCheckAndExplainAgree: on every testdata/stuck scenario, for every StatefulSet, an ordinal
@@ -100,7 +100,7 @@ func scenario(t *testing.T, dir string) (*stuck.Objects, stuck.Options) {
 func readyNow(snap *stuck.Objects, namespace, name string) bool {
 	for i := range snap.Pods {
 		if p := &snap.Pods[i]; p.Namespace == namespace && p.Name == name {
-			return statefulset.RunningAndReady(p)
+			return controller.RunningAndReady(p)
 		}
 	}
 	return false

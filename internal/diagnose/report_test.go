@@ -8,6 +8,7 @@ import (
 	"github.com/stsdiag/stsdiag/internal/diagnose"
 	"github.com/stsdiag/stsdiag/internal/snapshot/snapshottest"
 	"github.com/stsdiag/stsdiag/stuck"
+	"github.com/stsdiag/stsdiag/stuck/facts"
 )
 
 // TestLinksUnresolvedImage: a pod failing on an unresolved ImageStream name gets, as a fact, the
@@ -20,7 +21,7 @@ func TestLinksUnresolvedImage(t *testing.T) {
 	}
 	linked := 0
 	for _, f := range diagnose.Report(snap, stuck.DefaultOptions()).Findings {
-		failing, ok := f.Facts.(stuck.Failing)
+		failing, ok := f.Facts.(facts.Failing)
 		if !ok || failing.UnresolvedTo == "" {
 			continue
 		}

@@ -22,6 +22,7 @@ import (
 	"github.com/stsdiag/stsdiag/internal/rollout"
 	"github.com/stsdiag/stsdiag/internal/verdict"
 	"github.com/stsdiag/stsdiag/stuck"
+	"github.com/stsdiag/stsdiag/stuck/controller"
 )
 
 // ErrNotConfirmed means the person asked declined the plan: nothing was changed.
@@ -147,7 +148,7 @@ func followSettled(ctx context.Context, follow repair.Follower, o Options, names
 				fmt.Fprintln(log, line)
 				last = line
 			}
-			if rollout.Complete(set) {
+			if controller.StatusComplete(set) {
 				complete = set
 				return true
 			}

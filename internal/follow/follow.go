@@ -21,8 +21,8 @@ import (
 	"github.com/stsdiag/stsdiag/internal/diagnose"
 	"github.com/stsdiag/stsdiag/internal/hold"
 	"github.com/stsdiag/stsdiag/internal/model"
-	"github.com/stsdiag/stsdiag/internal/statefulset"
 	"github.com/stsdiag/stsdiag/internal/verdict"
+	"github.com/stsdiag/stsdiag/stuck/controller"
 )
 
 // Options tune Run.
@@ -212,17 +212,17 @@ func progress(snap *stuck.Objects, last map[string]string, log io.Writer, steppi
 	complete := len(sets) > 0
 	for _, set := range sets {
 		line := rollout.Progress(set)
-		under := !stepping && rollout.CanaryUnderWay(set)
-		if under && rollout.Complete(set) {
+		under := !stepping && controller.CanaryUnderWay(set)
+		if under && controller.StatusComplete(set) {
 			line = fmt.Sprintf("statefulset %s/%s: canary of revision %s under way: %d of %d pods updated (stsdiag watch steps it, %s)",
-				set.Namespace, set.Name, set.Status.UpdateRevision, set.Status.UpdatedReplicas, rollout.Replicas(set), apiv1.AnnotationCanarySteps)
+				set.Namespace, set.Name, set.Status.UpdateRevision, set.Status.UpdatedReplicas, controller.Replicas(set), apiv1.AnnotationCanarySteps)
 		}
 		key := stuck.Key(set.Namespace, set.Name)
 		if last[key] != line {
 			fmt.Fprintln(log, line)
 			last[key] = line
 		}
-		if !rollout.Complete(set) || under {
+		if !controller.StatusComplete(set) || under {
 			complete = false
 		}
 	}
@@ -236,7 +236,7 @@ const unsettledKey = "unsettled pods"
 // (rollout.Settled), and the pod that settles last.
 func podsSettled(snap *stuck.Objects, now time.Time, steady time.Duration) (bool, rollout.Unsettled) {
 	var last rollout.Unsettled
-	owned := statefulset.ByController(snap.Pods, snap.Revisions) // once, not a scan of every pod per StatefulSet
+	owned := controller.ByController(snap.Pods, snap.Revisions) // once, not a scan of every pod per StatefulSet
 	for i := range snap.StatefulSets {
 		set := &snap.StatefulSets[i]
 		if !snap.InScope(set.Namespace, set.Name) {

@@ -37,8 +37,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/stsdiag/stsdiag/internal/snapshot"
-	"github.com/stsdiag/stsdiag/internal/statefulset"
 	"github.com/stsdiag/stsdiag/stuck"
+	"github.com/stsdiag/stsdiag/stuck/controller"
+	"github.com/stsdiag/stsdiag/stuck/facts"
 )
 
 const (
@@ -91,7 +92,7 @@ func heldNames(sets []*appsv1.StatefulSet, events []*corev1.Event, has func(key 
 		}
 		missing := 0
 		for ord := start; ord < start+replicas && missing < heldPerSet; ord++ {
-			key := stuck.Key(set.Namespace, statefulset.PodName(set.Name, ord))
+			key := stuck.Key(set.Namespace, controller.PodName(set.Name, ord))
 			if !has(key) {
 				missing++
 				add(key)
@@ -102,7 +103,7 @@ func heldNames(sets []*appsv1.StatefulSet, events []*corev1.Event, has func(key 
 		if e.Reason != "FailedCreate" || e.InvolvedObject.Kind != "StatefulSet" || !live[stuck.Key(e.InvolvedObject.Namespace, e.InvolvedObject.Name)] {
 			continue
 		}
-		if r, ok := stuck.ParseEvent(e.Message); ok && r.Kind == stuck.KindPod && strings.HasSuffix(r.Error, "already exists") {
+		if r, ok := facts.ParseEvent(e.Message); ok && r.Kind == facts.KindPod && strings.HasSuffix(r.Error, "already exists") {
 			add(stuck.Key(e.InvolvedObject.Namespace, r.Pod))
 		}
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/stsdiag/stsdiag/resolver"
 	"github.com/stsdiag/stsdiag/stuck"
+	"github.com/stsdiag/stsdiag/stuck/controller"
 )
 
 // Revisions held as metadata. An all-namespaces Live caches every ControllerRevision of the
@@ -66,7 +67,7 @@ func (d *revisionData) forget(obj any) {
 // readsRevisionData reports whether a diagnosis may read the data of the StatefulSet's
 // revisions: its status is not settled, or (OpenShift) image lookup has a say in its images.
 func readsRevisionData(set *appsv1.StatefulSet, images *resolver.Admission) bool {
-	return !stuck.StatusSettled(set) || (images != nil && imageLookupConcerns(images, set))
+	return !controller.StatusSettled(set) || (images != nil && imageLookupConcerns(images, set))
 }
 
 // refreshRevisionData GETs the data of the revisions of namespace's ("" for all) StatefulSets

@@ -20,6 +20,7 @@ import (
 	"github.com/stsdiag/stsdiag/internal/snapshot"
 	"github.com/stsdiag/stsdiag/resolver"
 	"github.com/stsdiag/stsdiag/stuck"
+	"github.com/stsdiag/stsdiag/stuck/controller"
 )
 
 // Triaged is what Triage read besides the namespaces' snapshots.
@@ -62,7 +63,7 @@ func ControllerManagerLease(ctx context.Context, c Clients) stuck.ControllerMana
 // when set), the cluster-scoped kinds and ImageStreams; of the StatefulSets only what the triage
 // decides on is kept. A namespace is read deep — its StatefulSets again, whole, and its pods,
 // claims, revisions and Warning Events, unfiltered, so an orphan pod holding a name is still seen
-// — when it holds a StatefulSet whose status is not settled (stuck.StatusSettled), a revision
+// — when it holds a StatefulSet whose status is not settled (controller.StatusSettled), a revision
 // whose StatefulSet is gone, replaced or terminating, or, where the image API is in use, a
 // StatefulSet whose images the image lookup concerns (a local ImageStream name, an image trigger).
 // Each deep namespace's snapshot goes to fn with settled false; every other namespace holding a
@@ -183,7 +184,7 @@ func Triage(ctx context.Context, c Clients, scope Scope, fn func(snap *stuck.Obj
 	}
 	images := &resolver.Admission{Stream: shared.Shared.Streams.Stream}
 	for i := range sets {
-		if !stuck.StatusSettled(&sets[i]) || (out.OpenShift && imageLookupConcerns(images, &sets[i])) {
+		if !controller.StatusSettled(&sets[i]) || (out.OpenShift && imageLookupConcerns(images, &sets[i])) {
 			deep[sets[i].Namespace] = true
 		}
 	}
@@ -361,7 +362,7 @@ func allServices(ctx context.Context, c Clients) ([]corev1.Service, error) {
 }
 
 // triageOnly drops from a StatefulSet of the cluster-wide LIST what neither the triage
-// (stuck.StatusSettled, imageLookupConcerns) nor stuck.DiagnoseSettled reads: of its pod
+// (controller.StatusSettled, imageLookupConcerns) nor stuck.DiagnoseSettled reads: of its pod
 // template's spec it keeps the containers' names and images, and no claim template. At 150k pods
 // of the bench's realistic mix the StatefulSets' templates were most of the heap while the other
 // cluster-wide LISTs were decoded.

@@ -21,8 +21,8 @@ const module = "github.com/stsdiag/stsdiag/"
 // the API themselves.
 var core = []string{
 	"internal/canary/engine", "internal/diagnose", "internal/explain", "internal/hold", "internal/model",
-	"internal/plan", "internal/rollout", "internal/snapshot", "internal/statefulset", "internal/verdict",
-	"stuck", "stuck/controller", "resolver", // the public rule engine and image lookup model
+	"internal/plan", "internal/rollout", "internal/snapshot", "internal/verdict",
+	"stuck", "stuck/facts", "stuck/controller", "resolver", // the public rule engine and image lookup model
 }
 
 // useCases are the commands' own packages (watch's is monitor): side by side, none imports another.
@@ -152,7 +152,7 @@ func prefixed(names []string) []string {
 
 // public are the design card's packages others import: their exported API names no internal/
 // type (an importer could not name it).
-var public = []string{"stuck", "stuck/controller", "resolver", "openshift", "api/v1"}
+var public = []string{"stuck", "stuck/facts", "stuck/controller", "resolver", "openshift", "api/v1"}
 
 func TestPublicAPIExposesNoInternalType(t *testing.T) {
 	pkgs := list(t, prefixed(public)...)

@@ -9,8 +9,6 @@ import (
 	"sort"
 	"time"
 
-	"k8s.io/apimachinery/pkg/types"
-
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/stuck"
 )
@@ -24,33 +22,9 @@ func PublicFindings(in []stuck.Finding) []apiv1.Finding {
 	return out
 }
 
-// Summaries gives each StatefulSet its status once every analyzer has run: Terminating while
-// it is deleted, else Stuck with an error finding of any analyzer, else Complete or Progressing.
-func Summaries(sets []stuck.Rollout, findings []stuck.Finding) []apiv1.StatefulSetSummary {
-	failing := map[types.NamespacedName]bool{}
-	for _, f := range findings {
-		if f.Severity == apiv1.SeverityError {
-			failing[types.NamespacedName{Namespace: f.Namespace, Name: f.StatefulSet}] = true
-		}
-	}
-	if len(sets) == 0 {
-		return nil
-	}
-	out := make([]apiv1.StatefulSetSummary, len(sets))
-	for i, s := range sets {
-		out[i] = s.Summary
-		switch {
-		case s.Terminating:
-			out[i].Status = apiv1.StatusTerminating
-		case failing[types.NamespacedName{Namespace: s.Summary.Namespace, Name: s.Summary.Name}]:
-			out[i].Status = apiv1.StatusStuck
-		case s.Complete:
-			out[i].Status = apiv1.StatusComplete
-		default:
-			out[i].Status = apiv1.StatusProgressing
-		}
-	}
-	return out
+// SortFindings orders findings as a report lists them (apiv1.FindingLess).
+func SortFindings(f []stuck.Finding) {
+	sort.SliceStable(f, func(i, j int) bool { return apiv1.FindingLess(&f[i].Finding, &f[j].Finding) })
 }
 
 // Report is a diagnosis: what check prints, plus what callers that follow the cluster need.
@@ -67,7 +41,7 @@ type Report struct {
 // NewReport sorts StatefulSets by context, namespace and name, and findings by SortFindings.
 func NewReport(openshift bool, sets []apiv1.StatefulSetSummary, findings []stuck.Finding) *Report {
 	SortStatefulSets(sets)
-	stuck.SortFindings(findings)
+	SortFindings(findings)
 	return &Report{OpenShift: openshift, StatefulSets: sets, Findings: findings}
 }
 
@@ -86,7 +60,7 @@ func (r *Report) Count(min apiv1.Severity) int {
 func (r *Report) Public() *apiv1.Report {
 	sets, findings := append([]apiv1.StatefulSetSummary(nil), r.StatefulSets...), PublicFindings(r.Findings)
 	SortStatefulSets(sets)
-	sort.SliceStable(findings, func(i, j int) bool { return stuck.FindingLess(&findings[i], &findings[j]) })
+	sort.SliceStable(findings, func(i, j int) bool { return apiv1.FindingLess(&findings[i], &findings[j]) })
 	rep := apiv1.NewReport(r.OpenShift, sets, findings)
 	rep.Warnings = append([]string(nil), r.Warnings...)
 	if r.Server != nil {

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/version"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/stuck"
 )
 
@@ -67,7 +68,7 @@ func stalledWanted(state *setState, now time.Time, minStuck time.Duration) (want
 	for _, k := range due {
 		held = append(held, state.findings[k])
 	}
-	stuck.SortFindings(held)
+	model.SortFindings(held)
 	f := held[0]
 	return &appsv1.StatefulSetCondition{Type: ConditionStalled, Status: corev1.ConditionTrue, Reason: string(f.Code), Message: conditionMessage(f)}, f.Pod, recheck
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/stsdiag/stsdiag/internal/snapshot"
 	"github.com/stsdiag/stsdiag/internal/snapshot/snapshottest"
 	"github.com/stsdiag/stsdiag/stuck"
+	"github.com/stsdiag/stsdiag/stuck/controller"
 )
 
 // TestSettledSlimIsFull: watch -A caches a StatefulSet whose status is settled without most of
@@ -52,7 +53,7 @@ func TestSettledSlimIsFull(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if stuck.StatusSettled(&whole.StatefulSets[i]) {
+				if controller.StatusSettled(&whole.StatefulSets[i]) {
 					slimmed++
 				}
 				slim.StatefulSets[i] = *out.(*appsv1.StatefulSet)

@@ -11,8 +11,8 @@ import (
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/model"
-	"github.com/stsdiag/stsdiag/internal/statefulset"
 	"github.com/stsdiag/stsdiag/stuck"
+	"github.com/stsdiag/stsdiag/stuck/controller"
 )
 
 // Policy says which repairs beyond the default ones a plan may hold.
@@ -149,7 +149,7 @@ func (o objects) templateFails(namespace, statefulSet, pod string) bool {
 		return true
 	}
 	p, set := o.pods[stuck.Key(namespace, pod)], o.set(namespace, statefulSet)
-	return p != nil && set != nil && set.Status.UpdateRevision != "" && statefulset.PodRevision(p) == set.Status.UpdateRevision
+	return p != nil && set != nil && set.Status.UpdateRevision != "" && controller.PodRevision(p) == set.Status.UpdateRevision
 }
 
 // forceDeletable reports whether the pod is in the snapshot as diagnosed (same UID) and no

@@ -11,8 +11,8 @@ import (
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/model"
-	"github.com/stsdiag/stsdiag/internal/statefulset"
 	"github.com/stsdiag/stsdiag/stuck"
+	"github.com/stsdiag/stsdiag/stuck/controller"
 )
 
 // fix --rollback: the StatefulSet documentation's forced rollback. When the update revision
@@ -129,7 +129,7 @@ func planRollback(o objects, key string, failing []stuck.Finding) (model.Action,
 	pods := ownedPods(snap, set)
 	var bad []string
 	for _, f := range failing {
-		if pod := pods[f.Target.Name]; pod != nil && pod.UID == f.Target.UID && statefulset.PodRevision(pod) == update {
+		if pod := pods[f.Target.Name]; pod != nil && pod.UID == f.Target.UID && controller.PodRevision(pod) == update {
 			bad = append(bad, pod.Name)
 		}
 	}
@@ -197,7 +197,7 @@ func rollbackToCurrent(set *appsv1.StatefulSet, snap *stuck.Objects, pods map[st
 	}
 	ready := 0
 	for _, pod := range pods {
-		if statefulset.PodRevision(pod) == current && pod.DeletionTimestamp == nil && statefulset.RunningAndReady(pod) {
+		if controller.PodRevision(pod) == current && pod.DeletionTimestamp == nil && controller.RunningAndReady(pod) {
 			ready++
 		}
 	}
@@ -214,10 +214,10 @@ func rollbackToCurrent(set *appsv1.StatefulSet, snap *stuck.Objects, pods map[st
 	return a, ""
 }
 
-// revisionTemplate is the revision's template (statefulset.RevisionTemplate), which a rollback
+// revisionTemplate is the revision's template (controller.RevisionTemplate), which a rollback
 // writes only if it has containers.
 func revisionTemplate(rev *appsv1.ControllerRevision) (json.RawMessage, *corev1.PodTemplateSpec, error) {
-	raw, tmpl, err := statefulset.RevisionTemplate(rev)
+	raw, tmpl, err := controller.RevisionTemplate(rev)
 	if err == nil && len(tmpl.Spec.Containers) == 0 {
 		err = fmt.Errorf("its template has no containers")
 	}

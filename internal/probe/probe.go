@@ -2,7 +2,7 @@
 // server-side dry-run create (dryRun=All: admission runs, mutating webhooks included, nothing is
 // persisted) of a probe pod per namespace and resolve-names setting, holding every image asked
 // about there, then reads the images admission left in it. It makes the only writing request of
-// a diagnosis, and only with --confirm-with-admission: resolver.Questions says what to ask, the
+// a diagnosis, and only with --confirm-with-admission: stuck.Questions says what to ask, the
 // resolver reads the answers from the snapshot (snapshot.Admission).
 package probe
 
@@ -169,7 +169,7 @@ func noPermission(err error) bool {
 }
 
 // Source is a gather.Source whose snapshots carry admission's answers to the questions the
-// resolver has about them (resolver.Questions): one probe per namespace and resolve-names
+// resolver has about them (stuck.Questions): one probe per namespace and resolve-names
 // setting of each snapshot with a predicted rewrite, none otherwise.
 type Source struct {
 	gather.Source
@@ -182,7 +182,7 @@ func (s Source) Snapshot(ctx context.Context) (*stuck.Objects, []string, error) 
 	if err != nil {
 		return nil, nil, err
 	}
-	answers, more := Ask(ctx, s.Kube, resolver.Questions(snap))
+	answers, more := Ask(ctx, s.Kube, stuck.Questions(snap))
 	snap.Admission = answers
 	return snap, append(warnings, more...), nil
 }

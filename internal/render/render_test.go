@@ -9,7 +9,7 @@ import (
 	"time"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
-	"github.com/stsdiag/stsdiag/internal/explain"
+	"github.com/stsdiag/stsdiag/internal/diagnose"
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/render"
 	"github.com/stsdiag/stsdiag/stuck"
@@ -26,9 +26,7 @@ func TestGolden(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		res := stuck.Diagnose(snap, stuck.DefaultOptions())
-		explain.Findings(res.Findings, explain.Options{CLI: "kubectl"})
-		rep := model.NewReport(false, model.Summaries(res.StatefulSets, res.Findings), res.Findings)
+		rep := diagnose.Report(snap, stuck.DefaultOptions())
 		for _, format := range []string{"table", "wide", "json", "yaml"} {
 			t.Run(scenario+"."+format, func(t *testing.T) {
 				var buf bytes.Buffer
@@ -48,7 +46,7 @@ func TestGolden(t *testing.T) {
 				}
 				want, err := os.ReadFile(golden)
 				if err != nil {
-					t.Fatalf("%v (run go test ./render -update)", err)
+					t.Fatalf("%v (run go test ./internal/render -update)", err)
 				}
 				if !bytes.Equal(buf.Bytes(), want) {
 					t.Errorf("%s differs from golden file:\n--- got\n%s\n--- want\n%s", golden, buf.String(), want)

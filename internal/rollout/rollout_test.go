@@ -3,11 +3,10 @@ package rollout_test
 import (
 	"testing"
 
+	"github.com/stsdiag/stsdiag/stuck/controller"
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-
-	"github.com/stsdiag/stsdiag/internal/rollout"
 )
 
 func TestComplete(t *testing.T) {
@@ -38,7 +37,7 @@ func TestComplete(t *testing.T) {
 		set := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Generation: 2},
 			Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](3), UpdateStrategy: c.strategy}, Status: done}
 		c.status(&set.Status)
-		if got := rollout.Complete(set); got != c.want {
+		if got := controller.StatusComplete(set); got != c.want {
 			t.Errorf("%s: Complete = %v, want %v", c.name, got, c.want)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/stsdiag/stsdiag/stuck/controller"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -64,7 +65,7 @@ func Settled(set *appsv1.StatefulSet, pods []*corev1.Pod, now time.Time, settle 
 	if set.Spec.Ordinals != nil {
 		start = int(set.Spec.Ordinals.Start)
 	}
-	replicas := int(Replicas(set))
+	replicas := int(controller.Replicas(set))
 	byName := make(map[string]*corev1.Pod, len(pods))
 	for _, p := range pods {
 		byName[p.Name] = p

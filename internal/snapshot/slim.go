@@ -3,11 +3,10 @@ package snapshot
 import (
 	"reflect"
 
+	"github.com/stsdiag/stsdiag/stuck/controller"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-
-	"github.com/stsdiag/stsdiag/stuck"
 )
 
 // lastApplied is kubectl's copy of the whole object, often the largest annotation.
@@ -46,7 +45,7 @@ func Slim(obj any) (any, error) {
 }
 
 // SlimSettled is Slim for caches of every StatefulSet of the cluster (watch -A): a StatefulSet
-// whose own status says its rollout is over (stuck.StatusSettled) also loses what diagnosis does
+// whose own status says its rollout is over (controller.StatusSettled) also loses what diagnosis does
 // not read of a settled set — of its pod template's spec all but each container's name, image,
 // restart policy and liveness probe (the image lookup, openshift's verbs, rollout.Settled's
 // liveness window), and its claim templates. Its metadata, the template's metadata, the rest of
@@ -56,7 +55,7 @@ func Slim(obj any) (any, error) {
 // The scenario runner diagnoses every testdata scenario through it (snapshottest.Run).
 func SlimSettled(obj any) (any, error) {
 	set, ok := obj.(*appsv1.StatefulSet)
-	if !ok || !stuck.StatusSettled(set) {
+	if !ok || !controller.StatusSettled(set) {
 		return Slim(obj)
 	}
 	spec := settledSpec(&set.Spec.Template.Spec)
@@ -72,7 +71,7 @@ func SlimSettled(obj any) (any, error) {
 // first LISTs of watch -A's caches): a settled StatefulSet is slimmed itself, so its template is
 // never held while the caches fill.
 func SlimSettledInPlace(obj any) {
-	if set, ok := obj.(*appsv1.StatefulSet); ok && stuck.StatusSettled(set) {
+	if set, ok := obj.(*appsv1.StatefulSet); ok && controller.StatusSettled(set) {
 		set.Spec.Template.Spec, set.Spec.VolumeClaimTemplates = settledSpec(&set.Spec.Template.Spec), nil
 	}
 	_, _ = Slim(obj)

@@ -64,6 +64,6 @@ func MergeFleet(contexts []string, results []*model.WaitResult) *model.WaitResul
 	}
 	merged := ResultOf(model.Verdict{Result: precedence[worst], Reason: fleet, RolledBack: rolled})
 	merged.StatefulSets, merged.Findings, merged.Actions = sets, findings, actions
-	stuck.SortFindings(merged.Findings)
+	model.SortFindings(merged.Findings)
 	return merged
 }

@@ -13,9 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/kubectl/pkg/util/podutils"
-
-	apiv1 "github.com/stsdiag/stsdiag/api/v1"
-	"github.com/stsdiag/stsdiag/internal/statefulset"
 )
 
 // Behaviour is what differs between releases of the controller (the rules of each release, with
@@ -39,35 +36,35 @@ type Behaviour struct {
 }
 
 // Step is what the controller does next for one ordinal; its values are the public vocabulary
-// of an Explanation's ordinals.
+// of an Explanation's ordinals (api/v1's Step constants, the same strings).
 type Step string
 
 // Steps, in the order the controller's sync meets them.
 const (
 	// Nothing: the pod exists, is Running, Ready and Available, and no update is due for it.
-	Nothing Step = apiv1.StepNothing
+	Nothing Step = "Nothing"
 	// Create: the pod (and its PersistentVolumeClaims) does not exist; the controller creates it.
-	Create Step = apiv1.StepCreate
+	Create Step = "Create"
 	// RecreateTerminal: the pod Failed or Succeeded; the controller deletes it and creates it again.
-	RecreateTerminal Step = apiv1.StepRecreateTerminal
+	RecreateTerminal Step = "RecreateTerminal"
 	// WaitRunning: the pod is Pending (scheduling, pulling images, starting containers).
-	WaitRunning Step = apiv1.StepWaitRunning
+	WaitRunning Step = "WaitRunning"
 	// WaitReady: the pod runs but is not Ready.
-	WaitReady Step = apiv1.StepWaitReady
+	WaitReady Step = "WaitReady"
 	// WaitAvailable: the pod is Ready for less than minReadySeconds.
-	WaitAvailable Step = apiv1.StepWaitAvailable
+	WaitAvailable Step = "WaitAvailable"
 	// WaitTerminated: the pod is terminating; the controller waits for it to be gone.
-	WaitTerminated Step = apiv1.StepWaitTerminated
+	WaitTerminated Step = "WaitTerminated"
 	// DeleteToUpdate: the pod runs another revision; the controller deletes it to recreate it
 	// from its target revision.
-	DeleteToUpdate Step = apiv1.StepDeleteToUpdate
+	DeleteToUpdate Step = "DeleteToUpdate"
 	// DeleteToScaleDown: the pod's ordinal is beyond spec.replicas; the controller deletes it.
-	DeleteToScaleDown Step = apiv1.StepDeleteToScaleDown
+	DeleteToScaleDown Step = "DeleteToScaleDown"
 	// WaitManualDelete: the pod runs another revision and the controller never replaces it
 	// (OnDelete, or an ordinal below the partition that must be recreated by hand).
-	WaitManualDelete Step = apiv1.StepWaitManualDelete
+	WaitManualDelete Step = "WaitManualDelete"
 	// NotReached: under OrderedReady the sync stops at an earlier ordinal first.
-	NotReached Step = apiv1.StepNotReached
+	NotReached Step = "NotReached"
 )
 
 // Waiting reports whether the step is a wait on the pod's own state (not an action, not nothing).
@@ -212,17 +209,17 @@ func newView(in Inputs) *View {
 	}
 	v.Ordinals = make([]Ordinal, v.Replicas)
 	for i := range v.Ordinals {
-		v.Ordinals[i] = Ordinal{Ordinal: v.Start + i, Name: statefulset.PodName(set.Name, v.Start+i)}
+		v.Ordinals[i] = Ordinal{Ordinal: v.Start + i, Name: PodName(set.Name, v.Start+i)}
 	}
 	for _, pod := range in.Pods {
-		n, ok := statefulset.Ordinal(set.Name, pod.Name)
+		n, ok := ParseOrdinal(set.Name, pod.Name)
 		switch {
 		case !ok:
 		case n >= v.Start && n-v.Start < v.Replicas:
 			o := &v.Ordinals[n-v.Start]
-			o.Pod, o.Revision = pod, statefulset.PodRevision(pod)
+			o.Pod, o.Revision = pod, PodRevision(pod)
 		default:
-			v.Condemned = append(v.Condemned, Ordinal{Ordinal: n, Name: pod.Name, Pod: pod, Revision: statefulset.PodRevision(pod)})
+			v.Condemned = append(v.Condemned, Ordinal{Ordinal: n, Name: pod.Name, Pod: pod, Revision: PodRevision(pod)})
 		}
 	}
 	sortDescending(v.Condemned)
@@ -276,7 +273,7 @@ func (v *View) maxUnavailable() int {
 // unavailable is isUnavailable (stateful_set_utils.go:496@v1.37.2); before 1.34 the controller
 // did not count minReadySeconds.
 func (v *View) unavailable(pod *corev1.Pod) bool {
-	if pod.DeletionTimestamp != nil || !statefulset.RunningAndReady(pod) {
+	if pod.DeletionTimestamp != nil || !RunningAndReady(pod) {
 		return true
 	}
 	return v.Behaviour.AvailabilityHonoursMinReady && !v.available(pod)
@@ -323,7 +320,7 @@ func (v *View) replicaStep(o *Ordinal) Step {
 	case pod.Status.Phase != corev1.PodRunning:
 		o.Since = pod.CreationTimestamp.Time
 		return WaitRunning
-	case !statefulset.RunningAndReady(pod):
+	case !RunningAndReady(pod):
 		o.Since = notReadySince(pod)
 		return WaitReady
 	case !v.available(pod):
@@ -351,7 +348,7 @@ func (v *View) processCondemned() (stop bool) {
 			if !v.Ordered() {
 				continue
 			}
-		case v.Ordered() && firstUnhealthy != "" && firstUnhealthy != o.Name && !statefulset.RunningAndReady(o.Pod):
+		case v.Ordered() && firstUnhealthy != "" && firstUnhealthy != o.Name && !RunningAndReady(o.Pod):
 			o.Next, o.Since = WaitReady, notReadySince(o.Pod)
 		case v.Ordered() && firstUnhealthy != "" && firstUnhealthy != o.Name && !v.available(o.Pod):
 			// (:526@v1.37.2)

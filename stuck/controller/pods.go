@@ -5,13 +5,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-
-	"github.com/stsdiag/stsdiag/internal/statefulset"
 )
 
 // readySince is when the pod became Ready (zero when it is not).
 func readySince(pod *corev1.Pod) time.Time {
-	if c := statefulset.ReadyCondition(pod); c != nil && c.Status == corev1.ConditionTrue {
+	if c := ReadyCondition(pod); c != nil && c.Status == corev1.ConditionTrue {
 		return c.LastTransitionTime.Time
 	}
 	return time.Time{}
@@ -19,7 +17,7 @@ func readySince(pod *corev1.Pod) time.Time {
 
 // notReadySince is when a running pod last stopped being Ready, else when it was created.
 func notReadySince(pod *corev1.Pod) time.Time {
-	if c := statefulset.ReadyCondition(pod); c != nil && c.Status != corev1.ConditionTrue && !c.LastTransitionTime.IsZero() {
+	if c := ReadyCondition(pod); c != nil && c.Status != corev1.ConditionTrue && !c.LastTransitionTime.IsZero() {
 		return c.LastTransitionTime.Time
 	}
 	return pod.CreationTimestamp.Time

@@ -10,8 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
-
-	"github.com/stsdiag/stsdiag/internal/statefulset"
 )
 
 var now = time.Date(2026, 3, 12, 12, 0, 0, 0, time.UTC)
@@ -112,7 +110,7 @@ func statefulSet(name string, replicas int32, policy appsv1.PodManagementPolicyT
 
 func readyPod(set *appsv1.StatefulSet, ordinal int, revision string, readySince time.Time) *corev1.Pod {
 	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: statefulset.PodName(set.Name, ordinal), Namespace: set.Namespace,
+		ObjectMeta: metav1.ObjectMeta{Name: PodName(set.Name, ordinal), Namespace: set.Namespace,
 			Labels:            map[string]string{appsv1.ControllerRevisionHashLabelKey: revision},
 			CreationTimestamp: metav1.NewTime(readySince.Add(-10 * time.Second))},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{

@@ -39,7 +39,7 @@ type Cluster struct {
 	Services    []corev1.Service
 	Events      []corev1.Event
 	// Deep are the namespaces holding a StatefulSet of a kind that is not healthy: every such
-	// kind writes a status short of its replicas (stuck.StatusSettled is false), so a triaged
+	// kind writes a status short of its replicas (controller.StatusSettled is false), so a triaged
 	// check -A reads these namespaces deep, and only these.
 	Deep []string
 	// Expected counts findings by code.

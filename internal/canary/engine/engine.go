@@ -8,8 +8,8 @@ import (
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/plan"
-	"github.com/stsdiag/stsdiag/internal/rollout"
 	"github.com/stsdiag/stsdiag/stuck"
+	"github.com/stsdiag/stsdiag/stuck/controller"
 )
 
 // The step engine: one decision over typed facts, driven by `stsdiag canary` (facts from its gate)
@@ -51,7 +51,7 @@ func FactsOf(set *appsv1.StatefulSet) Facts {
 
 // StepComplete reports whether the current step's pods are all Ready on the update revision (and
 // available for minReadySeconds): rollout.Complete, which respects the partition.
-func StepComplete(set *appsv1.StatefulSet) bool { return rollout.Complete(set) }
+func StepComplete(set *appsv1.StatefulSet) bool { return controller.StatusComplete(set) }
 
 // Verb is what a decision does.
 type Verb string

@@ -17,10 +17,10 @@ import (
 	"sigs.k8s.io/yaml"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
-	"github.com/stsdiag/stsdiag/internal/rollout"
 	"github.com/stsdiag/stsdiag/internal/slimpb"
 	"github.com/stsdiag/stsdiag/internal/snapshot"
 	"github.com/stsdiag/stsdiag/stuck"
+	"github.com/stsdiag/stsdiag/stuck/controller"
 )
 
 // Now is the clock of every scenario.
@@ -86,7 +86,7 @@ func check(t testing.TB, dir string, diagnose Diagnosis, read func(*stuck.Object
 		snap.ServerVersion = want.ServerVersion
 	}
 	findings, sets := diagnose(snap, want.FeatureGates)
-	sort.SliceStable(findings, func(i, j int) bool { return stuck.FindingLess(&findings[i], &findings[j]) })
+	sort.SliceStable(findings, func(i, j int) bool { return apiv1.FindingLess(&findings[i], &findings[j]) })
 	got := toMaps(t, findings)
 	if len(got) != len(want.Findings) {
 		t.Fatalf("got %d findings, want %d:\n%s", len(got), len(want.Findings), dump(findings))
@@ -149,9 +149,9 @@ func SlimSettled(snap *stuck.Objects) error {
 }
 
 // SayDone writes the status the StatefulSet controller writes once a rollout is over
-// (stuck.StatusSettled), whatever the pods do: as a stopped controller may leave it.
+// (controller.StatusSettled), whatever the pods do: as a stopped controller may leave it.
 func SayDone(set *appsv1.StatefulSet) {
-	n := rollout.Replicas(set)
+	n := controller.Replicas(set)
 	st := &set.Status
 	st.ObservedGeneration = max(set.Generation, 1)
 	st.Replicas, st.ReadyReplicas, st.AvailableReplicas, st.UpdatedReplicas, st.CurrentReplicas = n, n, n, n, n
@@ -230,7 +230,7 @@ func dump(v any) string {
 // rewrites the file first.
 func Golden(t *testing.T, name string, got []byte, update bool) {
 	t.Helper()
-	path := filepath.Join("..", "..", "testdata", "golden", name)
+	path := filepath.Join(Testdata(t), "golden", name)
 	if update {
 		if err := os.WriteFile(path, got, 0o644); err != nil {
 			t.Fatal(err)
@@ -242,5 +242,25 @@ func Golden(t *testing.T, name string, got []byte, update bool) {
 	}
 	if !bytes.Equal(got, want) {
 		t.Errorf("%s differs:\n--- got\n%s\n--- want\n%s", path, got, want)
+	}
+}
+
+// Testdata is the module's testdata directory, found from the test's working directory (its
+// package's) upwards.
+func Testdata(t *testing.T) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return filepath.Join(dir, "testdata")
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("no go.mod above the test's directory")
+		}
+		dir = parent
 	}
 }

@@ -1,8 +1,8 @@
-// Package statefulset holds what the StatefulSet controller and the kubelet define over plain
-// objects, written once for every analyzer: a pod's revision, Running and Ready, the template a
-// ControllerRevision records, the waiting reasons that keep a container from starting, and the
-// pods and revisions of each controller.
-package statefulset
+// What the StatefulSet controller defines over plain objects: a pod's name, ordinal and
+// revision, Running and Ready, the template a ControllerRevision records, and the pods and
+// revisions of each controller.
+
+package controller
 
 import (
 	"encoding/json"
@@ -24,9 +24,9 @@ func PodRevision(pod *corev1.Pod) string { return pod.Labels[appsv1.ControllerRe
 // PodName is the name of an ordinal's pod (getPodName, stateful_set_utils.go@v1.37.2).
 func PodName(set string, ordinal int) string { return set + "-" + strconv.Itoa(ordinal) }
 
-// Ordinal parses a pod name of the StatefulSet into its ordinal: exactly <set>-<n>, n decimal
+// ParseOrdinal parses a pod name of the StatefulSet into its ordinal: exactly <set>-<n>, n decimal
 // without leading zeros (getParentNameAndOrdinal accepts no other form).
-func Ordinal(set, pod string) (int, bool) {
+func ParseOrdinal(set, pod string) (int, bool) {
 	rest, ok := strings.CutPrefix(pod, set+"-")
 	if !ok || rest == "" || (len(rest) > 1 && rest[0] == '0') {
 		return 0, false
@@ -42,13 +42,6 @@ func Ordinal(set, pod string) (int, bool) {
 // Running and the Ready condition true (kubectl's podutils.IsPodReady).
 func RunningAndReady(pod *corev1.Pod) bool {
 	return pod.Status.Phase == corev1.PodRunning && podutils.IsPodReady(pod)
-}
-
-// IsSidecar reports whether an init container is a sidecar (restartPolicy Always): the kubelet
-// keeps it running and restarts it whatever its exit code (IsRestartableInitContainer,
-// pkg/api/v1/pod/util.go:392@v1.37.2).
-func IsSidecar(c corev1.Container) bool {
-	return c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
 }
 
 // ReadyCondition is the pod's Ready condition, nil when it has none (podutils keeps its own
@@ -90,30 +83,6 @@ func RevisionTemplate(rev *appsv1.ControllerRevision) (json.RawMessage, *corev1.
 		return nil, nil, err
 	}
 	return raw, &tmpl, nil
-}
-
-// ImagePullReasons are the container waiting reasons of an image that cannot be pulled.
-var ImagePullReasons = map[string]bool{
-	"ImagePullBackOff":  true,
-	"ErrImagePull":      true,
-	"InvalidImageName":  true,
-	"ErrImageNeverPull": true,
-}
-
-// StartupReasons are the container waiting reasons that mean a container will not start by
-// itself ("stuck at startup"): the image-pull reasons and these.
-var StartupReasons = withImagePull(map[string]bool{
-	"CreateContainerConfigError": true,
-	"CreateContainerError":       true,
-	"CrashLoopBackOff":           true,
-	"RunContainerError":          true,
-})
-
-func withImagePull(reasons map[string]bool) map[string]bool {
-	for r := range ImagePullReasons {
-		reasons[r] = true
-	}
-	return reasons
 }
 
 // Owned holds the pods and ControllerRevisions of a snapshot by the UID of their controller.

@@ -1,46 +1,20 @@
-package resolver
+package stuck
 
 import (
+	"github.com/stsdiag/stsdiag/stuck/facts"
+
+	"github.com/stsdiag/stsdiag/resolver"
+
 	"sort"
 	"strings"
 
-	imagev1 "github.com/openshift/api/image/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
-	"github.com/stsdiag/stsdiag/internal/statefulset"
-	"github.com/stsdiag/stsdiag/stuck"
+	"github.com/stsdiag/stsdiag/stuck/controller"
 )
-
-// RunLevelLabel marks OpenShift's run-level namespaces; levels 0 and 1 are skipped by admission.
-const RunLevelLabel = "openshift.io/run-level"
-
-// skippedNamespaces are never resolved by the ImagePolicy admission plugin (openshift/kubernetes
-// openshift-kube-apiserver/admission/namespaceconditions/decorator.go:13-18@893309864a2588830895620a48258e62fafbae8d).
-var skippedNamespaces = map[string]bool{
-	"default": true, "kube-system": true, "kube-public": true,
-	"openshift": true, "openshift-node": true, "openshift-infra": true,
-}
-
-// Why admission never resolves a name (details.reason of ImageResolutionSkipped).
-const (
-	SkipControllerOwned      = "ControllerOwned"
-	SkipExcludedNamespace    = "ExcludedNamespace"
-	SkipNameParsedAsRegistry = "NameParsedAsRegistry"
-)
-
-// Diagnose reports image references of StatefulSets (templates and pods) that OpenShift's image
-// lookup should have resolved, and image triggers that are invalid or not applied, with their
-// facts (package explain words them). It returns nothing off OpenShift.
-//
-// With admission's answers in the snapshot (s.Admission), each predicted rewrite says whether
-// admission confirmed it (details.admission), and where admission wrote another image the
-// finding's resolved image and patch are what admission wrote.
-func Diagnose(s *stuck.Objects) []stuck.Finding {
-	return diagnose(s, nil)
-}
 
 // Questions are the images whose rewrite a diagnosis of s predicts, to ask admission about
 // (--confirm-with-admission), each once: the image of an UnresolvedImageReference, of an
@@ -48,10 +22,10 @@ func Diagnose(s *stuck.Objects) []stuck.Finding {
 // controller-owned StatefulSet (what admission writes were it not owned). Sorted. An
 // internal-registry tag (internalTag) is not asked about: admission leaves it as it is, and its
 // patch is the tag's current image, not a rewrite.
-func Questions(s *stuck.Objects) []stuck.AdmissionQuestion {
-	seen := map[stuck.AdmissionQuestion]bool{}
-	diagnose(s, func(q stuck.AdmissionQuestion) { seen[q] = true })
-	out := make([]stuck.AdmissionQuestion, 0, len(seen))
+func Questions(s *Objects) []AdmissionQuestion {
+	seen := map[AdmissionQuestion]bool{}
+	imageFindings(s, func(q AdmissionQuestion) { seen[q] = true })
+	out := make([]AdmissionQuestion, 0, len(seen))
 	for q := range seen {
 		out = append(out, q)
 	}
@@ -68,15 +42,21 @@ func Questions(s *stuck.Objects) []stuck.AdmissionQuestion {
 	return out
 }
 
-// diagnose is Diagnose; ask, if set, is told every prediction admission could confirm.
-func diagnose(s *stuck.Objects, ask func(stuck.AdmissionQuestion)) []stuck.Finding {
+// imageFindings reports image references of StatefulSets (templates and pods) that OpenShift's
+// image lookup should have resolved, and image triggers that are invalid or not applied, with
+// their facts. It returns nothing off OpenShift.
+//
+// With admission's answers in the snapshot (s.Admission), each predicted rewrite says whether
+// admission confirmed it (details.admission), and where admission wrote another image the
+// finding's resolved image and patch are what admission wrote. ask, if set, is told every prediction admission could confirm.
+func imageFindings(s *Objects, ask func(AdmissionQuestion)) []Finding {
 	if !s.OpenShift {
 		return nil
 	}
 	shared := s.Indexed()
-	owned := statefulset.ByController(s.Pods, s.Revisions)
-	adm := &Admission{Stream: shared.Streams.Stream}
-	var out []stuck.Finding
+	owned := controller.ByController(s.Pods, s.Revisions)
+	adm := &resolver.Admission{Stream: shared.Streams.Stream}
+	var out []Finding
 	for i := range s.StatefulSets {
 		set := &s.StatefulSets[i]
 		if !s.InScope(set.Namespace, set.Name) || set.DeletionTimestamp != nil {
@@ -91,15 +71,15 @@ func diagnose(s *stuck.Objects, ask func(stuck.AdmissionQuestion)) []stuck.Findi
 
 type checker struct {
 	set        *appsv1.StatefulSet
-	adm        *Admission
+	adm        *resolver.Admission
 	ns         *corev1.Namespace
 	pods       []*corev1.Pod
 	revs       []*appsv1.ControllerRevision
 	decoded    []revision
 	hasStreams func(namespace string) bool
 	// answers are admission's answers (nil: not asked); ask is told each question.
-	answers map[stuck.AdmissionQuestion]stuck.AdmissionAnswer
-	ask     func(stuck.AdmissionQuestion)
+	answers map[AdmissionQuestion]AdmissionAnswer
+	ask     func(AdmissionQuestion)
 }
 
 // use is one container image as written, in the template and/or in pods.
@@ -115,7 +95,7 @@ type use struct {
 
 // check reports the triggers first: the containers they govern converge to the trigger's value,
 // not admission's, which changes what the images are checked against.
-func (c *checker) check() []stuck.Finding {
+func (c *checker) check() []Finding {
 	out, triggered := c.checkTriggers()
 	uses := map[string]*use{}
 	var order []string
@@ -138,7 +118,7 @@ func (c *checker) check() []stuck.Finding {
 	}
 	sort.Slice(c.pods, func(i, j int) bool { return c.pods[i].Name < c.pods[j].Name })
 	for _, pod := range c.pods {
-		failing := waitingContainers(pod, statefulset.ImagePullReasons)
+		failing := waitingContainers(pod, imagePullReasons)
 		for i, ctr := range pod.Spec.InitContainers {
 			u := add(ctr.Name, true, i, ctr.Image)
 			u.pods = append(u.pods, pod.Name)
@@ -154,7 +134,7 @@ func (c *checker) check() []stuck.Finding {
 			}
 		}
 	}
-	forced := Forced(c.set.Annotations, c.set.Spec.Template.Annotations)
+	forced := resolver.Forced(c.set.Annotations, c.set.Spec.Template.Annotations)
 	for _, key := range order {
 		if f := c.checkUse(uses[key], forced, triggered); f != nil {
 			out = append(out, *f)
@@ -183,33 +163,33 @@ func (u *use) path() string {
 // checkUse asks what admission writes for the image (as if the template were admitted now) and
 // reports it when that is not what the template says. triggered are the template containers an
 // active image trigger with a value governs.
-func (c *checker) checkUse(u *use, forced bool, triggered map[string]bool) *stuck.Finding {
+func (c *checker) checkUse(u *use, forced bool, triggered map[string]bool) *Finding {
 	res := c.adm.Resolve(u.image, c.set.Namespace, forced)
 	f := c.useFinding(u)
 	switch res.Outcome {
-	case RegistryOnly:
+	case resolver.RegistryOnly:
 		return c.registryOnly(u, f, forced)
-	case LookupDisabled:
+	case resolver.LookupDisabled:
 		f.Details.ImageStream, f.Details.Tag = res.Stream.Name, res.Tag
 		f.Code, f.Severity = apiv1.ImageLookupDisabled, apiv1.SeverityWarning
-		f.Facts = LookupOff{Init: u.init, Stream: res.Stream.Name, PulledAs: dockerHub(res.Ref)}
+		f.Facts = facts.LookupOff{Init: u.init, Stream: res.Stream.Name, PulledAs: dockerHub(res.Ref)}
 		return f
-	case NotLocal:
+	case resolver.NotLocal:
 		return c.internalTag(u, f, res.Ref)
-	case TagNotFound, Resolved:
+	case resolver.TagNotFound, resolver.Resolved:
 	default:
 		return nil
 	}
-	if !res.LocalRewrite && res.Outcome == Resolved {
+	if !res.LocalRewrite && res.Outcome == resolver.Resolved {
 		return nil // not a local name (a full internal-registry reference): admission leaves it
 	}
 	f.Details.ImageStream, f.Details.Tag = res.Stream.Name, res.Tag
 	code, why := c.skipReason()
 	switch {
-	case code != "" || res.Outcome == TagNotFound:
+	case code != "" || res.Outcome == resolver.TagNotFound:
 		// A controller-owned set is asked too: the probe pod has no owner, so admission says
 		// what it would write for the set were it not owned.
-		if res.Image != "" && (code == "" || code == SkipControllerOwned) {
+		if res.Image != "" && (code == "" || code == facts.SkipControllerOwned) {
 			res.Image = c.confirm(f, u.image, forced, res.Image)
 		}
 	case res.Image == "" || res.Image == u.image:
@@ -223,9 +203,9 @@ func (c *checker) checkUse(u *use, forced bool, triggered map[string]bool) *stuc
 	if code != "" {
 		return c.skipped(u, f, res, code, why)
 	}
-	if res.Outcome == TagNotFound {
+	if res.Outcome == resolver.TagNotFound {
 		f.Code, f.Severity = apiv1.ImageStreamTagNotFound, useSeverity(u)
-		f.Facts = TagMissing{Init: u.init, Stream: res.Stream.Name, Tag: res.Tag, NoImageID: res.Event != nil, Writes: res.Image}
+		f.Facts = facts.TagMissing{Init: u.init, Stream: res.Stream.Name, Tag: res.Tag, NoImageID: res.Event != nil, Writes: res.Image}
 		return f
 	}
 	return c.notRewritten(u, f, res, u.inTemplate && triggered[u.container])
@@ -234,8 +214,8 @@ func (c *checker) checkUse(u *use, forced bool, triggered map[string]bool) *stuc
 // confirm asks for admission's answer about an image whose rewrite to predicted the rules
 // predict, records it in details.admission, and returns the image to trust: what admission
 // wrote when it answered ("" when it leaves the image as it is), else the prediction.
-func (c *checker) confirm(f *stuck.Finding, image string, forced bool, predicted string) string {
-	q := stuck.AdmissionQuestion{Namespace: c.set.Namespace, Forced: forced, Image: image}
+func (c *checker) confirm(f *Finding, image string, forced bool, predicted string) string {
+	q := AdmissionQuestion{Namespace: c.set.Namespace, Forced: forced, Image: image}
 	if c.ask != nil {
 		c.ask(q)
 	}
@@ -257,20 +237,6 @@ func (c *checker) confirm(f *stuck.Finding, image string, forced bool, predicted
 	return a.Written
 }
 
-// InternalTagStream returns the ImageStream whose own repository ref names by tag
-// (<status.dockerImageRepository>:<tag>, no digest), nil when it names none: such a reference is
-// one admission leaves alone (NotLocal) and that may still be reported (internalTag).
-func InternalTagStream(adm *Admission, ref Ref) *imagev1.ImageStream {
-	if ref.Registry == "" || ref.Namespace == "" || ref.ID != "" || strings.Contains(ref.Name, "/") {
-		return nil
-	}
-	stream := adm.Stream(ref.Namespace, ref.Name)
-	if stream == nil || stream.Status.DockerImageRepository != ref.Registry+"/"+ref.Namespace+"/"+ref.Name {
-		return nil
-	}
-	return stream
-}
-
 // internalTag reports a reference to an ImageStream's own repository by tag
 // (<status.dockerImageRepository>:<tag>), the form admission writes for a local name whose tag has
 // no image yet (imagepolicy.go:374-383@ALG). Admission leaves such a reference alone from then on:
@@ -282,20 +248,20 @@ func InternalTagStream(adm *Admission, ref Ref) *imagev1.ImageStream {
 // (ImageStreamTagNotFound: the registry has nothing to serve) or got its first image after the
 // revision that set the reference (UnresolvedImageReference with cause TagCreatedAfterTemplate or
 // StreamCreatedAfterTemplate); a tag that had its image before was written so on purpose.
-func (c *checker) internalTag(u *use, f *stuck.Finding, ref Ref) *stuck.Finding {
-	stream := InternalTagStream(c.adm, ref)
+func (c *checker) internalTag(u *use, f *Finding, ref resolver.Ref) *Finding {
+	stream := resolver.InternalTagStream(c.adm, ref)
 	if stream == nil {
 		return nil
 	}
 	tag := ref.TagOrLatest()
 	f.Details.ImageStream, f.Details.Tag = stream.Name, tag
 	res := c.adm.ResolveTag(ref.Namespace, ref.Name, tag, true)
-	if res.Outcome == TagNotFound {
+	if res.Outcome == resolver.TagNotFound {
 		f.Code, f.Severity = apiv1.ImageStreamTagNotFound, useSeverity(u)
-		f.Facts = TagMissing{Init: u.init, Stream: stream.Name, Tag: tag, NoImageID: res.Event != nil, Registry: true}
+		f.Facts = facts.TagMissing{Init: u.init, Stream: stream.Name, Tag: tag, NoImageID: res.Event != nil, Registry: true}
 		return f
 	}
-	if res.Outcome != Resolved || res.Image == u.image || (!u.inTemplate && len(u.pulling) == 0) {
+	if res.Outcome != resolver.Resolved || res.Image == u.image || (!u.inTemplate && len(u.pulling) == 0) {
 		return nil
 	}
 	if c.decoded == nil {
@@ -303,21 +269,21 @@ func (c *checker) internalTag(u *use, f *stuck.Finding, ref Ref) *stuck.Finding 
 	}
 	rev := introducedBy(c.decoded, u.container, u.image)
 	cause, later := causeOf(rev, stream, tag)
-	if cause == CauseUnknown {
+	if cause == facts.CauseUnknown {
 		return nil
 	}
 	f.ResolvedImage = res.Image
 	f.Code, f.Severity = apiv1.UnresolvedImageReference, useSeverity(u)
 	f.Details.Cause, f.Details.Revision = cause, rev.Name
-	f.Facts = NotRewritten{Init: u.init, Stream: stream.Name, Tag: tag, PulledAs: u.image, Cause: cause, Later: later.UTC(),
+	f.Facts = facts.NotRewritten{Init: u.init, Stream: stream.Name, Tag: tag, PulledAs: u.image, Cause: cause, Later: later.UTC(),
 		Revision: rev.Name, RevisionCreated: rev.CreationTimestamp.UTC(), Digest: strings.Contains(res.Image, "@"), Unpinned: true}
 	setPatch(f, u.path(), u.image, res.Image)
 	return f
 }
 
 // useFinding starts the finding of an image use: what every image finding says of it.
-func (c *checker) useFinding(u *use) *stuck.Finding {
-	f := &stuck.Finding{Finding: apiv1.Finding{Namespace: c.set.Namespace, StatefulSet: c.set.Name, Container: u.container, Image: u.image}}
+func (c *checker) useFinding(u *use) *Finding {
+	f := &Finding{Finding: apiv1.Finding{Namespace: c.set.Namespace, StatefulSet: c.set.Name, Container: u.container, Image: u.image}}
 	f.Details.Pods = u.pods
 	if len(u.pulling) > 0 {
 		f.Details.FailingPods = u.pulling
@@ -327,13 +293,13 @@ func (c *checker) useFinding(u *use) *stuck.Finding {
 	f.Details.InitContainer = u.init
 	if !u.inTemplate {
 		f.Pod = u.pods[0]
-		f.Details.TemplateImage = TemplateImageChanged
+		f.Details.TemplateImage = templateImageChanged
 	}
 	return f
 }
 
-// TemplateImageChanged is details.templateImage of a finding about an image only pods use.
-const TemplateImageChanged = "changed since these pods were created"
+// templateImageChanged is details.templateImage of a finding about an image only pods use.
+const templateImageChanged = "changed since these pods were created"
 
 // useSeverity is error when pods fail to pull the image, else warning.
 func useSeverity(u *use) apiv1.Severity {
@@ -344,21 +310,21 @@ func useSeverity(u *use) apiv1.Severity {
 }
 
 // notRewritten reports a local name admission resolves but did not rewrite.
-func (c *checker) notRewritten(u *use, f *stuck.Finding, res Result, triggered bool) *stuck.Finding {
+func (c *checker) notRewritten(u *use, f *Finding, res resolver.Result, triggered bool) *Finding {
 	if c.decoded == nil {
 		c.decoded = decodeRevisions(c.revs)
 	}
 	rev := introducedBy(c.decoded, u.container, u.image)
 	cause, later := causeOf(rev, res.Stream, res.Tag)
-	facts := NotRewritten{Init: u.init, Stream: res.Stream.Name, Tag: res.Tag, PulledAs: pulledAs(res.Ref), Cause: cause,
+	fx := facts.NotRewritten{Init: u.init, Stream: res.Stream.Name, Tag: res.Tag, PulledAs: pulledAs(res.Ref), Cause: cause,
 		Later: later.UTC(), Digest: strings.Contains(res.Image, "@"), Triggered: triggered}
 	f.Code, f.Severity = apiv1.UnresolvedImageReference, useSeverity(u)
 	f.Details.Cause = cause
 	if rev != nil {
-		facts.Revision, facts.RevisionCreated = rev.Name, rev.CreationTimestamp.UTC()
+		fx.Revision, fx.RevisionCreated = rev.Name, rev.CreationTimestamp.UTC()
 		f.Details.Revision = rev.Name
 	}
-	f.Facts = facts
+	f.Facts = fx
 	if !triggered && res.Image != "" {
 		setPatch(f, u.path(), u.image, res.Image)
 		f.Patch.Admission = f.Details.Admission
@@ -367,15 +333,15 @@ func (c *checker) notRewritten(u *use, f *stuck.Finding, res Result, triggered b
 }
 
 // setPatch fills the typed hand-off and details.patch of an image patch.
-func setPatch(f *stuck.Finding, path, from, to string) {
-	f.Patch = &stuck.ImagePatch{Path: path, From: from, To: to}
+func setPatch(f *Finding, path, from, to string) {
+	f.Patch = &ImagePatch{Path: path, From: from, To: to}
 	f.Details.Patch = &apiv1.ImagePatchDetails{Path: path, From: from, To: to}
 }
 
 // registryOnly reports a single-segment name that OpenShift parses as a registry host
 // (reference.go:44,52-53@LG) while a lookup-enabled ImageStream of that name exists.
-func (c *checker) registryOnly(u *use, f *stuck.Finding, forced bool) *stuck.Finding {
-	name, tag, _ := RegistryOnlyName(u.image)
+func (c *checker) registryOnly(u *use, f *Finding, forced bool) *Finding {
+	name, tag, _ := resolver.RegistryOnlyName(u.image)
 	stream := c.adm.Stream(c.set.Namespace, name)
 	if stream == nil || !(stream.Spec.LookupPolicy.Local || forced) {
 		return nil
@@ -385,18 +351,18 @@ func (c *checker) registryOnly(u *use, f *stuck.Finding, forced bool) *stuck.Fin
 	}
 	f.Code, f.Severity = apiv1.ImageResolutionSkipped, apiv1.SeverityWarning
 	f.Details.ImageStream, f.Details.Tag = stream.Name, tag
-	f.Details.Reason = SkipNameParsedAsRegistry
-	facts := NeverResolved{Init: u.init, Stream: stream.Name, Tag: tag, Host: name}
-	if r := c.adm.ResolveTag(c.set.Namespace, stream.Name, tag, forced); r.Image != "" && (r.Outcome == Resolved || r.Outcome == TagNotFound) {
-		facts.Target = r.Image
+	f.Details.Reason = facts.SkipNameParsedAsRegistry
+	fx := facts.NeverResolved{Init: u.init, Stream: stream.Name, Tag: tag, Host: name}
+	if r := c.adm.ResolveTag(c.set.Namespace, stream.Name, tag, forced); r.Image != "" && (r.Outcome == resolver.Resolved || r.Outcome == resolver.TagNotFound) {
+		fx.Target = r.Image
 	}
-	f.Facts = facts
+	f.Facts = fx
 	return f
 }
 
 // skipped reports a name admission would resolve, were the StatefulSet not skipped (why holds
 // the owner or run level behind the reason code).
-func (c *checker) skipped(u *use, f *stuck.Finding, res Result, code string, why NeverResolved) *stuck.Finding {
+func (c *checker) skipped(u *use, f *Finding, res resolver.Result, code string, why facts.NeverResolved) *Finding {
 	f.Code, f.Severity = apiv1.ImageResolutionSkipped, apiv1.SeverityWarning
 	f.Details.Reason = code
 	why.Init, why.Stream, why.Tag, why.Target = u.init, res.Stream.Name, res.Tag, res.Image
@@ -408,44 +374,29 @@ func (c *checker) skipped(u *use, f *stuck.Finding, res Result, code string, why
 // controller owner (imagepolicy.go:198-205@ALG), an excluded namespace, or run level 0/1
 // (namespaceconditions labelcondition.go:17-31@893309864a2588830895620a48258e62fafbae8d).
 // It returns the reason code and, in facts, the owner or run level behind it.
-func (c *checker) skipReason() (string, NeverResolved) {
+func (c *checker) skipReason() (string, facts.NeverResolved) {
 	if owner := metav1.GetControllerOfNoCopy(c.set); owner != nil {
-		return SkipControllerOwned, NeverResolved{OwnerKind: owner.Kind, OwnerName: owner.Name}
+		return facts.SkipControllerOwned, facts.NeverResolved{OwnerKind: owner.Kind, OwnerName: owner.Name}
 	}
 	var labels map[string]string
 	if c.ns != nil {
 		labels = c.ns.Labels
 	}
-	if skipped, level := NamespaceSkipped(c.set.Namespace, labels); skipped {
-		return SkipExcludedNamespace, NeverResolved{RunLevel: level}
+	if skipped, level := resolver.NamespaceSkipped(c.set.Namespace, labels); skipped {
+		return facts.SkipExcludedNamespace, facts.NeverResolved{RunLevel: level}
 	}
-	return "", NeverResolved{}
-}
-
-// NamespaceSkipped reports whether the ImagePolicy plugin skips objects of namespace name with
-// these labels, and the run level that makes it skip ("" when it is the name). OpenShift decorates
-// the plugin (in SkipRunLevelOnePlugins, admissionenablement/admission_config.go) with
-// namespaceconditions: the namespaces of decorator.go:13-18 by name, and those labelled
-// openshift.io/run-level 0 or 1 (labelcondition.go:17-31@893309864a2588830895620a48258e62fafbae8d).
-func NamespaceSkipped(name string, labels map[string]string) (bool, string) {
-	if skippedNamespaces[name] {
-		return true, ""
-	}
-	if level := labels[RunLevelLabel]; level == "0" || level == "1" {
-		return true, level
-	}
-	return false, ""
+	return "", facts.NeverResolved{}
 }
 
 // pulledAs is what a container runtime pulls for a name without registry (docker.io).
-func pulledAs(r Ref) string {
+func pulledAs(r resolver.Ref) string {
 	if r.Registry != "" {
 		return r.Exact()
 	}
 	return dockerHub(r)
 }
 
-func dockerHub(r Ref) string {
+func dockerHub(r resolver.Ref) string {
 	ns := r.Namespace
 	if ns == "" {
 		ns = "library"

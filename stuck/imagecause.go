@@ -1,6 +1,8 @@
-package resolver
+package stuck
 
 import (
+	"github.com/stsdiag/stsdiag/stuck/facts"
+
 	"sort"
 
 	imagev1 "github.com/openshift/api/image/v1"
@@ -8,20 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/stsdiag/stsdiag/internal/statefulset"
-)
-
-// Causes of an UnresolvedImageReference (details.cause). Admission resolves an image only when
-// the object is created or that image changes (imagereferencemutators/pods.go:221-273@ALG), so a
-// template admitted before its stream or tag existed stays unresolved, and re-applying the same
-// manifest changes nothing.
-const (
-	// CauseStreamCreatedAfterTemplate: the ImageStream is newer than the revision that set the image.
-	CauseStreamCreatedAfterTemplate = "StreamCreatedAfterTemplate"
-	// CauseTagCreatedAfterTemplate: the tag's oldest image is newer than that revision.
-	CauseTagCreatedAfterTemplate = "TagCreatedAfterTemplate"
-	// CauseUnknown: stream and tag predate it; admission should have resolved it.
-	CauseUnknown = "Unknown"
+	"github.com/stsdiag/stsdiag/stuck/controller"
 )
 
 // revision is one ControllerRevision of a StatefulSet and the template it records.
@@ -34,7 +23,7 @@ type revision struct {
 func decodeRevisions(revs []*appsv1.ControllerRevision) []revision {
 	out := make([]revision, 0, len(revs))
 	for _, rev := range revs {
-		if _, tmpl, err := statefulset.RevisionTemplate(rev); err == nil {
+		if _, tmpl, err := controller.RevisionTemplate(rev); err == nil {
 			out = append(out, revision{rev: rev, tmpl: tmpl})
 		}
 	}
@@ -86,16 +75,16 @@ func introducedBy(revs []revision, container, image string) *appsv1.ControllerRe
 // and returns the time of the one that came later.
 func causeOf(rev *appsv1.ControllerRevision, stream *imagev1.ImageStream, tag string) (string, metav1.Time) {
 	if rev == nil {
-		return CauseUnknown, metav1.Time{}
+		return facts.CauseUnknown, metav1.Time{}
 	}
 	at := rev.CreationTimestamp.Time
 	if stream.CreationTimestamp.After(at) {
-		return CauseStreamCreatedAfterTemplate, stream.CreationTimestamp
+		return facts.CauseStreamCreatedAfterTemplate, stream.CreationTimestamp
 	}
 	for _, t := range stream.Status.Tags {
 		if t.Tag == tag && len(t.Items) > 0 && t.Items[len(t.Items)-1].Created.After(at) {
-			return CauseTagCreatedAfterTemplate, t.Items[len(t.Items)-1].Created
+			return facts.CauseTagCreatedAfterTemplate, t.Items[len(t.Items)-1].Created
 		}
 	}
-	return CauseUnknown, metav1.Time{}
+	return facts.CauseUnknown, metav1.Time{}
 }

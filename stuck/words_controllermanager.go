@@ -1,13 +1,13 @@
-package explain
+package stuck
 
 import (
 	"fmt"
 
-	"github.com/stsdiag/stsdiag/stuck"
+	"github.com/stsdiag/stsdiag/stuck/facts"
 )
 
 // controllerManager words ControllerManagerNotRunning.
-func (w words) controllerManager(l stuck.LeaseStale) {
+func (w words) controllerManager(l facts.LeaseStale) {
 	f := w.f
 	by := "released by its last holder"
 	if l.Holder != "" {

@@ -1,4 +1,4 @@
-package explain
+package stuck
 
 import (
 	"encoding/json"
@@ -6,10 +6,10 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/stsdiag/stsdiag/stuck"
+	"github.com/stsdiag/stsdiag/stuck/facts"
 )
 
-func (w words) setTerminating(s stuck.SetTerminating) {
+func (w words) setTerminating(s facts.SetTerminating) {
 	f := w.f
 	f.Message = fmt.Sprintf("StatefulSet %s has been terminating for %s", f.StatefulSet, s.Age)
 	if o := s.Owner; o != nil && o.Exists {
@@ -34,7 +34,7 @@ func (w words) setTerminating(s stuck.SetTerminating) {
 		w.cli, f.StatefulSet, f.Namespace)
 }
 
-func (w words) podTerminating(s stuck.PodTerminating) {
+func (w words) podTerminating(s facts.PodTerminating) {
 	f := w.f
 	condition := nodeCondition(s.NodeState)
 	if s.NodeState.Listed && s.Node != "" {
@@ -71,7 +71,7 @@ func (w words) podTerminating(s stuck.PodTerminating) {
 }
 
 // nodeCondition says a node's state in words.
-func nodeCondition(s stuck.NodeState) string {
+func nodeCondition(s facts.NodeState) string {
 	switch {
 	case s.Gone:
 		return "no longer exists"
@@ -81,7 +81,7 @@ func nodeCondition(s stuck.NodeState) string {
 	return fmt.Sprintf("has been Ready=%s for %s", s.Ready, s.Since)
 }
 
-func (w words) orphanPod(s stuck.OrphanPod) {
+func (w words) orphanPod(s facts.OrphanPod) {
 	f := w.f
 	f.Message = fmt.Sprintf("pod %s belongs to StatefulSet %s with UID %s, %s", f.Pod, f.StatefulSet, s.OwnerUID, w.ownerFate(s.Fate))
 	f.Short = "pod of a StatefulSet that " + ownerShort[s.Fate.State]
@@ -95,7 +95,7 @@ func (w words) orphanPod(s stuck.OrphanPod) {
 	}
 }
 
-func (w words) orphanRevisions(s stuck.OrphanRevisions) {
+func (w words) orphanRevisions(s facts.OrphanRevisions) {
 	f := w.f
 	f.Message = fmt.Sprintf("%d ControllerRevision(s) (%s) belong to StatefulSet %s with UID %s, %s",
 		len(s.Revisions), strings.Join(s.Revisions, ", "), f.StatefulSet, s.OwnerUID, w.ownerFate(s.Fate))
@@ -103,14 +103,14 @@ func (w words) orphanRevisions(s stuck.OrphanRevisions) {
 	f.Remedy = fmt.Sprintf("%s delete controllerrevision -n %s %s", w.cli, f.Namespace, strings.Join(s.Revisions, " "))
 }
 
-var ownerShort = map[stuck.OwnerState]string{stuck.OwnerGone: "no longer exists", stuck.OwnerReplaced: "was deleted and recreated", stuck.OwnerTerminating: "is stuck terminating"}
+var ownerShort = map[facts.OwnerState]string{facts.OwnerGone: "no longer exists", facts.OwnerReplaced: "was deleted and recreated", facts.OwnerTerminating: "is stuck terminating"}
 
-func (w words) ownerFate(fate stuck.OwnerFate) string {
+func (w words) ownerFate(fate facts.OwnerFate) string {
 	var s string
 	switch fate.State {
-	case stuck.OwnerReplaced:
+	case facts.OwnerReplaced:
 		s = fmt.Sprintf("but today's StatefulSet %s has UID %s (deleted and recreated)", w.f.StatefulSet, fate.CurrentUID)
-	case stuck.OwnerTerminating:
+	case facts.OwnerTerminating:
 		s = fmt.Sprintf("which has been terminating for %s", fate.TerminatingFor)
 		if r := fate.Recreated; r != nil {
 			s += fmt.Sprintf(" while its %s %s was recreated (UID %s, was %s)", r.Kind, r.Name, r.CurrentUID, r.UID)
@@ -126,12 +126,12 @@ func (w words) ownerFate(fate stuck.OwnerFate) string {
 	return s
 }
 
-func (w words) service(s stuck.ServiceProblem) {
+func (w words) service(s facts.ServiceProblem) {
 	f := w.f
 	dns := fmt.Sprintf("%s-0.%s.%s.svc", f.StatefulSet, s.Service, f.Namespace)
 	create := fmt.Sprintf("apiVersion: v1, kind: Service, metadata: {name: %s, namespace: %s}, spec: {clusterIP: None, selector: %s}", s.Service, f.Namespace, flowMap(s.Wanted))
 	switch f.Reason {
-	case stuck.ServiceNotFound:
+	case facts.ServiceNotFound:
 		f.Message = fmt.Sprintf("StatefulSet %s names Service %q (spec.serviceName), which does not exist in namespace %s: its pods get no stable DNS names (%s)",
 			f.StatefulSet, s.Service, f.Namespace, dns)
 		f.Short = fmt.Sprintf("Service %s does not exist: pods get no DNS names", s.Service)
@@ -139,7 +139,7 @@ func (w words) service(s stuck.ServiceProblem) {
 		if s.SelectsApp {
 			f.Remedy = fmt.Sprintf("%s create service clusterip %s --clusterip=None -n %s (it selects app=%s)", w.cli, s.Service, f.Namespace, s.Service)
 		}
-	case stuck.ServiceNotHeadless:
+	case facts.ServiceNotHeadless:
 		kind := fmt.Sprintf("clusterIP %s", s.ClusterIP)
 		if s.ExternalName {
 			kind = "type ExternalName"

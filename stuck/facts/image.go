@@ -1,4 +1,4 @@
-package resolver
+package facts
 
 import (
 	"time"
@@ -111,3 +111,38 @@ func (TriggerBroken) Code() apiv1.Code { return apiv1.ImageTriggerInvalid }
 
 // Code is the finding code the facts explain.
 func (TriggerBehind) Code() apiv1.Code { return apiv1.ImageTriggerStale }
+
+// Why admission never resolves a name (details.reason of ImageResolutionSkipped).
+const (
+	SkipControllerOwned      = "ControllerOwned"
+	SkipExcludedNamespace    = "ExcludedNamespace"
+	SkipNameParsedAsRegistry = "NameParsedAsRegistry"
+)
+
+// Causes of an UnresolvedImageReference (details.cause). Admission resolves an image only when
+// the object is created or that image changes (imagereferencemutators/pods.go:221-273@ALG), so a
+// template admitted before its stream or tag existed stays unresolved, and re-applying the same
+// manifest changes nothing.
+const (
+	// CauseStreamCreatedAfterTemplate: the ImageStream is newer than the revision that set the image.
+	CauseStreamCreatedAfterTemplate = "StreamCreatedAfterTemplate"
+	// CauseTagCreatedAfterTemplate: the tag's oldest image is newer than that revision.
+	CauseTagCreatedAfterTemplate = "TagCreatedAfterTemplate"
+	// CauseUnknown: stream and tag predate it; admission should have resolved it.
+	CauseUnknown = "Unknown"
+)
+
+// Why a trigger is invalid (details.reason of ImageTriggerInvalid).
+const (
+	TriggerInvalidJSON        = "InvalidJSON"
+	TriggerPausedNotBoolean   = "PausedNotBoolean"
+	TriggerInvalidType        = "InvalidType"
+	TriggerDuplicateFieldPath = "DuplicateFieldPath"
+	TriggerFieldPathNotInSpec = "FieldPathNotInTemplate"
+	TriggerInvalidFieldPath   = "InvalidFieldPath"
+	TriggerNoSuchContainer    = "NoSuchContainer"
+	TriggerUnsupportedFrom    = "UnsupportedFrom"
+	TriggerInvalidTagName     = "InvalidTagName"
+	TriggerStreamNotFound     = "StreamNotFound"
+	TriggerTagNotFound        = "TagNotFound"
+)

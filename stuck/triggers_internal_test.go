@@ -1,6 +1,8 @@
-package resolver
+package stuck
 
 import (
+	"github.com/stsdiag/stsdiag/stuck/facts"
+
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -19,19 +21,19 @@ func TestTriggerFieldPaths(t *testing.T) {
 		wantPath   string // JSON pointer of the container's image; "" = error
 		wantReason string
 	}{
-		{src + "99", nil, nil, `spec.template.spec.containers[?(@.name=="test")].image`, "", TriggerNoSuchContainer},
-		{src + "111", test, nil, `spec.template.spec.containers[?(@.name=="test")]`, "", TriggerInvalidFieldPath},
-		{src + "122", test, nil, `spec.template.spec.containers[?(@.name=="test").image`, "", TriggerInvalidFieldPath},
-		{src + "133", test, nil, `spec.template.spec.containers[@.name=test].image`, "", TriggerNoSuchContainer},
+		{src + "99", nil, nil, `spec.template.spec.containers[?(@.name=="test")].image`, "", facts.TriggerNoSuchContainer},
+		{src + "111", test, nil, `spec.template.spec.containers[?(@.name=="test")]`, "", facts.TriggerInvalidFieldPath},
+		{src + "122", test, nil, `spec.template.spec.containers[?(@.name=="test").image`, "", facts.TriggerInvalidFieldPath},
+		{src + "133", test, nil, `spec.template.spec.containers[@.name=test].image`, "", facts.TriggerNoSuchContainer},
 		{src + "155", test, nil, `spec.template.spec.containers[?(@.name=="test")].image`, "/spec/template/spec/containers/0/image", ""},
 		{src + "173", nil, test, `spec.template.spec.initContainers[?(@.name=="test")].image`, "/spec/template/spec/initContainers/0/image", ""},
 		{"index", []corev1.Container{{Name: "a"}, {Name: "b"}}, nil, `spec.template.spec.containers[1].image`, "/spec/template/spec/containers/1/image", ""},
-		{"index out of range", test, nil, `spec.template.spec.containers[1].image`, "", TriggerNoSuchContainer},
+		{"index out of range", test, nil, `spec.template.spec.containers[1].image`, "", facts.TriggerNoSuchContainer},
 		{"init index", test, test, `spec.template.spec.initContainers[0].image`, "/spec/template/spec/initContainers/0/image", ""},
 		{"name selector searches init containers first", test, test, `spec.template.spec.containers[?(@.name=="test")].image`, "/spec/template/spec/initContainers/0/image", ""},
-		{"another field", test, nil, `spec.template.spec.containers[0].command`, "", TriggerInvalidFieldPath},
-		{"outside the pod spec", test, nil, `spec.containers[0].image`, "", TriggerFieldPathNotInSpec},
-		{"whitespace in the selector", test, nil, `spec.template.spec.containers[?(@.name == "test")].image`, "", TriggerNoSuchContainer},
+		{"another field", test, nil, `spec.template.spec.containers[0].command`, "", facts.TriggerInvalidFieldPath},
+		{"outside the pod spec", test, nil, `spec.containers[0].image`, "", facts.TriggerFieldPathNotInSpec},
+		{"whitespace in the selector", test, nil, `spec.template.spec.containers[?(@.name == "test")].image`, "", facts.TriggerNoSuchContainer},
 	}
 	for _, c := range cases {
 		spec := &corev1.PodSpec{Containers: c.containers, InitContainers: c.init}
@@ -48,10 +50,10 @@ func TestTriggerFieldPaths(t *testing.T) {
 // TestParseTriggers: what makes the controller ignore the whole annotation (annotations.go:18-48@LG).
 func TestParseTriggers(t *testing.T) {
 	cases := map[string]string{
-		`[{"from":`: TriggerInvalidJSON,
-		`[{"from":{"kind":"ImageStreamTag","name":"a:1"},"fieldPath":"x","paused":"true"}]`: TriggerPausedNotBoolean,
-		`{"from":{}}`:                                   TriggerInvalidType,
-		`[{"fieldPath":"x"},{"fieldPath":"x"}]`:         TriggerDuplicateFieldPath,
+		`[{"from":`: facts.TriggerInvalidJSON,
+		`[{"from":{"kind":"ImageStreamTag","name":"a:1"},"fieldPath":"x","paused":"true"}]`: facts.TriggerPausedNotBoolean,
+		`{"from":{}}`:                                   facts.TriggerInvalidType,
+		`[{"fieldPath":"x"},{"fieldPath":"x"}]`:         facts.TriggerDuplicateFieldPath,
 		`[{"fieldPath":"x"},{"fieldPath":"y"}]`:         "",
 		`[{"fieldPath":"x","paused":true,"unknown":1}]`: "",
 		`null`: "",

@@ -1,4 +1,4 @@
-package statefulset_test
+package controller_test
 
 import (
 	"testing"
@@ -9,8 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/stsdiag/stsdiag/internal/statefulset"
 	"github.com/stsdiag/stsdiag/stuck"
+	"github.com/stsdiag/stsdiag/stuck/controller"
 )
 
 func TestRevisionTemplate(t *testing.T) {
@@ -31,7 +31,7 @@ func TestRevisionTemplate(t *testing.T) {
 			if c.data != "" {
 				rev.Data = runtime.RawExtension{Raw: []byte(c.data)}
 			}
-			raw, tmpl, err := statefulset.RevisionTemplate(rev)
+			raw, tmpl, err := controller.RevisionTemplate(rev)
 			if c.wantErr != "" {
 				if err == nil || err.Error() != c.wantErr {
 					t.Fatalf("err %v, want %q", err, c.wantErr)
@@ -60,7 +60,7 @@ func TestRunningAndReady(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			pod := &corev1.Pod{Status: corev1.PodStatus{Phase: c.phase, Conditions: c.conds}}
-			if got := statefulset.RunningAndReady(pod); got != c.want {
+			if got := controller.RunningAndReady(pod); got != c.want {
 				t.Errorf("got %v, want %v", got, c.want)
 			}
 		})
@@ -79,23 +79,12 @@ func TestByController(t *testing.T) {
 		},
 		Revisions: []appsv1.ControllerRevision{{ObjectMeta: metav1.ObjectMeta{Name: "web-a", OwnerReferences: owner("web", true)}}},
 	}
-	o := statefulset.ByController(s.Pods, s.Revisions)
+	o := controller.ByController(s.Pods, s.Revisions)
 	pods := o.Pods["uid-web"]
 	if len(pods) != 2 || pods[0].Name != "web-0" || pods[1].Name != "web-1" || len(o.Pods) != 1 {
 		t.Errorf("pods %v", o.Pods)
 	}
 	if revs := o.Revisions["uid-web"]; len(revs) != 1 || revs[0].Name != "web-a" {
 		t.Errorf("revisions %v", o.Revisions)
-	}
-}
-
-func TestStartupReasonsIncludeImagePull(t *testing.T) {
-	for r := range statefulset.ImagePullReasons {
-		if !statefulset.StartupReasons[r] {
-			t.Errorf("%s is an image-pull reason but not a startup reason", r)
-		}
-	}
-	if len(statefulset.StartupReasons) != 8 || !statefulset.StartupReasons["CrashLoopBackOff"] {
-		t.Errorf("startup reasons %v", statefulset.StartupReasons)
 	}
 }

@@ -1,4 +1,4 @@
-package stuck
+package facts
 
 // Why the API server refused an object the StatefulSet controller tried to create: ParseEvent
 // reads the controller's FailedCreate Events and classifies the admission error (quota,

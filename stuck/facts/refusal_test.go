@@ -1,4 +1,4 @@
-package stuck
+package facts
 
 import (
 	"fmt"

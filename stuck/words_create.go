@@ -1,4 +1,4 @@
-package explain
+package stuck
 
 import (
 	"fmt"
@@ -6,14 +6,14 @@ import (
 	"strings"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
-	"github.com/stsdiag/stsdiag/stuck"
 	"github.com/stsdiag/stsdiag/stuck/controller"
+	"github.com/stsdiag/stsdiag/stuck/facts"
 )
 
-func (w words) createFailed(s stuck.CreateFailed) {
+func (w words) createFailed(s facts.CreateFailed) {
 	f := w.f
 	object := "pod " + s.Pod
-	if r := s.Refusal; r != nil && r.Kind == stuck.KindClaim {
+	if r := s.Refusal; r != nil && r.Kind == facts.KindClaim {
 		object = fmt.Sprintf("PersistentVolumeClaim %s of pod %s", r.Name, s.Pod)
 	}
 	next := "the controller retries it"
@@ -41,29 +41,29 @@ func (w words) createFailed(s stuck.CreateFailed) {
 	f.Message += w.blocks(s.Blocked)
 }
 
-func shortObject(s stuck.CreateFailed) string {
-	if r := s.Refusal; r != nil && r.Kind == stuck.KindClaim {
+func shortObject(s facts.CreateFailed) string {
+	if r := s.Refusal; r != nil && r.Kind == facts.KindClaim {
 		return "claim " + r.Name
 	}
 	return s.Pod
 }
 
-func refusalShort(r *stuck.Refusal) string {
+func refusalShort(r *facts.Refusal) string {
 	switch r.Reason {
-	case stuck.QuotaExceeded:
+	case facts.QuotaExceeded:
 		if r.Quota.Missing != "" {
 			return fmt.Sprintf("ResourceQuota %s requires %s", r.Quota.Name, r.Quota.Missing)
 		}
 		return fmt.Sprintf("ResourceQuota %s exceeded (short by %s)", r.Quota.Name, strings.Join(r.Quota.Short, ", "))
-	case stuck.PodSecurity:
+	case facts.PodSecurity:
 		return fmt.Sprintf("PodSecurity %s: %d check(s) fail", r.Level, len(r.Checks))
-	case stuck.ServiceAccountMissing:
+	case facts.ServiceAccountMissing:
 		return fmt.Sprintf("ServiceAccount %s does not exist", r.ServiceAccount)
-	case stuck.AdmissionDenied:
+	case facts.AdmissionDenied:
 		return fmt.Sprintf("%s %s denies it: %s", r.PolicyKind, r.Policy, r.Denial)
-	case stuck.LimitRange:
+	case facts.LimitRange:
 		return "LimitRange: " + r.Denial
-	case stuck.SecurityContextConstraints:
+	case facts.SecurityContextConstraints:
 		return "no SecurityContextConstraints admits it"
 	}
 	return string(r.Reason)
@@ -72,18 +72,18 @@ func refusalShort(r *stuck.Refusal) string {
 // mustSet finds the settings PodSecurity's checks ask for ("must set X=Y").
 var mustSet = regexp.MustCompile(`must set ([^)]+)`)
 
-func (w words) refusalRemedy(r *stuck.Refusal) string {
+func (w words) refusalRemedy(r *facts.Refusal) string {
 	f := w.f
 	set := fmt.Sprintf("statefulset/%s -n %s", f.StatefulSet, f.Namespace)
 	after := "; the controller then creates it by itself (nothing to delete)"
 	switch r.Reason {
-	case stuck.QuotaExceeded:
+	case facts.QuotaExceeded:
 		if r.Quota.Missing != "" {
 			return fmt.Sprintf("ResourceQuota %s requires every pod to set %s: set it in the containers' resources of %s%s", r.Quota.Name, r.Quota.Missing, set, after)
 		}
 		return fmt.Sprintf("ResourceQuota %s is short by %s (used %s of %s): raise it (%s edit resourcequota %s -n %s) or free that much in the namespace%s",
 			r.Quota.Name, strings.Join(r.Quota.Short, ", "), r.Quota.Used, r.Quota.Limited, w.cli, r.Quota.Name, f.Namespace, after)
-	case stuck.PodSecurity:
+	case facts.PodSecurity:
 		var fields []string
 		for _, c := range r.Checks {
 			for _, m := range mustSet.FindAllStringSubmatch(c, -1) {
@@ -97,21 +97,21 @@ func (w words) refusalRemedy(r *stuck.Refusal) string {
 		}
 		return fmt.Sprintf("the namespace enforces PodSecurity %s: in the pod template of %s %s (or, if the workload needs it, lower the namespace's pod-security.kubernetes.io/enforce level)%s",
 			r.Level, set, change, after)
-	case stuck.SecurityContextConstraints:
+	case facts.SecurityContextConstraints:
 		return fmt.Sprintf("no SecurityContextConstraints the pod's ServiceAccount may use admits it (%s): fit the pod template's securityContext of %s to restricted-v2 (no fixed runAsUser, fsGroup or privileges), or grant an SCC: oc adm policy add-scc-to-user SCC -z SERVICEACCOUNT -n %s%s",
 			r.Denial, set, f.Namespace, after)
-	case stuck.ServiceAccountMissing:
+	case facts.ServiceAccountMissing:
 		return fmt.Sprintf("%s create serviceaccount %s -n %s (or fix spec.template.spec.serviceAccountName of %s)%s", w.cli, r.ServiceAccount, f.Namespace, set, after)
-	case stuck.LimitRange:
+	case facts.LimitRange:
 		return fmt.Sprintf("a LimitRange of namespace %s refuses the pod's resources (%s): fit the containers' resources of %s to it (%s describe limitrange -n %s) or change the LimitRange%s",
 			f.Namespace, r.Denial, set, w.cli, f.Namespace, after)
-	case stuck.AdmissionDenied:
+	case facts.AdmissionDenied:
 		return fmt.Sprintf("%s %s denies the pod (%s): change the pod template of %s to satisfy it, or ask the policy's owner%s", r.PolicyKind, r.Policy, r.Denial, set, after)
 	}
 	return fmt.Sprintf("fix what the API server says in %s%s", set, after)
 }
 
-func (w words) waitBlocked(s stuck.WaitBlocked) {
+func (w words) waitBlocked(s facts.WaitBlocked) {
 	f := w.f
 	state := s.Phase
 	if s.Waiting != "" {
@@ -161,23 +161,23 @@ func (w words) waitBlocked(s stuck.WaitBlocked) {
 		w.cli, s.Pod, f.Namespace, f.StatefulSet)
 }
 
-var evictionWords = map[stuck.Eviction]string{
-	stuck.Evicted:       "the node lifecycle controller evicts it once its toleration of the node's taint ends (300 s by default), and the pod then stays terminating until the node comes back or it is force-deleted",
-	stuck.NoNodeReady:   "no node of the cluster is Ready, so the node lifecycle controller evicts nothing (it removes the taints: \"master disruption mode\"), and the pod stays as it is until the node comes back or it is deleted",
-	stuck.ZoneDisrupted: "most nodes of its zone are not Ready, so the node lifecycle controller stops evicting there (partial zone disruption), and the pod stays as it is until the node comes back or it is deleted",
+var evictionWords = map[facts.Eviction]string{
+	facts.Evicted:       "the node lifecycle controller evicts it once its toleration of the node's taint ends (300 s by default), and the pod then stays terminating until the node comes back or it is force-deleted",
+	facts.NoNodeReady:   "no node of the cluster is Ready, so the node lifecycle controller evicts nothing (it removes the taints: \"master disruption mode\"), and the pod stays as it is until the node comes back or it is deleted",
+	facts.ZoneDisrupted: "most nodes of its zone are not Ready, so the node lifecycle controller stops evicting there (partial zone disruption), and the pod stays as it is until the node comes back or it is deleted",
 }
 
 var waitWord = map[controller.Step]string{controller.WaitRunning: "Running", controller.WaitReady: "Ready",
 	controller.WaitTerminated: "gone", controller.WaitAvailable: "Available"}
 
-func (w words) neverObserved(s stuck.NeverObserved) {
+func (w words) neverObserved(s facts.NeverObserved) {
 	f := w.f
 	f.Message = fmt.Sprintf("StatefulSet %s has existed for %s and the StatefulSet controller has never synced it (status.observedGeneration is 0): no pod is created or updated until kube-controller-manager runs with its statefulset controller", f.StatefulSet, s.For)
 	f.Short = fmt.Sprintf("never synced by the StatefulSet controller in %s", s.For)
 	f.Remedy = "check that kube-controller-manager runs (its pod, leader election Lease kube-system/kube-controller-manager) and that --controllers includes statefulset; nothing to delete"
 }
 
-func (w words) canaryPaused(s stuck.CanaryPaused) {
+func (w words) canaryPaused(s facts.CanaryPaused) {
 	f := w.f
 	since := ""
 	if s.For > 0 {
@@ -189,7 +189,7 @@ func (w words) canaryPaused(s stuck.CanaryPaused) {
 		apiv1.AnnotationCanaryAnalysis, apiv1.AnnotationCanaryAnalysisArgs, w.cli, f.StatefulSet, f.Namespace, s.Steps, f.StatefulSet, f.Namespace)
 }
 
-func (w words) canaryNotStarted(s stuck.CanaryNotStarted) {
+func (w words) canaryNotStarted(s facts.CanaryNotStarted) {
 	f := w.f
 	f.Message = fmt.Sprintf("StatefulSet %s declares a canary (%s) and its revision %s has waited %s with the partition at %d of %d replicas: no pod moves until stsdiag watch sets the first step, and no watch has", f.StatefulSet, apiv1.AnnotationCanarySteps, s.Revision, s.For, s.Partition, s.Replicas)
 	f.Short = fmt.Sprintf("canary of revision %s not started in %s", s.Revision, s.For)

@@ -1,6 +1,10 @@
-package resolver
+package stuck
 
 import (
+	"github.com/stsdiag/stsdiag/stuck/facts"
+
+	"github.com/stsdiag/stsdiag/resolver"
+
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,13 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
-	"github.com/stsdiag/stsdiag/internal/statefulset"
-	"github.com/stsdiag/stsdiag/stuck"
 )
-
-// TriggerAnnotation asks openshift-controller-manager to keep container images on an
-// ImageStreamTag's current image (LG pkg/image/trigger/types.go:6@LG).
-const TriggerAnnotation = "image.openshift.io/triggers"
 
 // objectFieldTrigger is one trigger (LG pkg/image/trigger/types.go:9-29@LG).
 type objectFieldTrigger struct {
@@ -32,24 +30,9 @@ type objectFieldTrigger struct {
 	Paused    bool   `json:"paused,omitempty"`
 }
 
-// Why a trigger is invalid (details.reason of ImageTriggerInvalid).
-const (
-	TriggerInvalidJSON        = "InvalidJSON"
-	TriggerPausedNotBoolean   = "PausedNotBoolean"
-	TriggerInvalidType        = "InvalidType"
-	TriggerDuplicateFieldPath = "DuplicateFieldPath"
-	TriggerFieldPathNotInSpec = "FieldPathNotInTemplate"
-	TriggerInvalidFieldPath   = "InvalidFieldPath"
-	TriggerNoSuchContainer    = "NoSuchContainer"
-	TriggerUnsupportedFrom    = "UnsupportedFrom"
-	TriggerInvalidTagName     = "InvalidTagName"
-	TriggerStreamNotFound     = "StreamNotFound"
-	TriggerTagNotFound        = "TagNotFound"
-)
-
-// PodSpecPath is where a StatefulSet's pod spec is (referencemutator/pods.go:92-93@LG): a
+// podSpecPath is where a StatefulSet's pod spec is (referencemutator/pods.go:92-93@LG): a
 // trigger's fieldPath starts with it.
-const PodSpecPath = "spec.template.spec."
+const podSpecPath = "spec.template.spec."
 
 // parseTriggers is CalculateAnnotationTriggers (trigger/annotations.go:18-37@LG): invalid JSON
 // or a duplicate fieldPath makes the controller ignore every trigger of the object.
@@ -59,16 +42,16 @@ func parseTriggers(value string) ([]objectFieldTrigger, string, error) {
 		var typeErr *json.UnmarshalTypeError
 		switch {
 		case !json.Valid([]byte(value)):
-			return nil, TriggerInvalidJSON, err
+			return nil, facts.TriggerInvalidJSON, err
 		case errors.As(err, &typeErr) && strings.HasSuffix(strings.ToLower(typeErr.Field), "paused"):
-			return nil, TriggerPausedNotBoolean, err
+			return nil, facts.TriggerPausedNotBoolean, err
 		}
-		return nil, TriggerInvalidType, err
+		return nil, facts.TriggerInvalidType, err
 	}
 	for i := range triggers { // hasDuplicateTriggers, L39-48
 		for j := i + 1; j < len(triggers); j++ {
 			if triggers[i].FieldPath == triggers[j].FieldPath {
-				return nil, TriggerDuplicateFieldPath, duplicatePathError{path: triggers[i].FieldPath}
+				return nil, facts.TriggerDuplicateFieldPath, duplicatePathError{path: triggers[i].FieldPath}
 			}
 		}
 	}
@@ -100,12 +83,12 @@ func (t targetContainer) path() string {
 // an index, or ?(@.name=="NAME") looked up in init containers first, then containers. It
 // returns why the controller cannot follow the fieldPath, "" when it can.
 func containerForFieldPath(spec *corev1.PodSpec, fieldPath string) (targetContainer, string) {
-	if !strings.HasPrefix(fieldPath, PodSpecPath) {
-		return targetContainer{}, TriggerFieldPathNotInSpec
+	if !strings.HasPrefix(fieldPath, podSpecPath) {
+		return targetContainer{}, facts.TriggerFieldPathNotInSpec
 	}
-	init, selector, remainder, ok := parseContainerReference(strings.TrimPrefix(fieldPath, PodSpecPath))
+	init, selector, remainder, ok := parseContainerReference(strings.TrimPrefix(fieldPath, podSpecPath))
 	if !ok || remainder != "image" {
-		return targetContainer{}, TriggerInvalidFieldPath
+		return targetContainer{}, facts.TriggerInvalidFieldPath
 	}
 	if i, err := strconv.Atoi(selector); err == nil { // findContainerBySelector, L72-81
 		list := spec.Containers
@@ -124,7 +107,7 @@ func containerForFieldPath(spec *corev1.PodSpec, fieldPath string) (targetContai
 			}
 		}
 	}
-	return targetContainer{}, TriggerNoSuchContainer
+	return targetContainer{}, facts.TriggerNoSuchContainer
 }
 
 // parseContainerReference is annotations.go:50-70@LG.
@@ -170,38 +153,38 @@ func splitImageStreamTag(nameAndTag string) (name, tag string, ok bool) {
 // its own internal registry hostname, unknown here: then only suffix ("/<ns>/<name>@<image>") is
 // known.
 func triggerValue(stream *imagev1.ImageStream, namespace, tag string) (value, suffix string, ok bool) {
-	event := LatestTaggedImage(stream, tag)
+	event := resolver.LatestTaggedImage(stream, tag)
 	if event == nil {
 		return "", "", false
 	}
 	if stream.Status.DockerImageRepository == "" && event.Image != "" {
-		if ref, found := specTag(stream, tag); found && ref.ReferencePolicy.Type == imagev1.LocalTagReferencePolicy {
-			return "", "/" + Ref{Namespace: namespace, Name: stream.Name, ID: event.Image}.Exact(), true
+		if ref, found := resolver.SpecTag(stream, tag); found && ref.ReferencePolicy.Type == imagev1.LocalTagReferencePolicy {
+			return "", "/" + resolver.Ref{Namespace: namespace, Name: stream.Name, ID: event.Image}.Exact(), true
 		}
 	}
-	return PullSpecForTagEvent(stream, tag, event), "", true
+	return resolver.PullSpecForTagEvent(stream, tag, event), "", true
 }
 
 // checkTriggers reports an image trigger annotation the controller cannot follow
 // (ImageTriggerInvalid) and triggers whose tag's current image the template does not have
 // (ImageTriggerStale). It returns, too, the template containers an active trigger with a value
 // governs: they converge to the trigger's value, not admission's.
-func (c *checker) checkTriggers() ([]stuck.Finding, map[string]bool) {
+func (c *checker) checkTriggers() ([]Finding, map[string]bool) {
 	triggered := map[string]bool{}
-	value, ok := c.set.Annotations[TriggerAnnotation]
+	value, ok := c.set.Annotations[resolver.TriggerAnnotation]
 	if !ok {
 		return nil, triggered
 	}
 	triggers, reason, err := parseTriggers(value)
 	if err != nil {
-		facts := TriggerBroken{ParseError: err.Error()}
+		fx := facts.TriggerBroken{ParseError: err.Error()}
 		var dup duplicatePathError
 		if errors.As(err, &dup) {
-			facts = TriggerBroken{FieldPath: dup.path}
+			fx = facts.TriggerBroken{FieldPath: dup.path}
 		}
-		return []stuck.Finding{c.invalidTrigger(c.triggerFinding(), reason, facts)}, triggered
+		return []Finding{c.invalidTrigger(c.triggerFinding(), reason, fx)}, triggered
 	}
-	var out []stuck.Finding
+	var out []Finding
 	for i, t := range triggers {
 		if t.Paused { // the controller skips paused triggers (annotations.go:128-130@LG)
 			continue
@@ -217,25 +200,25 @@ func (c *checker) checkTriggers() ([]stuck.Finding, map[string]bool) {
 	return out, triggered
 }
 
-func (c *checker) triggerFinding() stuck.Finding {
-	return stuck.Finding{Finding: apiv1.Finding{Namespace: c.set.Namespace, StatefulSet: c.set.Name}}
+func (c *checker) triggerFinding() Finding {
+	return Finding{Finding: apiv1.Finding{Namespace: c.set.Namespace, StatefulSet: c.set.Name}}
 }
 
-func (c *checker) invalidTrigger(f stuck.Finding, reason string, facts TriggerBroken) stuck.Finding {
+func (c *checker) invalidTrigger(f Finding, reason string, fx facts.TriggerBroken) Finding {
 	f.Code, f.Severity = apiv1.ImageTriggerInvalid, apiv1.SeverityWarning
 	f.Details.Reason = reason
-	f.Facts = facts
+	f.Facts = fx
 	return f
 }
 
 // checkTrigger checks trigger i. It returns its finding, if any, and the container it governs
 // when the controller has a valid value to write ("" otherwise).
-func (c *checker) checkTrigger(i int, t objectFieldTrigger) (*stuck.Finding, string) {
+func (c *checker) checkTrigger(i int, t objectFieldTrigger) (*Finding, string) {
 	f := c.triggerFinding()
 	f.Details.Trigger = ptr.To(i)
 	f.Details.FieldPath = ptr.To(t.FieldPath)
 	f.Details.From = ptr.To(t.From.Name)
-	facts := TriggerBroken{Index: ptr.To(i), FieldPath: t.FieldPath, FromKind: t.From.Kind, FromAPIVersion: t.From.APIVersion, FromName: t.From.Name}
+	fx := facts.TriggerBroken{Index: ptr.To(i), FieldPath: t.FieldPath, FromKind: t.From.Kind, FromAPIVersion: t.From.APIVersion, FromName: t.From.Name}
 	target, reason := containerForFieldPath(&c.set.Spec.Template.Spec, t.FieldPath)
 	if reason == "" {
 		f.Container, f.Image = target.c.Name, target.c.Image
@@ -245,34 +228,34 @@ func (c *checker) checkTrigger(i int, t objectFieldTrigger) (*stuck.Finding, str
 	name, tag, okTag := splitImageStreamTag(t.From.Name)
 	switch {
 	case t.From.Kind != "ImageStreamTag" || t.From.APIVersion != "":
-		reason = TriggerUnsupportedFrom
+		reason = facts.TriggerUnsupportedFrom
 	case !okTag:
-		reason = TriggerInvalidTagName
+		reason = facts.TriggerInvalidTagName
 	}
 	if reason != "" {
-		return ptr.To(c.invalidTrigger(f, reason, facts)), ""
+		return ptr.To(c.invalidTrigger(f, reason, fx)), ""
 	}
 	ns := t.From.Namespace
 	if ns == "" {
 		ns = c.set.Namespace
 	}
-	facts.StreamNamespace, facts.Stream, facts.Tag = ns, name, tag
+	fx.StreamNamespace, fx.Stream, fx.Tag = ns, name, tag
 	stream := c.adm.Stream(ns, name)
 	switch {
 	case stream == nil && (ns == c.set.Namespace || c.hasStreams(ns)):
-		return ptr.To(c.invalidTrigger(f, TriggerStreamNotFound, facts)), ""
+		return ptr.To(c.invalidTrigger(f, facts.TriggerStreamNotFound, fx)), ""
 	case stream == nil:
 		return nil, "" // ImageStreams of namespace ns were not read: nothing to judge
 	}
-	if _, inSpec := specTag(stream, tag); !inSpec && !statusHasTag(stream, tag) {
-		return ptr.To(c.invalidTrigger(f, TriggerTagNotFound, facts)), ""
+	if _, inSpec := resolver.SpecTag(stream, tag); !inSpec && !statusHasTag(stream, tag) {
+		return ptr.To(c.invalidTrigger(f, facts.TriggerTagNotFound, fx)), ""
 	}
 	want, suffix, ok := triggerValue(stream, ns, tag)
 	if !ok {
 		return nil, "" // no image yet: the controller waits
 	}
 	governs := ""
-	if r, err := Parse(want); suffix != "" || (err == nil && r.Name != "") {
+	if r, err := resolver.Parse(want); suffix != "" || (err == nil && r.Name != "") {
 		governs = target.c.Name // the controller has a valid value to write
 	}
 	return c.stale(f, target, want, suffix, ns+"/"+name+":"+tag), governs
@@ -291,12 +274,12 @@ func statusHasTag(stream *imagev1.ImageStream, tag string) bool {
 // controller writes only when the image differs (annotations.go:158-166@LG); the update then
 // passes admission, which may rewrite it again when resolve-names is forced, so that result
 // counts as current too.
-func (c *checker) stale(f stuck.Finding, target targetContainer, want, suffix, from string) *stuck.Finding {
+func (c *checker) stale(f Finding, target targetContainer, want, suffix, from string) *Finding {
 	image := target.c.Image
-	forced := Forced(c.set.Annotations, c.set.Spec.Template.Annotations)
+	forced := resolver.Forced(c.set.Annotations, c.set.Spec.Template.Annotations)
 	switch {
 	case suffix != "":
-		if r, err := Parse(image); err == nil && r.Registry != "" && strings.HasSuffix(image, suffix) {
+		if r, err := resolver.Parse(image); err == nil && r.Registry != "" && strings.HasSuffix(image, suffix) {
 			return nil
 		}
 	case want == "" || want == image:
@@ -308,7 +291,7 @@ func (c *checker) stale(f stuck.Finding, target targetContainer, want, suffix, f
 	}
 	var failing []string
 	for _, pod := range c.pods {
-		if got, ok := containerImage(&pod.Spec, target.c.Name); ok && got == image && waitingContainers(pod, statefulset.StartupReasons)[target.c.Name] {
+		if got, ok := containerImage(&pod.Spec, target.c.Name); ok && got == image && waitingContainers(pod, startupReasons)[target.c.Name] {
 			failing = append(failing, pod.Name)
 		}
 	}
@@ -318,12 +301,12 @@ func (c *checker) stale(f stuck.Finding, target targetContainer, want, suffix, f
 		f.Details.FailingPods = failing
 	}
 	f.ResolvedImage = want
-	facts := TriggerBehind{From: from, Want: want, Suffix: suffix}
-	if r, err := Parse(want); err == nil && r.Name != "" {
-		facts.Valid, facts.Digest = true, isDigest(r.ID)
+	fx := facts.TriggerBehind{From: from, Want: want, Suffix: suffix}
+	if r, err := resolver.Parse(want); err == nil && r.Name != "" {
+		fx.Valid, fx.Digest = true, r.HasDigest()
 	}
-	f.Facts = facts
-	if suffix == "" && facts.Valid {
+	f.Facts = fx
+	if suffix == "" && fx.Valid {
 		setPatch(&f, target.path(), image, want)
 	}
 	return &f

@@ -1,14 +1,14 @@
-package explain
+package stuck
 
 import (
 	"fmt"
 	"strings"
 	"time"
 
-	"github.com/stsdiag/stsdiag/stuck"
+	"github.com/stsdiag/stsdiag/stuck/facts"
 )
 
-func (w words) staleStuck(s stuck.StaleStuck) {
+func (w words) staleStuck(s facts.StaleStuck) {
 	f, p := w.f, s.Startup
 	target := fmt.Sprintf("revision %s", s.Target)
 	if s.Target == "" {
@@ -35,7 +35,7 @@ func (w words) staleStuck(s stuck.StaleStuck) {
 }
 
 // missedPrediction says which change was expected by itself and did not come by its deadline.
-func missedPrediction(m stuck.Prediction) string {
+func missedPrediction(m facts.Prediction) string {
 	chance := "since the rollout began, no run of it came within the kubelet's longest crash-loop back-off (5m)"
 	if !m.Chance.IsZero() {
 		chance = fmt.Sprintf("its crash loop made it Ready for at most a moment (run ending %s), too briefly for the controller to see it", clock(m.Chance))
@@ -47,17 +47,17 @@ func missedPrediction(m stuck.Prediction) string {
 // clock is a moment as RFC 3339 in UTC, to the second.
 func clock(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 
-func neverReplaced(why stuck.NeverReplaced) string {
+func neverReplaced(why facts.NeverReplaced) string {
 	switch why.Kind {
-	case stuck.OnDeleteStrategy:
+	case facts.OnDeleteStrategy:
 		return "with the OnDelete strategy the controller never replaces it"
-	case stuck.BelowPartition:
+	case facts.BelowPartition:
 		return fmt.Sprintf("its ordinal is below the partition (%d), so the controller never replaces it", why.Partition)
-	case stuck.RecreateIgnored:
-		return fmt.Sprintf("the controller (Kubernetes %s) ignores the Recreate strategy while %s is off (it records an UnknownStrategy event and changes nothing)", why.Release, stuck.GateRecreate)
-	case stuck.BudgetSpent:
+	case facts.RecreateIgnored:
+		return fmt.Sprintf("the controller (Kubernetes %s) ignores the Recreate strategy while %s is off (it records an UnknownStrategy event and changes nothing)", why.Release, GateRecreate)
+	case facts.BudgetSpent:
 		return fmt.Sprintf("the controller (Parallel, RollingUpdate, Kubernetes %s with %s on) counts %d unavailable pod(s) against maxUnavailable %d and deletes nothing, so the rollout never finishes (kubernetes#137409; Kubernetes v1.35.4 and v1.36 turn the gate off, v1.37 replaces such pods)",
-			why.Release, stuck.GateMaxUnavailable, why.Unavailable, why.MaxUnavailable)
+			why.Release, GateMaxUnavailable, why.Unavailable, why.MaxUnavailable)
 	}
 	if why.MinReady > 0 {
 		run := "under a second"
@@ -70,7 +70,7 @@ func neverReplaced(why stuck.NeverReplaced) string {
 	return fmt.Sprintf("the controller (%s, %s) waits for it to become Running and Ready and will never replace it (kubernetes#67250)", why.Policy, why.Strategy)
 }
 
-func (w words) failing(s stuck.Failing) {
+func (w words) failing(s facts.Failing) {
 	f, p := w.f, s.Startup
 	f.Message = fmt.Sprintf("%s runs revision %s, the one the controller would recreate it from, and is stuck at startup (%s%s)", f.Pod, s.Revision, p.Reason, containerSuffix(p))
 	if s.BelowPartition > 0 {
@@ -90,7 +90,7 @@ func (w words) failing(s stuck.Failing) {
 
 // templateRemedy says what to change in the template, and under OrderedReady to delete the
 // stuck pod afterwards.
-func (w words) templateRemedy(fix stuck.TemplateFix, p stuck.Startup, ordered bool) string {
+func (w words) templateRemedy(fix facts.TemplateFix, p facts.Startup, ordered bool) string {
 	f := w.f
 	set := fmt.Sprintf("statefulset/%s -n %s", f.StatefulSet, f.Namespace)
 	after := ""
@@ -98,48 +98,48 @@ func (w words) templateRemedy(fix stuck.TemplateFix, p stuck.Startup, ordered bo
 		after = fmt.Sprintf("; once the template is fixed, delete the stuck pod: %s delete pod %s -n %s", w.cli, f.Pod, f.Namespace)
 	}
 	switch fix {
-	case stuck.FixPullSecret:
+	case facts.FixPullSecret:
 		return fmt.Sprintf("the registry refuses image %q: add or fix an imagePullSecret (spec.template.spec.imagePullSecrets or the ServiceAccount's) for %s%s", p.Image, set, after)
-	case stuck.FixImage:
+	case facts.FixImage:
 		return fmt.Sprintf("image %q of container %q cannot be pulled: fix the template, e.g. %s set image %s %s=IMAGE with a pullable IMAGE, or push the image%s", p.Image, p.Container, w.cli, set, p.Container, after)
-	case stuck.FixConfig:
-		if p.Kind == stuck.VolumeMountFailed {
+	case facts.FixConfig:
+		if p.Kind == facts.VolumeMountFailed {
 			return fmt.Sprintf("volume %q refers to %s: create it or fix the volume (or mark it optional) in %s%s", p.Volume, missingWords(p.Missing), set, after)
 		}
 		if p.Missing != nil {
 			return fmt.Sprintf("container %q refers to %s: create it or fix the reference in %s%s", p.Container, missingWords(p.Missing), set, after)
 		}
 		return fmt.Sprintf("container %q refers to configuration that is missing or invalid (a Secret, ConfigMap or key; see the message): create it or fix the reference in %s%s", p.Container, set, after)
-	case stuck.FixReadinessGate:
+	case facts.FixReadinessGate:
 		return fmt.Sprintf("find the controller that sets the pod condition %q (the load balancer controller or mesh the gate belongs to): check that it runs, watches namespace %s and has the rights to patch pods/status, and read its logs; if nothing should set it, remove the gate from spec.template.spec.readinessGates of %s%s",
 			p.Gate.Condition, f.Namespace, set, after)
-	case stuck.FixReadiness:
+	case facts.FixReadiness:
 		return fmt.Sprintf("container %q runs but never becomes Ready: read the probe failure in the message and `%s describe pod %s -n %s`, then fix the readiness probe, the configuration or the dependency it waits for in %s%s", p.Container, w.cli, f.Pod, f.Namespace, set, after)
-	case stuck.FixCrash:
+	case facts.FixCrash:
 		// While the container is terminated its last run is the current container: the
 		// kubelet has no previous one to serve then.
 		previous := " --previous"
-		if p.State == stuck.StateTerminated {
+		if p.State == facts.StateTerminated {
 			previous = ""
 		}
 		return fmt.Sprintf("%s %q keeps exiting: read `%s logs %s -n %s -c %s%s`, then fix the image, command or configuration in %s%s", containerKind(p), p.Container, w.cli, f.Pod, f.Namespace, p.Container, previous, set, after)
-	case stuck.FixRuntime:
+	case facts.FixRuntime:
 		return fmt.Sprintf("the container runtime cannot create or start container %q (see the message): fix its command, mounts or securityContext in %s%s", p.Container, set, after)
-	case stuck.FixScheduling:
+	case facts.FixScheduling:
 		return fmt.Sprintf("no node can take the pod: add capacity or relax resources, nodeSelector, affinity or tolerations in %s%s", set, after)
 	}
 	return "fix the pod template of " + set + after
 }
 
-func (w words) unschedulable(s stuck.PodUnschedulable) {
+func (w words) unschedulable(s facts.PodUnschedulable) {
 	f := w.f
 	f.Message = fmt.Sprintf("%s cannot be scheduled: %s", f.Pod, s.Startup.Waiting)
 	f.Short = "unschedulable: " + s.Startup.Waiting
 	f.Message += w.blocks(s.Blocked)
-	f.Remedy = w.templateRemedy(stuck.FixScheduling, s.Startup, s.Ordered)
+	f.Remedy = w.templateRemedy(facts.FixScheduling, s.Startup, s.Ordered)
 }
 
-func (w words) claimPending(s stuck.ClaimStuck) {
+func (w words) claimPending(s facts.ClaimStuck) {
 	f, why := w.f, claimWhy(s.Claim)
 	f.Message = fmt.Sprintf("%s waits for PersistentVolumeClaim %s, which is Pending: %s", f.Pod, s.Claim.Name, why)
 	f.Short = fmt.Sprintf("PVC %s Pending: %s", s.Claim.Name, why)
@@ -147,21 +147,21 @@ func (w words) claimPending(s stuck.ClaimStuck) {
 		w.cli, s.Claim.Name, f.Namespace)
 }
 
-func claimWhy(c stuck.Claim) string {
+func claimWhy(c facts.Claim) string {
 	switch c.Why {
-	case stuck.NoDefaultClass:
+	case facts.NoDefaultClass:
 		return join("no storageClassName is set and the cluster has no default StorageClass", c.Event)
-	case stuck.ClassMissing:
+	case facts.ClassMissing:
 		return join(fmt.Sprintf("StorageClass %q does not exist", c.Class), c.Event)
-	case stuck.VolumeControllerEvent:
+	case facts.VolumeControllerEvent:
 		return c.Event
-	case stuck.NoMatchingVolume:
+	case facts.NoMatchingVolume:
 		return "not bound: no PersistentVolume matches the claim"
 	}
 	return fmt.Sprintf("not bound: StorageClass %q has provisioned no volume and no PersistentVolume matches", c.Class)
 }
 
-func (w words) onDeleteStale(s stuck.OnDeleteOld) {
+func (w words) onDeleteStale(s facts.OnDeleteOld) {
 	f, pods := w.f, strings.Join(s.Pods, ", ")
 	f.Message = fmt.Sprintf("OnDelete strategy: %d pod(s) run an older revision than %s (%s); they change only when deleted; delete them one at a time, highest ordinal first, waiting for each to be Ready", len(s.Pods), s.UpdateRevision, pods)
 	f.Short = fmt.Sprintf("%d pod(s) on older revisions: %s", len(s.Pods), pods)
@@ -169,7 +169,7 @@ func (w words) onDeleteStale(s stuck.OnDeleteOld) {
 }
 
 // containerSuffix names the container and image stuck at startup, if one is.
-func containerSuffix(p stuck.Startup) string {
+func containerSuffix(p facts.Startup) string {
 	if p.Volume != "" {
 		return fmt.Sprintf(", volume %q", p.Volume)
 	}
@@ -182,7 +182,7 @@ func containerSuffix(p stuck.Startup) string {
 	return fmt.Sprintf(", %s %q, image %q", containerKind(p), p.Container, p.Image)
 }
 
-func containerKind(p stuck.Startup) string {
+func containerKind(p facts.Startup) string {
 	if p.Init {
 		return "init container"
 	}
@@ -190,7 +190,7 @@ func containerKind(p stuck.Startup) string {
 }
 
 // missingWords names the Secret or ConfigMap (or key of one) the kubelet cannot find.
-func missingWords(m *stuck.Missing) string {
+func missingWords(m *facts.Missing) string {
 	if m == nil {
 		return "configuration that is missing or invalid (see the message)"
 	}
@@ -205,16 +205,16 @@ func missingWords(m *stuck.Missing) string {
 }
 
 // startupDetail is what the kubelet, scheduler or controller says of a startup problem.
-func startupDetail(p stuck.Startup) string {
+func startupDetail(p facts.Startup) string {
 	switch p.Kind {
-	case stuck.ReadinessGatePending:
+	case facts.ReadinessGatePending:
 		state := fmt.Sprintf("is %s", p.Gate.Status)
 		if p.Gate.Status == "Missing" {
 			state = "is missing: nothing has ever written it"
 		}
 		return fmt.Sprintf("every container is Ready, but the pod has not been Ready for %s because the condition of its readiness gate %q %s; a controller of its own (a load balancer controller, a service mesh, ...) sets that condition, and it is absent, failing or does not know this pod",
 			p.NotReadyFor, p.Gate.Condition, state)
-	case stuck.ContainerNotReady:
+	case facts.ContainerNotReady:
 		detail := fmt.Sprintf("Running but not Ready for %s", p.NotReadyFor)
 		if p.Probe != "" {
 			return detail + "; last probe failure: " + p.Probe
@@ -223,12 +223,12 @@ func startupDetail(p stuck.Startup) string {
 			return detail + "; " + p.ReadyMessage
 		}
 		return detail
-	case stuck.PodExited:
+	case facts.PodExited:
 		return fmt.Sprintf("its containers exited and the controller of Kubernetes %s never recreates a Succeeded pod", p.Release)
-	case stuck.ClaimPending:
+	case facts.ClaimPending:
 		return fmt.Sprintf("PersistentVolumeClaim %q is Pending: %s", p.Claim.Name, claimWhy(*p.Claim))
 	}
-	if p.Reason == stuck.CrashLoopBackOff {
+	if p.Reason == facts.CrashLoopBackOff {
 		return join(crashState(p), p.Waiting, lastExit(p.LastExit))
 	}
 	if p.LastExit != nil && p.Waiting == "" {
@@ -238,22 +238,22 @@ func startupDetail(p stuck.Startup) string {
 }
 
 // crashState says how often a crash-looping container restarted and where it is in the loop.
-func crashState(p stuck.Startup) string {
+func crashState(p facts.Startup) string {
 	if p.Restarts == 0 {
 		return ""
 	}
 	s := fmt.Sprintf("restarted %d times", p.Restarts)
 	switch {
-	case p.Kind != stuck.ContainerCrashLoop:
-	case p.State == stuck.StateTerminated:
+	case p.Kind != facts.ContainerCrashLoop:
+	case p.State == facts.StateTerminated:
 		s += ", exited again and waits for the kubelet's back-off to restart it"
-	case p.State == stuck.StateRunning:
+	case p.State == facts.StateRunning:
 		s += ", running again, but not yet for longer than its last run lasted"
 	}
 	return s
 }
 
-func lastExit(e *stuck.Exit) string {
+func lastExit(e *facts.Exit) string {
 	if e == nil {
 		return ""
 	}
@@ -269,7 +269,7 @@ func lastExit(e *stuck.Exit) string {
 
 // blocks words the pods a stuck pod blocks ("; it blocks web-1 (not created), ...") and
 // writes them in the details.
-func (w words) blocks(blocked []stuck.Blocked) string {
+func (w words) blocks(blocked []facts.Blocked) string {
 	if len(blocked) == 0 {
 		return ""
 	}
@@ -281,9 +281,9 @@ func (w words) blocks(blocked []stuck.Blocked) string {
 	return "; it blocks " + strings.Join(out, ", ")
 }
 
-var blockedWhy = map[stuck.BlockedWhy]string{stuck.NotCreated: "not created", stuck.NotUpdated: "not updated", stuck.NotReady: "not ready"}
+var blockedWhy = map[facts.BlockedWhy]string{facts.NotCreated: "not created", facts.NotUpdated: "not updated", facts.NotReady: "not ready"}
 
-func podNames(blocked []stuck.Blocked) []string {
+func podNames(blocked []facts.Blocked) []string {
 	out := make([]string, len(blocked))
 	for i, b := range blocked {
 		out[i] = b.Pod

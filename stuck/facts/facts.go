@@ -1,4 +1,4 @@
-package stuck
+package facts
 
 import (
 	"time"
@@ -12,6 +12,12 @@ import (
 
 // The facts below are what the rules establish about each finding, in types: Finding.Facts
 // holds one of them, and package explain words it (message, short, remedy).
+
+// Facts are the typed facts of one finding (a type of the analyzer that found it).
+type Facts interface {
+	// Code is the finding code the facts explain.
+	Code() apiv1.Code
+}
 
 // BlockedWhy is why a pod waits on a stuck one.
 type BlockedWhy int
@@ -108,6 +114,17 @@ type Startup struct {
 	// Claim is the claim that will not bind (ClaimPending).
 	Claim *Claim
 }
+
+// CrashLoopBackOff is the reason of every crash-loop finding, whatever the container's state
+// string says at the moment.
+const CrashLoopBackOff = "CrashLoopBackOff"
+
+// Container states a crash-looping container is seen in.
+const (
+	StateTerminated = "terminated"
+	StateRunning    = "running"
+	StateWaiting    = "waiting"
+)
 
 // Missing is a Secret or ConfigMap, or a key of one, that the kubelet could not find.
 type Missing struct {
@@ -441,6 +458,13 @@ type OrphanRevisions struct {
 	OwnerUID  types.UID
 	Revisions []string
 }
+
+// Reasons of ServiceMissing (details.reason).
+const (
+	ServiceNotFound         = "NotFound"
+	ServiceNotHeadless      = "NotHeadless"
+	ServiceSelectorMismatch = "SelectorMismatch"
+)
 
 // ServiceProblem are the facts of ServiceMissing (the finding's reason says which problem).
 type ServiceProblem struct {

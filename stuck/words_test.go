@@ -1,4 +1,4 @@
-package explain_test
+package stuck_test
 
 import (
 	"encoding/json"
@@ -15,8 +15,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
-	"github.com/stsdiag/stsdiag/internal/diagnose"
-	"github.com/stsdiag/stsdiag/internal/explain"
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/snapshot/snapshottest"
 	"github.com/stsdiag/stsdiag/stuck"
@@ -35,7 +33,7 @@ var codes = []apiv1.Code{
 // scenarioFindings diagnoses every testdata scenario as check does, by scenario name.
 func scenarioFindings(t *testing.T) map[string][]stuck.Finding {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join("..", "..", "testdata", "*", "*", "objects.yaml"))
+	files, err := filepath.Glob(filepath.Join("..", "testdata", "*", "*", "objects.yaml"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no scenarios: %v", err)
 	}
@@ -56,7 +54,7 @@ func scenarioFindings(t *testing.T) map[string][]stuck.Finding {
 		}
 		opts := stuck.DefaultOptions()
 		opts.FeatureGates = want.FeatureGates
-		out[filepath.Base(filepath.Dir(dir))+"/"+filepath.Base(dir)] = diagnose.Report(snap, opts).Findings
+		out[filepath.Base(filepath.Dir(dir))+"/"+filepath.Base(dir)] = stuck.Diagnose(snap, opts).Findings
 	}
 	return out
 }
@@ -82,7 +80,7 @@ func TestWording(t *testing.T) {
 			if len(byCode[code]) == 0 {
 				t.Fatalf("no scenario has a %s finding", code)
 			}
-			text := fmt.Sprintf("# %s: every finding of this code in testdata, as explain words it.\n\n%s", code, strings.Join(byCode[code], "\n"))
+			text := fmt.Sprintf("# %s: every finding of this code in testdata, as stuck words it.\n\n%s", code, strings.Join(byCode[code], "\n"))
 			snapshottest.Golden(t, filepath.Join("findings", string(code)+".txt"), []byte(text), *update)
 		})
 	}
@@ -145,37 +143,6 @@ func TestDetailKeysWritten(t *testing.T) {
 		if _, skip := unwritten[key]; seen[key] == skip {
 			t.Errorf("details.%s: written by a scenario %v, listed as unwritten %v", key, seen[key], skip)
 		}
-	}
-}
-
-func TestOptions(t *testing.T) {
-	cases := []struct {
-		name string
-		opts explain.Options
-		want string
-	}{
-		{"default", explain.Options{}, "kubectl delete pod -n shop web-1"},
-		{"kubectl", explain.ForCluster(false), "kubectl delete pod -n shop web-1"},
-		{"OpenShift", explain.ForCluster(true), "oc delete pod -n shop web-1"},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			f := stuck.Finding{Finding: apiv1.Finding{Code: apiv1.OnDeleteStale, Namespace: "shop", StatefulSet: "web"},
-				Facts: stuck.OnDeleteOld{Pods: []string{"web-0", "web-1"}, UpdateRevision: "web-b"}}
-			explain.Finding(&f, c.opts)
-			if f.Remedy != c.want {
-				t.Errorf("remedy %q, want %q", f.Remedy, c.want)
-			}
-		})
-	}
-}
-
-// TestNoFacts: a finding built without facts keeps its words.
-func TestNoFacts(t *testing.T) {
-	f := stuck.Finding{Finding: apiv1.Finding{Code: apiv1.OnDeleteStale, Message: "as written", Remedy: "by hand"}}
-	explain.Finding(&f, explain.Options{})
-	if f.Message != "as written" || f.Remedy != "by hand" {
-		t.Errorf("words changed: %+v", f.Finding)
 	}
 }
 

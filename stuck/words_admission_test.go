@@ -1,4 +1,4 @@
-package explain_test
+package stuck_test
 
 import (
 	"encoding/json"
@@ -7,9 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	apiv1 "github.com/stsdiag/stsdiag/api/v1"
-	"github.com/stsdiag/stsdiag/internal/diagnose"
-	"github.com/stsdiag/stsdiag/internal/explain"
 	"github.com/stsdiag/stsdiag/internal/snapshot/snapshottest"
 	"github.com/stsdiag/stsdiag/stuck"
 )
@@ -23,7 +20,7 @@ func TestAdmissionWording(t *testing.T) {
 		d1 = "sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
 		r  = "image-registry.openshift-image-registry.svc:5000"
 	)
-	snap, err := stuck.LoadFile("../../testdata/admission/objects.yaml", snapshottest.Now)
+	snap, err := stuck.LoadFile("../testdata/admission/objects.yaml", snapshottest.Now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,8 +31,8 @@ func TestAdmissionWording(t *testing.T) {
 		{Namespace: "other", Image: "myapp:9.9"}:                             {Error: `pods is forbidden: User "alice" cannot create resource "pods" in API group "" in the namespace "other"`},
 	}
 	var b strings.Builder
-	b.WriteString("# Findings whose prediction the API server's admission was asked about, as explain words them.\n")
-	for _, f := range diagnose.Report(snap, stuck.DefaultOptions()).Findings {
+	b.WriteString("# Findings whose prediction the API server's admission was asked about, as stuck words them.\n")
+	for _, f := range stuck.Diagnose(snap, stuck.DefaultOptions()).Findings {
 		if f.Details.Admission == nil {
 			continue
 		}
@@ -49,22 +46,4 @@ func TestAdmissionWording(t *testing.T) {
 		}
 	}
 	snapshottest.Golden(t, filepath.Join("admission.txt"), []byte(b.String()), *update)
-}
-
-// TestPatchAdmission: what a plan says of a patch, per answer.
-func TestPatchAdmission(t *testing.T) {
-	cases := []struct {
-		check *apiv1.AdmissionCheck
-		want  string
-	}{
-		{nil, ""},
-		{&apiv1.AdmissionCheck{Result: apiv1.AdmissionConfirmed, Predicted: "a@sha256:1", Written: "a@sha256:1"}, "confirmed by admission (server-side dry run)"},
-		{&apiv1.AdmissionCheck{Result: apiv1.AdmissionDiffers, Predicted: "a@sha256:1", Written: "a:1"}, "admission's answer (server-side dry run); stsdiag predicted a@sha256:1"},
-		{&apiv1.AdmissionCheck{Result: apiv1.AdmissionUnconfirmed, Predicted: "a@sha256:1", Error: "pods is forbidden"}, "not confirmed by admission: pods is forbidden"},
-	}
-	for _, c := range cases {
-		if got := explain.PatchAdmission(c.check); got != c.want {
-			t.Errorf("%+v: %q, want %q", c.check, got, c.want)
-		}
-	}
 }

@@ -1,4 +1,4 @@
-package resolver_test
+package stuck_test
 
 import (
 	"reflect"
@@ -6,7 +6,6 @@ import (
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/snapshot/snapshottest"
-	"github.com/stsdiag/stsdiag/resolver"
 	"github.com/stsdiag/stsdiag/stuck"
 )
 
@@ -30,7 +29,7 @@ func admissionSnapshot(t *testing.T) *stuck.Objects {
 // TestQuestions: one question per predicted rewrite, whatever the number of StatefulSets using
 // the image; none for names admission leaves or namespaces it skips.
 func TestQuestions(t *testing.T) {
-	got := resolver.Questions(admissionSnapshot(t))
+	got := stuck.Questions(admissionSnapshot(t))
 	want := []stuck.AdmissionQuestion{
 		{Namespace: "other", Image: "myapp:9.9"},
 		{Namespace: "shop", Image: "myapp:1.0.1"},
@@ -42,7 +41,7 @@ func TestQuestions(t *testing.T) {
 	}
 	s := admissionSnapshot(t)
 	s.OpenShift = false
-	if q := resolver.Questions(s); len(q) != 0 {
+	if q := stuck.Questions(s); len(q) != 0 {
 		t.Errorf("off OpenShift: %+v", q)
 	}
 }
@@ -70,7 +69,7 @@ func TestAnswers(t *testing.T) {
 		{Namespace: "shop", Forced: true, Image: "quay.io/team/myapp:1.0.1"}: {Written: tagFormShop},
 		{Namespace: "other", Image: "myapp:9.9"}:                             {Error: forbidden},
 	}
-	findings := resolver.Diagnose(s)
+	findings := imageDiagnosis(s)
 	cases := []struct {
 		set, container string
 		code           apiv1.Code
@@ -113,7 +112,7 @@ func TestAnswers(t *testing.T) {
 		}
 	}
 	// Not asked: the prediction stands and says nothing of admission.
-	f := finding(t, resolver.Diagnose(admissionSnapshot(t)), "forced", "app")
+	f := finding(t, imageDiagnosis(admissionSnapshot(t)), "forced", "app")
 	if f.Details.Admission != nil || f.ResolvedImage != shopMyapp || f.Patch.To != shopMyapp {
 		t.Errorf("without answers: admission %+v, resolved %s, patch %+v", f.Details.Admission, f.ResolvedImage, f.Patch)
 	}

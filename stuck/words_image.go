@@ -1,4 +1,4 @@
-package explain
+package stuck
 
 import (
 	"fmt"
@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/stsdiag/stsdiag/resolver"
+	"github.com/stsdiag/stsdiag/stuck/facts"
 )
 
 // kind names a container or an init container.
@@ -16,7 +17,7 @@ func kind(init bool) string {
 	return "container"
 }
 
-func (w words) lookupOff(s resolver.LookupOff) {
+func (w words) lookupOff(s facts.LookupOff) {
 	f := w.f
 	f.Message = fmt.Sprintf("%s %q uses %q; ImageStream %s exists in %s but its local lookup is off, so the name is pulled from docker.io as %q",
 		kind(s.Init), f.Container, f.Image, s.Stream, f.Namespace, s.PulledAs)
@@ -24,7 +25,7 @@ func (w words) lookupOff(s resolver.LookupOff) {
 	f.Remedy = fmt.Sprintf("%s set image-lookup %s -n %s", w.cli, s.Stream, f.Namespace)
 }
 
-func (w words) tagMissing(s resolver.TagMissing) {
+func (w words) tagMissing(s facts.TagMissing) {
 	f := w.f
 	f.Message = fmt.Sprintf("%s %q uses %q: ImageStream %s has lookup enabled but tag %q has no image yet (not pushed or imported)",
 		kind(s.Init), f.Container, f.Image, s.Stream, s.Tag)
@@ -44,7 +45,7 @@ func (w words) tagMissing(s resolver.TagMissing) {
 	f.Remedy = fmt.Sprintf("push or import %s:%s (%s import-image %s:%s -n %s or %s tag), then check again", s.Stream, s.Tag, w.cli, s.Stream, s.Tag, f.Namespace, w.cli)
 }
 
-func (w words) notRewritten(s resolver.NotRewritten) {
+func (w words) notRewritten(s facts.NotRewritten) {
 	f := w.f
 	if f.ResolvedImage == "" { // admission answered that it leaves the image as it is
 		f.Message = fmt.Sprintf("%s %q uses the local name %q of ImageStream %s, which was not rewritten: pods pull %q. %s%s",
@@ -76,13 +77,13 @@ func (w words) notRewritten(s resolver.NotRewritten) {
 
 // notRewrittenWhy says why admission did not rewrite the image, from the ControllerRevision
 // that set it.
-func notRewrittenWhy(s resolver.NotRewritten) string {
+func notRewrittenWhy(s facts.NotRewritten) string {
 	const never = "admission resolves an image only when the object is created or that image changes, so it never will, and re-applying the same manifest does not help"
 	switch {
-	case s.Cause == resolver.CauseStreamCreatedAfterTemplate:
+	case s.Cause == facts.CauseStreamCreatedAfterTemplate:
 		return fmt.Sprintf("ImageStream %s was created at %s, after revision %s set this image (%s): %s",
 			s.Stream, stamp(s.Later), s.Revision, stamp(s.RevisionCreated), never)
-	case s.Cause == resolver.CauseTagCreatedAfterTemplate:
+	case s.Cause == facts.CauseTagCreatedAfterTemplate:
 		return fmt.Sprintf("Tag %s got its first image at %s, after revision %s set this image (%s): %s",
 			s.Tag, stamp(s.Later), s.Revision, stamp(s.RevisionCreated), never)
 	case s.Revision == "":
@@ -105,7 +106,7 @@ func (w words) patchRemedy() string {
 	return remedy + fmt.Sprintf(" (or: %s stsdiag fix %s -n %s)", w.cli, f.StatefulSet, f.Namespace)
 }
 
-func (w words) neverResolved(s resolver.NeverResolved) {
+func (w words) neverResolved(s facts.NeverResolved) {
 	f := w.f
 	why := neverResolvedWhy(s, f.Details.Reason, f.Namespace)
 	f.Details.Skipped = why
@@ -113,7 +114,7 @@ func (w words) neverResolved(s resolver.NeverResolved) {
 	if target == "" {
 		target = "the ImageStream's pull spec"
 	}
-	if f.Details.Reason == resolver.SkipNameParsedAsRegistry {
+	if f.Details.Reason == facts.SkipNameParsedAsRegistry {
 		f.Message = fmt.Sprintf("%s %q uses %q: %s; pods pull from host %s", kind(s.Init), f.Container, f.Image, why, s.Host)
 		f.Short = "never resolved: " + s.Host + " parses as a registry"
 		f.Remedy = fmt.Sprintf("reference the image by its full pull spec %s", target)
@@ -130,11 +131,11 @@ func (w words) neverResolved(s resolver.NeverResolved) {
 }
 
 // neverResolvedWhy says why admission never resolves the name (details.skipped).
-func neverResolvedWhy(s resolver.NeverResolved, reason, namespace string) string {
+func neverResolvedWhy(s facts.NeverResolved, reason, namespace string) string {
 	switch {
-	case reason == resolver.SkipNameParsedAsRegistry:
+	case reason == facts.SkipNameParsedAsRegistry:
 		return fmt.Sprintf("OpenShift parses the single segment %q as a registry host (it contains '.' or starts with localhost), so admission never looks up ImageStream %s", s.Host, s.Stream)
-	case reason == resolver.SkipControllerOwned:
+	case reason == facts.SkipControllerOwned:
 		return fmt.Sprintf("it is managed by %s %s (a controller owner reference)", s.OwnerKind, s.OwnerName)
 	case s.RunLevel != "":
 		return fmt.Sprintf("namespace %s has run-level %s", namespace, s.RunLevel)
@@ -142,7 +143,7 @@ func neverResolvedWhy(s resolver.NeverResolved, reason, namespace string) string
 	return fmt.Sprintf("namespace %s is excluded from image lookup", namespace)
 }
 
-func (w words) triggerBroken(s resolver.TriggerBroken) {
+func (w words) triggerBroken(s facts.TriggerBroken) {
 	f := w.f
 	f.Message = fmt.Sprintf("the %s annotation is not followed by the image trigger controller: %s", resolver.TriggerAnnotation, triggerError(s, f.Details.Reason))
 	f.Short = "image trigger invalid: " + f.Details.Reason
@@ -150,24 +151,24 @@ func (w words) triggerBroken(s resolver.TriggerBroken) {
 }
 
 // triggerError says why the controller cannot follow a trigger (or the whole annotation).
-func triggerError(s resolver.TriggerBroken, reason string) string {
+func triggerError(s facts.TriggerBroken, reason string) string {
 	var msg string
 	switch reason {
-	case resolver.TriggerDuplicateFieldPath:
+	case facts.TriggerDuplicateFieldPath:
 		return fmt.Sprintf("duplicate triggers are not allowed (fieldPath %s)", s.FieldPath)
-	case resolver.TriggerUnsupportedFrom:
+	case facts.TriggerUnsupportedFrom:
 		msg = fmt.Sprintf("from must be an ImageStreamTag without apiVersion, not kind %q apiVersion %q", s.FromKind, s.FromAPIVersion)
-	case resolver.TriggerInvalidTagName:
+	case facts.TriggerInvalidTagName:
 		msg = fmt.Sprintf("from.name %q must be <stream>:<tag>", s.FromName)
-	case resolver.TriggerFieldPathNotInSpec:
-		msg = fmt.Sprintf("fieldPath %q does not start with %q: the trigger controller ignores it", s.FieldPath, resolver.PodSpecPath)
-	case resolver.TriggerInvalidFieldPath:
+	case facts.TriggerFieldPathNotInSpec:
+		msg = fmt.Sprintf("fieldPath %q does not start with %q: the trigger controller ignores it", s.FieldPath, podSpecPath)
+	case facts.TriggerInvalidFieldPath:
 		msg = "field path is not valid: " + s.FieldPath
-	case resolver.TriggerNoSuchContainer:
+	case facts.TriggerNoSuchContainer:
 		msg = "no such container: " + s.FieldPath
-	case resolver.TriggerStreamNotFound:
+	case facts.TriggerStreamNotFound:
 		msg = fmt.Sprintf("ImageStream %s/%s does not exist", s.StreamNamespace, s.Stream)
-	case resolver.TriggerTagNotFound:
+	case facts.TriggerTagNotFound:
 		msg = fmt.Sprintf("ImageStream %s/%s has no tag %q", s.StreamNamespace, s.Stream, s.Tag)
 	default:
 		return s.ParseError
@@ -175,7 +176,7 @@ func triggerError(s resolver.TriggerBroken, reason string) string {
 	return fmt.Sprintf("trigger %d: %s", *s.Index, msg)
 }
 
-func (w words) triggerBehind(s resolver.TriggerBehind) {
+func (w words) triggerBehind(s facts.TriggerBehind) {
 	f := w.f
 	f.Short = fmt.Sprintf("trigger %s not applied: %s", s.From, f.Image)
 	if s.Suffix != "" {
