@@ -48,7 +48,7 @@ func newIndex(s *Objects, settle time.Duration) *index {
 	}
 	for i := range s.StatefulSets {
 		set := &s.StatefulSets[i]
-		ix.sets[Key(set.Namespace, set.Name)] = set
+		ix.sets[key(set.Namespace, set.Name)] = set
 	}
 	for i := range s.PVCs {
 		pvc := &s.PVCs[i]

@@ -88,10 +88,10 @@ func Load(r io.Reader, now time.Time) (*Objects, error) {
 func (s *Objects) lookUpOwners(objects []*unstructured.Unstructured) {
 	present := map[string]types.UID{}
 	for _, u := range objects {
-		present[OwnerKey(u.GetNamespace(), u.GetAPIVersion(), u.GetKind(), u.GetName())] = u.GetUID()
+		present[ownerKey(u.GetNamespace(), u.GetAPIVersion(), u.GetKind(), u.GetName())] = u.GetUID()
 	}
 	for _, ref := range TerminatingOwners(s.StatefulSets) {
-		uid, ok := present[OwnerKey(ref.Namespace, ref.APIVersion, ref.Kind, ref.Name)]
+		uid, ok := present[ownerKey(ref.Namespace, ref.APIVersion, ref.Kind, ref.Name)]
 		ref.Exists, ref.UID = ok, uid
 		s.Owners = append(s.Owners, ref)
 	}
@@ -108,7 +108,7 @@ func TerminatingOwners(sets []appsv1.StatefulSet) []Owner {
 		if set.DeletionTimestamp == nil || ref == nil {
 			continue
 		}
-		key := OwnerKey(set.Namespace, ref.APIVersion, ref.Kind, ref.Name)
+		key := ownerKey(set.Namespace, ref.APIVersion, ref.Kind, ref.Name)
 		if !seen[key] {
 			seen[key] = true
 			out = append(out, Owner{Namespace: set.Namespace, APIVersion: ref.APIVersion, Kind: ref.Kind, Name: ref.Name})
@@ -119,9 +119,9 @@ func TerminatingOwners(sets []appsv1.StatefulSet) []Owner {
 
 // Owner returns what is known of an owner reference's kind and name in a namespace.
 func (s *Objects) Owner(namespace string, ref *metav1.OwnerReference) (Owner, bool) {
-	key := OwnerKey(namespace, ref.APIVersion, ref.Kind, ref.Name)
+	key := ownerKey(namespace, ref.APIVersion, ref.Kind, ref.Name)
 	for _, o := range s.Owners {
-		if OwnerKey(o.Namespace, o.APIVersion, o.Kind, o.Name) == key {
+		if ownerKey(o.Namespace, o.APIVersion, o.Kind, o.Name) == key {
 			return o, true
 		}
 	}

@@ -52,8 +52,8 @@ type Objects struct {
 	OpenShift    bool
 	ImageStreams []imagev1.ImageStream
 
-	// Selected names the StatefulSets in scope (namespace/name). Nil means all of them.
-	Selected map[string]bool
+	// Selected names the StatefulSets in scope. Nil means all of them.
+	Selected map[types.NamespacedName]bool
 
 	// StatusOnly says the StatefulSets were read without their pods, claims, revisions and
 	// Events, because each one's status says its rollout is over (controller.StatusSettled): each
@@ -108,8 +108,8 @@ type Owner struct {
 	UID types.UID
 }
 
-// OwnerKey identifies an owner by namespace, API group, kind and name (not UID, not version).
-func OwnerKey(namespace, apiVersion, kind, name string) string {
+// ownerKey identifies an owner by namespace, API group, kind and name (not UID, not version).
+func ownerKey(namespace, apiVersion, kind, name string) string {
 	group, _, _ := strings.Cut(apiVersion, "/")
 	if !strings.Contains(apiVersion, "/") {
 		group = ""
@@ -117,12 +117,12 @@ func OwnerKey(namespace, apiVersion, kind, name string) string {
 	return strings.Join([]string{namespace, group, kind, name}, "/")
 }
 
-// Key is namespace/name.
-func Key(namespace, name string) string { return namespace + "/" + name }
+// key is namespace/name.
+func key(namespace, name string) string { return namespace + "/" + name }
 
 // InScope reports whether the StatefulSet namespace/name was selected.
 func (s *Objects) InScope(namespace, name string) bool {
-	return s.Selected == nil || s.Selected[Key(namespace, name)]
+	return s.Selected == nil || s.Selected[types.NamespacedName{Namespace: namespace, Name: name}]
 }
 
 // Shared indexes the kinds that many snapshots of one read share: gather.EachNamespace hands out
@@ -178,14 +178,14 @@ func indexStreams(streams []imagev1.ImageStream) streamMap {
 	m := streamMap{byKey: make(map[string]*imagev1.ImageStream, len(streams)), namespaces: map[string]bool{}}
 	for i := range streams {
 		is := &streams[i]
-		m.byKey[Key(is.Namespace, is.Name)] = is
+		m.byKey[key(is.Namespace, is.Name)] = is
 		m.namespaces[is.Namespace] = true
 	}
 	return m
 }
 
 func (m streamMap) Stream(namespace, name string) *imagev1.ImageStream {
-	return m.byKey[Key(namespace, name)]
+	return m.byKey[key(namespace, name)]
 }
 
 func (m streamMap) HasStreams(namespace string) bool { return m.namespaces[namespace] }

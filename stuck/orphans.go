@@ -21,7 +21,7 @@ import (
 const ownerLive facts.OwnerState = 0
 
 func (ix *index) owner(namespace string, ref *metav1.OwnerReference) (facts.OwnerState, *appsv1.StatefulSet) {
-	set := ix.sets[Key(namespace, ref.Name)]
+	set := ix.sets[key(namespace, ref.Name)]
 	switch {
 	case set == nil:
 		return facts.OwnerGone, nil

@@ -12,8 +12,8 @@ import (
 
 // Feature gates of kube-controller-manager that change the StatefulSet controller's verdicts.
 const (
-	GateMaxUnavailable = "MaxUnavailableStatefulSet"
-	GateRecreate       = "StatefulSetRecreateStrategy"
+	gateMaxUnavailable = "MaxUnavailableStatefulSet"
+	gateRecreate       = "StatefulSetRecreateStrategy"
 )
 
 // DefaultVersion is assumed when the server's version is unknown (a snapshot read from a file
@@ -51,16 +51,16 @@ type release struct {
 
 // releases lists the defaults of the gates that change verdicts, by release (v1.25 onward).
 var releases = []release{
-	{"v1.25.0", "v1.34.99", map[string]bool{GateMaxUnavailable: false},
+	{"v1.25.0", "v1.34.99", map[string]bool{gateMaxUnavailable: false},
 		"pkg/features/kube_features.go:1041@v1.25.16 … versioned_kube_features.go:519@v1.32.13, kube_features.go:1474@v1.34.4: MaxUnavailableStatefulSet alpha, off"},
-	{"v1.35.0", "v1.35.3", map[string]bool{GateMaxUnavailable: true},
+	{"v1.35.0", "v1.35.3", map[string]bool{gateMaxUnavailable: true},
 		"pkg/features/kube_features.go:1515-1518@v1.35.0 (same in v1.35.3): beta, on (kubernetes#133153)"},
-	{"v1.35.4", "v1.36.99", map[string]bool{GateMaxUnavailable: false},
+	{"v1.35.4", "v1.36.99", map[string]bool{gateMaxUnavailable: false},
 		"pkg/features/kube_features.go:1517@v1.35.4, :1672-1675@v1.36.3: beta, off again (kubernetes#137926, #137904)"},
 	// StatefulSetRecreateStrategy (alpha, off: kube_features.go:2185-2187@v1.37.2) is not assumed
 	// either way: the API server accepts type Recreate only with it on, so a Recreate object says
 	// the cluster turned it on. --feature-gates StatefulSetRecreateStrategy=false says otherwise.
-	{"v1.37.0", "v1.99.0", map[string]bool{GateMaxUnavailable: true},
+	{"v1.37.0", "v1.99.0", map[string]bool{gateMaxUnavailable: true},
 		"pkg/features/kube_features.go:1839-1843@v1.37.2: beta, on (kubernetes#139466)"},
 }
 
@@ -83,7 +83,7 @@ func RulesFor(serverVersion string, gates map[string]bool) (Rules, error) {
 		}
 	}
 	if v.LessThan(version.MustParseGeneric("v1.25.0")) {
-		r.Gates[GateMaxUnavailable] = false
+		r.Gates[gateMaxUnavailable] = false
 	}
 	for g, on := range gates {
 		r.Gates[g] = on
@@ -136,7 +136,7 @@ func (r Rules) String() string {
 
 // Behaviour is what the controller model needs of the rules.
 func (r Rules) Behaviour() controller.Behaviour {
-	on, assumed := r.Gates[GateRecreate]
-	return controller.Behaviour{MaxUnavailable: r.Gates[GateMaxUnavailable], ParallelTwoPhase: r.ParallelTwoPhase,
+	on, assumed := r.Gates[gateRecreate]
+	return controller.Behaviour{MaxUnavailable: r.Gates[gateMaxUnavailable], ParallelTwoPhase: r.ParallelTwoPhase,
 		AvailabilityHonoursMinReady: r.AvailabilityHonoursMinReady, SucceededRecreated: r.SucceededRecreated, RecreateOff: assumed && !on}
 }

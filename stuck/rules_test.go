@@ -31,7 +31,7 @@ func TestRulesByVersion(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", c.version, err)
 		}
-		if r.Gates[stuck.GateMaxUnavailable] != c.maxUnavailable || r.ParallelTwoPhase != c.twoPhase ||
+		if r.Gates["MaxUnavailableStatefulSet"] != c.maxUnavailable || r.ParallelTwoPhase != c.twoPhase ||
 			r.AvailabilityHonoursMinReady != c.minReady || r.SucceededRecreated != c.succeeded {
 			t.Errorf("%s (%s): %+v", c.version, c.source, r)
 		}
@@ -42,8 +42,8 @@ func TestRulesByVersion(t *testing.T) {
 	if r, _ := stuck.RulesFor("", nil); r.Version != stuck.DefaultVersion {
 		t.Errorf("unknown version: want %s, got %s", stuck.DefaultVersion, r.Version)
 	}
-	r, _ := stuck.RulesFor("v1.35.3", map[string]bool{stuck.GateMaxUnavailable: false})
-	if r.Gates[stuck.GateMaxUnavailable] || r.String() != "v1.35.3 (MaxUnavailableStatefulSet=false)" {
+	r, _ := stuck.RulesFor("v1.35.3", map[string]bool{"MaxUnavailableStatefulSet": false})
+	if r.Gates["MaxUnavailableStatefulSet"] || r.String() != "v1.35.3 (MaxUnavailableStatefulSet=false)" {
 		t.Errorf("--feature-gates overrides the default: %s", r)
 	}
 	if _, err := stuck.RulesFor("banana", nil); err == nil {

@@ -29,6 +29,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
@@ -72,12 +73,12 @@ type Result struct {
 	// diagnose again then, even if nothing changes.
 	RecheckAt time.Time
 	// Predictions are the changes the diagnosis expects the kubelet or the controller to make
-	// by themselves, by pod (namespace/name), each with its deadline: a finding names one once
+	// by themselves, by pod, each with its deadline: a finding names one once
 	// its deadline has passed.
-	Predictions map[string]facts.Prediction
-	// Views are the controller's next sync of each live StatefulSet in scope, by namespace/name:
+	Predictions map[types.NamespacedName]facts.Prediction
+	// Views are the controller's next sync of each live StatefulSet in scope, by namespace and name:
 	// the model the findings were derived from.
-	Views map[string]*controller.View
+	Views map[types.NamespacedName]*controller.View
 }
 
 // Diagnose examines every StatefulSet in the objects' scope: the controller's rules of the
@@ -109,7 +110,7 @@ func diagnoseRules(s *Objects, opts Options) (Result, []rollout) {
 	ix := newIndex(s, opts.Settle)
 	ix.notReadyAfter = opts.NotReadyAfter
 	rules := rulesOrNewest(s.ServerVersion, opts.FeatureGates)
-	d := &diagnosis{ix: ix, opts: opts, snap: s, rules: rules, views: map[string]*controller.View{}}
+	d := &diagnosis{ix: ix, opts: opts, snap: s, rules: rules, views: map[types.NamespacedName]*controller.View{}}
 	res := Result{Rules: rules, Views: d.views}
 	var rollouts []rollout
 	for i := range s.StatefulSets {
@@ -148,14 +149,14 @@ func rulesOrNewest(serverVersion string, gates map[string]bool) Rules {
 }
 
 type diagnosis struct {
-	// predictions are the changes expected by themselves, by pod (namespace/name).
-	predictions map[string]facts.Prediction
+	// predictions are the changes expected by themselves, by pod.
+	predictions map[types.NamespacedName]facts.Prediction
 	rules       Rules
 	snap        *Objects
 	ix          *index
 	opts        Options
 	findings    []Finding
-	views       map[string]*controller.View
+	views       map[types.NamespacedName]*controller.View
 }
 
 func (d *diagnosis) add(f Finding) { d.findings = append(d.findings, f) }
@@ -237,7 +238,7 @@ func (d *diagnosis) view(set *appsv1.StatefulSet) *controllerView {
 	update := d.ix.updateRevision(set)
 	v := controller.Sync(controller.Inputs{Set: set, Pods: d.ix.owned.Pods[set.UID], Update: update,
 		UpdateCreated: d.ix.revisionCreated(set, update), Now: d.ix.now, Behaviour: d.rules.Behaviour()})
-	d.views[Key(set.Namespace, set.Name)] = v
+	d.views[types.NamespacedName{Namespace: set.Namespace, Name: set.Name}] = v
 	r := &controllerView{View: v, rules: d.rules, set: set, start: v.Start, replicas: v.Replicas, partition: v.Partition, update: update}
 	r.byIndex = make([]*corev1.Pod, len(v.Ordinals))
 	for i, o := range v.Ordinals {
@@ -628,9 +629,9 @@ func (d *diagnosis) replacedWhenReady(r *controllerView, pod *corev1.Pod, p *fac
 	if d.ix.now.Before(pred.Deadline) {
 		d.ix.wake(pred.Deadline)
 		if d.predictions == nil {
-			d.predictions = map[string]facts.Prediction{}
+			d.predictions = map[types.NamespacedName]facts.Prediction{}
 		}
-		d.predictions[pod.Namespace+"/"+pod.Name] = pred
+		d.predictions[types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}] = pred
 		return nil
 	}
 	return &pred

@@ -54,10 +54,10 @@ func neverReplaced(why facts.NeverReplaced) string {
 	case facts.BelowPartition:
 		return fmt.Sprintf("its ordinal is below the partition (%d), so the controller never replaces it", why.Partition)
 	case facts.RecreateIgnored:
-		return fmt.Sprintf("the controller (Kubernetes %s) ignores the Recreate strategy while %s is off (it records an UnknownStrategy event and changes nothing)", why.Release, GateRecreate)
+		return fmt.Sprintf("the controller (Kubernetes %s) ignores the Recreate strategy while %s is off (it records an UnknownStrategy event and changes nothing)", why.Release, gateRecreate)
 	case facts.BudgetSpent:
 		return fmt.Sprintf("the controller (Parallel, RollingUpdate, Kubernetes %s with %s on) counts %d unavailable pod(s) against maxUnavailable %d and deletes nothing, so the rollout never finishes (kubernetes#137409; Kubernetes v1.35.4 and v1.36 turn the gate off, v1.37 replaces such pods)",
-			why.Release, GateMaxUnavailable, why.Unavailable, why.MaxUnavailable)
+			why.Release, gateMaxUnavailable, why.Unavailable, why.MaxUnavailable)
 	}
 	if why.MinReady > 0 {
 		run := "under a second"

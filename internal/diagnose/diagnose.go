@@ -12,6 +12,7 @@ import (
 	"github.com/stsdiag/stsdiag/stuck"
 	"github.com/stsdiag/stsdiag/stuck/controller"
 	"github.com/stsdiag/stsdiag/stuck/facts"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // Report diagnoses a snapshot (stuck.Diagnose: the controller's rules and OpenShift's image
@@ -25,8 +26,8 @@ func Report(snap *stuck.Objects, opts stuck.Options) *model.Report {
 // each StatefulSet (namespace/name) and the changes expected by themselves, by pod
 // (namespace/name).
 type views struct {
-	sets        map[string]*controller.View
-	predictions map[string]facts.Prediction
+	sets        map[types.NamespacedName]*controller.View
+	predictions map[types.NamespacedName]facts.Prediction
 }
 
 func report(snap *stuck.Objects, opts stuck.Options) (*model.Report, views) {

@@ -4,6 +4,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/model"
@@ -35,7 +36,7 @@ func ReportWithExplanations(snap *stuck.Objects, opts stuck.Options) (*model.Rep
 	out := make(map[string]*apiv1.Explanation, len(snap.StatefulSets))
 	for i := range snap.StatefulSets {
 		s := &snap.StatefulSets[i]
-		out[stuck.Key(s.Namespace, s.Name)] = explanation(snap, rep, views, s)
+		out[types.NamespacedName{Namespace: s.Namespace, Name: s.Name}.String()] = explanation(snap, rep, views, s)
 	}
 	return rep, out
 }
@@ -68,16 +69,16 @@ func explanation(snap *stuck.Objects, rep *model.Report, views views, set *appsv
 			why[f.Pod] = string(f.Code) + ": " + f.Short
 		}
 	}
-	if v := views.sets[stuck.Key(namespace, name)]; v != nil {
+	if v := views.sets[types.NamespacedName{Namespace: namespace, Name: name}]; v != nil {
 		e.Partition = int32(v.Partition)
 		// The revision new pods get, also when the controller has not observed the spec yet.
 		e.UpdateRevision = v.Update
 		for _, o := range v.Ordinals {
-			e.Ordinals = append(e.Ordinals, step(o, why[o.Name], views.predictions[stuck.Key(namespace, o.Name)]))
+			e.Ordinals = append(e.Ordinals, step(o, why[o.Name], views.predictions[types.NamespacedName{Namespace: namespace, Name: o.Name}]))
 		}
 		for i := len(v.Condemned) - 1; i >= 0; i-- {
 			c := v.Condemned[i]
-			e.Ordinals = append(e.Ordinals, step(c, why[c.Name], views.predictions[stuck.Key(namespace, c.Name)]))
+			e.Ordinals = append(e.Ordinals, step(c, why[c.Name], views.predictions[types.NamespacedName{Namespace: namespace, Name: c.Name}]))
 		}
 	}
 	e.TemplateChanges = templateChanges(snap, set, e.CurrentRevision, e.UpdateRevision)

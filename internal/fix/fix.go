@@ -11,6 +11,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/diagnose"
@@ -214,7 +215,7 @@ func followRollouts(ctx context.Context, follow repair.Follower, o Options, dead
 	repaired := map[string]bool{}
 	var order []model.Action
 	for _, a := range actions {
-		key := stuck.Key(a.Namespace, a.StatefulSet)
+		key := types.NamespacedName{Namespace: a.Namespace, Name: a.StatefulSet}.String()
 		if a.Result != apiv1.ResultDone {
 			facts.Unrepaired = true
 			continue

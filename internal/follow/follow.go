@@ -15,6 +15,7 @@ import (
 	"github.com/stsdiag/stsdiag/stuck"
 
 	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
@@ -217,7 +218,7 @@ func progress(snap *stuck.Objects, last map[string]string, log io.Writer, steppi
 			line = fmt.Sprintf("statefulset %s/%s: canary of revision %s under way: %d of %d pods updated (stsdiag watch steps it, %s)",
 				set.Namespace, set.Name, set.Status.UpdateRevision, set.Status.UpdatedReplicas, controller.Replicas(set), apiv1.AnnotationCanarySteps)
 		}
-		key := stuck.Key(set.Namespace, set.Name)
+		key := types.NamespacedName{Namespace: set.Namespace, Name: set.Name}.String()
 		if last[key] != line {
 			fmt.Fprintln(log, line)
 			last[key] = line

@@ -20,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
@@ -190,7 +191,7 @@ func selectStatefulSets(s *stuck.Objects, scope Scope) error {
 	if len(scope.Names) == 0 && (scope.Selector == nil || scope.Selector.Empty()) {
 		return nil
 	}
-	s.Selected = map[string]bool{}
+	s.Selected = map[types.NamespacedName]bool{}
 	byName := map[string]bool{}
 	for _, set := range s.StatefulSets {
 		if scope.Selector != nil && !scope.Selector.Matches(labels.Set(set.Labels)) {
@@ -198,7 +199,7 @@ func selectStatefulSets(s *stuck.Objects, scope Scope) error {
 		}
 		byName[set.Name] = true
 		if len(scope.Names) == 0 {
-			s.Selected[stuck.Key(set.Namespace, set.Name)] = true
+			s.Selected[types.NamespacedName{Namespace: set.Namespace, Name: set.Name}] = true
 		}
 	}
 	var missing []string
@@ -206,7 +207,7 @@ func selectStatefulSets(s *stuck.Objects, scope Scope) error {
 		found := false
 		for _, set := range s.StatefulSets {
 			if set.Name == name && byName[name] {
-				s.Selected[stuck.Key(set.Namespace, set.Name)] = true
+				s.Selected[types.NamespacedName{Namespace: set.Namespace, Name: set.Name}] = true
 				found = true
 			}
 		}

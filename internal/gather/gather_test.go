@@ -73,7 +73,7 @@ func TestGatherScope(t *testing.T) {
 	}
 	var selected []string
 	for k := range s.Selected {
-		selected = append(selected, k)
+		selected = append(selected, k.String())
 	}
 	sort.Strings(selected)
 	if fmt.Sprint(selected) != "[shop/set-1 shop/set-3]" || len(s.StatefulSets) != 4 {

@@ -35,9 +35,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/stsdiag/stsdiag/internal/snapshot"
-	"github.com/stsdiag/stsdiag/stuck"
 	"github.com/stsdiag/stsdiag/stuck/controller"
 	"github.com/stsdiag/stsdiag/stuck/facts"
 )
@@ -82,7 +82,7 @@ func heldNames(sets []*appsv1.StatefulSet, events []*corev1.Event, has func(key 
 		}
 	}
 	for _, set := range sets {
-		live[stuck.Key(set.Namespace, set.Name)] = true
+		live[types.NamespacedName{Namespace: set.Namespace, Name: set.Name}.String()] = true
 		start, replicas := 0, 1
 		if set.Spec.Ordinals != nil {
 			start = int(set.Spec.Ordinals.Start)
@@ -92,7 +92,7 @@ func heldNames(sets []*appsv1.StatefulSet, events []*corev1.Event, has func(key 
 		}
 		missing := 0
 		for ord := start; ord < start+replicas && missing < heldPerSet; ord++ {
-			key := stuck.Key(set.Namespace, controller.PodName(set.Name, ord))
+			key := types.NamespacedName{Namespace: set.Namespace, Name: controller.PodName(set.Name, ord)}.String()
 			if !has(key) {
 				missing++
 				add(key)
@@ -100,11 +100,11 @@ func heldNames(sets []*appsv1.StatefulSet, events []*corev1.Event, has func(key 
 		}
 	}
 	for _, e := range events {
-		if e.Reason != "FailedCreate" || e.InvolvedObject.Kind != "StatefulSet" || !live[stuck.Key(e.InvolvedObject.Namespace, e.InvolvedObject.Name)] {
+		if e.Reason != "FailedCreate" || e.InvolvedObject.Kind != "StatefulSet" || !live[types.NamespacedName{Namespace: e.InvolvedObject.Namespace, Name: e.InvolvedObject.Name}.String()] {
 			continue
 		}
 		if r, ok := facts.ParseEvent(e.Message); ok && r.Kind == facts.KindPod && strings.HasSuffix(r.Error, "already exists") {
-			add(stuck.Key(e.InvolvedObject.Namespace, r.Pod))
+			add(types.NamespacedName{Namespace: e.InvolvedObject.Namespace, Name: r.Pod}.String())
 		}
 	}
 	sort.Strings(out)

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	clientfeatures "k8s.io/client-go/features"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/watchlist"
@@ -308,7 +309,7 @@ func (l *Live) addHeld(ctx context.Context, snap *stuck.Objects) {
 	sets, events := setsAndEvents(snap)
 	read := make(map[string]bool, len(snap.Pods))
 	for i := range snap.Pods {
-		read[stuck.Key(snap.Pods[i].Namespace, snap.Pods[i].Name)] = true
+		read[types.NamespacedName{Namespace: snap.Pods[i].Namespace, Name: snap.Pods[i].Name}.String()] = true
 	}
 	wanted := heldNames(sets, events, func(key string) bool { return read[key] })
 	if len(wanted) == 0 {
@@ -347,9 +348,9 @@ func (l *Live) Cached() (*stuck.Objects, error) {
 // detection).
 func (l *Live) CachedOf(namespace string, names ...string) *stuck.Objects {
 	s := l.read(namespace)
-	s.Selected = map[string]bool{}
+	s.Selected = map[types.NamespacedName]bool{}
 	for _, name := range names {
-		s.Selected[stuck.Key(namespace, name)] = true
+		s.Selected[types.NamespacedName{Namespace: namespace, Name: name}] = true
 	}
 	return s
 }
@@ -475,7 +476,7 @@ func cached(lister cache.GenericLister, clusterScoped bool, namespace string) []
 func (l *Live) StatefulSetKeys() []string {
 	var out []string
 	for _, set := range items[appsv1.StatefulSet](cached(l.listers["statefulsets"], false, "")) {
-		out = append(out, stuck.Key(set.Namespace, set.Name))
+		out = append(out, types.NamespacedName{Namespace: set.Namespace, Name: set.Name}.String())
 	}
 	return out
 }
@@ -522,7 +523,7 @@ func (l *Live) PodController(namespace, name string) (string, bool) {
 type cachedStreams struct{ cache.Indexer }
 
 func (c cachedStreams) Stream(namespace, name string) *imagev1.ImageStream {
-	obj, found, err := c.GetByKey(stuck.Key(namespace, name))
+	obj, found, err := c.GetByKey(types.NamespacedName{Namespace: namespace, Name: name}.String())
 	if err != nil || !found {
 		return nil
 	}

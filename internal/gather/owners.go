@@ -3,6 +3,7 @@ package gather
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -109,7 +110,11 @@ func (oc *ownerCache) known(wanted []stuck.Owner) []stuck.Owner {
 }
 
 func ownerKey(o stuck.Owner) string {
-	return stuck.OwnerKey(o.Namespace, o.APIVersion, o.Kind, o.Name)
+	group := ""
+	if gv, err := schema.ParseGroupVersion(o.APIVersion); err == nil {
+		group = gv.Group
+	}
+	return strings.Join([]string{o.Namespace, group, o.Kind, o.Name}, "/")
 }
 
 // newMapper maps kinds to resources with cached discovery: the owners' kinds are discovered once.

@@ -175,10 +175,10 @@ func Triage(ctx context.Context, c Clients, scope Scope, fn func(snap *stuck.Obj
 	deep := map[string]bool{}
 	live := map[string]*appsv1.StatefulSet{}
 	for i := range sets {
-		live[stuck.Key(sets[i].Namespace, sets[i].Name)] = &sets[i]
+		live[types.NamespacedName{Namespace: sets[i].Namespace, Name: sets[i].Name}.String()] = &sets[i]
 	}
 	for _, rev := range revisions {
-		if set := live[stuck.Key(rev.namespace, rev.name)]; set == nil || set.UID != rev.uid || set.DeletionTimestamp != nil {
+		if set := live[types.NamespacedName{Namespace: rev.namespace, Name: rev.name}.String()]; set == nil || set.UID != rev.uid || set.DeletionTimestamp != nil {
 			deep[rev.namespace] = true // an orphaned revision: its pods may be orphans too
 		}
 	}
@@ -319,13 +319,13 @@ func headlessServices(ctx context.Context, c Clients, r *resource) (l runtime.Ob
 func governingServices(ctx context.Context, c Clients, sets []appsv1.StatefulSet, headless []corev1.Service) ([]corev1.Service, error) {
 	have := make(map[string]bool, len(headless))
 	for i := range headless {
-		have[stuck.Key(headless[i].Namespace, headless[i].Name)] = true
+		have[types.NamespacedName{Namespace: headless[i].Namespace, Name: headless[i].Name}.String()] = true
 	}
 	var wanted [][2]string
 	for i := range sets {
 		set := &sets[i]
-		if name := set.Spec.ServiceName; name != "" && set.DeletionTimestamp == nil && !have[stuck.Key(set.Namespace, name)] {
-			have[stuck.Key(set.Namespace, name)] = true
+		if name := set.Spec.ServiceName; name != "" && set.DeletionTimestamp == nil && !have[types.NamespacedName{Namespace: set.Namespace, Name: name}.String()] {
+			have[types.NamespacedName{Namespace: set.Namespace, Name: name}.String()] = true
 			wanted = append(wanted, [2]string{set.Namespace, name})
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/stsdiag/stsdiag/internal/diagnose"
 	"github.com/stsdiag/stsdiag/internal/gather"
@@ -89,14 +90,14 @@ func (c *Controller) diagnoseNamespace(snap *stuck.Objects) []string {
 	rep := diagnose.Report(snap, c.opts.Diagnosis)
 	byKey := map[string][]stuck.Finding{}
 	for _, f := range rep.Findings {
-		k := stuck.Key(f.Namespace, f.StatefulSet)
+		k := types.NamespacedName{Namespace: f.Namespace, Name: f.StatefulSet}.String()
 		byKey[k] = append(byKey[k], f)
 	}
 	now := c.clock.Now()
 	keys := make([]string, 0, len(snap.StatefulSets))
 	for i := range snap.StatefulSets {
 		set := &snap.StatefulSets[i]
-		key := stuck.Key(set.Namespace, set.Name)
+		key := types.NamespacedName{Namespace: set.Namespace, Name: set.Name}.String()
 		keys = append(keys, key)
 		findings := byKey[key]
 		if c.scope.Selector != nil && !c.scope.Selector.Matches(labels.Set(set.Labels)) {

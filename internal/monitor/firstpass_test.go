@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
@@ -65,16 +66,16 @@ func TestFirstPassEqualsSyncs(t *testing.T) {
 		together := diagnose.Report(snap, opts)
 		byKey := map[string][]stuck.Finding{}
 		for _, f := range together.Findings {
-			byKey[stuck.Key(f.Namespace, f.StatefulSet)] = append(byKey[stuck.Key(f.Namespace, f.StatefulSet)], f)
+			byKey[types.NamespacedName{Namespace: f.Namespace, Name: f.StatefulSet}.String()] = append(byKey[types.NamespacedName{Namespace: f.Namespace, Name: f.StatefulSet}.String()], f)
 		}
 		if len(snap.StatefulSets) > 1 {
 			multi++
 		}
 		for i := range snap.StatefulSets {
 			set := &snap.StatefulSets[i]
-			key := stuck.Key(set.Namespace, set.Name)
+			key := types.NamespacedName{Namespace: set.Namespace, Name: set.Name}.String()
 			one := *snap
-			one.Selected = map[string]bool{key: true}
+			one.Selected = map[types.NamespacedName]bool{{Namespace: set.Namespace, Name: set.Name}: true}
 			alone := diagnose.Report(&one, opts)
 			if got, want := findingsJSON(t, byKey[key]), findingsJSON(t, alone.Findings); got != want {
 				t.Errorf("%s: %s: together\n%s\nalone\n%s", file, key, got, want)

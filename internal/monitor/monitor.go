@@ -23,6 +23,7 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/cache"
@@ -283,14 +284,14 @@ func (c *Controller) enqueueFor(obj any) {
 	}
 	switch o := obj.(type) {
 	case *appsv1.StatefulSet:
-		c.enqueue(stuck.Key(o.Namespace, o.Name))
+		c.enqueue(types.NamespacedName{Namespace: o.Namespace, Name: o.Name}.String())
 	case *corev1.Pod:
 		if ref := metav1.GetControllerOfNoCopy(o); ref != nil && ref.Kind == "StatefulSet" {
-			c.enqueue(stuck.Key(o.Namespace, ref.Name))
+			c.enqueue(types.NamespacedName{Namespace: o.Namespace, Name: ref.Name}.String())
 		}
 	case *appsv1.ControllerRevision:
 		if ref := metav1.GetControllerOfNoCopy(o); ref != nil && ref.Kind == "StatefulSet" {
-			c.enqueue(stuck.Key(o.Namespace, ref.Name))
+			c.enqueue(types.NamespacedName{Namespace: o.Namespace, Name: ref.Name}.String())
 		}
 	case *corev1.Event:
 		if o.Source.Component == "stsdiag" || o.ReportingController == "stsdiag" {
@@ -299,7 +300,7 @@ func (c *Controller) enqueueFor(obj any) {
 		switch o.InvolvedObject.Kind {
 		case "Pod":
 			if name, ok := live.PodController(o.InvolvedObject.Namespace, o.InvolvedObject.Name); ok {
-				c.enqueue(stuck.Key(o.InvolvedObject.Namespace, name))
+				c.enqueue(types.NamespacedName{Namespace: o.InvolvedObject.Namespace, Name: name}.String())
 			}
 		case "PersistentVolumeClaim":
 			c.enqueueNamespace(live, o.InvolvedObject.Namespace)
@@ -321,7 +322,7 @@ func (c *Controller) enqueueFor(obj any) {
 
 func (c *Controller) enqueueNamespace(live *gather.Live, ns string) {
 	for _, name := range live.StatefulSetNames(ns) {
-		c.enqueue(stuck.Key(ns, name))
+		c.enqueue(types.NamespacedName{Namespace: ns, Name: name}.String())
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/stuck"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // planForceDeletes plans fix --force-lost-node: a ForceDeletePod for each pod stuck terminating
@@ -27,11 +28,11 @@ func planForceDeletes(rep *model.Report, o objects) []model.Action {
 func withoutPods(findings []stuck.Finding, code apiv1.Code, actions []model.Action) []stuck.Finding {
 	repaired := map[string]bool{}
 	for _, a := range actions {
-		repaired[stuck.Key(a.Namespace, a.Pod)] = true
+		repaired[types.NamespacedName{Namespace: a.Namespace, Name: a.Pod}.String()] = true
 	}
 	var out []stuck.Finding
 	for _, f := range findings {
-		if f.Code != code || !repaired[stuck.Key(f.Namespace, f.Pod)] {
+		if f.Code != code || !repaired[types.NamespacedName{Namespace: f.Namespace, Name: f.Pod}.String()] {
 			out = append(out, f)
 		}
 	}

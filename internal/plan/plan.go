@@ -5,6 +5,7 @@ import (
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/resolver"
 	"github.com/stsdiag/stsdiag/stuck"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // planImagesAndStale plans the default repairs: image patches for UnresolvedImageReference and
@@ -26,16 +27,16 @@ func planImagesAndStale(rep *model.Report, o objects) (actions []model.Action, u
 		if !patchable(f) || set == nil || set.UID == "" {
 			continue
 		}
-		field := stuck.Key(f.Namespace, f.StatefulSet) + f.Patch.Path
+		field := types.NamespacedName{Namespace: f.Namespace, Name: f.StatefulSet}.String() + f.Patch.Path
 		if patchedFields[field] {
 			continue
 		}
 		patchedFields[field] = true
-		governed[stuck.Key(f.Namespace, f.StatefulSet)+"/"+f.Container] = true
+		governed[types.NamespacedName{Namespace: f.Namespace, Name: f.StatefulSet}.String()+"/"+f.Container] = true
 		patches = append(patches, model.Action{Action: apiv1.Action{Action: apiv1.PatchImage, Namespace: f.Namespace, StatefulSet: f.StatefulSet, Container: f.Container,
 			From: f.Patch.From, To: f.Patch.To, UID: string(set.UID), Admission: clone(f.Patch.Admission)}, Cause: f.Code, Path: f.Patch.Path})
 		for _, pod := range f.FailingPods {
-			key := stuck.Key(f.Namespace, pod)
+			key := types.NamespacedName{Namespace: f.Namespace, Name: pod}.String()
 			if !afterPatch[key] {
 				afterPatch[key] = true
 				deletes = append(deletes, model.Action{Action: apiv1.Action{Action: apiv1.DeletePod, Namespace: f.Namespace, StatefulSet: f.StatefulSet, Pod: pod}, Cause: f.Code, AfterPatch: true})
@@ -46,7 +47,7 @@ func planImagesAndStale(rep *model.Report, o objects) (actions []model.Action, u
 		if f.Code != apiv1.StaleRevisionStuck || f.Target == nil || f.Target.UID == "" || o.set(f.Namespace, f.StatefulSet) == nil {
 			continue
 		}
-		key := stuck.Key(f.Namespace, f.Target.Name)
+		key := types.NamespacedName{Namespace: f.Namespace, Name: f.Target.Name}.String()
 		if planned[key] || afterPatch[key] || o.templateFails(f.Namespace, f.StatefulSet, f.Target.Name) {
 			continue
 		}
@@ -59,14 +60,14 @@ func planImagesAndStale(rep *model.Report, o objects) (actions []model.Action, u
 			continue
 		}
 		switch {
-		case f.Code == apiv1.StaleRevisionStuck && f.Target != nil && (planned[stuck.Key(f.Namespace, f.Target.Name)] || afterPatch[stuck.Key(f.Namespace, f.Target.Name)]):
+		case f.Code == apiv1.StaleRevisionStuck && f.Target != nil && (planned[types.NamespacedName{Namespace: f.Namespace, Name: f.Target.Name}.String()] || afterPatch[types.NamespacedName{Namespace: f.Namespace, Name: f.Target.Name}.String()]):
 		case f.Code == apiv1.UnresolvedImageReference && f.Pod != "":
 			// pods of an older template: stuck's findings carry their repair
 		case (f.Code == apiv1.UnresolvedImageReference || f.Code == apiv1.ImageTriggerStale) && f.Patch != nil &&
-			patchedFields[stuck.Key(f.Namespace, f.StatefulSet)+f.Patch.Path]:
-		case f.Code == apiv1.UnresolvedImageReference && f.Patch == nil && governed[stuck.Key(f.Namespace, f.StatefulSet)+"/"+f.Container]:
+			patchedFields[types.NamespacedName{Namespace: f.Namespace, Name: f.StatefulSet}.String()+f.Patch.Path]:
+		case f.Code == apiv1.UnresolvedImageReference && f.Patch == nil && governed[types.NamespacedName{Namespace: f.Namespace, Name: f.StatefulSet}.String()+"/"+f.Container]:
 			// an image trigger governs the container: its ImageTriggerStale patch repairs it
-		case f.Code == apiv1.CurrentRevisionFailing && afterPatch[stuck.Key(f.Namespace, f.Pod)]:
+		case f.Code == apiv1.CurrentRevisionFailing && afterPatch[types.NamespacedName{Namespace: f.Namespace, Name: f.Pod}.String()]:
 		default:
 			unrepaired = append(unrepaired, f)
 		}

@@ -8,6 +8,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/model"
@@ -121,40 +122,40 @@ func indexSnapshot(rep *model.Report, snap *stuck.Objects) objects {
 	o := objects{snap: snap, sets: map[string]*appsv1.StatefulSet{}, pods: map[string]*corev1.Pod{}, failing: map[string]bool{}}
 	for _, f := range rep.Findings {
 		if f.Code == apiv1.CurrentRevisionFailing && f.Pod != "" {
-			o.failing[stuck.Key(f.Namespace, f.Pod)] = true
+			o.failing[types.NamespacedName{Namespace: f.Namespace, Name: f.Pod}.String()] = true
 		}
 	}
 	for i := range snap.StatefulSets {
 		set := &snap.StatefulSets[i]
 		if snap.InScope(set.Namespace, set.Name) {
-			o.sets[stuck.Key(set.Namespace, set.Name)] = set
+			o.sets[types.NamespacedName{Namespace: set.Namespace, Name: set.Name}.String()] = set
 		}
 	}
 	for i := range snap.Pods {
-		o.pods[stuck.Key(snap.Pods[i].Namespace, snap.Pods[i].Name)] = &snap.Pods[i]
+		o.pods[types.NamespacedName{Namespace: snap.Pods[i].Namespace, Name: snap.Pods[i].Name}.String()] = &snap.Pods[i]
 	}
 	return o
 }
 
 // set is the in-scope StatefulSet of a finding or action (nil when out of scope or absent).
 func (o objects) set(namespace, name string) *appsv1.StatefulSet {
-	return o.sets[stuck.Key(namespace, name)]
+	return o.sets[types.NamespacedName{Namespace: namespace, Name: name}.String()]
 }
 
 // templateFails reports whether deleting the pod would only bring it back from the same
 // failing template: a CurrentRevisionFailing finding is on it, or it runs its StatefulSet's
 // update revision.
 func (o objects) templateFails(namespace, statefulSet, pod string) bool {
-	if o.failing[stuck.Key(namespace, pod)] {
+	if o.failing[types.NamespacedName{Namespace: namespace, Name: pod}.String()] {
 		return true
 	}
-	p, set := o.pods[stuck.Key(namespace, pod)], o.set(namespace, statefulSet)
+	p, set := o.pods[types.NamespacedName{Namespace: namespace, Name: pod}.String()], o.set(namespace, statefulSet)
 	return p != nil && set != nil && set.Status.UpdateRevision != "" && controller.PodRevision(p) == set.Status.UpdateRevision
 }
 
 // forceDeletable reports whether the pod is in the snapshot as diagnosed (same UID) and no
 // finalizer holds it: a force delete would skip what a finalizer still has to do.
 func (o objects) forceDeletable(namespace string, target *stuck.PodRef) bool {
-	p := o.pods[stuck.Key(namespace, target.Name)]
+	p := o.pods[types.NamespacedName{Namespace: namespace, Name: target.Name}.String()]
 	return p != nil && p.UID == target.UID && len(p.Finalizers) == 0
 }

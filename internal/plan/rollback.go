@@ -8,6 +8,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/model"
@@ -59,13 +60,13 @@ func planRollbacks(o objects, actions []model.Action, unrepaired []stuck.Finding
 	patched := map[string]bool{}
 	for _, a := range actions {
 		if a.Kind() == apiv1.PatchImage || a.Kind() == apiv1.Rollback {
-			patched[stuck.Key(a.Namespace, a.StatefulSet)] = true
+			patched[types.NamespacedName{Namespace: a.Namespace, Name: a.StatefulSet}.String()] = true
 		}
 	}
 	failing := map[string][]stuck.Finding{}
 	var order []string
 	for _, f := range unrepaired {
-		key := stuck.Key(f.Namespace, f.StatefulSet)
+		key := types.NamespacedName{Namespace: f.Namespace, Name: f.StatefulSet}.String()
 		if f.Code != apiv1.CurrentRevisionFailing || f.Target == nil || patched[key] {
 			continue
 		}
@@ -87,16 +88,16 @@ func planRollbacks(o objects, actions []model.Action, unrepaired []stuck.Finding
 		}
 		rollbacks = append(rollbacks, rollback)
 		for _, pod := range pods {
-			repaired[stuck.Key(rollback.Namespace, pod)] = true
+			repaired[types.NamespacedName{Namespace: rollback.Namespace, Name: pod}.String()] = true
 			deletes = append(deletes, model.Action{Action: apiv1.Action{Action: apiv1.DeletePod, Namespace: rollback.Namespace, StatefulSet: rollback.StatefulSet, Pod: pod}, Cause: apiv1.CurrentRevisionFailing, AfterPatch: true})
 		}
 	}
 	for _, f := range unrepaired {
-		key := stuck.Key(f.Namespace, f.StatefulSet)
+		key := types.NamespacedName{Namespace: f.Namespace, Name: f.StatefulSet}.String()
 		switch {
 		case f.Code != apiv1.CurrentRevisionFailing:
 			left = append(left, f)
-		case repaired[stuck.Key(f.Namespace, f.Pod)]:
+		case repaired[types.NamespacedName{Namespace: f.Namespace, Name: f.Pod}.String()]:
 		case reasons[key] != "":
 			left = append(left, notRolledBack(f, reasons[key]))
 		default:

@@ -120,7 +120,7 @@ func (e *Executor) Apply(ctx context.Context, actions []model.Action) ([]model.A
 				return append(out, a), err
 			}
 			if done {
-				patched[stuck.Key(a.Namespace, a.StatefulSet)] = generation
+				patched[types.NamespacedName{Namespace: a.Namespace, Name: a.StatefulSet}.String()] = generation
 			}
 			e.report(a)
 			out = append(out, a)
@@ -164,7 +164,7 @@ func (e *Executor) Apply(ctx context.Context, actions []model.Action) ([]model.A
 type proofs map[string]model.Action
 
 func proofKey(kind apiv1.ActionKind, namespace, pod string) string {
-	return string(kind) + "/" + stuck.Key(namespace, pod)
+	return string(kind) + "/" + types.NamespacedName{Namespace: namespace, Name: pod}.String()
 }
 
 // prove plans afresh and collects the proofs. Without a Prove it returns nil (the plan's own
@@ -457,7 +457,7 @@ func (e *Executor) provenAfterPatch(ctx context.Context, later []model.Action, p
 		return nil, decided, nil
 	}
 	for _, a := range later {
-		if _, ok := patched[stuck.Key(a.Namespace, a.StatefulSet)]; ok {
+		if _, ok := patched[types.NamespacedName{Namespace: a.Namespace, Name: a.StatefulSet}.String()]; ok {
 			pending = append(pending, a)
 			continue
 		}
@@ -478,7 +478,7 @@ func (e *Executor) provenAfterPatch(ctx context.Context, later []model.Action, p
 	e.notObserved = sortedKeys(notObserved)
 	var proven []model.Action
 	for _, a := range pending {
-		key := stuck.Key(a.Namespace, a.StatefulSet)
+		key := types.NamespacedName{Namespace: a.Namespace, Name: a.StatefulSet}.String()
 		if observed, ok := notObserved[key]; ok {
 			a.NotObserved = true
 			conclude(&a, model.Outcome{Reason: model.OutcomeNotObserved, ObservedGeneration: observed, PatchedGeneration: patched[key]})

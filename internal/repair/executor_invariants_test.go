@@ -582,10 +582,9 @@ func twice(s *stuck.Objects) *stuck.Objects {
 		out.Owners = append(out.Owners, x)
 	}
 	if s.Selected != nil {
-		out.Selected = map[string]bool{}
+		out.Selected = map[types.NamespacedName]bool{}
 		for k, v := range s.Selected {
-			ns, name, _ := strings.Cut(k, "/")
-			out.Selected[k], out.Selected[ns+suffix+"/"+name] = v, v
+			out.Selected[k], out.Selected[types.NamespacedName{Namespace: k.Namespace + suffix, Name: k.Name}] = v, v
 		}
 	}
 	return &out

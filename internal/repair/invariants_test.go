@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
@@ -290,7 +291,7 @@ func TestNoForceDeleteOfAFinalizedPod(t *testing.T) {
 // TestInvariantCheckCanFail feeds the invariant check plans that break each rule.
 func TestInvariantCheckCanFail(t *testing.T) {
 	snap := rolloutSnap("db-good")
-	snap.Selected = map[string]bool{"shop/db": true}
+	snap.Selected = map[types.NamespacedName]bool{{Namespace: "shop", Name: "db"}: true}
 	snap.StatefulSets = append(snap.StatefulSets, appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "other", Namespace: "shop", UID: "other-uid"}})
 	rep := failingReport("db-2")
 	patch := model.Action{Action: apiv1.Action{Action: apiv1.PatchImage, Namespace: "shop", StatefulSet: "db", Container: "db", From: badImage, To: goodImage, UID: "db-uid"},
