@@ -20,6 +20,7 @@ import (
 
 	"github.com/stsdiag/stsdiag/internal/gather"
 	"github.com/stsdiag/stsdiag/internal/slimpb"
+	"github.com/stsdiag/stsdiag/stuck/read"
 )
 
 // defaultRequestTimeout bounds each request of the one-shot commands; wait and watch hold
@@ -79,7 +80,7 @@ func clients(flags *genericclioptions.ConfigFlags, p profile) (gather.Clients, e
 		return gather.Clients{}, err
 	}
 	// Gathering's LISTs and WATCHes decode only what diagnosis reads; repairs write through kube.
-	read, err := slimpb.NewClientset(protoConfig, kube)
+	slim, err := slimpb.NewClientset(protoConfig, kube)
 	if err != nil {
 		return gather.Clients{}, err
 	}
@@ -90,7 +91,7 @@ func clients(flags *genericclioptions.ConfigFlags, p profile) (gather.Clients, e
 	if err != nil {
 		return gather.Clients{}, err
 	}
-	return gather.Clients{Kube: kube, Image: image, Dynamic: dyn, Read: read, Metadata: meta}, nil
+	return gather.Clients{Clients: read.Clients{Kube: kube, Image: image, Dynamic: dyn}, Read: slim, Metadata: meta}, nil
 }
 
 // eventsClient is the client watch posts its Events through, with its own rate limit: 1000/s

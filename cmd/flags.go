@@ -11,9 +11,9 @@ import (
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/gather"
-	"github.com/stsdiag/stsdiag/internal/imageapi"
 	"github.com/stsdiag/stsdiag/internal/probe"
 	"github.com/stsdiag/stsdiag/internal/rollout"
+	"github.com/stsdiag/stsdiag/openshift"
 	"github.com/stsdiag/stsdiag/stuck"
 )
 
@@ -31,7 +31,7 @@ type scopeFlags struct {
 }
 
 func newScopeFlags(config *genericclioptions.ConfigFlags) *scopeFlags {
-	return &scopeFlags{config: config, OpenShift: string(imageapi.ModeAuto)}
+	return &scopeFlags{config: config, OpenShift: string(openshift.ModeAuto)}
 }
 
 // AddFlags registers -A, -l and --openshift.
@@ -75,8 +75,8 @@ func (s *scopeFlags) ToScope(names []string) (scope, error) {
 	}
 	out := scope{Scope: gather.Scope{Names: names}, allNamespaces: s.AllNamespaces, contexts: s.Contexts}
 	var err error
-	if out.OpenShift, err = imageapi.ParseMode(s.OpenShift); err != nil {
-		return scope{}, err
+	if out.OpenShift, err = openshift.ParseMode(s.OpenShift); err != nil {
+		return scope{}, fmt.Errorf("invalid --openshift %q: want auto, always or never", s.OpenShift)
 	}
 	if out.Selector, err = labels.Parse(s.Selector); err != nil {
 		return scope{}, fmt.Errorf("invalid --selector %q: %w", s.Selector, err)

@@ -2,7 +2,6 @@ package openshift
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	imageclient "github.com/openshift/client-go/image/clientset/versioned"
@@ -12,6 +11,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/stsdiag/stsdiag/resolver"
+	"github.com/stsdiag/stsdiag/stuck"
 )
 
 // Resolve says what the cluster's image lookup writes for image in a pod or workload of
@@ -45,17 +45,10 @@ func PatchDigest(ctx context.Context, kube kubernetes.Interface, set *appsv1.Sta
 	if path == "" {
 		return nil, fmt.Errorf("statefulset %s/%s has no container %q", set.Namespace, set.Name, container)
 	}
-	patch, err := json.Marshal([]map[string]string{
-		{"op": "test", "path": "/metadata/uid", "value": string(set.UID)},
-		{"op": "test", "path": path, "value": from},
-		{"op": "replace", "path": path, "value": image},
-	})
-	if err != nil {
-		return nil, err
-	}
+	patch := stuck.ImagePatch{Path: path, From: from, To: image}.JSONPatch(set.UID)
 	opts := metav1.PatchOptions{FieldManager: "stsdiag"}
 	if dryRun {
 		opts.DryRun = []string{metav1.DryRunAll}
 	}
-	return kube.AppsV1().StatefulSets(set.Namespace).Patch(ctx, set.Name, types.JSONPatchType, patch, opts)
+	return kube.AppsV1().StatefulSets(set.Namespace).Patch(ctx, set.Name, types.JSONPatchType, []byte(patch), opts)
 }

@@ -90,20 +90,21 @@ func (s *Objects) lookUpOwners(objects []*unstructured.Unstructured) {
 	for _, u := range objects {
 		present[ownerKey(u.GetNamespace(), u.GetAPIVersion(), u.GetKind(), u.GetName())] = u.GetUID()
 	}
-	for _, ref := range TerminatingOwners(s.StatefulSets) {
+	for _, ref := range s.OwnersToLookUp() {
 		uid, ok := present[ownerKey(ref.Namespace, ref.APIVersion, ref.Kind, ref.Name)]
 		ref.Exists, ref.UID = ok, uid
 		s.Owners = append(s.Owners, ref)
 	}
 }
 
-// TerminatingOwners lists, once each, the controller owners of terminating StatefulSets (the
-// owners gathering must look up).
-func TerminatingOwners(sets []appsv1.StatefulSet) []Owner {
+// OwnersToLookUp lists, once each, the controller owners of the terminating StatefulSets: the
+// owners a reader looks up (Owners), so that a diagnosis can tell an owner that is gone or was
+// recreated from one still deleting its StatefulSet.
+func (s *Objects) OwnersToLookUp() []Owner {
 	seen := map[string]bool{}
 	var out []Owner
-	for i := range sets {
-		set := &sets[i]
+	for i := range s.StatefulSets {
+		set := &s.StatefulSets[i]
 		ref := metav1.GetControllerOfNoCopy(set)
 		if set.DeletionTimestamp == nil || ref == nil {
 			continue

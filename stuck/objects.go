@@ -68,6 +68,10 @@ type Objects struct {
 	// namespace's ImageStream).
 	Streams StreamIndex
 
+	// Warnings name optional data that could not be read, and what its absence costs the
+	// diagnosis (a reader's; Diagnose does not read them).
+	Warnings []string
+
 	// ControllerManager is kube-controller-manager's leader Lease when it was read: Diagnose
 	// reports ControllerManagerNotRunning when it has not been renewed (and nothing is
 	// Selected: it is a finding of the cluster, not of one StatefulSet).

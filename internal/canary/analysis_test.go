@@ -16,6 +16,7 @@ import (
 	"github.com/stsdiag/stsdiag/internal/canary"
 	"github.com/stsdiag/stsdiag/internal/canary/stepanalysis"
 	"github.com/stsdiag/stsdiag/internal/gather"
+	"github.com/stsdiag/stsdiag/stuck/read"
 )
 
 // errorRatio answers every query with the error ratio of the pods it names, and records the
@@ -82,7 +83,7 @@ func TestAnalysisSuccessfulSteps(t *testing.T) {
 	q := &errorRatio{}
 	o := options("1", 0)
 	o.Analysis = analysisOf(t, q, nil)
-	res, err := canary.Run(ctx, gather.Clients{Kube: kube}, o)
+	res, err := canary.Run(ctx, gather.Clients{Clients: read.Clients{Kube: kube}}, o)
 	if err != nil || res.Result != apiv1.WaitComplete {
 		t.Fatalf("%s %q %v", res.Result, res.Message, err)
 	}
@@ -114,7 +115,7 @@ func TestAnalysisFailedRollsBack(t *testing.T) {
 	go playController(ctx, kube, "web-b")
 	o := options("1", 0)
 	o.Analysis = analysisOf(t, &errorRatio{ratio: 0.5}, nil)
-	res, err := canary.Run(ctx, gather.Clients{Kube: kube}, o)
+	res, err := canary.Run(ctx, gather.Clients{Clients: read.Clients{Kube: kube}}, o)
 	if err != nil || res.Result != apiv1.WaitRolledBack {
 		t.Fatalf("%s %q %v", res.Result, res.Message, err)
 	}
@@ -155,7 +156,7 @@ func TestAnalysisInconclusivePauses(t *testing.T) {
 		t.Fatal(err)
 	}
 	o.Analysis.Template = tmpl
-	res, err := canary.Run(ctx, gather.Clients{Kube: kube}, o)
+	res, err := canary.Run(ctx, gather.Clients{Clients: read.Clients{Kube: kube}}, o)
 	if err != nil || res.Result != apiv1.CanaryInconclusive {
 		t.Fatalf("%s %q %v", res.Result, res.Message, err)
 	}

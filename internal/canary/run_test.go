@@ -23,6 +23,7 @@ import (
 	"github.com/stsdiag/stsdiag/internal/canary/engine"
 	"github.com/stsdiag/stsdiag/internal/gather"
 	"github.com/stsdiag/stsdiag/stuck"
+	"github.com/stsdiag/stsdiag/stuck/read"
 )
 
 // The canary's verdicts on a fake cluster: web, 2 replicas, rolling out revision web-b over
@@ -122,7 +123,7 @@ func partitionOf(t *testing.T, kube *fake.Clientset) int32 {
 func TestNothingToRollOut(t *testing.T) {
 	set := webSet(2, "a")
 	kube := cluster(set, pod("0", "web-a", true), pod("1", "web-a", true))
-	res, err := canary.Run(context.Background(), gather.Clients{Kube: kube}, options("1", 0))
+	res, err := canary.Run(context.Background(), gather.Clients{Clients: read.Clients{Kube: kube}}, options("1", 0))
 	var bad *canary.BadInputError
 	want := "statefulset shop/web has nothing to roll out: its update revision is its current revision (web-a); change the template with --image, or change it with the partition held at 1 or more first"
 	if !errors.As(err, &bad) || res.Result != apiv1.WaitUnevaluable || res.Message != want {
@@ -138,7 +139,7 @@ func TestStepTimesOut(t *testing.T) {
 	o.Timeout = 700 * time.Millisecond
 	ctx, cancel := context.WithTimeout(context.Background(), o.Timeout)
 	defer cancel()
-	res, err := canary.Run(ctx, gather.Clients{Kube: kube}, o)
+	res, err := canary.Run(ctx, gather.Clients{Clients: read.Clients{Kube: kube}}, o)
 	if err != nil || res.Result != apiv1.WaitTimedOut || res.Message != "timed out after 700ms in step 1" {
 		t.Fatalf("%s %q %v", res.Result, res.Message, err)
 	}
@@ -163,7 +164,7 @@ func TestStepFailsNoRollback(t *testing.T) {
 	o.NoRollback = true
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	res, err := canary.Run(ctx, gather.Clients{Kube: kube}, o)
+	res, err := canary.Run(ctx, gather.Clients{Clients: read.Clients{Kube: kube}}, o)
 	want := "step 1 failed: web-1 CurrentRevisionFailing (ImagePullBackOff) held for 0s; --no-rollback: stopped, the partition stays 1"
 	if err != nil || res.Result != apiv1.WaitStuck || res.Message != want {
 		t.Fatalf("%s %q %v", res.Result, res.Message, err)
@@ -191,7 +192,7 @@ func TestSomeoneElseMovesThePartition(t *testing.T) {
 			time.Sleep(10 * time.Millisecond)
 		}
 	}()
-	res, err := canary.Run(ctx, gather.Clients{Kube: kube}, options("1", time.Hour))
+	res, err := canary.Run(ctx, gather.Clients{Clients: read.Clients{Kube: kube}}, options("1", time.Hour))
 	want := "someone else changed the partition of statefulset shop/web from 1 to 0: the canary stops and leaves it as it is; nothing overwritten"
 	if err != nil || res.Result != apiv1.CanaryStopped || res.Message != want {
 		t.Fatalf("%s %q %v", res.Result, res.Message, err)
@@ -208,7 +209,7 @@ func TestEveryStepPasses(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	go playController(ctx, kube, "web-b")
-	res, err := canary.Run(ctx, gather.Clients{Kube: kube}, options("1", 0))
+	res, err := canary.Run(ctx, gather.Clients{Clients: read.Clients{Kube: kube}}, options("1", 0))
 	if err != nil || res.Result != apiv1.WaitComplete || res.Message != "canary complete: every step passed; rollout complete" {
 		t.Fatalf("%s %q %v", res.Result, res.Message, err)
 	}
@@ -224,7 +225,7 @@ func TestStepFailsRolledBack(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	go playController(ctx, kube)
-	res, err := canary.Run(ctx, gather.Clients{Kube: kube}, options("1", 500*time.Millisecond))
+	res, err := canary.Run(ctx, gather.Clients{Clients: read.Clients{Kube: kube}}, options("1", 500*time.Millisecond))
 	want := "step 1 failed: web-1 CurrentRevisionFailing (ImagePullBackOff) held for 500ms; rolled back to revision web-a (revision web-b failed), web-1 Ready on it again; partition restored to 2"
 	if err != nil || res.Result != apiv1.WaitRolledBack || res.Message != want {
 		t.Fatalf("%s %q %v %+v", res.Result, res.Message, err, res.Actions)

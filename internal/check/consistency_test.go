@@ -19,9 +19,10 @@ import (
 	"github.com/stsdiag/stsdiag/internal/check"
 	"github.com/stsdiag/stsdiag/internal/diagnose"
 	"github.com/stsdiag/stsdiag/internal/gather"
-	"github.com/stsdiag/stsdiag/internal/imageapi"
 	"github.com/stsdiag/stsdiag/internal/model"
+	"github.com/stsdiag/stsdiag/openshift"
 	"github.com/stsdiag/stsdiag/stuck"
+	"github.com/stsdiag/stsdiag/stuck/read"
 )
 
 // TestWatchSeesWhatCheckSees: for the same cluster state, the informer snapshot behind wait and
@@ -36,10 +37,10 @@ func TestWatchSeesWhatCheckSees(t *testing.T) {
 		objs = append(objs, objects(t, snap, scenario)...)
 	}
 	kube := fake.NewClientset(objs...)
-	clients := gather.Clients{Kube: kube}
+	clients := gather.Clients{Clients: read.Clients{Kube: kube}}
 	opts := stuck.DefaultOptions()
 	for _, ns := range []string{"", "s0"} {
-		scope := gather.Scope{Namespace: ns, OpenShift: imageapi.ModeNever}
+		scope := gather.Scope{Namespace: ns, OpenShift: openshift.ModeNever}
 		checked, _, err := check.Run(context.Background(), clients, scope, opts)
 		if err != nil {
 			t.Fatal(err)
@@ -146,8 +147,8 @@ func TestWatchSeesOtherNamespacesStreams(t *testing.T) {
 		imageObjs = append(imageObjs, &snap.ImageStreams[i])
 	}
 	imageObjs = append(imageObjs, &imagev1.ImageStream{ObjectMeta: metav1.ObjectMeta{Name: "base", Namespace: "elsewhere"}})
-	clients := gather.Clients{Kube: fake.NewClientset(kubeObjs...), Image: imagefake.NewClientset(imageObjs...)}
-	scope := gather.Scope{OpenShift: imageapi.ModeAlways}
+	clients := gather.Clients{Clients: read.Clients{Kube: fake.NewClientset(kubeObjs...), Image: imagefake.NewClientset(imageObjs...)}}
+	scope := gather.Scope{OpenShift: openshift.ModeAlways}
 	opts := stuck.DefaultOptions()
 	checked, _, err := check.AllNamespaces(context.Background(), gather.Paged{Clients: clients, Scope: scope}, opts, false)
 	if err != nil {

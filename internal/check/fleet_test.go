@@ -22,9 +22,10 @@ import (
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/check"
 	"github.com/stsdiag/stsdiag/internal/gather"
-	"github.com/stsdiag/stsdiag/internal/imageapi"
 	"github.com/stsdiag/stsdiag/internal/model"
+	"github.com/stsdiag/stsdiag/openshift"
 	"github.com/stsdiag/stsdiag/stuck"
+	"github.com/stsdiag/stsdiag/stuck/read"
 )
 
 // TestRunFleet: two clusters and one that refuses: one report, findings and StatefulSets
@@ -40,11 +41,11 @@ func TestRunFleet(t *testing.T) {
 	refusing.PrependReactor("list", "*", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "statefulsets"}, "", errors.New("no"))
 	})
-	scope := gather.Scope{OpenShift: imageapi.ModeNever}
+	scope := gather.Scope{OpenShift: openshift.ModeNever}
 	rep, failed := check.RunFleet(context.Background(), []check.Target{
-		{Context: "prod-eu", Clients: gather.Clients{Kube: stuckCluster}, Scope: scope},
-		{Context: "prod-us", Clients: gather.Clients{Kube: healthy}, Scope: scope},
-		{Context: "lab", Clients: gather.Clients{Kube: refusing}, Scope: scope},
+		{Context: "prod-eu", Clients: gather.Clients{Clients: read.Clients{Kube: stuckCluster}}, Scope: scope},
+		{Context: "prod-us", Clients: gather.Clients{Clients: read.Clients{Kube: healthy}}, Scope: scope},
+		{Context: "lab", Clients: gather.Clients{Clients: read.Clients{Kube: refusing}}, Scope: scope},
 	}, check.Options{Diagnosis: stuck.DefaultOptions()})
 	if len(failed) != 1 || failed[0] != "lab" {
 		t.Errorf("failed %v, want [lab]", failed)
@@ -76,9 +77,9 @@ func TestRunFleetServer(t *testing.T) {
 			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("cp-" + strconv.Itoa(clusters)), LeaseDurationSeconds: ptr.To[int32](15),
 				RenewTime: &metav1.MicroTime{Time: time.Now()}}})
 		kube.Discovery().(*fakediscovery.FakeDiscovery).FakedServerVersion = &version.Info{Major: "1", Minor: "35", GitVersion: gitVersion}
-		return gather.Clients{Kube: kube}
+		return gather.Clients{Clients: read.Clients{Kube: kube}}
 	}
-	scope := gather.Scope{OpenShift: imageapi.ModeNever}
+	scope := gather.Scope{OpenShift: openshift.ModeNever}
 	run := func(east, west string) *model.Report {
 		rep, failed := check.RunFleet(context.Background(), []check.Target{
 			{Context: "east", Clients: cluster(east), Scope: scope},

@@ -21,8 +21,9 @@ import (
 	"github.com/stsdiag/stsdiag/internal/check"
 	"github.com/stsdiag/stsdiag/internal/diagnose"
 	"github.com/stsdiag/stsdiag/internal/gather"
-	"github.com/stsdiag/stsdiag/internal/imageapi"
+	"github.com/stsdiag/stsdiag/openshift"
 	"github.com/stsdiag/stsdiag/stuck"
+	"github.com/stsdiag/stsdiag/stuck/read"
 )
 
 // mixedCluster is a cluster as most are: a Deployment's and a DaemonSet's pods (which no
@@ -123,9 +124,9 @@ func mixedCluster() []runtime.Object {
 // WATCHed only with the label selector, and the pods it GETs are ordinals' names.
 func TestWatchAllHoldsStatefulSetPods(t *testing.T) {
 	opts := stuck.DefaultOptions()
-	scope := gather.Scope{OpenShift: imageapi.ModeNever}
+	scope := gather.Scope{OpenShift: openshift.ModeNever}
 	kube := fake.NewClientset(mixedCluster()...)
-	clients := gather.Clients{Kube: kube}
+	clients := gather.Clients{Clients: read.Clients{Kube: kube}}
 	full, _, err := check.AllNamespaces(context.Background(), gather.Paged{Clients: clients, Scope: scope}, opts, false)
 	if err != nil {
 		t.Fatal(err)

@@ -28,9 +28,10 @@ import (
 
 	"github.com/stsdiag/stsdiag/internal/check"
 	"github.com/stsdiag/stsdiag/internal/gather"
-	"github.com/stsdiag/stsdiag/internal/imageapi"
 	"github.com/stsdiag/stsdiag/internal/model"
+	"github.com/stsdiag/stsdiag/openshift"
 	"github.com/stsdiag/stsdiag/stuck"
+	"github.com/stsdiag/stsdiag/stuck/read"
 )
 
 // scenarioCluster puts every scenario of testdata/stuck and testdata/resolver in one cluster,
@@ -199,13 +200,13 @@ func key(obj runtime.Object) string {
 // set for set, warning for warning, on every scenario of testdata in one cluster.
 func TestAllNamespacesIsOneSnapshot(t *testing.T) {
 	opts := stuck.DefaultOptions()
-	scope := gather.Scope{OpenShift: imageapi.ModeAlways}
+	scope := gather.Scope{OpenShift: openshift.ModeAlways}
 	for _, size := range []int64{1, 2, 7, 5000} {
 		t.Run(fmt.Sprintf("pages of %d", size), func(t *testing.T) {
 			kube, image, scenarios := scenarioCluster(t)
 			p := &pager{size: size}
 			p.install(kube, image)
-			c := gather.Clients{Kube: kube, Image: image}
+			c := gather.Clients{Clients: read.Clients{Kube: kube, Image: image}}
 			want, _, err := check.Run(context.Background(), c, scope, opts)
 			if err != nil {
 				t.Fatal(err)
@@ -241,7 +242,7 @@ func TestAllNamespacesIsOneSnapshot(t *testing.T) {
 // again whole, never one built from part of a namespace.
 func TestAllNamespacesFallsBack(t *testing.T) {
 	opts := stuck.DefaultOptions()
-	scope := gather.Scope{OpenShift: imageapi.ModeAlways}
+	scope := gather.Scope{OpenShift: openshift.ModeAlways}
 	cases := map[string]*pager{
 		"pods in reverse key order": {reorder: func(items []runtime.Object) {
 			if _, ok := items[0].(*corev1.Pod); ok {
@@ -257,7 +258,7 @@ func TestAllNamespacesFallsBack(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			kube, image, _ := scenarioCluster(t)
 			p.install(kube, image)
-			c := gather.Clients{Kube: kube, Image: image}
+			c := gather.Clients{Clients: read.Clients{Kube: kube, Image: image}}
 			got, _, err := check.AllNamespaces(context.Background(), gather.Paged{Clients: c, Scope: scope, PageSize: 3}, opts, false)
 			if err != nil {
 				t.Fatal(err)

@@ -35,31 +35,12 @@ func ClusterWide(ctx context.Context, c gather.Clients, scope gather.Scope, o Op
 	return rep, explanations, nil
 }
 
-// Triaged diagnoses all namespaces as gather.Triage reads them: the namespaces it reads deep
+// Triaged diagnoses all namespaces as gather.Triaged reads them: the namespaces it reads deep
 // as AllNamespaces does, the settled ones from their StatefulSets and Services alone
-// (stuck.Objects.StatusOnly). For the same cluster it reports what AllNamespaces reports.
+// (stuck.Objects.StatusOnly). For the same cluster it reports what a full read reports.
 func Triaged(ctx context.Context, c gather.Clients, scope gather.Scope, opts stuck.Options) (*model.Report, error) {
-	var findings []stuck.Finding
-	var sets []apiv1.StatefulSetSummary
-	var recheck time.Time
-	read, err := gather.Triage(ctx, c, scope, func(snap *stuck.Objects, settled bool) error {
-		snap.StatusOnly = settled
-		rep := diagnose.Report(snap, opts)
-		findings = append(findings, rep.Findings...)
-		sets = append(sets, rep.StatefulSets...)
-		if !rep.RecheckAt.IsZero() && (recheck.IsZero() || rep.RecheckAt.Before(recheck)) {
-			recheck = rep.RecheckAt
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	rep := model.NewReport(read.OpenShift, sets, findings)
-	rep.RecheckAt = recheck
-	rep.Server = diagnose.Cluster(read.ServerVersion, read.OpenShift, nil, time.Now(), opts).Server
-	rep.Warnings = read.Warnings
-	return rep, nil
+	rep, _, err := AllNamespaces(ctx, gather.Triaged{Clients: c, Scope: scope}, opts, false)
+	return rep, err
 }
 
 // withLease adds what the controller manager's Lease said to the report.

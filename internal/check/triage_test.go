@@ -23,8 +23,9 @@ import (
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/check"
 	"github.com/stsdiag/stsdiag/internal/gather"
-	"github.com/stsdiag/stsdiag/internal/imageapi"
+	"github.com/stsdiag/stsdiag/openshift"
 	"github.com/stsdiag/stsdiag/stuck"
+	"github.com/stsdiag/stsdiag/stuck/read"
 )
 
 // scenarioPaths are testdata's scenarios whose premise holds while the controller manager runs:
@@ -106,10 +107,10 @@ func (p *podLists) install(kube *fake.Clientset) {
 func TestTriagedIsFull(t *testing.T) {
 	opts := stuck.DefaultOptions()
 	paths := scenarioPaths(t)
-	run := func(t *testing.T, placed []placement, extra []runtime.Object, mode imageapi.Mode) (deep []string) {
+	run := func(t *testing.T, placed []placement, extra []runtime.Object, mode openshift.Mode) (deep []string) {
 		t.Helper()
 		kube, image := clusterOf(t, placed, extra...)
-		c := gather.Clients{Kube: kube, Image: image}
+		c := gather.Clients{Clients: read.Clients{Kube: kube, Image: image}}
 		scope := gather.Scope{OpenShift: mode}
 		full, _, err := check.AllNamespaces(context.Background(), gather.Paged{Clients: c, Scope: scope}, opts, false)
 		if err != nil {
@@ -129,7 +130,7 @@ func TestTriagedIsFull(t *testing.T) {
 		}
 		return lists.namespaces
 	}
-	for _, mode := range []imageapi.Mode{imageapi.ModeAlways, imageapi.ModeNever} {
+	for _, mode := range []openshift.Mode{openshift.ModeAlways, openshift.ModeNever} {
 		t.Run(fmt.Sprintf("alone, OpenShift %v", mode), func(t *testing.T) {
 			read := 0
 			for _, path := range paths {
@@ -189,7 +190,7 @@ func TestClusterWideStoppedController(t *testing.T) {
 				extra = append(extra, c.lease)
 			}
 			kube, _ := clusterOf(t, []placement{{path, "shop"}}, extra...)
-			rep, _, err := check.ClusterWide(context.Background(), gather.Clients{Kube: kube}, gather.Scope{OpenShift: imageapi.ModeNever}, check.Options{Diagnosis: stuck.DefaultOptions()})
+			rep, _, err := check.ClusterWide(context.Background(), gather.Clients{Clients: read.Clients{Kube: kube}}, gather.Scope{OpenShift: openshift.ModeNever}, check.Options{Diagnosis: stuck.DefaultOptions()})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -20,11 +20,12 @@ import (
 	"github.com/stsdiag/stsdiag/internal/explain"
 	"github.com/stsdiag/stsdiag/internal/fix"
 	"github.com/stsdiag/stsdiag/internal/gather"
-	"github.com/stsdiag/stsdiag/internal/imageapi"
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/rollout"
 	"github.com/stsdiag/stsdiag/internal/snapshot/snapshottest"
+	"github.com/stsdiag/stsdiag/openshift"
 	"github.com/stsdiag/stsdiag/stuck"
+	"github.com/stsdiag/stsdiag/stuck/read"
 )
 
 // stuckCluster: web-0 on the old revision in ImagePullBackOff under OrderedReady
@@ -55,8 +56,8 @@ func TestFixWaitInterruptedIsNotATimeout(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	o := fix.Options{Wait: time.Minute}
-	o.Clients = gather.Clients{Kube: kube}
-	o.Scope = gather.Scope{Namespace: "shop", OpenShift: imageapi.ModeNever}
+	o.Clients = gather.Clients{Clients: read.Clients{Kube: kube}}
+	o.Scope = gather.Scope{Namespace: "shop", OpenShift: openshift.ModeNever}
 	o.Diagnosis = stuck.DefaultOptions()
 	o.DryRun = apiv1.DryRunNone
 	o.Progress = func(model.Action) { cancel() } // the signal arrives once the pod is deleted
@@ -80,8 +81,8 @@ var update = flag.Bool("update", false, "rewrite the golden files")
 func TestNotConfirmedWording(t *testing.T) {
 	kube := fake.NewClientset(stuckCluster()...)
 	o := fix.Options{}
-	o.Clients = gather.Clients{Kube: kube}
-	o.Scope = gather.Scope{Namespace: "shop", OpenShift: imageapi.ModeNever}
+	o.Clients = gather.Clients{Clients: read.Clients{Kube: kube}}
+	o.Scope = gather.Scope{Namespace: "shop", OpenShift: openshift.ModeNever}
 	o.Diagnosis = stuck.DefaultOptions()
 	o.DryRun = apiv1.DryRunNone
 	o.Confirm = func(*model.FixResult) (bool, error) { return false, errors.New("no terminal to ask on") }

@@ -19,6 +19,7 @@ import (
 	"github.com/stsdiag/stsdiag/internal/repair"
 	"github.com/stsdiag/stsdiag/internal/rollout"
 	"github.com/stsdiag/stsdiag/internal/verdict"
+	"github.com/stsdiag/stsdiag/stuck/read"
 )
 
 // completeSet is a one-replica StatefulSet the controller reports complete.
@@ -60,7 +61,7 @@ func TestFollowSettledWaitsForThePods(t *testing.T) {
 	since := time.Now().Truncate(time.Second)
 	kube := fake.NewClientset(readyPodSince(since))
 	var log bytes.Buffer
-	o := Options{Clients: gather.Clients{Kube: kube}, Steady: 4 * time.Second}
+	o := Options{Clients: gather.Clients{Clients: read.Clients{Kube: kube}}, Steady: 4 * time.Second}
 	if _, err := followSettled(context.Background(), statusFollower(set), o, "shop", "web", &log); err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +82,7 @@ func TestFollowSettledTimesOutOnACrash(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
 	defer cancel()
 	var result model.FixResult
-	o := Options{Clients: gather.Clients{Kube: kube}, Steady: time.Second}
+	o := Options{Clients: gather.Clients{Clients: read.Clients{Kube: kube}}, Steady: time.Second}
 	followed, err := followSettled(ctx, statusFollower(completeSet()), o, "shop", "web", &bytes.Buffer{})
 	result.Rollout = verdict.DecideRollout(verdict.RolloutFacts{Followed: []verdict.Followed{followed}})
 	if err == nil || result.Rollout != apiv1.RolloutTimedOut {

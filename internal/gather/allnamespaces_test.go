@@ -20,9 +20,10 @@ import (
 
 	"github.com/stsdiag/stsdiag/internal/diagnose"
 	"github.com/stsdiag/stsdiag/internal/gather"
-	"github.com/stsdiag/stsdiag/internal/imageapi"
 	"github.com/stsdiag/stsdiag/internal/snapshot/snapshottest"
+	"github.com/stsdiag/stsdiag/openshift"
 	"github.com/stsdiag/stsdiag/stuck"
+	"github.com/stsdiag/stsdiag/stuck/read"
 )
 
 // TestAllNamespacesDiagnosesAsNamespaced: watch -A's caches hold less than watch -n's — the
@@ -89,7 +90,7 @@ func TestAllNamespacesDiagnosesAsNamespaced(t *testing.T) {
 				kube := fake.NewClientset(kubeObjs...)
 				ctx, cancel := context.WithCancel(context.Background())
 				defer cancel()
-				live, _, err := gather.StartLive(ctx, gather.Clients{Kube: kube, Image: imagefake.NewClientset(imageObjs...)}, scope, nil)
+				live, _, err := gather.StartLive(ctx, gather.Clients{Clients: read.Clients{Kube: kube, Image: imagefake.NewClientset(imageObjs...)}}, scope, nil)
 				if err != nil {
 					t.Fatalf("%s: %v", file, err)
 				}
@@ -109,9 +110,9 @@ func TestAllNamespacesDiagnosesAsNamespaced(t *testing.T) {
 				}
 				return string(data), gets
 			}
-			mode := imageapi.ModeNever
+			mode := openshift.ModeNever
 			if len(imageObjs) > 0 {
-				mode = imageapi.ModeAlways
+				mode = openshift.ModeAlways
 			}
 			whole, _ := diagnosed(gather.Scope{Namespace: ns, OpenShift: mode})
 			all, gets := diagnosed(gather.Scope{OpenShift: mode})

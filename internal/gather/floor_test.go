@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/stsdiag/stsdiag/internal/gather"
+	"github.com/stsdiag/stsdiag/stuck/read"
 )
 
 // TestFloor: the bench's floor lists every kind of the resource table, the image API's only
@@ -19,7 +20,7 @@ func TestFloor(t *testing.T) {
 	// A StatefulSet, its 3 pods and the namespace shop; a node.
 	kube := fake.NewClientset(append(objects(1), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}})...)
 	image := imagefake.NewClientset(&imagev1.ImageStream{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "shop"}})
-	c := gather.Clients{Kube: kube, Image: image}
+	c := gather.Clients{Clients: read.Clients{Kube: kube, Image: image}}
 	plain, err := gather.Floor(context.Background(), c, false)
 	if err != nil {
 		t.Fatal(err)

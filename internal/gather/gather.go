@@ -5,36 +5,20 @@ package gather
 
 import (
 	"context"
-	"fmt"
-	"reflect"
-	"sort"
 	"strings"
-	"sync"
-	"time"
 
-	imageclient "github.com/openshift/client-go/image/clientset/versioned"
-	"golang.org/x/sync/errgroup"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 
-	"github.com/stsdiag/stsdiag/internal/imageapi"
+	"github.com/stsdiag/stsdiag/internal/snapshot"
 	"github.com/stsdiag/stsdiag/stuck"
+	"github.com/stsdiag/stsdiag/stuck/read"
 )
 
-// Clients are the API clients gathering uses. Image may be nil on plain Kubernetes; Dynamic
-// (for owners of any kind) may be nil, then recreated owners are not detected.
+// Clients are the API clients gathering uses: the public reader's (read.Clients), and those of
+// the all-namespaces and informer reads.
 type Clients struct {
-	Kube    kubernetes.Interface
-	Image   imageclient.Interface
-	Dynamic dynamic.Interface
+	read.Clients
 	// Metadata, if set, LISTs what only ownership matters of as metadata (Triage's
 	// ControllerRevisions).
 	Metadata metadata.Interface
@@ -51,21 +35,11 @@ func (c Clients) reader() kubernetes.Interface {
 	return c.Kube
 }
 
-// Scope selects what to gather.
-type Scope struct {
-	// Namespace to look in; empty means all namespaces.
-	Namespace string
-	// Names of StatefulSets; empty means all.
-	Names []string
-	// Selector filters StatefulSets by label.
-	Selector  labels.Selector
-	OpenShift imageapi.Mode
-}
+// Scope selects what to gather (read.Scope).
+type Scope = read.Scope
 
-// NotFoundError means a namespace or StatefulSet the user named does not exist.
-type NotFoundError struct{ What string }
-
-func (e *NotFoundError) Error() string { return e.What + " not found" }
+// NotFoundError means a namespace or StatefulSet the user named does not exist (read's).
+type NotFoundError = read.NotFoundError
 
 // Source gives snapshots of a scope, with warnings naming optional data they lack: Lister reads
 // the cluster afresh, Live reads its informer caches.
@@ -78,186 +52,51 @@ var (
 	_ Source = (*Live)(nil)
 )
 
-// Lister is a Source that gathers afresh (Gather) on every call.
+// Lister is a Source that reads afresh on every call, with the public reader (read.List) over
+// the reading clientset (c.Read when set).
 type Lister struct {
 	Clients Clients
 	Scope   Scope
 }
 
-// Snapshot gathers the scope.
+// Snapshot reads the scope.
 func (l Lister) Snapshot(ctx context.Context) (*stuck.Objects, []string, error) {
 	return Gather(ctx, l.Clients, l.Scope)
 }
 
-// Gather reads everything a diagnosis needs: one LIST per kind of the resource table (in
-// parallel, whatever the cluster's size), discovery, a GET of the namespace the scope names and a
-// GET per controller owner of a terminating StatefulSet. Warnings list optional data that could
-// not be read.
+// Gather reads the scope with the public reader (read.List); the warnings are the snapshot's.
 func Gather(ctx context.Context, c Clients, scope Scope) (*stuck.Objects, []string, error) {
-	namespaces, err := checkNamespace(ctx, c, scope.Namespace)
+	rc := c.Clients
+	rc.Kube = c.reader()
+	objs, err := read.List{Clients: rc, Scope: scope}.Objects(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
-	s := &stuck.Objects{Now: time.Now(), Namespaces: namespaces}
-	listed, err := listResources(ctx, c, scope, s)
-	if err != nil {
-		return nil, nil, err
-	}
-	var missing []unread
-	for i, l := range listed {
-		switch {
-		case l.err != nil:
-			missing = append(missing, unread{&resources[i], l.err})
-		case l.read:
-			resources[i].put(s, nil)
-			if !setItems(s, l.list) {
-				objs, err := meta.ExtractList(l.list)
-				if err != nil {
-					return nil, nil, err
-				}
-				resources[i].put(s, objs)
-			}
-		}
-	}
-	warns := warnings(s, scope.Namespace, missing)
-	owners, ownerWarnings := lookUpOwners(ctx, c, newMapper(c), stuck.TerminatingOwners(s.StatefulSets))
-	s.Owners = owners
-	if err := selectStatefulSets(s, scope); err != nil {
-		return nil, nil, err
-	}
-	return s, append(warns, ownerWarnings...), nil
-}
-
-// listing is what one LIST of the resource table gave.
-type listing struct {
-	read bool
-	list runtime.Object
-	// err is set when an optional kind could not be read.
-	err error
-}
-
-// listResources runs the LISTs of the resource table in parallel, with discovery (which sets
-// s.OpenShift and s.ServerVersion). It fails when a required kind cannot be read.
-func listResources(ctx context.Context, c Clients, scope Scope, s *stuck.Objects) ([]listing, error) {
-	g, gctx := errgroup.WithContext(ctx)
-	environment := sync.OnceValues(func() (env, error) {
-		on, err := imageapi.Enabled(gctx, scope.OpenShift, c.Kube.Discovery())
-		return env{allNamespaces: scope.Namespace == "", openShift: on, imageClient: c.Image != nil}, err
-	})
-	g.Go(func() (err error) {
-		e, err := environment()
-		s.OpenShift = e.openShift
-		return err
-	})
-	g.Go(func() error {
-		s.ServerVersion = serverVersion(c)
-		return nil
-	})
-	out := make([]listing, len(resources))
-	for i := range resources {
-		r := &resources[i]
-		g.Go(func() error {
-			if r.when != nil {
-				if e, err := environment(); err != nil || !r.wanted(e) {
-					return err
-				}
-			}
-			list, err := r.listAll(gctx, c, scope.Namespace)
-			if err != nil && r.required {
-				return r.listError(scope.Namespace, err)
-			}
-			out[i] = listing{read: err == nil, list: list, err: err}
-			return nil
-		})
-	}
-	return out, g.Wait()
-}
-
-// setItems stores the items of a LIST in the snapshot's field of their type, in place: at 100k
-// pods a copy would double their memory.
-// It reports false when the snapshot has no such field (then put the items).
-func setItems(s *stuck.Objects, list runtime.Object) bool {
-	v := reflect.ValueOf(list)
-	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
-		return false
-	}
-	items := v.Elem().FieldByName("Items")
-	return items.IsValid() && setSlice(s, items)
-}
-
-// selectStatefulSets marks the StatefulSets in scope. All StatefulSets of the namespace stay in the
-// snapshot: orphan detection needs to know which names exist today.
-func selectStatefulSets(s *stuck.Objects, scope Scope) error {
-	if len(scope.Names) == 0 && (scope.Selector == nil || scope.Selector.Empty()) {
-		return nil
-	}
-	s.Selected = map[types.NamespacedName]bool{}
-	byName := map[string]bool{}
-	for _, set := range s.StatefulSets {
-		if scope.Selector != nil && !scope.Selector.Matches(labels.Set(set.Labels)) {
-			continue
-		}
-		byName[set.Name] = true
-		if len(scope.Names) == 0 {
-			s.Selected[types.NamespacedName{Namespace: set.Namespace, Name: set.Name}] = true
-		}
-	}
-	var missing []string
-	for _, name := range scope.Names {
-		found := false
-		for _, set := range s.StatefulSets {
-			if set.Name == name && byName[name] {
-				s.Selected[types.NamespacedName{Namespace: set.Namespace, Name: set.Name}] = true
-				found = true
-			}
-		}
-		if !found {
-			missing = append(missing, name)
-		}
-	}
-	if len(missing) > 0 {
-		sort.Strings(missing)
-		where := "any namespace"
-		if scope.Namespace != "" {
-			where = fmt.Sprintf("namespace %q", scope.Namespace)
-		}
-		return &NotFoundError{What: fmt.Sprintf("statefulset %q in %s", strings.Join(missing, `", "`), where)}
-	}
-	return nil
-}
-
-// checkNamespace fails when a namespace the user named does not exist or the API cannot be
-// reached, and returns the namespace when it could be read.
-func checkNamespace(ctx context.Context, c Clients, ns string) ([]corev1.Namespace, error) {
-	if ns == "" {
-		return nil, nil
-	}
-	namespace, err := c.Kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
-	switch {
-	case err == nil:
-		return []corev1.Namespace{*namespace}, nil
-	case apierrors.IsNotFound(err):
-		return nil, &NotFoundError{What: fmt.Sprintf("namespace %q", ns)}
-	case !apierrors.IsForbidden(err) && apierrors.ReasonForError(err) == metav1.StatusReasonUnknown:
-		return nil, fmt.Errorf("cannot reach the API server: %w", err)
-	}
-	return nil, nil
+	slimAll(objs)
+	return objs, objs.Warnings, nil
 }
 
 func firstLine(err error) string {
-	msg := err.Error()
-	if i := strings.IndexByte(msg, '\n'); i >= 0 {
-		msg = msg[:i]
-	}
+	msg, _, _ := strings.Cut(err.Error(), "\n")
 	return msg
 }
 
-// serverVersion is the API server's gitVersion, "" when it cannot be read (a fake, or no
-// permission: then the newest controller rules apply).
-func serverVersion(c Clients) string {
-	info, err := c.Kube.Discovery().ServerVersion()
-	if err != nil || info == nil || info.Major == "0" {
-		return ""
+// slimAll slims every object of the snapshot (snapshot.Slim), as the reading clientset does when
+// it decodes (c.Read); ImageStreams, read as JSON, in any case.
+func slimAll(s *stuck.Objects) {
+	each := func(n int, at func(int) any) {
+		for i := 0; i < n; i++ {
+			_, _ = snapshot.Slim(at(i))
+		}
 	}
-	return info.GitVersion
+	each(len(s.StatefulSets), func(i int) any { return &s.StatefulSets[i] })
+	each(len(s.Pods), func(i int) any { return &s.Pods[i] })
+	each(len(s.Revisions), func(i int) any { return &s.Revisions[i] })
+	each(len(s.PVCs), func(i int) any { return &s.PVCs[i] })
+	each(len(s.Events), func(i int) any { return &s.Events[i] })
+	each(len(s.StorageClasses), func(i int) any { return &s.StorageClasses[i] })
+	each(len(s.Services), func(i int) any { return &s.Services[i] })
+	each(len(s.Nodes), func(i int) any { return &s.Nodes[i] })
+	each(len(s.Namespaces), func(i int) any { return &s.Namespaces[i] })
+	each(len(s.ImageStreams), func(i int) any { return &s.ImageStreams[i] })
 }

@@ -18,9 +18,10 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/watchlist"
 
-	"github.com/stsdiag/stsdiag/internal/imageapi"
 	"github.com/stsdiag/stsdiag/internal/snapshot"
+	"github.com/stsdiag/stsdiag/openshift"
 	"github.com/stsdiag/stsdiag/stuck"
+	"github.com/stsdiag/stsdiag/stuck/read"
 )
 
 // Live keeps the objects of a scope current with one informer (one LIST and one WATCH) per kind
@@ -80,17 +81,17 @@ func StartLiveDiagnosing(ctx context.Context, c Clients, scope Scope, onChange f
 }
 
 func startLive(ctx context.Context, c Clients, scope Scope, onChange func(obj any, initial bool), diagnose func(*stuck.Objects) error) (*Live, []string, bool, error) {
-	namespaces, err := checkNamespace(ctx, c, scope.Namespace)
+	namespaces, err := scope.ReadNamespace(ctx, c.Kube)
 	if err != nil {
 		return nil, nil, false, err
 	}
-	enabled, err := imageapi.Enabled(ctx, scope.OpenShift, c.Kube.Discovery())
+	enabled, err := openshift.Enabled(ctx, scope.OpenShift, c.Kube.Discovery())
 	if err != nil {
 		return nil, nil, false, err
 	}
 	l := &Live{scope: scope, openShift: enabled, changed: make(chan struct{}, 1), namespaces: namespaces,
 		listers: map[string]cache.GenericLister{}, clients: c, owners: ownerCache{ttl: 10 * time.Second},
-		serverVersion: serverVersion(c)}
+		serverVersion: read.ServerVersion(c.Kube)}
 	e := env{allNamespaces: scope.Namespace == "", openShift: enabled, imageClient: c.Image != nil}
 	if e.allNamespaces {
 		l.held, l.revisions = &heldPods{}, &revisionData{}
@@ -253,7 +254,7 @@ func (l *Live) Snapshot(ctx context.Context) (*stuck.Objects, []string, error) {
 // The warnings name what it could not look up.
 func (l *Live) Refresh(ctx context.Context, namespace string) []string {
 	sets := items[appsv1.StatefulSet](cached(l.listers["statefulsets"], false, namespace))
-	warnings := l.owners.refresh(ctx, l.clients, stuck.TerminatingOwners(sets))
+	warnings := l.owners.refresh(ctx, l.clients, (&stuck.Objects{StatefulSets: sets}).OwnersToLookUp())
 	if l.held != nil {
 		warnings = append(warnings, l.held.refresh(ctx, l.clients, namespace, l.heldNames(namespace))...)
 	}
@@ -337,7 +338,7 @@ func setsAndEvents(s *stuck.Objects) ([]*appsv1.StatefulSet, []*corev1.Event) {
 // StatefulSet named in the scope no longer exists.
 func (l *Live) Cached() (*stuck.Objects, error) {
 	s := l.read("")
-	if err := selectStatefulSets(s, l.scope); err != nil {
+	if err := l.scope.Select(s); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -453,7 +454,7 @@ func (l *Live) readWith(namespace string, shared *stuck.Objects) *stuck.Objects 
 		}
 		s.Namespaces = named
 	}
-	s.Owners = l.owners.known(stuck.TerminatingOwners(s.StatefulSets))
+	s.Owners = l.owners.known(s.OwnersToLookUp())
 	return s
 }
 

@@ -27,9 +27,10 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/stsdiag/stsdiag/internal/gather"
-	"github.com/stsdiag/stsdiag/internal/imageapi"
 	"github.com/stsdiag/stsdiag/internal/slimpb"
+	"github.com/stsdiag/stsdiag/openshift"
 	"github.com/stsdiag/stsdiag/stuck"
+	"github.com/stsdiag/stsdiag/stuck/read"
 )
 
 // twoNamespaces is one object of each kind read in namespaces shop and bank (two StatefulSets
@@ -60,7 +61,7 @@ func TestNamespaceSnapshots(t *testing.T) {
 	objs, images := twoNamespaces()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	live, _, err := gather.StartLive(ctx, gather.Clients{Kube: fake.NewClientset(objs...), Image: images}, gather.Scope{OpenShift: imageapi.ModeAlways}, nil)
+	live, _, err := gather.StartLive(ctx, gather.Clients{Clients: read.Clients{Kube: fake.NewClientset(objs...), Image: images}}, gather.Scope{OpenShift: openshift.ModeAlways}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,22 +121,22 @@ func TestStartLiveDiagnosing(t *testing.T) {
 		handed    string
 		podLists  int
 	}{
-		{name: "all namespaces", scope: gather.Scope{OpenShift: imageapi.ModeAlways},
+		{name: "all namespaces", scope: gather.Scope{OpenShift: openshift.ModeAlways},
 			diagnosed: true, handed: "[bank:2/1 shop:2/1]", podLists: 2},
 		// Through slimpb the paged kinds' items come each in an allocation of its own (slimpb.Each)
 		// and are cached as they are: the same namespaces and caches.
-		{name: "all namespaces through slimpb", scope: gather.Scope{OpenShift: imageapi.ModeAlways}, slim: true,
+		{name: "all namespaces through slimpb", scope: gather.Scope{OpenShift: openshift.ModeAlways}, slim: true,
 			diagnosed: true, handed: "[bank:2/1 shop:2/1]", podLists: 2},
-		{name: "pods out of key order through slimpb", scope: gather.Scope{OpenShift: imageapi.ModeAlways}, reversed: true, slim: true,
+		{name: "pods out of key order through slimpb", scope: gather.Scope{OpenShift: openshift.ModeAlways}, reversed: true, slim: true,
 			diagnosed: false, handed: "[bank:2/1]", podLists: 2},
-		{name: "pods out of key order", scope: gather.Scope{OpenShift: imageapi.ModeAlways}, reversed: true,
+		{name: "pods out of key order", scope: gather.Scope{OpenShift: openshift.ModeAlways}, reversed: true,
 			// bank is handed out before shop's pods came (its db-0, not read yet, looked up by
 			// name as a pod its StatefulSet db may hold: held.go); every pod was read, and fills
 			// the cache.
 			diagnosed: false, handed: "[bank:2/1]", podLists: 2},
-		{name: "the paged pods LIST fails", scope: gather.Scope{OpenShift: imageapi.ModeAlways}, failList: 2,
+		{name: "the paged pods LIST fails", scope: gather.Scope{OpenShift: openshift.ModeAlways}, failList: 2,
 			diagnosed: false, handed: "[]", podLists: 3},
-		{name: "a namespace named", scope: gather.Scope{Namespace: "shop", OpenShift: imageapi.ModeAlways},
+		{name: "a namespace named", scope: gather.Scope{Namespace: "shop", OpenShift: openshift.ModeAlways},
 			diagnosed: false, handed: "[]", podLists: 2},
 	}
 	for _, tc := range cases {
@@ -176,7 +177,7 @@ func TestStartLiveDiagnosing(t *testing.T) {
 				}
 			}
 			var handed []string
-			clients := gather.Clients{Kube: kube, Image: images}
+			clients := gather.Clients{Clients: read.Clients{Kube: kube, Image: images}}
 			if tc.slim {
 				clients.Read = protobufLists{kube}
 			}
@@ -320,7 +321,7 @@ func TestLiveAllNamespacesSlimsSettled(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			kube := fake.NewClientset(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}, set("db", 1), set("web", 0))
-			live, _, err := gather.StartLive(ctx, gather.Clients{Kube: kube}, gather.Scope{Namespace: ns}, nil)
+			live, _, err := gather.StartLive(ctx, gather.Clients{Clients: read.Clients{Kube: kube}}, gather.Scope{Namespace: ns}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -367,7 +368,7 @@ func TestLiveAllNamespacesRevisionsAsMetadata(t *testing.T) {
 			kube := fake.NewClientset(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}, db, web, rev(db, 1), rev(web, 1), rev(web, 2))
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			live, _, err := gather.StartLive(ctx, gather.Clients{Kube: kube}, gather.Scope{Namespace: ns}, nil)
+			live, _, err := gather.StartLive(ctx, gather.Clients{Clients: read.Clients{Kube: kube}}, gather.Scope{Namespace: ns}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -2,61 +2,21 @@ package gather
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/stsdiag/stsdiag/stuck"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"github.com/stsdiag/stsdiag/stuck/read"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/discovery/cached/memory"
-	"k8s.io/client-go/restmapper"
 )
-
-// lookUpOwners asks the API, with one GET per distinct owner (any kind, CRDs included, found
-// through discovery), whether the controller owners of terminating StatefulSets still exist and
-// with which UID. Owners that cannot be looked up (no Dynamic client, unknown kind, forbidden)
-// are left out, with a warning.
-func lookUpOwners(ctx context.Context, c Clients, mapper meta.RESTMapper, wanted []stuck.Owner) ([]stuck.Owner, []string) {
-	if len(wanted) == 0 || c.Dynamic == nil {
-		return nil, nil
-	}
-	var out []stuck.Owner
-	var warnings []string
-	for _, o := range wanted {
-		gv, err := schema.ParseGroupVersion(o.APIVersion)
-		if err != nil {
-			continue
-		}
-		mapping, err := mapper.RESTMapping(schema.GroupKind{Group: gv.Group, Kind: o.Kind}, gv.Version)
-		if err != nil {
-			warnings = append(warnings, fmt.Sprintf("cannot tell whether %s %s/%s was recreated: %v", o.Kind, o.Namespace, o.Name, firstLine(err)))
-			continue
-		}
-		obj, err := c.Dynamic.Resource(mapping.Resource).Namespace(o.Namespace).Get(ctx, o.Name, metav1.GetOptions{})
-		switch {
-		case err == nil:
-			o.Exists, o.UID = true, obj.GetUID()
-		case apierrors.IsNotFound(err):
-			o.Exists = false
-		default:
-			warnings = append(warnings, fmt.Sprintf("cannot tell whether %s %s/%s was recreated: %v", o.Kind, o.Namespace, o.Name, firstLine(err)))
-			continue
-		}
-		out = append(out, o)
-	}
-	return out, warnings
-}
 
 // ownerCache remembers owner lookups for a while, so informer-driven diagnoses (wait, watch) do
 // not GET the same owner on every change, and their snapshots read owners without API calls.
 type ownerCache struct {
 	mu sync.Mutex
-	// mapper finds a kind's resource through discovery, cached for the Live's lifetime.
-	mapper  meta.RESTMapper
+	// owners looks owners up, kinds discovered once for the Live's lifetime.
+	owners  *read.Owners
 	ttl     time.Duration
 	entries map[string]ownerEntry
 }
@@ -86,10 +46,10 @@ func (oc *ownerCache) refresh(ctx context.Context, c Clients, wanted []stuck.Own
 	if len(stale) == 0 {
 		return nil
 	}
-	if oc.mapper == nil {
-		oc.mapper = newMapper(c)
+	if oc.owners == nil {
+		oc.owners = read.NewOwners(c.Clients)
 	}
-	found, warnings := lookUpOwners(ctx, c, oc.mapper, stale)
+	found, warnings := oc.owners.LookUp(ctx, stale)
 	for _, o := range found {
 		oc.entries[ownerKey(o)] = ownerEntry{owner: o, at: now}
 	}
@@ -115,9 +75,4 @@ func ownerKey(o stuck.Owner) string {
 		group = gv.Group
 	}
 	return strings.Join([]string{o.Namespace, group, o.Kind, o.Name}, "/")
-}
-
-// newMapper maps kinds to resources with cached discovery: the owners' kinds are discovered once.
-func newMapper(c Clients) meta.RESTMapper {
-	return restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(c.Kube.Discovery()))
 }

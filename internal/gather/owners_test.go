@@ -18,8 +18,9 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/stsdiag/stsdiag/internal/gather"
-	"github.com/stsdiag/stsdiag/internal/imageapi"
+	"github.com/stsdiag/stsdiag/openshift"
 	"github.com/stsdiag/stsdiag/stuck"
+	"github.com/stsdiag/stsdiag/stuck/read"
 )
 
 var lws = schema.GroupVersionResource{Group: "leaderworkerset.x-k8s.io", Version: "v1", Resource: "leaderworkersets"}
@@ -42,7 +43,7 @@ func recreatedOwner() gather.Clients {
 	owner.SetName("lws")
 	owner.SetUID("new")
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{lws: "LeaderWorkerSetList"}, owner)
-	return gather.Clients{Kube: kube, Dynamic: dyn}
+	return gather.Clients{Clients: read.Clients{Kube: kube, Dynamic: dyn}}
 }
 
 func owners(s *stuck.Objects) string {
@@ -76,7 +77,7 @@ func calls(actions []k8stesting.Action) int {
 
 func TestGatherLooksUpOwners(t *testing.T) {
 	c := recreatedOwner()
-	s, warnings, err := gather.Gather(context.Background(), c, gather.Scope{Namespace: "shop", OpenShift: imageapi.ModeNever})
+	s, warnings, err := gather.Gather(context.Background(), c, gather.Scope{Namespace: "shop", OpenShift: openshift.ModeNever})
 	if err != nil || len(warnings) != 0 {
 		t.Fatalf("err %v warnings %v", err, warnings)
 	}
@@ -92,7 +93,7 @@ func TestLiveLooksUpOwnersOnlyWhenAsked(t *testing.T) {
 	dyn := c.Dynamic.(*dynamicfake.FakeDynamicClient)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	live, _, err := gather.StartLive(ctx, c, gather.Scope{Namespace: "shop", OpenShift: imageapi.ModeNever}, nil)
+	live, _, err := gather.StartLive(ctx, c, gather.Scope{Namespace: "shop", OpenShift: openshift.ModeNever}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +130,7 @@ func TestLiveIgnoresNodeHeartbeats(t *testing.T) {
 	seen := make(chan string, 10)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	_, _, err := gather.StartLive(ctx, gather.Clients{Kube: kube}, gather.Scope{Namespace: "shop", OpenShift: imageapi.ModeNever}, func(obj any, _ bool) {
+	_, _, err := gather.StartLive(ctx, gather.Clients{Clients: read.Clients{Kube: kube}}, gather.Scope{Namespace: "shop", OpenShift: openshift.ModeNever}, func(obj any, _ bool) {
 		if n, ok := obj.(*corev1.Node); ok {
 			seen <- fmt.Sprintf("%s Ready=%s", n.Name, n.Status.Conditions[0].Status)
 		}

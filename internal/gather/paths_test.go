@@ -20,12 +20,13 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/stsdiag/stsdiag/internal/gather"
-	"github.com/stsdiag/stsdiag/internal/imageapi"
+	"github.com/stsdiag/stsdiag/openshift"
 	"github.com/stsdiag/stsdiag/stuck"
+	"github.com/stsdiag/stsdiag/stuck/read"
 )
 
-// read is what one read path gave.
-type read struct {
+// pathRead is what one read path gave.
+type pathRead struct {
 	snap     *stuck.Objects
 	warnings []string
 	err      error
@@ -33,23 +34,23 @@ type read struct {
 
 // bothPaths reads the same cluster with Gather (check's LISTs) and with Live's informers (wait,
 // watch): StartLive's warnings, then a Snapshot of its caches.
-func bothPaths(t *testing.T, c gather.Clients, scope gather.Scope) map[string]read {
+func bothPaths(t *testing.T, c gather.Clients, scope gather.Scope) map[string]pathRead {
 	t.Helper()
-	out := map[string]read{}
+	out := map[string]pathRead{}
 	s, w, err := gather.Gather(context.Background(), c, scope)
-	out["gather"] = read{s, w, err}
+	out["gather"] = pathRead{s, w, err}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	live, w, err := gather.StartLive(ctx, c, scope, nil)
 	if err != nil {
-		out["live"] = read{nil, w, err}
+		out["live"] = pathRead{nil, w, err}
 		return out
 	}
 	s, again, err := live.Snapshot(ctx)
 	if fmt.Sprint(again) != fmt.Sprint(w) {
 		t.Errorf("live: StartLive warned %q, Snapshot %q", w, again)
 	}
-	out["live"] = read{s, w, err}
+	out["live"] = pathRead{s, w, err}
 	return out
 }
 
@@ -67,12 +68,12 @@ func TestReadPolicy(t *testing.T) {
 		name      string
 		forbidden string
 		extra     []runtime.Object
-		openShift imageapi.Mode
+		openShift openshift.Mode
 		err       string
 		warnings  string
 		listed    string
 	}{
-		{name: "all readable", openShift: imageapi.ModeAlways,
+		{name: "all readable", openShift: openshift.ModeAlways,
 			warnings: "[]", listed: "storageclasses=true nodes=true services=true"},
 		{name: "pods are required", forbidden: "pods",
 			err: `listing pods in namespace "shop": pods is forbidden: no`},
@@ -90,7 +91,7 @@ func TestReadPolicy(t *testing.T) {
 			warnings: "[]", listed: "storageclasses=true nodes=false services=true"},
 		{name: "storageclasses are silent", forbidden: "storageclasses",
 			warnings: "[]", listed: "storageclasses=false nodes=true services=true"},
-		{name: "imagestreams warn", forbidden: "imagestreams", openShift: imageapi.ModeAlways,
+		{name: "imagestreams warn", forbidden: "imagestreams", openShift: openshift.ModeAlways,
 			warnings: `[ImageStream checks skipped: cannot list imagestreams.image.openshift.io: imagestreams is forbidden: no]`,
 			listed:   "storageclasses=true nodes=true services=true"},
 	}
@@ -104,9 +105,9 @@ func TestReadPolicy(t *testing.T) {
 			}
 			mode := tc.openShift
 			if mode == "" {
-				mode = imageapi.ModeNever
+				mode = openshift.ModeNever
 			}
-			for path, got := range bothPaths(t, gather.Clients{Kube: kube, Image: image}, gather.Scope{Namespace: "shop", OpenShift: mode}) {
+			for path, got := range bothPaths(t, gather.Clients{Clients: read.Clients{Kube: kube, Image: image}}, gather.Scope{Namespace: "shop", OpenShift: mode}) {
 				if tc.err != "" {
 					if got.err == nil || got.err.Error() != tc.err {
 						t.Errorf("%s: error %v, want %s", path, got.err, tc.err)
@@ -143,17 +144,17 @@ func TestNamespacesOnlyForAllNamespacesOnOpenShift(t *testing.T) {
 	cases := []struct {
 		name      string
 		namespace string
-		mode      imageapi.Mode
+		mode      openshift.Mode
 		want      string
 	}{
-		{"all namespaces on OpenShift", "", imageapi.ModeAlways, "[kube-system shop]"},
-		{"all namespaces elsewhere", "", imageapi.ModeNever, "[]"},
-		{"one namespace on OpenShift", "shop", imageapi.ModeAlways, "[shop]"},
+		{"all namespaces on OpenShift", "", openshift.ModeAlways, "[kube-system shop]"},
+		{"all namespaces elsewhere", "", openshift.ModeNever, "[]"},
+		{"one namespace on OpenShift", "shop", openshift.ModeAlways, "[shop]"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			kube := fake.NewClientset(append(objects(1), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kube-system"}})...)
-			c := gather.Clients{Kube: kube, Image: imagefake.NewClientset()}
+			c := gather.Clients{Clients: read.Clients{Kube: kube, Image: imagefake.NewClientset()}}
 			for path, got := range bothPaths(t, c, gather.Scope{Namespace: tc.namespace, OpenShift: tc.mode}) {
 				if got.err != nil {
 					t.Fatalf("%s: %v", path, got.err)
@@ -185,7 +186,7 @@ func TestSlimmedInBothPaths(t *testing.T) {
 		&storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "fast", Annotations: map[string]string{"kubectl.kubernetes.io/last-applied-configuration": "{}"}}},
 	)
 	image := imagefake.NewClientset(&imagev1.ImageStream{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "shop", Annotations: applied}})
-	for path, got := range bothPaths(t, gather.Clients{Kube: kube, Image: image}, gather.Scope{Namespace: "shop", OpenShift: imageapi.ModeAlways}) {
+	for path, got := range bothPaths(t, gather.Clients{Clients: read.Clients{Kube: kube, Image: image}}, gather.Scope{Namespace: "shop", OpenShift: openshift.ModeAlways}) {
 		if got.err != nil {
 			t.Fatalf("%s: %v", path, got.err)
 		}

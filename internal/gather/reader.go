@@ -5,43 +5,37 @@ import (
 	"errors"
 
 	"github.com/stsdiag/stsdiag/stuck"
+	"github.com/stsdiag/stsdiag/stuck/read"
 )
 
-// Reader reads a scope's objects for a diagnosis and hands them to fn: one snapshot of the whole
-// scope, or one per namespace in turn, never concurrently. A reader that cannot finish the way it
-// began calls fn(nil) and starts over: the caller drops what it was handed before.
-//
-// Lister reads with one LIST per kind, Paged all namespaces a page at a time, *Live its informer
-// caches (Triage reads by status, with a settled flag of its own).
-type Reader interface {
-	Read(ctx context.Context, fn func(*stuck.Objects) error) (*Streamed, error)
-}
-
+// The readers of a diagnosis are read.Reader's implementations: Lister (one LIST per kind, the
+// public read.List), Paged (all namespaces a page at a time), Triaged (all namespaces by the
+// StatefulSets' statuses) and *Live (informers' caches). Each snapshot carries its warnings
+// (the multi-namespace readers give each warning once, with the first snapshot it concerns).
 var (
-	_ Reader = Lister{}
-	_ Reader = Paged{}
-	_ Reader = (*Live)(nil)
+	_ read.Reader = Lister{}
+	_ read.Reader = Paged{}
+	_ read.Reader = Triaged{}
+	_ read.Reader = (*Live)(nil)
 )
 
 // Read hands fn one snapshot of the scope (Gather).
-func (l Lister) Read(ctx context.Context, fn func(*stuck.Objects) error) (*Streamed, error) {
+func (l Lister) Read(ctx context.Context, fn func(*stuck.Objects) error) error {
 	return readOne(ctx, l, fn)
 }
 
 // Read hands fn one snapshot of the caches.
-func (l *Live) Read(ctx context.Context, fn func(*stuck.Objects) error) (*Streamed, error) {
+func (l *Live) Read(ctx context.Context, fn func(*stuck.Objects) error) error {
 	return readOne(ctx, l, fn)
 }
 
-func readOne(ctx context.Context, src Source, fn func(*stuck.Objects) error) (*Streamed, error) {
+func readOne(ctx context.Context, src Source, fn func(*stuck.Objects) error) error {
 	snap, warnings, err := src.Snapshot(ctx)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if err := fn(snap); err != nil {
-		return nil, err
-	}
-	return &Streamed{OpenShift: snap.OpenShift, ServerVersion: snap.ServerVersion, Warnings: warnings}, nil
+	snap.Warnings = warnings
+	return fn(snap)
 }
 
 // Paged reads all namespaces (Scope by selector only) one namespace at a time, in pages of
@@ -56,13 +50,48 @@ type Paged struct {
 }
 
 // Read reads the scope.
-func (p Paged) Read(ctx context.Context, fn func(*stuck.Objects) error) (*Streamed, error) {
-	read, err := eachNamespace(ctx, p.Clients, p.Scope, p.PageSize, fn, nil)
-	if !errors.Is(err, ErrRestart) {
-		return read, err
+func (p Paged) Read(ctx context.Context, fn func(*stuck.Objects) error) error {
+	handed := false
+	streamed, err := eachNamespace(ctx, p.Clients, p.Scope, p.PageSize, func(s *stuck.Objects) error {
+		handed = true
+		return fn(s)
+	}, nil)
+	if errors.Is(err, ErrRestart) {
+		if err := fn(nil); err != nil {
+			return err
+		}
+		return readOne(ctx, Lister{Clients: p.Clients, Scope: p.Scope}, fn)
 	}
-	if err := fn(nil); err != nil {
-		return nil, err
+	if err != nil || handed {
+		return err
 	}
-	return readOne(ctx, Lister{Clients: p.Clients, Scope: p.Scope}, fn)
+	return fn(streamed.empty())
+}
+
+// Triaged reads all namespaces (Scope by selector only) by what the StatefulSets' statuses say
+// (Triage): the namespaces it reads deep whole, the settled ones without their pods, claims,
+// revisions and Events (their snapshots StatusOnly).
+type Triaged struct {
+	Clients Clients
+	Scope   Scope
+}
+
+// Read reads the scope.
+func (t Triaged) Read(ctx context.Context, fn func(*stuck.Objects) error) error {
+	handed := false
+	triaged, err := Triage(ctx, t.Clients, t.Scope, func(s *stuck.Objects, settled bool) error {
+		handed = true
+		s.StatusOnly = settled
+		return fn(s)
+	})
+	if err != nil || handed {
+		return err
+	}
+	return fn(triaged.empty())
+}
+
+// empty is the snapshot of a read that found no namespace to hand out: nothing but what it read
+// besides.
+func (s *Streamed) empty() *stuck.Objects {
+	return &stuck.Objects{OpenShift: s.OpenShift, ServerVersion: s.ServerVersion, Warnings: s.Warnings}
 }

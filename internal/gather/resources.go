@@ -14,9 +14,9 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/stsdiag/stsdiag/internal/imageapi"
 	"github.com/stsdiag/stsdiag/internal/slimpb"
 	"github.com/stsdiag/stsdiag/internal/snapshot"
+	"github.com/stsdiag/stsdiag/openshift"
 	"github.com/stsdiag/stsdiag/stuck"
 )
 
@@ -190,7 +190,7 @@ var resources = []resource{
 	{name: "imagestreams", whole: true, unversioned: true, warning: "ImageStream checks skipped: cannot list imagestreams.image.openshift.io: %[2]v",
 		when: func(e env) bool { return e.openShift && e.imageClient },
 		list: func(ctx context.Context, c Clients, ns string, _ metav1.ListOptions) (runtime.Object, error) {
-			streams, err := imageapi.ListImageStreams(ctx, c.Image, ns)
+			streams, err := openshift.ListImageStreams(ctx, c.Image, ns)
 			return &imagev1.ImageStreamList{Items: streams}, err
 		},
 		probe: func(ctx context.Context, c Clients, ns string) error {
@@ -234,7 +234,7 @@ func (r *resource) namespace(scope string) string {
 // listAll reads every object of the kind, slimmed (through c.Read, slimpb: streamed and decoded
 // slim as it arrives), with a single unpaged LIST: one request
 // whatever the cluster's size, served from the apiserver's watch cache. client-go's pager is not
-// used on purpose (but for ImageStreams, see imageapi.ListImageStreams): on most releases a
+// used on purpose (but for ImageStreams, see openshift.ListImageStreams): on most releases a
 // LIST with a limit is read from etcd instead of the watch cache, which at 10k pods is slower and
 // costs the server more than one response.
 func (r *resource) listAll(ctx context.Context, c Clients, ns string) (runtime.Object, error) {

@@ -14,10 +14,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/stsdiag/stsdiag/internal/imageapi"
 	"github.com/stsdiag/stsdiag/internal/slimpb"
 	"github.com/stsdiag/stsdiag/internal/snapshot"
+	"github.com/stsdiag/stsdiag/openshift"
 	"github.com/stsdiag/stsdiag/stuck"
+	"github.com/stsdiag/stsdiag/stuck/read"
 )
 
 // DefaultPageSize is the limit of each page of EachNamespace's LISTs.
@@ -100,7 +101,7 @@ func eachNamespace(ctx context.Context, c Clients, scope Scope, pageSize int64, 
 		return e, err
 	})
 	g.Go(func() error {
-		out.ServerVersion = serverVersion(c)
+		out.ServerVersion = read.ServerVersion(c.Kube)
 		return nil
 	})
 	var mu sync.Mutex
@@ -171,7 +172,7 @@ func eachNamespace(ctx context.Context, c Clients, scope Scope, pageSize int64, 
 		}
 	}
 	warned := map[string]bool{}
-	owners := newMapper(c)
+	owners := read.NewOwners(c.Clients)
 	for {
 		ns, ok := "", false
 		for _, s := range active {
@@ -196,14 +197,15 @@ func eachNamespace(ctx context.Context, c Clients, scope Scope, pageSize int64, 
 			}
 		}
 		var ownerWarnings []string
-		snap.Owners, ownerWarnings = lookUpOwners(ctx, c, owners, stuck.TerminatingOwners(snap.StatefulSets))
+		snap.Owners, ownerWarnings = owners.LookUp(ctx, snap.OwnersToLookUp())
 		for _, w := range append(warnings(snap, "", missing), ownerWarnings...) {
 			if !warned[w] {
 				warned[w] = true
 				out.Warnings = append(out.Warnings, w)
+				snap.Warnings = append(snap.Warnings, w)
 			}
 		}
-		if err := selectStatefulSets(snap, scope); err != nil {
+		if err := scope.Select(snap); err != nil {
 			return nil, err
 		}
 		if err := fn(snap); err != nil {
@@ -219,7 +221,7 @@ func eachNamespace(ctx context.Context, c Clients, scope Scope, pageSize int64, 
 
 // readEnv is the environment of an all-namespaces read: whether the image API is in use.
 func readEnv(ctx context.Context, c Clients, scope Scope) (env, error) {
-	on, err := imageapi.Enabled(ctx, scope.OpenShift, c.Kube.Discovery())
+	on, err := openshift.Enabled(ctx, scope.OpenShift, c.Kube.Discovery())
 	return env{allNamespaces: true, openShift: on, imageClient: c.Image != nil}, err
 }
 
@@ -548,4 +550,16 @@ func setSlice(s *stuck.Objects, items reflect.Value) bool {
 		}
 	}
 	return false
+}
+
+// setItems stores the items of a LIST in the snapshot's field of their type, in place: at 100k
+// pods a copy would double their memory.
+// It reports false when the snapshot has no such field (then put the items).
+func setItems(s *stuck.Objects, list runtime.Object) bool {
+	v := reflect.ValueOf(list)
+	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+		return false
+	}
+	items := v.Elem().FieldByName("Items")
+	return items.IsValid() && setSlice(s, items)
 }

@@ -12,8 +12,9 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/stsdiag/stsdiag/internal/gather"
-	"github.com/stsdiag/stsdiag/internal/imageapi"
+	"github.com/stsdiag/stsdiag/openshift"
 	"github.com/stsdiag/stsdiag/stuck"
+	"github.com/stsdiag/stsdiag/stuck/read"
 )
 
 // TestEachNamespaceReadPolicy: reading namespace by namespace treats each kind as Gather does
@@ -32,8 +33,8 @@ func TestEachNamespaceReadPolicy(t *testing.T) {
 					image.PrependReactor("list", kind, forbid(kind))
 				}
 			}
-			c := gather.Clients{Kube: kube, Image: image}
-			scope := gather.Scope{OpenShift: imageapi.ModeAlways}
+			c := gather.Clients{Clients: read.Clients{Kube: kube, Image: image}}
+			scope := gather.Scope{OpenShift: openshift.ModeAlways}
 			want, wantWarnings, wantErr := gather.Gather(context.Background(), c, scope)
 			var got []*stuck.Objects
 			read, err := gather.EachNamespace(context.Background(), c, scope, func(s *stuck.Objects) error {
@@ -68,7 +69,7 @@ func TestEachNamespaceReadPolicy(t *testing.T) {
 
 // TestEachNamespaceRefusesANamespace: a named namespace or StatefulSet is Gather's job.
 func TestEachNamespaceRefusesANamespace(t *testing.T) {
-	c := gather.Clients{Kube: fake.NewClientset()}
+	c := gather.Clients{Clients: read.Clients{Kube: fake.NewClientset()}}
 	for _, scope := range []gather.Scope{{Namespace: "shop"}, {Names: []string{"web"}}} {
 		if _, err := gather.EachNamespace(context.Background(), c, scope, func(*stuck.Objects) error { return nil }); err == nil {
 			t.Errorf("%+v: no error", scope)

@@ -21,10 +21,11 @@ import (
 	"github.com/stsdiag/stsdiag/resolver"
 	"github.com/stsdiag/stsdiag/stuck"
 	"github.com/stsdiag/stsdiag/stuck/controller"
+	"github.com/stsdiag/stsdiag/stuck/read"
 )
 
-// Triaged is what Triage read besides the namespaces' snapshots.
-type Triaged struct {
+// TriageRead is what Triage read besides the namespaces' snapshots.
+type TriageRead struct {
 	Streamed
 	// Deep are the namespaces read whole (pods, claims, revisions, Events), in key order; the
 	// others were diagnosed from their StatefulSets and Services alone.
@@ -75,11 +76,11 @@ func ControllerManagerLease(ctx context.Context, c Clients) stuck.ControllerMana
 //
 // fn is called in the API server's key order of namespaces, never concurrently; up to deepAhead
 // deep namespaces are read ahead of it.
-func Triage(ctx context.Context, c Clients, scope Scope, fn func(snap *stuck.Objects, settled bool) error) (*Triaged, error) {
+func Triage(ctx context.Context, c Clients, scope Scope, fn func(snap *stuck.Objects, settled bool) error) (*TriageRead, error) {
 	if scope.Namespace != "" || len(scope.Names) > 0 {
 		return nil, errors.New("gather: Triage reads all namespaces, by selector only")
 	}
-	out := &Triaged{}
+	out := &TriageRead{}
 	shared := &stuck.Objects{Now: time.Now()}
 	var sets []appsv1.StatefulSet
 	var services []corev1.Service
@@ -94,7 +95,7 @@ func Triage(ctx context.Context, c Clients, scope Scope, fn func(snap *stuck.Obj
 		return e, err
 	})
 	g.Go(func() error {
-		out.ServerVersion = serverVersion(c)
+		out.ServerVersion = read.ServerVersion(c.Kube)
 		return nil
 	})
 	g.Go(func() error {
@@ -241,7 +242,7 @@ func Triage(ctx context.Context, c Clients, scope Scope, fn func(snap *stuck.Obj
 	reads := readDeep(ctx, c, namespaces, deep, byNamespace)
 	defer reads.stop()
 	warned := map[string]bool{}
-	owners := newMapper(c)
+	owners := read.NewOwners(c.Clients)
 	for _, ns := range namespaces {
 		snap := byNamespace[ns]
 		var words []string
@@ -252,7 +253,7 @@ func Triage(ctx context.Context, c Clients, scope Scope, fn func(snap *stuck.Obj
 				return nil, err
 			}
 			var ownerWarnings []string
-			snap.Owners, ownerWarnings = lookUpOwners(ctx, c, owners, stuck.TerminatingOwners(snap.StatefulSets))
+			snap.Owners, ownerWarnings = owners.LookUp(ctx, snap.OwnersToLookUp())
 			words = append(warnings(snap, "", append(append([]unread(nil), missing...), unreadHere...)), ownerWarnings...)
 		} else {
 			out.Settled++
@@ -262,9 +263,10 @@ func Triage(ctx context.Context, c Clients, scope Scope, fn func(snap *stuck.Obj
 			if !warned[w] {
 				warned[w] = true
 				out.Warnings = append(out.Warnings, w)
+				snap.Warnings = append(snap.Warnings, w)
 			}
 		}
-		if err := selectStatefulSets(snap, scope); err != nil {
+		if err := scope.Select(snap); err != nil {
 			return nil, err
 		}
 		err := fn(snap, !deep[ns])

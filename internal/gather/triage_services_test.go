@@ -20,8 +20,9 @@ import (
 
 	"github.com/stsdiag/stsdiag/internal/check"
 	"github.com/stsdiag/stsdiag/internal/gather"
-	"github.com/stsdiag/stsdiag/internal/imageapi"
+	"github.com/stsdiag/stsdiag/openshift"
 	"github.com/stsdiag/stsdiag/stuck"
+	"github.com/stsdiag/stsdiag/stuck/read"
 )
 
 // serviceCalls records the Service requests of a fake API server that selects Services by
@@ -124,8 +125,8 @@ func TestTriageReadsGoverningServices(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			kube := fake.NewClientset(tc.objs...)
 			calls := &serviceCalls{rejectFieldSelector: tc.reject, noPermissionToGetAny: tc.forbid}
-			c := gather.Clients{Kube: kube}
-			scope := gather.Scope{OpenShift: imageapi.ModeNever}
+			c := gather.Clients{Clients: read.Clients{Kube: kube}}
+			scope := gather.Scope{OpenShift: openshift.ModeNever}
 			full, _, err := check.AllNamespaces(context.Background(), gather.Paged{Clients: c, Scope: scope}, stuck.DefaultOptions(), false)
 			if err != nil {
 				t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stsdiag/stsdiag/internal/gather"
 	"github.com/stsdiag/stsdiag/stuck"
+	"github.com/stsdiag/stsdiag/stuck/read"
 )
 
 // TestTriageDeepNamespacesHoldWholeStatefulSets: the cluster-wide LIST keeps of each StatefulSet
@@ -35,7 +36,7 @@ func TestTriageDeepNamespacesHoldWholeStatefulSets(t *testing.T) {
 		service("deep", "web", corev1.ClusterIPNone, nil), service("deep", "db", corev1.ClusterIPNone, nil), service("quiet", "cache", corev1.ClusterIPNone, nil))
 	got := map[string]*stuck.Objects{}
 	settledNS := map[string]bool{}
-	_, err := gather.Triage(context.Background(), gather.Clients{Kube: kube}, gather.Scope{}, func(snap *stuck.Objects, isSettled bool) error {
+	_, err := gather.Triage(context.Background(), gather.Clients{Clients: read.Clients{Kube: kube}}, gather.Scope{}, func(snap *stuck.Objects, isSettled bool) error {
 		got[snap.StatefulSets[0].Namespace], settledNS[snap.StatefulSets[0].Namespace] = snap, isSettled
 		return nil
 	})

@@ -87,7 +87,7 @@ func TestUseCasesSideBySide(t *testing.T) {
 }
 
 // readers are the packages that read the cluster or diagnose what was read.
-var readers = []string{"internal/gather", "internal/probe", "internal/slimpb", "internal/imageapi", "internal/diagnose",
+var readers = []string{"internal/gather", "internal/probe", "internal/slimpb", "stuck/read", "internal/diagnose",
 	"internal/check", "internal/follow", "openshift"}
 
 // TestExecutorReadsNothing: the executor (internal/repair) writes, guarded, and proves each
@@ -152,7 +152,7 @@ func prefixed(names []string) []string {
 
 // public are the design card's packages others import: their exported API names no internal/
 // type (an importer could not name it).
-var public = []string{"stuck", "stuck/facts", "stuck/controller", "resolver", "openshift", "api/v1"}
+var public = []string{"stuck", "stuck/facts", "stuck/controller", "stuck/read", "resolver", "openshift", "api/v1"}
 
 func TestPublicAPIExposesNoInternalType(t *testing.T) {
 	pkgs := list(t, prefixed(public)...)

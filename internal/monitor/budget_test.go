@@ -9,8 +9,9 @@ import (
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/gather"
-	"github.com/stsdiag/stsdiag/internal/imageapi"
+	"github.com/stsdiag/stsdiag/openshift"
 	"github.com/stsdiag/stsdiag/stuck"
+	"github.com/stsdiag/stsdiag/stuck/read"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/component-base/metrics/testutil"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -55,9 +56,11 @@ func TestRepairBudgetIsOneDecision(t *testing.T) {
 	}
 }
 
-func testClients() gather.Clients { return gather.Clients{Kube: fake.NewClientset()} }
+func testClients() gather.Clients {
+	return gather.Clients{Clients: read.Clients{Kube: fake.NewClientset()}}
+}
 
-func testScope() gather.Scope { return gather.Scope{Namespace: "shop", OpenShift: imageapi.ModeNever} }
+func testScope() gather.Scope { return gather.Scope{Namespace: "shop", OpenShift: openshift.ModeNever} }
 
 // TestFindingsGaugeAtScrape: stsdiag_findings is computed from the monitor's state when scraped.
 func TestFindingsGaugeAtScrape(t *testing.T) {

@@ -21,10 +21,11 @@ import (
 
 	"github.com/stsdiag/stsdiag/internal/diagnose"
 	"github.com/stsdiag/stsdiag/internal/gather"
-	"github.com/stsdiag/stsdiag/internal/imageapi"
 	"github.com/stsdiag/stsdiag/internal/monitor"
 	"github.com/stsdiag/stsdiag/internal/snapshot/snapshottest"
+	"github.com/stsdiag/stsdiag/openshift"
 	"github.com/stsdiag/stsdiag/stuck"
+	"github.com/stsdiag/stsdiag/stuck/read"
 )
 
 // findingsJSON is what a finding says, words and facts included.
@@ -174,7 +175,7 @@ func TestFirstPassWhileCachesFill(t *testing.T) {
 		return false, nil, nil
 	})
 	metrics := monitor.NewMetrics()
-	ctrl := monitor.New(gather.Clients{Kube: kube, Image: images}, gather.Scope{OpenShift: imageapi.ModeAlways},
+	ctrl := monitor.New(gather.Clients{Clients: read.Clients{Kube: kube, Image: images}}, gather.Scope{OpenShift: openshift.ModeAlways},
 		monitor.Options{Hold: time.Nanosecond, NoConditions: true}, metrics)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})

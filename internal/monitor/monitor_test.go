@@ -18,8 +18,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/stsdiag/stsdiag/internal/gather"
-	"github.com/stsdiag/stsdiag/internal/imageapi"
 	"github.com/stsdiag/stsdiag/internal/monitor"
+	"github.com/stsdiag/stsdiag/openshift"
+	"github.com/stsdiag/stsdiag/stuck/read"
 )
 
 // stuckObjects: web-0 on the old revision in ImagePullBackOff under OrderedReady (kubernetes#67250).
@@ -44,7 +45,7 @@ func stuckObjects() []runtime.Object {
 func run(t *testing.T, kube *fake.Clientset, opts monitor.Options) (*monitor.Metrics, context.CancelFunc) {
 	t.Helper()
 	metrics := monitor.NewMetrics()
-	ctrl := monitor.New(gather.Clients{Kube: kube}, gather.Scope{Namespace: "shop", OpenShift: imageapi.ModeNever}, opts, metrics)
+	ctrl := monitor.New(gather.Clients{Clients: read.Clients{Kube: kube}}, gather.Scope{Namespace: "shop", OpenShift: openshift.ModeNever}, opts, metrics)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { _ = ctrl.Run(ctx); close(done) }()
@@ -143,7 +144,7 @@ func TestSelectorScopesWatch(t *testing.T) {
 			objs[1].(*appsv1.StatefulSet).Labels = map[string]string{"app": "web"}
 			kube := fake.NewClientset(objs...)
 			metrics := monitor.NewMetrics()
-			ctrl := monitor.New(gather.Clients{Kube: kube}, gather.Scope{Namespace: "shop", Selector: sel, OpenShift: imageapi.ModeNever},
+			ctrl := monitor.New(gather.Clients{Clients: read.Clients{Kube: kube}}, gather.Scope{Namespace: "shop", Selector: sel, OpenShift: openshift.ModeNever},
 				monitor.Options{Hold: 0, Fix: true, MaxRepairsPerHour: 10}, metrics)
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan struct{})

@@ -17,6 +17,7 @@ import (
 	"github.com/stsdiag/stsdiag/internal/gather"
 	"github.com/stsdiag/stsdiag/internal/repair"
 	"github.com/stsdiag/stsdiag/stuck"
+	"github.com/stsdiag/stsdiag/stuck/read"
 )
 
 // proofCluster: web-0 on the old revision in ImagePullBackOff under OrderedReady
@@ -61,7 +62,7 @@ func TestProofWaitsForTheCaches(t *testing.T) {
 		kube := fake.NewClientset(proofCluster()...)
 		ctx, cancel := context.WithCancel(context.Background())
 		t.Cleanup(cancel)
-		c := New(gather.Clients{Kube: kube}, testScope(), Options{Fix: true, Diagnosis: stuck.DefaultOptions()}, NewMetrics())
+		c := New(gather.Clients{Clients: read.Clients{Kube: kube}}, testScope(), Options{Fix: true, Diagnosis: stuck.DefaultOptions()}, NewMetrics())
 		c.cacheCatchUp = catchUp
 		live, _, err := gather.StartLive(ctx, c.clients, c.scope, nil)
 		if err != nil {
@@ -168,7 +169,7 @@ func TestCacheShows(t *testing.T) {
 			kube := fake.NewClientset(proofCluster()[0], set)
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			live, _, err := gather.StartLive(ctx, gather.Clients{Kube: kube}, testScope(), nil)
+			live, _, err := gather.StartLive(ctx, gather.Clients{Clients: read.Clients{Kube: kube}}, testScope(), nil)
 			if err != nil {
 				t.Fatal(err)
 			}

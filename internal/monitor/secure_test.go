@@ -25,8 +25,9 @@ import (
 	certutil "k8s.io/client-go/util/cert"
 
 	"github.com/stsdiag/stsdiag/internal/gather"
-	"github.com/stsdiag/stsdiag/internal/imageapi"
 	"github.com/stsdiag/stsdiag/internal/monitor"
+	"github.com/stsdiag/stsdiag/openshift"
+	"github.com/stsdiag/stsdiag/stuck/read"
 )
 
 // fakeReviewer answers TokenReviews (token "good" and "nobody" are users "scraper" and
@@ -73,8 +74,8 @@ func freeAddr(t *testing.T) string {
 
 func serve(t *testing.T, o monitor.ServeOptions) {
 	t.Helper()
-	o.Clients = gather.Clients{Kube: fake.NewClientset(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}})}
-	o.Scope = gather.Scope{Namespace: "shop", OpenShift: imageapi.ModeNever}
+	o.Clients = gather.Clients{Clients: read.Clients{Kube: fake.NewClientset(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}})}}
+	o.Scope = gather.Scope{Namespace: "shop", OpenShift: openshift.ModeNever}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- monitor.Serve(ctx, o) }()

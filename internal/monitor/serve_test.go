@@ -15,8 +15,9 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/stsdiag/stsdiag/internal/gather"
-	"github.com/stsdiag/stsdiag/internal/imageapi"
 	"github.com/stsdiag/stsdiag/internal/monitor"
+	"github.com/stsdiag/stsdiag/openshift"
+	"github.com/stsdiag/stsdiag/stuck/read"
 )
 
 // TestLeaderThatCannotStartGivesTheLeaseBack: the ServiceAccount may not list pods; the replica
@@ -31,7 +32,7 @@ func TestLeaderThatCannotStartGivesTheLeaseBack(t *testing.T) {
 	defer cancel()
 	start := time.Now()
 	err := monitor.Serve(ctx, monitor.ServeOptions{
-		Clients: gather.Clients{Kube: kube}, Scope: gather.Scope{Namespace: "shop", OpenShift: imageapi.ModeNever},
+		Clients: gather.Clients{Clients: read.Clients{Kube: kube}}, Scope: gather.Scope{Namespace: "shop", OpenShift: openshift.ModeNever},
 		LeaderElect: true, LeaseNamespace: "stsdiag", LeaseName: "stsdiag-watch", Identity: "replica-a",
 	})
 	if !apierrors.IsForbidden(err) {

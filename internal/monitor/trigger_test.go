@@ -14,9 +14,10 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/stsdiag/stsdiag/internal/gather"
-	"github.com/stsdiag/stsdiag/internal/imageapi"
 	"github.com/stsdiag/stsdiag/internal/monitor"
+	"github.com/stsdiag/stsdiag/openshift"
 	"github.com/stsdiag/stsdiag/stuck"
+	"github.com/stsdiag/stsdiag/stuck/read"
 )
 
 // TestTriggerRepairEventReason: watch --fix patches the stale image trigger of
@@ -40,8 +41,8 @@ func TestTriggerRepairEventReason(t *testing.T) {
 		streams = append(streams, &snap.ImageStreams[i])
 	}
 	kube := fake.NewClientset(objects...)
-	clients := gather.Clients{Kube: kube, Image: imagefake.NewClientset(streams...)}
-	ctrl := monitor.New(clients, gather.Scope{Namespace: "shop", OpenShift: imageapi.ModeAlways},
+	clients := gather.Clients{Clients: read.Clients{Kube: kube, Image: imagefake.NewClientset(streams...)}}
+	ctrl := monitor.New(clients, gather.Scope{Namespace: "shop", OpenShift: openshift.ModeAlways},
 		monitor.Options{Fix: true, NoConditions: true}, monitor.NewMetrics())
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})

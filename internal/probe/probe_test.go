@@ -21,10 +21,11 @@ import (
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/fix"
 	"github.com/stsdiag/stsdiag/internal/gather"
-	"github.com/stsdiag/stsdiag/internal/imageapi"
 	"github.com/stsdiag/stsdiag/internal/probe"
 	"github.com/stsdiag/stsdiag/internal/snapshot/snapshottest"
+	"github.com/stsdiag/stsdiag/openshift"
 	"github.com/stsdiag/stsdiag/stuck"
+	"github.com/stsdiag/stsdiag/stuck/read"
 )
 
 const (
@@ -242,8 +243,8 @@ func TestFixTrustsAdmission(t *testing.T) {
 	if _, err := kube.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	c := gather.Clients{Kube: kube, Image: imagefake.NewClientset(stream)}
-	scope := gather.Scope{Namespace: "shop", OpenShift: imageapi.ModeAlways}
+	c := gather.Clients{Clients: read.Clients{Kube: kube, Image: imagefake.NewClientset(stream)}}
+	scope := gather.Scope{Namespace: "shop", OpenShift: openshift.ModeAlways}
 	o := fix.Options{}
 	o.Clients, o.Scope, o.Diagnosis, o.DryRun = c, scope, stuck.DefaultOptions(), apiv1.DryRunNone
 	o.Source = probe.Source{Source: gather.Lister{Clients: c, Scope: scope}, Kube: kube}

@@ -16,6 +16,7 @@ import (
 	"github.com/stsdiag/stsdiag/internal/gather"
 	"github.com/stsdiag/stsdiag/internal/wait"
 	"github.com/stsdiag/stsdiag/stuck"
+	"github.com/stsdiag/stsdiag/stuck/read"
 )
 
 // TestTimeoutNamesTheBudget: a rollout that progresses until the deadline is TimedOut, the
@@ -29,14 +30,14 @@ func TestTimeoutNamesTheBudget(t *testing.T) {
 	opts := wait.WaitOptions{Options: follow.Options{Diagnosis: stuck.DefaultOptions(), Hold: time.Hour}, Timeout: 600 * time.Millisecond}
 	ctx, cancel := context.WithTimeout(context.Background(), opts.Timeout)
 	defer cancel()
-	res, err := wait.Wait(ctx, gather.Clients{Kube: kube}, gather.Scope{Namespace: "shop", Names: []string{"db"}}, opts)
+	res, err := wait.Wait(ctx, gather.Clients{Clients: read.Clients{Kube: kube}}, gather.Scope{Namespace: "shop", Names: []string{"db"}}, opts)
 	if err != nil || res.Result != apiv1.WaitTimedOut || res.Message != "timed out after 600ms while the rollout was still progressing" {
 		t.Fatalf("%s %q %v", res.Result, res.Message, err)
 	}
 	if len(res.StatefulSets) != 1 || res.StatefulSets[0].Name != "db" || res.RolledBack != nil {
 		t.Errorf("statefulSets %+v rolledBack %+v", res.StatefulSets, res.RolledBack)
 	}
-	res, err = wait.Wait(context.Background(), gather.Clients{Kube: kube}, gather.Scope{Namespace: "shop", Names: []string{"web"}}, opts)
+	res, err = wait.Wait(context.Background(), gather.Clients{Clients: read.Clients{Kube: kube}}, gather.Scope{Namespace: "shop", Names: []string{"web"}}, opts)
 	if err != nil || res.Result != apiv1.WaitNotFound || res.Message != `statefulset "web" in namespace "shop" not found` {
 		t.Fatalf("%s %q %v", res.Result, res.Message, err)
 	}

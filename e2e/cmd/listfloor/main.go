@@ -32,6 +32,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/stsdiag/stsdiag/internal/gather"
+	"github.com/stsdiag/stsdiag/stuck/read"
 )
 
 const protobuf = "application/vnd.kubernetes.protobuf"
@@ -90,7 +91,7 @@ func run(mode string, openShift bool) error {
 		if err != nil {
 			return err
 		}
-		n, err := gather.Floor(ctx, gather.Clients{Kube: kube, Image: image}, openShift)
+		n, err := gather.Floor(ctx, gather.Clients{Clients: read.Clients{Kube: kube, Image: image}}, openShift)
 		if err != nil {
 			return err
 		}

@@ -1,4 +1,4 @@
-package gather_test
+package read_test
 
 import (
 	"context"
@@ -20,8 +20,9 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
-	"github.com/stsdiag/stsdiag/internal/gather"
-	"github.com/stsdiag/stsdiag/internal/imageapi"
+	"github.com/stsdiag/stsdiag/openshift"
+	"github.com/stsdiag/stsdiag/stuck"
+	"github.com/stsdiag/stsdiag/stuck/read"
 )
 
 func objects(n int) []runtime.Object {
@@ -45,10 +46,10 @@ func verbs(actions []k8stesting.Action) map[string]int {
 	return out
 }
 
-func TestGatherListsOncePerResource(t *testing.T) {
+func TestListListsOncePerResource(t *testing.T) {
 	for _, n := range []int{1, 50} {
 		kube := fake.NewClientset(objects(n)...)
-		s, warnings, err := gather.Gather(context.Background(), gather.Clients{Kube: kube}, gather.Scope{Namespace: "shop", OpenShift: imageapi.ModeNever})
+		s, warnings, err := objsOf(read.List{Clients: read.Clients{Kube: kube}, Scope: read.Scope{Namespace: "shop", OpenShift: openshift.ModeNever}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -64,10 +65,10 @@ func TestGatherListsOncePerResource(t *testing.T) {
 	}
 }
 
-func TestGatherScope(t *testing.T) {
+func TestListScope(t *testing.T) {
 	kube := fake.NewClientset(objects(4)...)
 	sel, _ := labels.Parse("tier=1")
-	s, _, err := gather.Gather(context.Background(), gather.Clients{Kube: kube}, gather.Scope{Namespace: "shop", Selector: sel, OpenShift: imageapi.ModeNever})
+	s, _, err := objsOf(read.List{Clients: read.Clients{Kube: kube}, Scope: read.Scope{Namespace: "shop", Selector: sel, OpenShift: openshift.ModeNever}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,35 +81,35 @@ func TestGatherScope(t *testing.T) {
 		t.Errorf("selected %v of %d", selected, len(s.StatefulSets))
 	}
 
-	_, _, err = gather.Gather(context.Background(), gather.Clients{Kube: kube}, gather.Scope{Namespace: "shop", Names: []string{"set-0", "nope"}, OpenShift: imageapi.ModeNever})
-	var nf *gather.NotFoundError
+	_, _, err = objsOf(read.List{Clients: read.Clients{Kube: kube}, Scope: read.Scope{Namespace: "shop", Names: []string{"set-0", "nope"}, OpenShift: openshift.ModeNever}})
+	var nf *read.NotFoundError
 	if !errors.As(err, &nf) || err.Error() != `statefulset "nope" in namespace "shop" not found` {
 		t.Errorf("unknown name: %v", err)
 	}
-	_, _, err = gather.Gather(context.Background(), gather.Clients{Kube: kube}, gather.Scope{Namespace: "gone", OpenShift: imageapi.ModeNever})
+	_, _, err = objsOf(read.List{Clients: read.Clients{Kube: kube}, Scope: read.Scope{Namespace: "gone", OpenShift: openshift.ModeNever}})
 	if !errors.As(err, &nf) {
 		t.Errorf("missing namespace: %v", err)
 	}
 }
 
-func TestGatherForbidden(t *testing.T) {
+func TestListForbidden(t *testing.T) {
 	kube := fake.NewClientset(objects(1)...)
 	kube.PrependReactor("list", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", errors.New("no"))
 	})
-	_, _, err := gather.Gather(context.Background(), gather.Clients{Kube: kube}, gather.Scope{Namespace: "shop", OpenShift: imageapi.ModeNever})
+	_, _, err := objsOf(read.List{Clients: read.Clients{Kube: kube}, Scope: read.Scope{Namespace: "shop", OpenShift: openshift.ModeNever}})
 	if !apierrors.IsForbidden(err) {
 		t.Fatalf("want forbidden, got %v", err)
 	}
 }
 
-func TestGatherImageStreams(t *testing.T) {
+func TestListImageStreams(t *testing.T) {
 	kube := fake.NewClientset(objects(1)...)
 	kube.Discovery().(*fakediscovery.FakeDiscovery).Resources = []*metav1.APIResourceList{
 		{GroupVersion: "image.openshift.io/v1", APIResources: []metav1.APIResource{{Name: "imagestreams", Namespaced: true, Kind: "ImageStream"}}},
 	}
 	image := imagefake.NewClientset(&imagev1.ImageStream{ObjectMeta: metav1.ObjectMeta{Name: "myapp", Namespace: "shop"}})
-	s, warnings, err := gather.Gather(context.Background(), gather.Clients{Kube: kube, Image: image}, gather.Scope{Namespace: "shop", OpenShift: imageapi.ModeAuto})
+	s, warnings, err := objsOf(read.List{Clients: read.Clients{Kube: kube, Image: image}, Scope: read.Scope{Namespace: "shop", OpenShift: openshift.ModeAuto}})
 	if err != nil || !s.OpenShift || len(s.ImageStreams) != 1 || len(warnings) != 0 {
 		t.Fatalf("openshift %v streams %d warnings %v err %v", s.OpenShift, len(s.ImageStreams), warnings, err)
 	}
@@ -116,19 +117,28 @@ func TestGatherImageStreams(t *testing.T) {
 	image.PrependReactor("list", "imagestreams", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "image.openshift.io", Resource: "imagestreams"}, "", errors.New("no"))
 	})
-	s, warnings, err = gather.Gather(context.Background(), gather.Clients{Kube: kube, Image: image}, gather.Scope{Namespace: "shop", OpenShift: imageapi.ModeAuto})
+	s, warnings, err = objsOf(read.List{Clients: read.Clients{Kube: kube, Image: image}, Scope: read.Scope{Namespace: "shop", OpenShift: openshift.ModeAuto}})
 	if err != nil || len(warnings) != 1 || len(s.ImageStreams) != 0 {
 		t.Fatalf("forbidden imagestreams must only warn: warnings %v err %v", warnings, err)
 	}
 }
 
-func TestGatherWithoutEvents(t *testing.T) {
+func TestListWithoutEvents(t *testing.T) {
 	kube := fake.NewClientset(objects(1)...)
 	kube.PrependReactor("list", "events", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "events"}, "", errors.New("no"))
 	})
-	s, warnings, err := gather.Gather(context.Background(), gather.Clients{Kube: kube}, gather.Scope{Namespace: "shop", OpenShift: imageapi.ModeNever})
+	s, warnings, err := objsOf(read.List{Clients: read.Clients{Kube: kube}, Scope: read.Scope{Namespace: "shop", OpenShift: openshift.ModeNever}})
 	if err != nil || len(warnings) != 1 || len(s.Pods) != 3 {
 		t.Fatalf("events are optional: err %v warnings %v", err, warnings)
 	}
+}
+
+// objsOf reads with l: the snapshot, its warnings, the error.
+func objsOf(l read.List) (*stuck.Objects, []string, error) {
+	objs, err := l.Objects(context.Background())
+	if err != nil {
+		return nil, nil, err
+	}
+	return objs, objs.Warnings, nil
 }

@@ -1,4 +1,4 @@
-package imageapi_test
+package openshift_test
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 	fakediscovery "k8s.io/client-go/discovery/fake"
 	"k8s.io/client-go/kubernetes/fake"
 
-	"github.com/stsdiag/stsdiag/internal/imageapi"
+	"github.com/stsdiag/stsdiag/openshift"
 )
 
 func TestEnabled(t *testing.T) {
@@ -17,26 +17,26 @@ func TestEnabled(t *testing.T) {
 		APIResources: []metav1.APIResource{{Name: "imagestreams", Kind: "ImageStream", Namespaced: true}}}}
 	plain := fake.NewClientset().Discovery()
 	cases := []struct {
-		mode imageapi.Mode
+		mode openshift.Mode
 		disc bool
 		want bool
 	}{
-		{imageapi.ModeAuto, true, true},
-		{imageapi.ModeAuto, false, false},
-		{imageapi.ModeNever, true, false},
-		{imageapi.ModeAlways, false, true},
+		{openshift.ModeAuto, true, true},
+		{openshift.ModeAuto, false, false},
+		{openshift.ModeNever, true, false},
+		{openshift.ModeAlways, false, true},
 	}
 	for _, c := range cases {
 		d := plain
 		if c.disc {
 			d = withImageAPI
 		}
-		got, err := imageapi.Enabled(context.Background(), c.mode, d)
+		got, err := openshift.Enabled(context.Background(), c.mode, d)
 		if err != nil || got != c.want {
 			t.Errorf("mode %s, image API served %v: got %v (%v), want %v", c.mode, c.disc, got, err, c.want)
 		}
 	}
-	if _, err := imageapi.ParseMode("sometimes"); err == nil {
+	if _, err := openshift.ParseMode("sometimes"); err == nil {
 		t.Error("ParseMode accepted a bad mode")
 	}
 }
