@@ -54,7 +54,7 @@ type ImagePatch struct {
 }
 
 // JSONPatch is the JSON patch that tests the image, and the object's UID unless uid is "", then
-// replaces the image: what fix sends and what the remedy shows.
+// replaces the image: what the remedy shows, and what stsdiag fix and openshift.PatchDigest send.
 func (p ImagePatch) JSONPatch(uid types.UID) string {
 	type op struct {
 		Op    string `json:"op"`

@@ -2,8 +2,8 @@ package repair
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"sort"
 	"strings"
@@ -303,12 +303,6 @@ func (e *Executor) dryRunOptions() []string {
 	return nil
 }
 
-type jsonPatchOp struct {
-	Op    string `json:"op"`
-	Path  string `json:"path"`
-	Value string `json:"value"`
-}
-
 // patch sets the image with a JSON patch that first tests the object's UID and the image as
 // diagnosed, so a concurrent change is never overwritten. On such a change it diagnoses again,
 // once, and retries with the fresh finding.
@@ -372,17 +366,14 @@ func (e *Executor) guardedPatch(ctx context.Context, a *model.Action, g guarded)
 	}
 }
 
+// sendPatch sends the image patch the finding carries (stuck.ImagePatch's JSON patch, as
+// openshift.PatchDigest does), tested on the StatefulSet's UID.
 func (e *Executor) sendPatch(ctx context.Context, a *model.Action) (*appsv1.StatefulSet, error) {
-	ops := []jsonPatchOp{
-		{Op: "test", Path: "/metadata/uid", Value: a.UID},
-		{Op: "test", Path: a.Path, Value: a.From},
-		{Op: "replace", Path: a.Path, Value: a.To},
+	if a.UID == "" {
+		return nil, fmt.Errorf("image patch of %s/%s planned without a UID", a.Namespace, a.StatefulSet)
 	}
-	body, err := json.Marshal(ops)
-	if err != nil {
-		return nil, err
-	}
-	return e.Kube.AppsV1().StatefulSets(a.Namespace).Patch(ctx, a.StatefulSet, types.JSONPatchType, body,
+	body := stuck.ImagePatch{Path: a.Path, From: a.From, To: a.To}.JSONPatch(types.UID(a.UID))
+	return e.Kube.AppsV1().StatefulSets(a.Namespace).Patch(ctx, a.StatefulSet, types.JSONPatchType, []byte(body),
 		metav1.PatchOptions{DryRun: e.dryRunOptions(), FieldManager: "stsdiag"})
 }
 
