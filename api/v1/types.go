@@ -369,6 +369,8 @@ type WaitResult struct {
 
 // RolledBack is one StatefulSet returned to an earlier revision by a Rollback.
 type RolledBack struct {
+	// Context is the kubeconfig context of the cluster, set when several were waited on.
+	Context     string `json:"context,omitempty"`
 	Namespace   string `json:"namespace"`
 	StatefulSet string `json:"statefulSet"`
 	// Revision returned to, and the failing revision left.

@@ -93,7 +93,8 @@ func Run(ctx context.Context, c gather.Clients, o Options) (*model.CanaryResult,
 	r := &runner{o: o, c: c, res: &model.CanaryResult{Namespace: o.Namespace, StatefulSet: o.Name}}
 	live, _, err := gather.StartLive(ctx, c, gather.Scope{Namespace: o.Namespace, Names: []string{o.Name}}, nil)
 	if err != nil {
-		return r.result(model.Failed{As: follow.VerdictOf(err), Err: err}), err
+		end, err := follow.StartFailed(err, o.Timeout)
+		return r.result(end), err
 	}
 	r.live = live
 	steps, err := r.start(ctx)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -14,7 +16,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/rest"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 
@@ -282,5 +286,25 @@ func playController(ctx context.Context, kube *fake.Clientset, healthy ...string
 				"readyReplicas": ready, "availableReplicas": ready, "currentRevision": current}})
 			_, _ = kube.AppsV1().StatefulSets("shop").Patch(ctx, "web", types.MergePatchType, body, metav1.PatchOptions{}, "status")
 		}
+	}
+}
+
+// TestTimeoutBeforeTheCachesSync: an API server that accepts and never answers keeps the
+// informers from syncing until --timeout: the canary's verdict is TimedOut, not an error (exit 3,
+// not 2).
+func TestTimeoutBeforeTheCachesSync(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }))
+	defer srv.Close()
+	kube, err := kubernetes.NewForConfig(&rest.Config{Host: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	o := options("1", time.Second)
+	o.Timeout = 500 * time.Millisecond
+	res, err := canary.Run(ctx, gather.Clients{Clients: read.Clients{Kube: kube}}, o)
+	if err != nil || res.Result != apiv1.WaitTimedOut {
+		t.Fatalf("%s %q %v", res.Result, res.Message, err)
 	}
 }

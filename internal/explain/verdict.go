@@ -20,10 +20,14 @@ func Verdict(v model.Verdict) string {
 	case model.Held:
 		return fmt.Sprintf("%d finding(s) held for %s: the rollout will not finish on its own", len(r.Findings), r.Hold)
 	case model.TimedOut:
+		after := ""
 		if r.After > 0 {
-			return fmt.Sprintf("timed out after %s while the rollout was still progressing", r.After)
+			after = " after " + r.After.String()
 		}
-		return "timed out while the rollout was still progressing"
+		if r.Reading != nil {
+			return fmt.Sprintf("timed out%s before the API server answered: %s", after, oneLine(r.Reading.Error()))
+		}
+		return fmt.Sprintf("timed out%s while the rollout was still progressing", after)
 	case model.Interrupted:
 		return "interrupted while the rollout was still progressing"
 	case model.Failed:

@@ -261,6 +261,20 @@ func reasonSuffix(f stuck.Finding) string {
 	return " (" + f.Reason + ")"
 }
 
+// StartFailed is why a wait that could not start its reads ended: the deadline (TimedOut,
+// within timeout) or a signal (Interrupted) while the API server had not answered yet — verdicts
+// of their own, not failures: the returned error is nil — else Failed with the verdict of the
+// error (VerdictOf), and the error.
+func StartFailed(err error, timeout time.Duration) (model.Reason, error) {
+	switch VerdictOf(err) {
+	case apiv1.WaitTimedOut:
+		return model.TimedOut{After: timeout, Reading: err}, nil
+	case apiv1.WaitInterrupted:
+		return model.Interrupted{}, nil
+	}
+	return model.Failed{As: VerdictOf(err), Err: err}, err
+}
+
 // VerdictOf is the verdict of a wait (or canary) that failed with err: NotFound when a StatefulSet or
 // namespace it names does not exist, Interrupted or TimedOut when its context ended first,
 // Unevaluable for anything else (forbidden, unreachable, an unusable kubeconfig, a repair that

@@ -123,19 +123,19 @@ type CanaryInconclusive struct {
 	Partition int32
 }
 
-func (CanaryInconclusive) verdictReason()       {}
-func (CanaryComplete) verdictReason()           {}
-func (CanaryTimedOut) verdictReason()           {}
-func (CanaryCut) verdictReason()                {}
-func (CanaryStepEnded) verdictReason()          {}
-func (CanaryStopped) verdictReason()            {}
-func (CanaryNotStarted) verdictReason()         {}
-func (CanaryDeleted) verdictReason()            {}
-func (CanaryHalted) verdictReason()             {}
-func (CanaryUnrollable) verdictReason()         {}
-func (CanaryRollbackFailed) verdictReason()     {}
-func (CanaryRolledBack) verdictReason()         {}
-func (CanaryRollbackUnfinished) verdictReason() {}
+func (CanaryInconclusive) Verdict() apiv1.Verdict         { return apiv1.CanaryInconclusive }
+func (CanaryComplete) Verdict() apiv1.Verdict             { return apiv1.WaitComplete }
+func (CanaryTimedOut) Verdict() apiv1.Verdict             { return apiv1.WaitTimedOut }
+func (r CanaryCut) Verdict() apiv1.Verdict                { return r.As }
+func (r CanaryStepEnded) Verdict() apiv1.Verdict          { return r.Then.Result }
+func (CanaryStopped) Verdict() apiv1.Verdict              { return apiv1.CanaryStopped }
+func (CanaryNotStarted) Verdict() apiv1.Verdict           { return apiv1.CanaryStopped }
+func (CanaryDeleted) Verdict() apiv1.Verdict              { return apiv1.WaitNotFound }
+func (CanaryHalted) Verdict() apiv1.Verdict               { return apiv1.WaitStuck }
+func (CanaryUnrollable) Verdict() apiv1.Verdict           { return apiv1.WaitStuck }
+func (CanaryRollbackFailed) Verdict() apiv1.Verdict       { return apiv1.WaitStuck }
+func (CanaryRolledBack) Verdict() apiv1.Verdict           { return apiv1.WaitRolledBack }
+func (r CanaryRollbackUnfinished) Verdict() apiv1.Verdict { return r.Then.Result }
 
 // ChangeKind is what someone else changed in a StatefulSet canary relies on.
 type ChangeKind string

@@ -19,8 +19,12 @@ type Verdict struct {
 	RolledBack []apiv1.RolledBack
 }
 
-// Reason is why a verdict was reached: one of the types below.
-type Reason interface{ verdictReason() }
+// Reason is why a verdict was reached: one of the types below (and canary's), each saying the
+// verdict it stands for, so that a new reason without one does not compile.
+type Reason interface {
+	// Verdict is the verdict the reason stands for.
+	Verdict() apiv1.Verdict
+}
 
 // Complete: every rollout is complete and its pods settled; with Settle (a canary step's
 // hold), it also stayed so with no blocking finding for Settle.
@@ -33,8 +37,12 @@ type Held struct {
 }
 
 // TimedOut: the deadline passed while the rollout was still progressing. After is the budget
-// the caller gave (zero: not named).
-type TimedOut struct{ After time.Duration }
+// the caller gave (zero: not named); Reading, when set, is the read that was still unanswered
+// (the caches never synced: nothing was seen of the rollout).
+type TimedOut struct {
+	After   time.Duration
+	Reading error
+}
 
 // Interrupted: the wait was cancelled (a signal) while the rollout was still progressing.
 type Interrupted struct{}
@@ -75,7 +83,11 @@ type RolledBack struct {
 }
 
 // Fleet: the verdicts of one wait per kubeconfig context, Members those that did not complete.
-type Fleet struct{ Members []Member }
+type Fleet struct {
+	Members []Member
+	// Result is the worst of the members' verdicts (Complete when none).
+	Result apiv1.Verdict
+}
 
 // Member is one context's verdict in a fleet, in the words it was given.
 type Member struct {
@@ -91,15 +103,23 @@ type ContextFailed struct {
 	Err     error
 }
 
-func (Complete) verdictReason()      {}
-func (Held) verdictReason()          {}
-func (TimedOut) verdictReason()      {}
-func (Interrupted) verdictReason()   {}
-func (Failed) verdictReason()        {}
-func (Deleted) verdictReason()       {}
-func (NoMatch) verdictReason()       {}
-func (Stopped) verdictReason()       {}
-func (NotObserved) verdictReason()   {}
-func (RolledBack) verdictReason()    {}
-func (Fleet) verdictReason()         {}
-func (ContextFailed) verdictReason() {}
+func (Complete) Verdict() apiv1.Verdict        { return apiv1.WaitComplete }
+func (Held) Verdict() apiv1.Verdict            { return apiv1.WaitStuck }
+func (TimedOut) Verdict() apiv1.Verdict        { return apiv1.WaitTimedOut }
+func (Interrupted) Verdict() apiv1.Verdict     { return apiv1.WaitInterrupted }
+func (r Failed) Verdict() apiv1.Verdict        { return r.As }
+func (Deleted) Verdict() apiv1.Verdict         { return apiv1.WaitNotFound }
+func (NoMatch) Verdict() apiv1.Verdict         { return apiv1.WaitNotFound }
+func (r Stopped) Verdict() apiv1.Verdict       { return r.As }
+func (NotObserved) Verdict() apiv1.Verdict     { return apiv1.WaitNotObserved }
+func (r Fleet) Verdict() apiv1.Verdict         { return r.Result }
+func (r ContextFailed) Verdict() apiv1.Verdict { return r.As }
+
+// Verdict is RolledBack when the rollout after the rollback completed (the deploy failed), else
+// what became of it.
+func (r RolledBack) Verdict() apiv1.Verdict {
+	if r.Then.Result == apiv1.WaitComplete {
+		return apiv1.WaitRolledBack
+	}
+	return r.Then.Result
+}

@@ -1,8 +1,6 @@
 package verdict
 
 import (
-	"fmt"
-
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/model"
 )
@@ -21,31 +19,4 @@ func DecideCanary(end model.Reason) model.Verdict {
 		v.RolledBack = []apiv1.RolledBack{r.Rolled}
 	}
 	return v
-}
-
-// canaryResultOf is the verdict a canary's end stands for.
-func canaryResultOf(end model.Reason) apiv1.Verdict {
-	switch r := end.(type) {
-	case model.CanaryComplete:
-		return apiv1.WaitComplete
-	case model.CanaryTimedOut:
-		return apiv1.WaitTimedOut
-	case model.CanaryCut:
-		return r.As
-	case model.CanaryStepEnded:
-		return r.Then.Result
-	case model.CanaryStopped, model.CanaryNotStarted:
-		return apiv1.CanaryStopped
-	case model.CanaryDeleted:
-		return apiv1.WaitNotFound
-	case model.CanaryHalted, model.CanaryUnrollable, model.CanaryRollbackFailed:
-		return apiv1.WaitStuck
-	case model.CanaryRolledBack:
-		return apiv1.WaitRolledBack
-	case model.CanaryRollbackUnfinished:
-		return r.Then.Result
-	case model.CanaryInconclusive:
-		return apiv1.CanaryInconclusive
-	}
-	panic(fmt.Sprintf("verdict: no verdict for the reason %T", end))
 }

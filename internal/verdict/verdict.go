@@ -60,9 +60,13 @@ func MergeFleet(contexts []string, results []*model.WaitResult) *model.WaitResul
 			a.Context = name
 			actions = append(actions, a)
 		}
-		rolled = append(rolled, res.RolledBack...)
+		for _, r := range res.RolledBack {
+			r.Context = name
+			rolled = append(rolled, r)
+		}
 	}
-	merged := ResultOf(model.Verdict{Result: precedence[worst], Reason: fleet, RolledBack: rolled})
+	fleet.Result = precedence[worst]
+	merged := ResultOf(model.Verdict{Result: fleet.Result, Reason: fleet, RolledBack: rolled})
 	merged.StatefulSets, merged.Findings, merged.Actions = sets, findings, actions
 	model.SortFindings(merged.Findings)
 	return merged

@@ -49,27 +49,7 @@ func Decide(f Facts) model.Verdict {
 }
 
 // resultFor is the verdict a loop's end (or a canary's) stands for.
-func resultFor(end model.Reason) apiv1.Verdict {
-	switch r := end.(type) {
-	case model.Complete:
-		return apiv1.WaitComplete
-	case model.Held:
-		return apiv1.WaitStuck
-	case model.TimedOut:
-		return apiv1.WaitTimedOut
-	case model.Interrupted:
-		return apiv1.WaitInterrupted
-	case model.Failed:
-		return r.As
-	case model.Deleted, model.NoMatch:
-		return apiv1.WaitNotFound
-	case model.Stopped:
-		return r.As
-	case model.ContextFailed:
-		return r.As
-	}
-	return canaryResultOf(end)
-}
+func resultFor(end model.Reason) apiv1.Verdict { return end.Verdict() }
 
 // notObserved names the StatefulSets whose patch the controller never observed: the deletes
 // that waited for it were skipped (model.Action.NotObserved).

@@ -2,13 +2,17 @@ package wait_test
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
@@ -41,4 +45,30 @@ func TestTimeoutNamesTheBudget(t *testing.T) {
 	if err != nil || res.Result != apiv1.WaitNotFound || res.Message != `statefulset "web" in namespace "shop" not found` {
 		t.Fatalf("%s %q %v", res.Result, res.Message, err)
 	}
+}
+
+// TestTimeoutBeforeTheCachesSync: an API server that accepts and never answers keeps the
+// informers from syncing until --timeout: the verdict is TimedOut, not an error (exit 3, as a
+// timeout while following is; not exit 2).
+func TestTimeoutBeforeTheCachesSync(t *testing.T) {
+	kube := silentServer(t)
+	opts := wait.WaitOptions{Options: follow.Options{Diagnosis: stuck.DefaultOptions(), Hold: time.Hour}, Timeout: 500 * time.Millisecond}
+	ctx, cancel := context.WithTimeout(context.Background(), opts.Timeout)
+	defer cancel()
+	res, err := wait.Wait(ctx, gather.Clients{Clients: read.Clients{Kube: kube}}, gather.Scope{Namespace: "shop", Names: []string{"db"}}, opts)
+	if err != nil || res.Result != apiv1.WaitTimedOut {
+		t.Fatalf("%s %q %v", res.Result, res.Message, err)
+	}
+}
+
+// silentServer is a clientset of an API server that accepts every request and never answers.
+func silentServer(t *testing.T) kubernetes.Interface {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }))
+	t.Cleanup(srv.Close)
+	kube, err := kubernetes.NewForConfig(&rest.Config{Host: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kube
 }

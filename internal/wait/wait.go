@@ -46,7 +46,8 @@ type WaitOptions struct {
 func Wait(ctx context.Context, c gather.Clients, scope gather.Scope, opts WaitOptions) (*model.WaitResult, error) {
 	live, warnings, err := gather.StartLive(ctx, c, scope, nil)
 	if err != nil {
-		return verdict.ResultOf(verdict.Decide(verdict.Facts{End: model.Failed{As: follow.VerdictOf(err), Err: err}})), err
+		end, err := follow.StartFailed(err, opts.Timeout)
+		return verdict.ResultOf(verdict.Decide(verdict.Facts{End: end, Timeout: opts.Timeout})), err
 	}
 	for _, w := range warnings {
 		if opts.Warn != nil {
