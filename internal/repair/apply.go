@@ -69,8 +69,8 @@ type Executor struct {
 	// Deadline bounds the wait for the controller to observe a patch (fix --wait's end). When
 	// zero, ctx's deadline does (wait --fix's --timeout), else defaultObserveTimeout from now.
 	Deadline time.Time
-	// Clock tells the time the observation budget is measured in (real time if nil).
-	Clock clock.PassiveClock
+	// Clock tells the time the observation budget is measured in, and waits (real time if nil).
+	Clock clock.Clock
 
 	// notObserved lists the patched StatefulSets (namespace/name) whose controller did not
 	// observe the patch within the budget.
@@ -572,7 +572,7 @@ func (e *Executor) proveObserved(ctx context.Context, patched, notObserved map[s
 		select {
 		case <-ctx.Done():
 			return nil, nil, ctx.Err()
-		case <-time.After(time.Second):
+		case <-e.clock().After(time.Second):
 		}
 	}
 }
@@ -589,11 +589,13 @@ func (e *Executor) observeDeadline(ctx context.Context) time.Time {
 	return e.now().Add(defaultObserveTimeout)
 }
 
-func (e *Executor) now() time.Time {
+func (e *Executor) now() time.Time { return e.clock().Now() }
+
+func (e *Executor) clock() clock.Clock {
 	if e.Clock != nil {
-		return e.Clock.Now()
+		return e.Clock
 	}
-	return time.Now()
+	return clock.RealClock{}
 }
 
 // DisruptionMode is how the executor removes a pod proven stuck: delete unless evict was asked.

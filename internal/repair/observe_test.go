@@ -44,7 +44,7 @@ func snapObserved(generation int64) *stuck.Objects {
 func TestSlowControllerUsesTheWaitBudget(t *testing.T) {
 	kube := fake.NewClientset(objects()...)
 	patchedToGeneration(kube)
-	clock := testingclock.NewFakePassiveClock(time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC))
+	clock := testingclock.NewFakeClock(time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC))
 	var budget time.Duration
 	diagnoses := 0
 	exec := &repair.Executor{Kube: kube, DryRun: apiv1.DryRunNone, Clock: clock,
@@ -88,7 +88,7 @@ func TestSlowControllerUsesTheWaitBudget(t *testing.T) {
 func TestBudgetSpentBeforeTheWait(t *testing.T) {
 	kube := fake.NewClientset(objects()...)
 	patchedToGeneration(kube)
-	clock := testingclock.NewFakePassiveClock(time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC))
+	clock := testingclock.NewFakeClock(time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC))
 	followed := false
 	exec := &repair.Executor{Kube: kube, DryRun: apiv1.DryRunNone, Clock: clock, Deadline: clock.Now().Add(-time.Second),
 		Prove: func(context.Context, []repair.Write) (*model.Report, *stuck.Objects, error) {
@@ -137,5 +137,54 @@ func TestFreshDiagnosisTrustedOnlyOnceObserved(t *testing.T) {
 	}
 	if d := deleted(kube); len(d) != 1 || d[0].GetName() != "web-0" {
 		t.Errorf("deletes %v, want web-0 once", d)
+	}
+}
+
+// TestObservedWaitRunsOnTheInjectedClock: the follower says the controller observed the patch,
+// but every fresh read is older. The wait for a read that shows it runs on the executor's clock,
+// its deadline and its pauses alike: stepping a fake clock past the deadline ends it (the delete
+// skipped, nothing deleted), with no real second slept.
+func TestObservedWaitRunsOnTheInjectedClock(t *testing.T) {
+	kube := fake.NewClientset(objects()...)
+	patchedToGeneration(kube)
+	clock := testingclock.NewFakeClock(time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC))
+	exec := &repair.Executor{Kube: kube, DryRun: apiv1.DryRunNone, Clock: clock, Deadline: clock.Now().Add(10 * time.Second),
+		Prove: func(context.Context, []repair.Write) (*model.Report, *stuck.Objects, error) {
+			return stuckReport("web-0"), snapObserved(2), nil
+		},
+		Follow: func(context.Context, string, string, func(*appsv1.StatefulSet) bool) error { return nil },
+	}
+	actions, _ := planOf(plan.Policy{}, unresolvedReport("myapp:1"), snap())
+	type applied struct {
+		done []model.Action
+		err  error
+	}
+	out := make(chan applied, 1)
+	go func() {
+		done, err := exec.Apply(context.Background(), actions)
+		out <- applied{done, err}
+	}()
+	start := time.Now()
+	for {
+		select {
+		case got := <-out:
+			if got.err != nil || len(got.done) != 2 || got.done[1].Result != apiv1.ResultSkipped {
+				t.Fatalf("%+v %v", got.done, got.err)
+			}
+			if len(deleted(kube)) != 0 {
+				t.Errorf("deleted %v on reads that never showed the patch observed", deleted(kube))
+			}
+			if real := time.Since(start); real > 3*time.Second {
+				t.Errorf("took %s of real time for 10 s of the fake clock", real)
+			}
+			return
+		case <-time.After(5 * time.Millisecond):
+			if clock.HasWaiters() {
+				clock.Step(time.Second)
+			}
+			if time.Since(start) > 10*time.Second {
+				t.Fatal("the wait never reached the fake clock's deadline: it sleeps in real time")
+			}
+		}
 	}
 }

@@ -102,7 +102,7 @@ func nothingFound() (*model.Report, *stuck.Objects) { return model.NewReport(fal
 
 // notObservedSetup: the controller never observes the patch (observedGeneration stays 2 of 3).
 func notObservedSetup(e *repair.Executor) {
-	clock := testingclock.NewFakePassiveClock(time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC))
+	clock := testingclock.NewFakeClock(time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC))
 	e.Clock, e.Deadline = clock, clock.Now().Add(3*time.Minute)
 	e.Follow = func(ctx context.Context, ns, name string, done func(*appsv1.StatefulSet) bool) error {
 		if done(objects()[0].(*appsv1.StatefulSet)) {
