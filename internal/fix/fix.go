@@ -101,7 +101,7 @@ func Run(ctx context.Context, o Options) (*model.FixResult, error) {
 			return result, ErrNotConfirmed
 		}
 	}
-	exec := repair.New(repair.Options{Kube: o.Clients.Kube, Prove: o.prove, DryRun: o.DryRun, Progress: o.Progress,
+	exec := repair.New(repair.Options{Kube: o.Clients.Kube, Prove: o.prover(result.Actions), DryRun: o.DryRun, Progress: o.Progress,
 		Policy: o.Policy, Disruption: o.Disruption})
 	// --wait is one budget: the wait for the controller to observe a patch, then the rollout.
 	var deadline time.Time
@@ -132,9 +132,75 @@ func (o Options) diagnose(ctx context.Context) (*model.Report, *stuck.Objects, e
 	return diagnose.FromSource(ctx, src, o.Diagnosis)
 }
 
-// prove is the executor's prover: a fresh read, so after every write it made.
-func (o Options) prove(ctx context.Context, _ []repair.Write) (*model.Report, *stuck.Objects, error) {
-	return o.diagnose(ctx)
+// prover is the executor's prover: a fresh read, so after every write it made, of the
+// StatefulSets the actions repair (their namespaces, the sets named: as watch's fallback proof
+// reads), not of the whole scope — fix -A proves on a few namespaces, not the cluster. With a
+// Source (admission's answers) it reads the Source, whose answers the plan was made with.
+func (o Options) prover(actions []model.Action) repair.Prover {
+	scopes := proofScopes(o.Scope, actions)
+	return func(ctx context.Context, _ []repair.Write) (*model.Report, *stuck.Objects, error) {
+		if o.Source != nil || len(scopes) == 0 {
+			return o.diagnose(ctx)
+		}
+		var snap *stuck.Objects
+		var warnings []string
+		for _, scope := range scopes {
+			one, w, err := gather.Lister{Clients: o.Clients, Scope: scope}.Snapshot(ctx)
+			if err != nil {
+				return nil, nil, err
+			}
+			snap, warnings = merge(snap, one), append(warnings, w...)
+		}
+		rep := diagnose.Report(snap, o.Diagnosis)
+		rep.Warnings = warnings
+		return rep, snap, nil
+	}
+}
+
+// proofScopes are the scopes of the StatefulSets the actions repair, one per namespace, in the
+// order the actions name them.
+func proofScopes(scope gather.Scope, actions []model.Action) []gather.Scope {
+	var out []gather.Scope
+	at := map[string]int{}
+	named := map[types.NamespacedName]bool{}
+	for _, a := range actions {
+		key := types.NamespacedName{Namespace: a.Namespace, Name: a.StatefulSet}
+		if a.StatefulSet == "" || named[key] {
+			continue
+		}
+		named[key] = true
+		i, ok := at[a.Namespace]
+		if !ok {
+			i = len(out)
+			at[a.Namespace] = i
+			out = append(out, gather.Scope{Namespace: a.Namespace, OpenShift: scope.OpenShift})
+		}
+		out[i].Names = append(out[i].Names, a.StatefulSet)
+	}
+	return out
+}
+
+// merge adds the snapshot of one namespace to those of others: its namespaced objects, and the
+// cluster's (nodes, StorageClasses) once.
+func merge(into, one *stuck.Objects) *stuck.Objects {
+	if into == nil {
+		return one
+	}
+	into.StatefulSets = append(into.StatefulSets, one.StatefulSets...)
+	into.Pods = append(into.Pods, one.Pods...)
+	into.Revisions = append(into.Revisions, one.Revisions...)
+	into.PVCs = append(into.PVCs, one.PVCs...)
+	into.Events = append(into.Events, one.Events...)
+	into.Services = append(into.Services, one.Services...)
+	into.Namespaces = append(into.Namespaces, one.Namespaces...)
+	into.ImageStreams = append(into.ImageStreams, one.ImageStreams...)
+	into.Owners = append(into.Owners, one.Owners...)
+	into.Warnings = append(into.Warnings, one.Warnings...)
+	into.ServicesListed = into.ServicesListed && one.ServicesListed
+	for k, v := range one.Selected {
+		into.Selected[k] = v
+	}
+	return into
 }
 
 // followSettled follows one StatefulSet until the controller reports its rollout complete and

@@ -101,3 +101,33 @@ func TestNotConfirmedWording(t *testing.T) {
 		a.Kind(), a.Namespace, a.StatefulSet, a.Pod, a.Disruption, a.Result, a.Message, explain.ActionLine(a))
 	snapshottest.Golden(t, filepath.Join("actions", "NotConfirmed.txt"), []byte(text), *update)
 }
+
+// TestProofsReadTheRepairedSetsOnly: fix -A reads every namespace once, to plan; each proof
+// before a delete reads only the namespace of the StatefulSet repaired (as watch's fallback
+// proof does), not the whole cluster again.
+func TestProofsReadTheRepairedSetsOnly(t *testing.T) {
+	objs := append(stuckCluster(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "other"}},
+		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: "other"}})
+	kube := fake.NewClientset(objs...)
+	o := fix.Options{}
+	o.Clients = gather.Clients{Clients: read.Clients{Kube: kube}}
+	o.Scope = gather.Scope{OpenShift: openshift.ModeNever}
+	o.Diagnosis = stuck.DefaultOptions()
+	res, err := fix.Run(context.Background(), o)
+	if err != nil || len(res.Actions) != 1 || res.Actions[0].Result != apiv1.ResultDone {
+		t.Fatalf("%+v %v", res, err)
+	}
+	podLists := map[string]int{}
+	for _, a := range kube.Actions() {
+		if a.GetVerb() == "list" && a.GetResource().Resource == "pods" {
+			ns := a.GetNamespace()
+			if ns == "" {
+				ns = "(all)"
+			}
+			podLists[ns]++
+		}
+	}
+	if fmt.Sprint(podLists) != "map[(all):1 shop:1]" {
+		t.Errorf("pod LISTs by namespace %v, want one of all namespaces (the plan) and one of shop (the proof)", podLists)
+	}
+}
