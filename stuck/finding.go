@@ -70,7 +70,7 @@ func (p ImagePatch) JSONPatch(uid types.UID) string {
 }
 
 // DeepCopy copies a finding, its details and its hand-offs (facts are shared: nothing changes
-// them once explained).
+// them once worded).
 func (f Finding) DeepCopy() Finding {
 	c := f
 	c.Finding = f.Finding.DeepCopy()
@@ -80,6 +80,10 @@ func (f Finding) DeepCopy() Finding {
 	}
 	if f.Patch != nil {
 		p := *f.Patch
+		if p.Admission != nil {
+			a := *p.Admission
+			p.Admission = &a
+		}
 		c.Patch = &p
 	}
 	c.FailingPods = append([]string(nil), f.FailingPods...)
