@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"sort"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/stuck/controller"
 	"github.com/stsdiag/stsdiag/stuck/facts"
 )
 
@@ -20,6 +22,8 @@ type rollout struct {
 	// observed: the controller has synced the latest spec; updated is status.updatedReplicas.
 	observed bool
 	updated  int32
+	// waiting says which pod the controller waits on now, "" when none or unknown.
+	waiting string
 }
 
 // summaries gives each StatefulSet its status once every rule has run, and a message: Terminating
@@ -64,9 +68,42 @@ func summaries(sets []rollout, findings []Finding) []apiv1.StatefulSetSummary {
 		default:
 			sum.Status = apiv1.StatusProgressing
 			sum.Message = fmt.Sprintf("%d of %d pods ready, %d updated to revision %s", sum.ReadyReplicas, sum.Replicas, s.updated, sum.UpdateRevision)
+			if s.waiting != "" {
+				sum.Message += "; " + s.waiting
+			}
 		}
 	}
 	return out
+}
+
+// waitingOn says which pod the controller's next sync waits on (the ordinal that holds it), and
+// what the pod's containers say: "the controller waits for web-2 to be Running (Pending,
+// ErrImagePull)"; "" when it waits on none.
+func waitingOn(v *controller.View) string {
+	if v == nil {
+		return ""
+	}
+	for _, o := range append(append([]controller.Ordinal(nil), v.Ordinals...), v.Condemned...) {
+		word, ok := waitWord[o.Next]
+		if !o.Holds || !ok {
+			continue
+		}
+		msg := fmt.Sprintf("the controller waits for %s to be %s", o.Name, word)
+		if o.Pod != nil {
+			state := string(o.Pod.Status.Phase)
+			for _, st := range append(append([]corev1.ContainerStatus(nil), o.Pod.Status.InitContainerStatuses...), o.Pod.Status.ContainerStatuses...) {
+				if w := st.State.Waiting; w != nil && w.Reason != "" {
+					state += ", " + w.Reason
+					break
+				}
+			}
+			if state != "" {
+				msg += " (" + state + ")"
+			}
+		}
+		return msg
+	}
+	return ""
 }
 
 // stuckMessage is a stuck StatefulSet's message: its first error finding's short message, with

@@ -3,7 +3,10 @@ package stuck
 import (
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/stuck/controller"
 )
 
 // TestSummaries: the status is decided from every rule's findings at once, with a message.
@@ -42,5 +45,24 @@ func TestSummaries(t *testing.T) {
 		if s.Status != want[i].status || s.Message != want[i].message {
 			t.Errorf("%s: %s %q, want %s %q", s.Name, s.Status, s.Message, want[i].status, want[i].message)
 		}
+	}
+}
+
+// TestWaitingOn: a Progressing message names the pod the controller's sync stops at, and what
+// its containers say.
+func TestWaitingOn(t *testing.T) {
+	pending := &corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodPending, ContainerStatuses: []corev1.ContainerStatus{
+		{Name: "app", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ErrImagePull"}}}}}}
+	v := &controller.View{Ordinals: []controller.Ordinal{
+		{Name: "web-0", Next: controller.Nothing},
+		{Name: "web-1", Next: controller.WaitRunning, Holds: true, Pod: pending},
+		{Name: "web-2", Next: controller.Create},
+	}}
+	if got, want := waitingOn(v), "the controller waits for web-1 to be Running (Pending, ErrImagePull)"; got != want {
+		t.Errorf("%q, want %q", got, want)
+	}
+	v.Ordinals[1].Holds = false
+	if got := waitingOn(v); got != "" || waitingOn(nil) != "" {
+		t.Errorf("%q, want none when no ordinal holds", got)
 	}
 }

@@ -93,6 +93,9 @@ func Diagnose(s *Objects, opts Options) Result {
 		s = &indexed
 	}
 	res, rollouts := diagnoseRules(s, opts)
+	for i := range rollouts {
+		rollouts[i].waiting = waitingOn(res.Views[types.NamespacedName{Namespace: rollouts[i].summary.Namespace, Name: rollouts[i].summary.Name}])
+	}
 	if !s.StatusOnly {
 		res.Findings = append(res.Findings, imageFindings(s, nil)...)
 		linkUnresolvedImages(res.Findings)
