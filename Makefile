@@ -11,7 +11,7 @@ RACE_PKGS = ./...
 # Lua), release (goreleaser, krew, the container image), deploy/tekton (Tekton's types) and
 # examples (the public packages imported as others would). vet runs go vet and golangci-lint in
 # each; the e2e targets run `go test` and `go run` in e2e/.
-MODULES = . e2e deploy release deploy/tekton examples
+MODULES = . stuck/kstatus e2e deploy release deploy/tekton examples
 # The e2e module's packages that need no control plane (the harnesses' tests, the browser test),
 # for unit; listed in e2e/.
 E2E_UNIT_PKGS = $$($(GO) list ./... | grep -v -e '/e2e$$' -e '/e2e/node$$' -e '/e2e/openshift$$')
@@ -66,6 +66,7 @@ unit: browser
 	cd release && $(GO) test -count=1 ./...
 	cd deploy/tekton && $(GO) test -count=1 ./...
 	cd examples && $(GO) test -count=1 ./...
+	cd stuck/kstatus && $(GO) test -race -count=1 ./...
 
 ## browser: Debian's chromium for the HTML report's browser test (apt, when missing; needs root;
 ## where it cannot be installed the test skips and says why)
