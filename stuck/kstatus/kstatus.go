@@ -37,6 +37,7 @@ import (
 	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
 	"github.com/fluxcd/cli-utils/pkg/object"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -46,6 +47,7 @@ import (
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/stuck"
+	"github.com/stsdiag/stsdiag/stuck/controller"
 )
 
 // Option changes what a status reader assumes.
@@ -126,12 +128,24 @@ func (r *reader) ReadStatusForObject(ctx context.Context, cr engine.ClusterReade
 		rs.Message = joinMessage(res.Message, "stsdiag's rules did not run: "+strings.Join(read.missing, "; "))
 		return rs, nil
 	}
-	res := stuck.Diagnose(read.objs, r.opts)
-	var sum *apiv1.StatefulSetSummary
-	for i := range res.StatefulSets {
-		if s := &res.StatefulSets[i]; s.Namespace == set.Namespace && s.Name == set.Name {
-			sum = s
+	sum, view := r.diagnose(read, &set)
+	for waited := time.Duration(0); waited < reportWindow && sum != nil && sum.Status == apiv1.StatusProgressing && unreported(view, r.now()); waited += time.Second {
+		// The pod the controller waits on was just created and the kubelet has not reported it
+		// yet: the StatefulSet will not change when it does, and the waiter would not ask
+		// again. Read it again, for at most reportWindow after its creation.
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(time.Second):
 		}
+		if read, err = r.read(ctx, cr, &set); err != nil {
+			return nil, err
+		}
+		if len(read.missing) > 0 {
+			break
+		}
+		rs.GeneratedResources = read.podStatuses
+		sum, view = r.diagnose(read, &set)
 	}
 	if sum == nil {
 		rs.Status, rs.Error = status.UnknownStatus, errors.New("stsdiag: the StatefulSet was not diagnosed")
@@ -139,6 +153,50 @@ func (r *reader) ReadStatusForObject(ctx context.Context, cr engine.ClusterReade
 	}
 	rs.Status, rs.Message = statusOf(sum.Status), joinMessage(sum.Message, strings.Join(read.objs.Warnings, "; "))
 	return rs, nil
+}
+
+// diagnose diagnoses what was read: the StatefulSet's summary, and the controller's view of it.
+func (r *reader) diagnose(read *read, set *appsv1.StatefulSet) (*apiv1.StatefulSetSummary, *controller.View) {
+	res := stuck.Diagnose(read.objs, r.opts)
+	view := res.Views[types.NamespacedName{Namespace: set.Namespace, Name: set.Name}]
+	for i := range res.StatefulSets {
+		if s := &res.StatefulSets[i]; s.Namespace == set.Namespace && s.Name == set.Name {
+			return s, view
+		}
+	}
+	return nil, view
+}
+
+// reportWindow is how long after a pod's creation the reader waits for the kubelet to report
+// it: cli-utils' watcher reads an unschedulable pod's parent again after the same window
+// (status.ScheduleWindow, pkg/kstatus/status/core.go:52, object_status_reporter.go:474-479), the
+// one case where it knows a pod may change while its parent does not.
+const reportWindow = 15 * time.Second
+
+// unreported reports whether the pod the controller waits on (the ordinal its sync stops at) was
+// created less than reportWindow ago, is scheduled or not yet judged by the scheduler, and no
+// container of it has a status yet: the kubelet will report it soon, and only then can the
+// rules tell a pull that fails from one under way.
+func unreported(v *controller.View, now time.Time) bool {
+	if v == nil {
+		return false
+	}
+	for _, o := range v.Ordinals {
+		p := o.Pod
+		if !o.Holds || p == nil || p.DeletionTimestamp != nil || now.Sub(p.CreationTimestamp.Time) >= reportWindow {
+			continue
+		}
+		if len(p.Status.ContainerStatuses) > 0 || len(p.Status.InitContainerStatuses) > 0 {
+			return false
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
+				return false // the scheduler's answer is the state; the rules judge it
+			}
+		}
+		return true
+	}
+	return false
 }
 
 // statusOf is the kstatus status of a StatefulSet's rollout status.

@@ -16,12 +16,15 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/stsdiag/stsdiag/stuck"
@@ -217,5 +220,91 @@ func TestSupports(t *testing.T) {
 	r := reader()
 	if !r.Supports(schema.GroupKind{Group: "apps", Kind: "StatefulSet"}) || r.Supports(schema.GroupKind{Group: "apps", Kind: "Deployment"}) {
 		t.Error("supports apps/StatefulSet only")
+	}
+}
+
+// upgraded is web after an upgrade to an image that does not exist: web-0 Ready on the old
+// revision, web-1 just recreated on the new one (created 2 s ago), not yet reported by the
+// kubelet.
+func upgraded(t *testing.T, created time.Time) (*dynamicfake.FakeDynamicClient, *unstructured.Unstructured) {
+	t.Helper()
+	two := int32(2)
+	set := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop", UID: "web-uid", Generation: 2},
+		Spec: appsv1.StatefulSetSpec{Replicas: &two, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "nginx:1.27-typo"}}}}},
+		Status: appsv1.StatefulSetStatus{ObservedGeneration: 2, Replicas: 2, ReadyReplicas: 1, AvailableReplicas: 1, CurrentReplicas: 1, UpdatedReplicas: 1,
+			CurrentRevision: "web-a", UpdateRevision: "web-b"}}
+	pod := func(name, rev string, at time.Time) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "shop", UID: types.UID(name + "-uid"), CreationTimestamp: metav1.NewTime(at),
+			Labels:          map[string]string{"app": "web", appsv1.ControllerRevisionHashLabelKey: rev, appsv1.StatefulSetPodNameLabel: name},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "web", UID: "web-uid", Controller: ptr.To(true)}}},
+			Spec: corev1.PodSpec{NodeName: "node-1", Containers: []corev1.Container{{Name: "web", Image: "nginx:1.27-typo"}}}}
+	}
+	ready := pod("web-0", "web-a", created.Add(-time.Hour))
+	ready.Spec.Containers[0].Image = "nginx:1.27"
+	ready.Status = corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(created.Add(-time.Hour))}},
+		ContainerStatuses: []corev1.ContainerStatus{{Name: "web", Ready: true, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}}
+	fresh := pod("web-1", "web-b", created)
+	fresh.Status.Phase = corev1.PodPending
+	var objs []runtime.Object
+	var web *unstructured.Unstructured
+	for _, o := range []runtime.Object{set, ready, fresh} {
+		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		obj := &unstructured.Unstructured{Object: u}
+		gvk := corev1.SchemeGroupVersion.WithKind("Pod")
+		if o == set {
+			gvk = appsv1.SchemeGroupVersion.WithKind("StatefulSet")
+			web = obj
+		}
+		obj.SetGroupVersionKind(gvk)
+		objs = append(objs, obj)
+	}
+	return dynamicfake.NewSimpleDynamicClient(scheme.Scheme, objs...), web
+}
+
+// TestWaitsForTheKubeletsReport: the pod the controller waits on was just created and the
+// kubelet has not reported it: the reader reads it again (the StatefulSet will not change when it
+// is reported) and says Failed once the pull fails, naming the pod.
+func TestWaitsForTheKubeletsReport(t *testing.T) {
+	dyn, web := upgraded(t, time.Now().Add(-2*time.Second))
+	go func() {
+		time.Sleep(1500 * time.Millisecond)
+		pods := dyn.Resource(corev1.SchemeGroupVersion.WithResource("pods")).Namespace("shop")
+		p, err := pods.Get(context.Background(), "web-1", metav1.GetOptions{})
+		if err != nil {
+			panic(err)
+		}
+		_ = unstructured.SetNestedSlice(p.Object, []any{map[string]any{"name": "web", "ready": false, "restartCount": int64(0), "image": "nginx:1.27-typo", "imageID": "",
+			"state": map[string]any{"waiting": map[string]any{"reason": "ErrImagePull", "message": "not found"}}}}, "status", "containerStatuses")
+		if _, err := pods.Update(context.Background(), p, metav1.UpdateOptions{}); err != nil {
+			panic(err)
+		}
+	}()
+	r := stsdiagkstatus.NewStatusReader(mapper())
+	start := time.Now()
+	rs, err := r.ReadStatusForObject(context.Background(), &clusterreader.DynamicClusterReader{DynamicClient: dyn, Mapper: mapper()}, web)
+	if err != nil || rs.Status != status.FailedStatus || !strings.Contains(rs.Message, "CurrentRevisionFailing: web-1") {
+		t.Fatalf("%s %q %v", rs.Status, rs.Message, err)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("took %s", took)
+	}
+}
+
+// TestReportWindowEnds: a pod unreported for the whole window is InProgress, naming it.
+func TestReportWindowEnds(t *testing.T) {
+	dyn, web := upgraded(t, time.Now().Add(-13*time.Second))
+	r := stsdiagkstatus.NewStatusReader(mapper())
+	start := time.Now()
+	rs, err := r.ReadStatusForObject(context.Background(), &clusterreader.DynamicClusterReader{DynamicClient: dyn, Mapper: mapper()}, web)
+	took := time.Since(start)
+	if err != nil || rs.Status != status.InProgressStatus || !strings.Contains(rs.Message, "the controller waits for web-1 to be Running (Pending)") {
+		t.Fatalf("%s %q %v", rs.Status, rs.Message, err)
+	}
+	if took < time.Second || took > 5*time.Second {
+		t.Errorf("read for %s: want until 15 s after web-1's creation (2 s)", took)
 	}
 }
