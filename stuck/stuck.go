@@ -61,7 +61,7 @@ func DefaultOptions() Options {
 
 // Result is what the diagnosis found.
 type Result struct {
-	// StatefulSets are the StatefulSets in scope, in the objects' order, each with its status
+	// StatefulSets are the StatefulSets in scope, by namespace and name, each with its status
 	// (Complete, Progressing, Stuck or Terminating) and a message saying why.
 	StatefulSets []apiv1.StatefulSetSummary
 	// Findings, most severe first, each with its words (Message, Short, Remedy) and facts.
@@ -103,6 +103,10 @@ func Diagnose(s *Objects, opts Options) Result {
 	wordFindings(res.Findings, cliFor(opts, s.OpenShift))
 	sortFindings(res.Findings)
 	res.StatefulSets = summaries(rollouts, res.Findings)
+	sort.SliceStable(res.StatefulSets, func(i, j int) bool {
+		a, b := res.StatefulSets[i], res.StatefulSets[j]
+		return a.Namespace < b.Namespace || (a.Namespace == b.Namespace && a.Name < b.Name)
+	})
 	return res
 }
 
