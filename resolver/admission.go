@@ -265,8 +265,9 @@ func SpecTag(stream *imagev1.ImageStream, tag string) (imagev1.TagReference, boo
 	return imagev1.TagReference{}, false
 }
 
-// PullSpecForTagEvent is ResolveReferenceForTagEvent (OAS internal/imageutil/helpers.go:327-360@OAS,
-// the same rule as LG imageutil/helpers.go:449-494@LG): referencePolicy Local gives
+// PullSpecForTagEvent is ResolveReferenceForTagEvent (openshift-apiserver's
+// pkg/image/apiserver/internal/imageutil/helpers.go:327-360@OAS, the same rule as LG
+// imageutil/helpers.go:449-494@LG): referencePolicy Local gives
 // "<status.dockerImageRepository>@<image>" when both are set and the repository parses; anything
 // else the event's dockerImageReference verbatim.
 func PullSpecForTagEvent(stream *imagev1.ImageStream, tag string, event *imagev1.TagEvent) string {

@@ -15,17 +15,12 @@ import (
 	"strings"
 )
 
-// Upstream commits the rules below were read from.
-const (
-	// LG is openshift/library-go.
-	LG = "93ac9206ae34e602d6acf346826e3e99c22b1787"
-	// ALG is openshift/apiserver-library-go.
-	ALG = "a8019f39f6708878cbb42101693940ed4817ab82"
-	// OAS is openshift/openshift-apiserver.
-	OAS = "56aa2d96edd725e44ddd7ff13f23e53e6c509828"
-	// OCM is openshift/openshift-controller-manager.
-	OCM = "26d20feae8892f648f5b06ed3f5492fe6ffb4532"
-)
+// The upstream commits this package's rules were read from, as its comments cite them (@LG ...):
+//
+//	LG  openshift/library-go                    93ac9206ae34e602d6acf346826e3e99c22b1787
+//	ALG openshift/apiserver-library-go          a8019f39f6708878cbb42101693940ed4817ab82
+//	OAS openshift/openshift-apiserver           56aa2d96edd725e44ddd7ff13f23e53e6c509828
+//	OCM openshift/openshift-controller-manager  26d20feae8892f648f5b06ed3f5492fe6ffb4532
 
 // Ref is an image reference split the way OpenShift splits it (library-go's
 // DockerImageReference): no docker.io or library/ defaulting.

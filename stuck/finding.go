@@ -15,7 +15,7 @@ import (
 type Finding struct {
 	apiv1.Finding
 
-	// Facts are what the analyzer established, typed per code; package explain words them into
+	// Facts are what the rules established, typed per code (package stuck/facts); Diagnose words them into
 	// Message, Short, Remedy and the details that are sentences.
 	Facts facts.Facts
 	// Short is the message as the table shows it.

@@ -129,9 +129,9 @@ func (s *Objects) InScope(namespace, name string) bool {
 	return s.Selected == nil || s.Selected[types.NamespacedName{Namespace: namespace, Name: name}]
 }
 
-// Shared indexes the kinds that many snapshots of one read share: gather.EachNamespace hands out
-// a snapshot per namespace with the same Nodes, Namespaces and ImageStreams, which are indexed
-// once for all of them instead of once per namespace (at 3000 namespaces, 3000 ImageStreams
+// Shared indexes the kinds that many snapshots of one read share: a reader that hands out a
+// snapshot per namespace gives each the same Nodes, Namespaces and ImageStreams, indexed once
+// for all of them instead of once per namespace (at 3000 namespaces, 3000 ImageStreams
 // and 3000 Namespaces, that was 18 million map entries).
 type Shared struct {
 	// Nodes by name, Namespaces by name.

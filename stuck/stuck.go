@@ -597,7 +597,7 @@ const maxCrashLoopBackOff = 5 * time.Minute
 // returns the prediction once it has failed: the pod was Ready during a run since the
 // prediction began (the update revision's creation, or the other pods' Ready) and is still
 // there controllerSlack later, or no run came within the kubelet's longest back-off. Until
-// then the prediction is recorded (explain shows its deadline) and the diagnosis wakes at it.
+// then the prediction is recorded (`stsdiag explain` shows its deadline) and the diagnosis wakes at it.
 // A Ready moment seen only to the second (the Ready condition turned in the second the run
 // started) may never have reached the controller: the deadline says whether it did.
 func (d *diagnosis) replacedWhenReady(r *controllerView, pod *corev1.Pod, p *facts.Startup) *facts.Prediction {

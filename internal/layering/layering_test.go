@@ -10,7 +10,9 @@ import (
 	"io"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"sort"
 	"strings"
 	"testing"
 )
@@ -254,4 +256,82 @@ func exportedRecv(recv *ast.FieldList) bool {
 		}
 	}
 	return true
+}
+
+// TestGodocNamesNoInternalPackage: the documentation of the public packages names nothing an
+// importer cannot import: no package of internal/, no identifier of one (explain.Findings,
+// model.Summaries, ...).
+func TestGodocNamesNoInternalPackage(t *testing.T) {
+	var names []string
+	for name := range list(t, module+"internal/...") {
+		names = append(names, regexp.QuoteMeta(filepath.Base(name)))
+	}
+	mention := regexp.MustCompile(`\b(` + strings.Join(names, "|") + `)\.[A-Z]|` + regexp.QuoteMeta(module) + `internal/|\binternal/(` + strings.Join(names, "|") + `)\b`)
+	for _, name := range public {
+		out, err := exec.Command("go", "doc", "-all", module+name).Output()
+		if err != nil {
+			t.Fatalf("go doc %s: %v", name, err)
+		}
+		for i, line := range strings.Split(string(out), "\n") {
+			if m := mention.FindString(line); m != "" {
+				t.Errorf("go doc %s:%d names %q, which an importer cannot import: %s", name, i+1, m, strings.TrimSpace(line))
+			}
+		}
+	}
+}
+
+// TestStuckFaceIsNarrow: package stuck, the library's front door, exports at most 50 top-level
+// names (types, functions, constants and variables, each counted): the typed facts live in
+// stuck/facts, the controller's model in stuck/controller, the reader in stuck/read.
+func TestStuckFaceIsNarrow(t *testing.T) {
+	dir := list(t, module+"stuck")["stuck"].Dir
+	fset := token.NewFileSet()
+	var names []string
+	for _, file := range list(t, module+"stuck")["stuck"].GoFiles {
+		f, err := parser.ParseFile(fset, filepath.Join(dir, file), nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range f.Decls {
+			switch d := d.(type) {
+			case *ast.FuncDecl:
+				if d.Recv == nil && d.Name.IsExported() {
+					names = append(names, d.Name.Name)
+				}
+			case *ast.GenDecl:
+				for _, s := range d.Specs {
+					switch s := s.(type) {
+					case *ast.TypeSpec:
+						if s.Name.IsExported() {
+							names = append(names, s.Name.Name)
+						}
+					case *ast.ValueSpec:
+						for _, n := range s.Names {
+							if n.IsExported() {
+								names = append(names, n.Name)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	sort.Strings(names)
+	t.Logf("stuck exports %d names: %s", len(names), strings.Join(names, " "))
+	if len(names) > 50 {
+		t.Errorf("stuck exports %d top-level names, more than 50", len(names))
+	}
+}
+
+// TestPublicStandsOnItsOwnFloor: no public package depends on a package of internal/, so that
+// what an importer gets is what the public packages say.
+func TestPublicStandsOnItsOwnFloor(t *testing.T) {
+	pkgs := list(t, prefixed(public)...)
+	for _, name := range public {
+		for _, dep := range pkgs[name].Deps {
+			if strings.HasPrefix(dep, module+"internal/") {
+				t.Errorf("public package %s depends on %s", name, strings.TrimPrefix(dep, module))
+			}
+		}
+	}
 }

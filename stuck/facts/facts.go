@@ -11,7 +11,7 @@ import (
 )
 
 // The facts below are what the rules establish about each finding, in types: Finding.Facts
-// holds one of them, and package explain words it (message, short, remedy).
+// holds one of them, and stuck.Diagnose words it (message, short, remedy).
 
 // Facts are the typed facts of one finding (a type of the analyzer that found it).
 type Facts interface {
@@ -303,7 +303,7 @@ const (
 )
 
 // Prediction is what diagnosis expects to happen by itself, and by when: until Deadline the
-// pod is reported as waiting for it (explain shows it); after, a finding names it as missed.
+// pod is reported as waiting for it (`stsdiag explain` shows it); after, a finding names it as missed.
 type Prediction struct {
 	Pod      string
 	Expected Expectation

@@ -7,7 +7,7 @@ import (
 )
 
 // The facts below are what the rules establish about each finding, in types: stuck.Finding.Facts
-// holds one of them, and package explain words it (message, short, remedy). The container, its
+// holds one of them, and stuck.Diagnose words it (message, short, remedy). The container, its
 // image and the resolved image are the finding's own fields.
 
 // LookupOff are the facts of ImageLookupDisabled.
