@@ -19,7 +19,7 @@ E2E_UNIT_PKGS = $$($(GO) list ./... | grep -v -e '/e2e$$' -e '/e2e/node$$' -e '/
 # targets; listed in e2e/.
 E2E_PKGS = $$($(GO) list ./... | grep -v -e '/e2e/node$$' -e '/e2e/openshift$$')
 
-.PHONY: all build test unit browser e2e e2e-node oracle node-bins e2e-openshift openshift-bins e2e-versions bench bench-mix cluster-bins demo deploy-demo cluster fuzz vet fmt clean image
+.PHONY: api-baseline all build test unit browser e2e e2e-node oracle node-bins e2e-openshift openshift-bins e2e-versions bench bench-mix cluster-bins demo deploy-demo cluster fuzz vet fmt clean image
 
 all: build
 
@@ -52,6 +52,11 @@ vet:
 	@test -x $(GOLANGCI_DIR)/golangci-lint || GOBIN=$(GOLANGCI_DIR) $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_VERSION)
 	@set -e; for m in $(MODULES); do echo "cd $$m && golangci-lint run ./..."; \
 		(cd $$m && $(GOLANGCI_DIR)/golangci-lint run --timeout 20m --config $(CURDIR)/.golangci.yml ./...); done
+	@./api/apidiff.sh
+
+## api-baseline: record HEAD as the public API's baseline (api/baseline) after a deliberate change
+api-baseline:
+	@./api/apidiff.sh --write
 
 ## unit also runs the other modules' tests: e2e's packages that need no control plane, deploy
 ## and release (the shipped files), deploy/tekton (Tekton's Go types and validation), and
