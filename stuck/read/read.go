@@ -235,11 +235,12 @@ func (s Scope) Select(objs *stuck.Objects) error {
 	return nil
 }
 
-// ServerVersion is the API server's gitVersion, "" when it cannot be read (a fake, or no
-// permission: then the newest controller rules apply).
+// ServerVersion is the API server's gitVersion, "" when it cannot be read or says nothing (no
+// permission, a fake, a build without a version stamped, v0.0.0-master): then the newest
+// controller rules apply.
 func ServerVersion(kube kubernetes.Interface) string {
 	info, err := kube.Discovery().ServerVersion()
-	if err != nil || info == nil || info.Major == "0" {
+	if err != nil || info == nil || info.Major == "0" || strings.HasPrefix(info.GitVersion, "v0.0.0") {
 		return ""
 	}
 	return info.GitVersion
