@@ -1,6 +1,6 @@
-// Package diagnose runs every diagnosis (stuck, resolver) over a snapshot and assembles the
-// report, and explains StatefulSets from the same diagnosis. It is pure: it reads a snapshot and
-// calls no API (package check reads the cluster for it).
+// Package diagnose turns stuck.Diagnose's result into the report the command line prints, and
+// explains StatefulSets from the same diagnosis. It is pure: it reads a snapshot and calls no API
+// (package check reads the cluster for it).
 package diagnose
 
 import (

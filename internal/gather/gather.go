@@ -1,6 +1,7 @@
-// Package gather does every API read of a diagnosis: one LIST per kind of its resource table
-// (Gather), or one shared informer per kind (Live), both a Source of snapshots; plus the
-// explicit extras (owners of terminating StatefulSets, previous container logs).
+// Package gather holds the command line's readers beside the public one (stuck/read's List,
+// which Lister wraps): all namespaces a page at a time (Paged), triaged by the StatefulSets'
+// statuses (Triaged), and informers' caches (Live), all read.Reader implementations; plus the
+// extras (the controller manager's Lease, previous container logs).
 package gather
 
 import (
