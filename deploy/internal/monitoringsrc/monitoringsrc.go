@@ -134,8 +134,8 @@ func Dashboard(cluster string) ([]byte, error) {
 }
 
 // rulesHeader says what the rule files hold and where they come from.
-func rulesHeader(cluster string) string {
-	h := `# Generated from deploy/internal/monitoringsrc/rules.yaml.tmpl by ` + "`" + Regenerate + "`" + `; do not edit.
+func rulesHeader(cluster, by string) string {
+	h := `# Generated from deploy/internal/monitoringsrc/rules.yaml.tmpl by ` + "`" + by + "`" + `; do not edit.
 # Alerts on the metrics of ` + "`stsdiag watch`" + ` (internal/monitor/metrics.go):
 # stsdiag_statefulset_findings{namespace,statefulset,code,reason} (findings present now, one series
 # per StatefulSet with a finding, exported by the leader), stsdiag_repairs_total{action,result,namespace},
@@ -154,9 +154,9 @@ func rulesHeader(cluster string) string {
 }
 
 // prometheusRule wraps rule groups in a monitoring.coreos.com/v1 PrometheusRule.
-func prometheusRule(name, cluster string, groups []byte) []byte {
+func prometheusRule(name, cluster, by string, groups []byte) []byte {
 	var b strings.Builder
-	b.WriteString(rulesHeader(cluster))
+	b.WriteString(rulesHeader(cluster, by))
 	b.WriteString("apiVersion: monitoring.coreos.com/v1\nkind: PrometheusRule\nmetadata:\n  name: " + name +
 		"\n  namespace: stsdiag\n  labels: {app.kubernetes.io/name: stsdiag}\nspec:\n")
 	for _, line := range strings.SplitAfter(string(groups), "\n") {
@@ -200,8 +200,8 @@ func Files() (map[string][]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		files[flavour.dir+"/prometheusrule.yaml"] = prometheusRule("stsdiag"+flavour.suffix, flavour.cluster, groups)
-		files["monitoring/rules/stsdiag"+flavour.suffix+".rules.yaml"] = append([]byte(rulesHeader(flavour.cluster)), groups...)
+		files[flavour.dir+"/prometheusrule.yaml"] = prometheusRule("stsdiag"+flavour.suffix, flavour.cluster, Regenerate, groups)
+		files["monitoring/rules/stsdiag"+flavour.suffix+".rules.yaml"] = append([]byte(rulesHeader(flavour.cluster, Regenerate)), groups...)
 		files[flavour.dir+"/dashboard.json"] = dashboard
 		cmPath := "monitoring/grafana/dashboard-configmap.yaml"
 		if flavour.cluster != "" {
@@ -216,6 +216,25 @@ func Files() (map[string][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	files["helm/stsdiag/files/prometheusrule-multicluster.yaml"] = prometheusRule("stsdiag-multicluster", HelmClusterLabel, helmGroups)
+	files["helm/stsdiag/files/prometheusrule-multicluster.yaml"] = prometheusRule("stsdiag-multicluster", HelmClusterLabel, Regenerate, helmGroups)
 	return files, nil
+}
+
+// ForLabel are the multi-cluster files for another cluster label than the shipped one's:
+// stsdiag.rules.yaml (a plain rule file), prometheusrule.yaml and dashboard.json.
+func ForLabel(cluster string) (map[string][]byte, error) {
+	groups, err := Groups(cluster)
+	if err != nil {
+		return nil, err
+	}
+	dashboard, err := Dashboard(cluster)
+	if err != nil {
+		return nil, err
+	}
+	by := "cd deploy && go run ./cmd/monitoring -cluster-label " + cluster
+	return map[string][]byte{
+		"stsdiag.rules.yaml":  append([]byte(rulesHeader(cluster, by)), groups...),
+		"prometheusrule.yaml": prometheusRule("stsdiag-multicluster", cluster, by, groups),
+		"dashboard.json":      dashboard,
+	}, nil
 }
