@@ -19,7 +19,7 @@ E2E_UNIT_PKGS = $$($(GO) list ./... | grep -v -e '/e2e$$' -e '/e2e/node$$' -e '/
 # targets; listed in e2e/.
 E2E_PKGS = $$($(GO) list ./... | grep -v -e '/e2e/node$$' -e '/e2e/openshift$$')
 
-.PHONY: all build test unit browser e2e e2e-node oracle node-bins e2e-openshift openshift-bins e2e-versions bench bench-mix cluster-bins demo deploy-demo cluster fuzz vet fmt clean image
+.PHONY: all build test unit browser promtool e2e e2e-node oracle node-bins e2e-openshift openshift-bins e2e-versions bench bench-mix cluster-bins demo deploy-demo cluster fuzz vet fmt clean image
 
 all: build
 
@@ -59,13 +59,19 @@ vet:
 ## unit: -race where our goroutines run; the shipped files' tests (Helm, kustomize, Argo CD's Lua,
 ## goreleaser, the image, Tekton's validation) start none, and without -race reuse vet's build of
 ## those large libraries (a cold `make test` compiles them once, not twice)
-unit: browser
+unit: browser promtool
 	$(GO) test -race -count=1 $(RACE_PKGS)
 	cd e2e && $(GO) test -race -count=1 $(E2E_UNIT_PKGS)
 	cd deploy && $(GO) test -count=1 ./...
 	cd release && $(GO) test -count=1 ./...
 	cd deploy/tekton && $(GO) test -count=1 ./...
 	cd examples && $(GO) test -count=1 ./...
+
+## promtool: Debian's prometheus package (promtool checks and unit-tests the shipped alerts,
+## deploy/promtool_test.go; the fleet suite runs its Prometheus servers): apt, when missing; needs
+## root; where it cannot be installed the promtool tests skip and say why
+promtool:
+	@t0=$$SECONDS; ./e2e/prometheus.sh >/dev/null; echo "promtool: $$((SECONDS-t0))s"
 
 ## browser: Debian's chromium for the HTML report's browser test (apt, when missing; needs root;
 ## where it cannot be installed the test skips and says why)
