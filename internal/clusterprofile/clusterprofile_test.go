@@ -2,8 +2,8 @@ package clusterprofile_test
 
 import (
 	"context"
-	"encoding/pem"
 	"encoding/json"
+	"encoding/pem"
 	"net/http"
 	"net/http/httptest"
 	"os"
