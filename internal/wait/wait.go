@@ -110,6 +110,8 @@ func RunFleet(ctx context.Context, members []string, wait func(ctx context.Conte
 			v = follow.VerdictOf(ctx.Err())
 		}
 		return verdict.ResultOf(verdict.Decide(verdict.Facts{End: model.ContextFailed{Context: name, As: v, Err: err}}))
-	}, func(res *model.WaitResult) bool { return verdict.Decisive(res.Result) && res.Result != apiv1.WaitUnevaluable })
+	}, func(res *model.WaitResult) bool {
+		return verdict.Decisive(res.Result) && res.Result != apiv1.WaitUnevaluable
+	})
 	return verdict.MergeFleet(members, results)
 }
