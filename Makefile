@@ -14,12 +14,12 @@ RACE_PKGS = ./...
 MODULES = . e2e deploy release deploy/tekton examples
 # The e2e module's packages that need no control plane (the harnesses' tests, the browser test),
 # for unit; listed in e2e/.
-E2E_UNIT_PKGS = $$($(GO) list ./... | grep -v -e '/e2e$$' -e '/e2e/node$$' -e '/e2e/openshift$$')
-# The kwok suite: e2e/node (a real node) and e2e/openshift (OpenShift's image API) have their own
-# targets; listed in e2e/.
-E2E_PKGS = $$($(GO) list ./... | grep -v -e '/e2e/node$$' -e '/e2e/openshift$$')
+E2E_UNIT_PKGS = $$($(GO) list ./... | grep -v -e '/e2e$$' -e '/e2e/node$$' -e '/e2e/openshift$$' -e '/e2e/fleet$$')
+# The kwok suite: e2e/node (a real node), e2e/openshift (OpenShift's image API) and e2e/fleet
+# (three control planes and Prometheus servers) have their own targets; listed in e2e/.
+E2E_PKGS = $$($(GO) list ./... | grep -v -e '/e2e/node$$' -e '/e2e/openshift$$' -e '/e2e/fleet$$')
 
-.PHONY: all build test unit browser promtool e2e e2e-node oracle node-bins e2e-openshift openshift-bins e2e-versions bench bench-mix cluster-bins demo deploy-demo cluster fuzz vet fmt clean image
+.PHONY: all build test unit browser promtool e2e e2e-fleet e2e-node oracle node-bins e2e-openshift openshift-bins e2e-versions bench bench-mix cluster-bins demo deploy-demo cluster fuzz vet fmt clean image
 
 all: build
 
@@ -122,6 +122,16 @@ e2e-versions:
 		(cd e2e && K8S_VERSION=$$v $(GO) test -count=1 -timeout 15m -run '$(VERSION_TESTS)' .); \
 		echo "e2e-versions: $$v: cluster-bins $$((t1-t0))s, tests $$((SECONDS-t1))s"; \
 	done
+
+## e2e-fleet: fleets on three real control planes (e2e/fleet): check and wait over a hub's
+## ClusterProfiles (two members, unreachable, unauthorized, exec plugins that fail or hang), and
+## the alerts across clusters: a Prometheus per member (external_labels cluster) federated by a
+## global one with the shipped multi-cluster rules (Debian's prometheus, installed with apt when
+## missing; e2e/prometheus.sh)
+e2e-fleet: cluster-bins
+	@REQUIRED=1 ./e2e/prometheus.sh >/dev/null
+	@mkdir -p e2e/_artifacts; t0=$$SECONDS; (cd e2e && $(GO) test -count=1 -timeout 15m -v ./fleet/) 2>&1 | tee e2e/_artifacts/fleet-go-test.log | \
+		grep -E '^(--- |FAIL|ok |PASS$$)|^e2e-fleet:'; rc=$${PIPESTATUS[0]}; echo "e2e-fleet: suite $$((SECONDS-t0))s"; exit $$rc
 
 ## e2e-openshift: the OpenShift suite on OpenShift's own image API (openshift-apiserver, aggregated)
 ## and the real ImagePolicy admission plugin (as a webhook), with the differential oracle

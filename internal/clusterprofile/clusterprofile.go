@@ -342,7 +342,12 @@ func Reach(ctx context.Context, config *rest.Config, timeout time.Duration) erro
 	}()
 	select {
 	case err := <-done:
-		if err != nil && config.ExecProvider != nil && strings.Contains(err.Error(), "getting credentials") {
+		switch {
+		case err == nil || config.ExecProvider == nil:
+			return err
+		case apierrors.IsUnauthorized(err):
+			return fmt.Errorf("Unauthorized: %s refused the credential of exec plugin %s: %w", config.Host, config.ExecProvider.Command, err)
+		case strings.Contains(err.Error(), "getting credentials"):
 			return fmt.Errorf("exec plugin %s: %w", config.ExecProvider.Command, err)
 		}
 		return err

@@ -262,6 +262,19 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
 		t.Errorf("plugin argument and variable %q", args)
 	}
 
+	// A credential the server refuses (401).
+	refusing := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusUnauthorized)
+	}))
+	defer refusing.Close()
+	refused := clusterprofile.Profile{Namespace: "fleet", Name: "r", Access: []clusterprofile.AccessProvider{{Name: "token", Cluster: clientcmdv1.Cluster{
+		Server: refusing.URL, CertificateAuthorityData: pemCA(t, refusing)}}}}
+	file.Providers[0].ExecConfig = &clientcmdapi.ExecConfig{APIVersion: "client.authentication.k8s.io/v1", Command: plugin}
+	cfg, _ = file.Config(refused)
+	if err := clusterprofile.Reach(context.Background(), cfg, 10*time.Second); err == nil || !strings.HasPrefix(err.Error(), "Unauthorized: "+refusing.URL+" refused the credential of exec plugin "+plugin) {
+		t.Errorf("a refused credential: %v", err)
+	}
+
 	failing := writeFile(t, "failing.sh", "#!/bin/sh\necho 'token expired' >&2\nexit 3\n", 0o755)
 	file.Providers[0].ExecConfig = &clientcmdapi.ExecConfig{APIVersion: "client.authentication.k8s.io/v1", Command: failing}
 	cfg, _ = file.Config(profile)
