@@ -476,4 +476,3 @@ var (
 	premiseOnce   sync.Once
 	premiseFailed bool
 )
-
