@@ -14,12 +14,12 @@ RACE_PKGS = ./...
 MODULES = . stuck/kstatus e2e deploy release deploy/tekton examples
 # The e2e module's packages that need no control plane (the harnesses' tests, the browser test),
 # for unit; listed in e2e/.
-E2E_UNIT_PKGS = $$($(GO) list ./... | grep -v -e '/e2e$$' -e '/e2e/node$$' -e '/e2e/openshift$$')
-# The kwok suite: e2e/node (a real node) and e2e/openshift (OpenShift's image API) have their own
-# targets; listed in e2e/.
-E2E_PKGS = $$($(GO) list ./... | grep -v -e '/e2e/node$$' -e '/e2e/openshift$$')
+E2E_UNIT_PKGS = $$($(GO) list ./... | grep -v -e '/e2e$$' -e '/e2e/node$$' -e '/e2e/openshift$$' -e '/e2e/fleet$$')
+# The kwok suite: e2e/node (a real node), e2e/openshift (OpenShift's image API) and e2e/fleet
+# (three control planes and Prometheus servers) have their own targets; listed in e2e/.
+E2E_PKGS = $$($(GO) list ./... | grep -v -e '/e2e/node$$' -e '/e2e/openshift$$' -e '/e2e/fleet$$')
 
-.PHONY: api-baseline all build test unit browser e2e e2e-node oracle node-bins e2e-openshift openshift-bins e2e-versions bench bench-mix cluster-bins demo deploy-demo cluster fuzz vet fmt clean image
+.PHONY: api-baseline all build test unit browser promtool e2e e2e-fleet e2e-node oracle node-bins e2e-openshift openshift-bins e2e-versions bench bench-mix cluster-bins demo deploy-demo cluster fuzz vet fmt clean image
 
 all: build
 
@@ -64,7 +64,7 @@ api-baseline:
 ## unit: -race where our goroutines run; the shipped files' tests (Helm, kustomize, Argo CD's Lua,
 ## goreleaser, the image, Tekton's validation) start none, and without -race reuse vet's build of
 ## those large libraries (a cold `make test` compiles them once, not twice)
-unit: browser
+unit: browser promtool
 	$(GO) test -race -count=1 $(RACE_PKGS)
 	cd e2e && $(GO) test -race -count=1 $(E2E_UNIT_PKGS)
 	cd deploy && $(GO) test -count=1 ./...
@@ -72,6 +72,12 @@ unit: browser
 	cd deploy/tekton && $(GO) test -count=1 ./...
 	cd examples && $(GO) test -count=1 ./...
 	cd stuck/kstatus && $(GO) test -race -count=1 ./...
+
+## promtool: Debian's prometheus package (promtool checks and unit-tests the shipped alerts,
+## deploy/promtool_test.go; the fleet suite runs its Prometheus servers): apt, when missing; needs
+## root; where it cannot be installed the promtool tests skip and say why
+promtool:
+	@t0=$$SECONDS; ./e2e/prometheus.sh >/dev/null; echo "promtool: $$((SECONDS-t0))s"
 
 ## browser: Debian's chromium for the HTML report's browser test (apt, when missing; needs root;
 ## where it cannot be installed the test skips and says why)
@@ -122,6 +128,16 @@ e2e-versions:
 		(cd e2e && K8S_VERSION=$$v $(GO) test -count=1 -timeout 15m -run '$(VERSION_TESTS)' .); \
 		echo "e2e-versions: $$v: cluster-bins $$((t1-t0))s, tests $$((SECONDS-t1))s"; \
 	done
+
+## e2e-fleet: fleets on three real control planes (e2e/fleet): check and wait over a hub's
+## ClusterProfiles (two members, unreachable, unauthorized, exec plugins that fail or hang), and
+## the alerts across clusters: a Prometheus per member (external_labels cluster) federated by a
+## global one with the shipped multi-cluster rules (Debian's prometheus, installed with apt when
+## missing; e2e/prometheus.sh)
+e2e-fleet: cluster-bins
+	@REQUIRED=1 ./e2e/prometheus.sh >/dev/null
+	@mkdir -p e2e/_artifacts; t0=$$SECONDS; (cd e2e && $(GO) test -count=1 -timeout 15m -v ./fleet/) 2>&1 | tee e2e/_artifacts/fleet-go-test.log | \
+		grep -E '^(--- |FAIL|ok |PASS$$)|^e2e-fleet:'; rc=$${PIPESTATUS[0]}; echo "e2e-fleet: suite $$((SECONDS-t0))s"; exit $$rc
 
 ## e2e-openshift: the OpenShift suite on OpenShift's own image API (openshift-apiserver, aggregated)
 ## and the real ImagePolicy admission plugin (as a webhook), with the differential oracle

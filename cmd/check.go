@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -16,6 +17,8 @@ import (
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/check"
+	"github.com/stsdiag/stsdiag/internal/fleet"
+	"github.com/stsdiag/stsdiag/internal/gather"
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/render"
 	"github.com/stsdiag/stsdiag/stuck"
@@ -133,13 +136,14 @@ func (f *checkFlags) ToOptions(args []string) (*checkOptions, error) {
 func (o *checkOptions) Run(ctx context.Context) error {
 	var rep *model.Report
 	var explanations map[string]*apiv1.Explanation
-	var failed []string
+	var members []apiv1.FleetMember
 	if o.scope.fleet() {
-		targets, err := o.fleet()
+		targets, err := o.fleet(ctx)
 		if err != nil {
 			return withCode(ExitError, err)
 		}
-		rep, failed = check.RunFleet(ctx, targets, check.Options{Diagnosis: o.diagnosis, Full: o.full, PageSize: o.pageSize})
+		rep, members = check.RunFleet(ctx, targets, check.FleetOptions{Options: check.Options{Diagnosis: o.diagnosis, Full: o.full, PageSize: o.pageSize},
+			Limit: fleet.NewLimit(o.scope.concurrency), Noun: o.scope.noun()})
 	} else {
 		c, err := clients(o.configFlags, reads)
 		if err != nil {
@@ -160,14 +164,20 @@ func (o *checkOptions) Run(ctx context.Context) error {
 	}
 	table := render.TableOptions{WithNamespace: o.scope.allNamespaces || o.scope.fleet(), WithContext: o.scope.fleet(), Color: colorEnabled(o.Out),
 		Explanations: explanations, Now: time.Now()}
-	if err := render.Report(o.Out, rep, o.print, table); err != nil {
+	printReport := render.Report
+	if o.scope.fleet() {
+		printReport = func(w io.Writer, r *model.Report, flags *render.PrintFlags, opts render.TableOptions) error {
+			return render.FleetReport(w, r, members, flags, opts)
+		}
+	}
+	if err := printReport(o.Out, rep, o.print, table); err != nil {
 		return withCode(ExitError, err)
 	}
 	if err := render.GitHubFromEnv(os.Getenv).Report(o.ErrOut, rep); err != nil {
 		fmt.Fprintf(o.ErrOut, "Warning: %s\n", err)
 	}
-	if len(failed) > 0 {
-		return withCode(ExitError, fmt.Errorf("could not check context(s) %s", strings.Join(failed, ", ")))
+	if failed := check.Failed(members); len(failed) > 0 {
+		return withCode(ExitError, fmt.Errorf("could not check %s(s) %s", o.scope.noun(), strings.Join(failed, ", ")))
 	}
 	if o.failOn != "" && rep.Count(o.failOn) > 0 {
 		return withCode(ExitFindings, nil)
@@ -175,18 +185,18 @@ func (o *checkOptions) Run(ctx context.Context) error {
 	return nil
 }
 
-// fleet builds one target per context: its own clients and its namespace (-n, else the
-// context's own).
-func (o *checkOptions) fleet() ([]check.Target, error) {
+// fleet builds one target per member of the fleet (context or ClusterProfile): each reached,
+// with its own clients and namespace, when the fleet's run comes to it.
+func (o *checkOptions) fleet(ctx context.Context) ([]check.Target, error) {
+	members, err := o.scope.members(ctx, o.configFlags)
+	if err != nil {
+		return nil, err
+	}
 	var targets []check.Target
-	for _, name := range o.scope.contexts {
-		c, scope, err := contextTarget(o.configFlags, name, o.scope.allNamespaces, o.scope.Scope, reads)
-		if err != nil {
-			return nil, fmt.Errorf("context %s: %w", name, err)
-		}
-		t := check.Target{Context: name, Clients: c, Scope: scope}
+	for _, m := range members {
+		t := check.Target{Context: m.name, Connect: func(ctx context.Context) (gather.Clients, gather.Scope, error) { return m.connect(ctx, reads) }}
 		if o.admission {
-			t.Source = source(c, scope, o.admission)
+			t.Source = func(c gather.Clients, scope gather.Scope) gather.Source { return source(c, scope, true) }
 		}
 		targets = append(targets, t)
 	}

@@ -56,6 +56,12 @@ func clients(flags *genericclioptions.ConfigFlags, p profile) (gather.Clients, e
 	if err != nil {
 		return gather.Clients{}, fmt.Errorf("loading kubeconfig: %w", err)
 	}
+	return clientsFor(config, p)
+}
+
+// clientsFor builds the API clients of a rest.Config (a kubeconfig context's, a ClusterProfile's).
+func clientsFor(config *rest.Config, p profile) (gather.Clients, error) {
+	config = rest.CopyConfig(config)
 	if config.Timeout == 0 {
 		config.Timeout = p.timeout
 	}

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -63,6 +65,8 @@ func TestSignalExits130(t *testing.T) {
 		{"fix", "--yes", "--wait=1m"},
 		{"wait", "web"},
 		{"wait", "web", "--contexts", "east,west"},
+		{"check", "--cluster-profiles", "fleet", "--clusterprofile-provider-file", providerFile(t)},
+		{"wait", "web", "--all-cluster-profiles", "--clusterprofile-provider-file", providerFile(t)},
 		{"canary", "web", "--steps", "1"},
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
@@ -165,6 +169,14 @@ func TestScopeFlags(t *testing.T) {
 		{[]string{"wait", "web", "--contexts", "east", "--context", "west"}, "error: --context cannot be combined with --contexts or --all-contexts\n"},
 		{[]string{"fix", "--contexts", "east,west"}, "error: " + errFleetFix.Error() + "\n"},
 		{[]string{"fix", "--all-contexts"}, "error: " + errFleetFix.Error() + "\n"},
+		{[]string{"fix", "--cluster-profiles", "fleet", "--clusterprofile-provider-file", "/nonexistent.json"}, "error: " + errFleetFix.Error() + "\n"},
+		{[]string{"check", "--cluster-profiles", "fleet"}, "error: --cluster-profiles needs --clusterprofile-provider-file: the exec plugins that get each access provider's credentials (docs/fleet.md)\n"},
+		{[]string{"wait", "web", "--all-cluster-profiles", "--cluster-profiles", "fleet"}, "error: --cluster-profiles cannot be combined with --all-cluster-profiles\n"},
+		{[]string{"check", "--cluster-profiles", "fleet", "--contexts", "east"}, "error: --cluster-profiles and --all-cluster-profiles cannot be combined with --contexts or --all-contexts: the fleet is the hub's ClusterProfiles or the kubeconfig's contexts\n"},
+		{[]string{"check", "--clusterprofile-provider-file", "p.json"}, "error: --clusterprofile-provider-file goes with --cluster-profiles NAMESPACE or --all-cluster-profiles\n"},
+		{[]string{"check", "--contexts", "east", "--cluster-concurrency", "0"}, "error: --cluster-concurrency must be at least 1\n"},
+		{[]string{"check", "--cluster-profiles", "fleet", "--clusterprofile-provider-file", "/nonexistent.json"}, "error: reading the ClusterProfile provider file: open /nonexistent.json: no such file or directory\n"},
+		{[]string{"explain", "web", "--cluster-profiles", "fleet"}, "error: unknown flag: --cluster-profiles\n"},
 		{[]string{"wait", "-A"}, "error: name the StatefulSets to wait for, or select them with -l\n"},
 		{[]string{"watch", "web"}, "error: unknown command \"web\" for \"kubectl stsdiag watch\"\n"},
 		{[]string{"version", "-o", "wide"}, "error: unknown output format \"wide\": want one of table, json, yaml, kyaml\n"},
@@ -258,4 +270,14 @@ func TestConfirmWithAdmission(t *testing.T) {
 			t.Errorf("flag %v: source asks admission %v", on, probing)
 		}
 	}
+}
+
+// providerFile is a ClusterProfile provider file with one provider.
+func providerFile(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "providers.json")
+	if err := os.WriteFile(path, []byte(`{"providers": [{"name": "token", "execConfig": {"apiVersion": "client.authentication.k8s.io/v1", "command": "true"}}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

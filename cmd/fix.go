@@ -68,7 +68,7 @@ const fixExample = `  # Show what would be repaired, without changing anything
 
 // errFleetFix is fix's answer to --contexts: one consent (--yes) for changes in several clusters
 // at once is too broad for a command that deletes pods.
-var errFleetFix = errors.New("fix repairs one cluster at a time: --contexts and --all-contexts are not supported; run fix once per cluster with --context NAME")
+var errFleetFix = errors.New("fix repairs one cluster at a time: --contexts, --all-contexts, --cluster-profiles and --all-cluster-profiles are not supported; run fix once per cluster with --context NAME")
 
 // newFixCommand builds `stsdiag fix`.
 func newFixCommand(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
@@ -106,7 +106,7 @@ func (f *fixFlags) command() *cobra.Command {
 It never deletes a PersistentVolumeClaim or a StatefulSet, never scales, and never touches a pod
 whose current template is broken (CurrentRevisionFailing): it says what to change instead.
 Without --yes it asks on a terminal (the question on stderr); without a terminal it prints the
-plan and exits 1. It repairs one cluster: --contexts is refused (run it once per --context).
+plan and exits 1. It repairs one cluster: --contexts and --cluster-profiles are refused (run it once per --context).
 
 The plan, each action's result and the summary are the output (stdout); --wait's rollout
 progress goes to stderr.
@@ -128,8 +128,9 @@ by a signal (SIGINT, SIGTERM), at the question included.`,
 	f.Scope.AddFlags(c)
 	f.Scope.AddFleetFlags(c)
 	// Registered so that ToOptions can say why they are refused; hidden as they do nothing.
-	_ = c.Flags().MarkHidden("contexts")
-	_ = c.Flags().MarkHidden("all-contexts")
+	for _, name := range []string{"contexts", "all-contexts", "cluster-profiles", "all-cluster-profiles", "clusterprofile-provider-file", "cluster-concurrency"} {
+		_ = c.Flags().MarkHidden(name)
+	}
 	f.PrintFlags.AddFlags(c)
 	fs := c.Flags()
 	fs.StringVar(&f.DryRun, "dry-run", f.DryRun, "none, client (print only) or server (send with dryRun=All)")
@@ -150,12 +151,12 @@ func (f *fixFlags) ToOptions(args []string) (*fixOptions, error) {
 	o := &fixOptions{configFlags: f.configFlags, IOStreams: f.IOStreams, print: f.PrintFlags, yes: f.Yes, repairFix: fix.Run,
 		admission: f.ConfirmWithAdmission}
 	o.confirm = o.askOnTerminal
+	if f.Scope.fleetRequested() {
+		return nil, errFleetFix
+	}
 	scope, err := f.Scope.ToScope(args)
 	if err != nil {
 		return nil, err
-	}
-	if scope.fleet() {
-		return nil, errFleetFix
 	}
 	if err := f.PrintFlags.Validate(); err != nil {
 		return nil, err

@@ -18,9 +18,9 @@ import (
 )
 
 // scopeFlags select the StatefulSets a command works on: NAME arguments, -n (a kubeconfig
-// flag), -A, -l, --openshift, and on the commands that take a fleet --contexts/--all-contexts.
-// Every command registers them with the same help and validates them in ToScope, so the same
-// mistake gets the same message everywhere.
+// flag), -A, -l, --openshift, and on the commands that take a fleet --contexts/--all-contexts
+// or --cluster-profiles/--all-cluster-profiles. Every command registers them with the same help
+// and validates them in ToScope, so the same mistake gets the same message everywhere.
 type scopeFlags struct {
 	config        *genericclioptions.ConfigFlags
 	AllNamespaces bool
@@ -28,10 +28,17 @@ type scopeFlags struct {
 	OpenShift     string
 	Contexts      []string
 	AllContexts   bool
+	// ClusterProfiles is the hub namespace whose ClusterProfiles are the fleet;
+	// AllClusterProfiles takes every namespace's; ProviderFile is how to reach their clusters.
+	ClusterProfiles    string
+	AllClusterProfiles bool
+	ProviderFile       string
+	// ClusterConcurrency bounds how many members are reached (and checked) at once.
+	ClusterConcurrency int
 }
 
 func newScopeFlags(config *genericclioptions.ConfigFlags) *scopeFlags {
-	return &scopeFlags{config: config, OpenShift: string(openshift.ModeAuto)}
+	return &scopeFlags{config: config, OpenShift: string(openshift.ModeAuto), ClusterConcurrency: defaultClusterConcurrency}
 }
 
 // AddFlags registers -A, -l and --openshift.
@@ -47,11 +54,20 @@ func (s *scopeFlags) AddOpenShiftFlag(c *cobra.Command) {
 	c.Flags().StringVar(&s.OpenShift, "openshift", s.OpenShift, "Use the OpenShift image API: auto (if served), always or never")
 }
 
-// AddFleetFlags registers --contexts and --all-contexts.
+// AddFleetFlags registers --contexts, --all-contexts and the ClusterProfile flags.
 func (s *scopeFlags) AddFleetFlags(c *cobra.Command) {
 	f := c.Flags()
 	f.StringSliceVar(&s.Contexts, "contexts", nil, "Work in these kubeconfig contexts concurrently, with one result (each StatefulSet and finding names its context)")
 	f.BoolVar(&s.AllContexts, "all-contexts", false, "Work in every context of the kubeconfig, as --contexts")
+	f.StringVar(&s.ClusterProfiles, "cluster-profiles", "", "Work in the clusters of the ClusterProfiles (multicluster.x-k8s.io) in this namespace of the current cluster, the hub, concurrently, with one result (each StatefulSet and finding names its profile NAMESPACE/NAME); needs --clusterprofile-provider-file")
+	f.BoolVar(&s.AllClusterProfiles, "all-cluster-profiles", false, "As --cluster-profiles, with the ClusterProfiles of every namespace of the hub")
+	f.StringVar(&s.ProviderFile, "clusterprofile-provider-file", "", "The access providers' exec plugins, as sigs.k8s.io/cluster-inventory-api defines the file: JSON {\"providers\": [{\"name\", \"execConfig\"}]} (docs/fleet.md)")
+	f.IntVar(&s.ClusterConcurrency, "cluster-concurrency", defaultClusterConcurrency, "How many clusters of a fleet are reached (exec plugins run, first requests made) and checked at once")
+}
+
+// fleetRequested reports whether a fleet flag was given (fix refuses them all).
+func (s *scopeFlags) fleetRequested() bool {
+	return len(s.Contexts) > 0 || s.AllContexts || s.ClusterProfiles != "" || s.AllClusterProfiles
 }
 
 // scope is what a command works on once its scope flags are parsed.
@@ -62,10 +78,14 @@ type scope struct {
 	allNamespaces bool
 	// contexts is the fleet; empty for the current context alone.
 	contexts []string
+	// profiles is the fleet of ClusterProfiles on the hub (the current context), nil for none.
+	profiles *profileFleet
+	// concurrency bounds how many members are reached and checked at once.
+	concurrency int
 }
 
-// fleet reports whether the scope spans several contexts.
-func (s scope) fleet() bool { return len(s.contexts) > 0 }
+// fleet reports whether the scope spans several clusters.
+func (s scope) fleet() bool { return len(s.contexts) > 0 || s.profiles != nil }
 
 // ToScope checks the scope flags with the NAME arguments, parses them and resolves the
 // namespace or the fleet's contexts from the kubeconfig.
@@ -73,7 +93,7 @@ func (s *scopeFlags) ToScope(names []string) (scope, error) {
 	if err := s.check(names); err != nil {
 		return scope{}, err
 	}
-	out := scope{Scope: gather.Scope{Names: names}, allNamespaces: s.AllNamespaces, contexts: s.Contexts}
+	out := scope{Scope: gather.Scope{Names: names}, allNamespaces: s.AllNamespaces, contexts: s.Contexts, concurrency: s.ClusterConcurrency}
 	var err error
 	if out.OpenShift, err = openshift.ParseMode(s.OpenShift); err != nil {
 		return scope{}, fmt.Errorf("invalid --openshift %q: want auto, always or never", s.OpenShift)
@@ -85,6 +105,12 @@ func (s *scopeFlags) ToScope(names []string) (scope, error) {
 		if out.contexts, err = allContexts(s.config); err != nil {
 			return scope{}, err
 		}
+	}
+	if s.ClusterProfiles != "" || s.AllClusterProfiles {
+		if out.profiles, err = s.toProfileFleet(); err != nil {
+			return scope{}, err
+		}
+		return out, nil
 	}
 	if !out.fleet() {
 		out.Namespace, err = namespace(s.config, s.AllNamespaces)
@@ -101,6 +127,14 @@ func (s *scopeFlags) check(names []string) error {
 		return errors.New("--contexts cannot be combined with --all-contexts")
 	case (len(s.Contexts) > 0 || s.AllContexts) && s.config.Context != nil && *s.config.Context != "":
 		return errors.New("--context cannot be combined with --contexts or --all-contexts")
+	case s.ClusterProfiles != "" && s.AllClusterProfiles:
+		return errors.New("--cluster-profiles cannot be combined with --all-cluster-profiles")
+	case (s.ClusterProfiles != "" || s.AllClusterProfiles) && (len(s.Contexts) > 0 || s.AllContexts):
+		return errors.New("--cluster-profiles and --all-cluster-profiles cannot be combined with --contexts or --all-contexts: the fleet is the hub's ClusterProfiles or the kubeconfig's contexts")
+	case s.ProviderFile != "" && s.ClusterProfiles == "" && !s.AllClusterProfiles:
+		return errors.New("--clusterprofile-provider-file goes with --cluster-profiles NAMESPACE or --all-cluster-profiles")
+	case s.ClusterConcurrency < 1:
+		return errors.New("--cluster-concurrency must be at least 1")
 	}
 	return nil
 }

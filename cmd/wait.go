@@ -16,6 +16,8 @@ import (
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/explain"
+	"github.com/stsdiag/stsdiag/internal/fleet"
+	"github.com/stsdiag/stsdiag/internal/gather"
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/render"
 	"github.com/stsdiag/stsdiag/internal/wait"
@@ -86,8 +88,11 @@ ImageStream name, an ImageStream tag not imported yet, OnDelete pods nobody dele
 stops and reports it with its remedy and the pod's last events — unless --fix is given: then it
 applies fix's safe repairs once and keeps waiting. --stuck-grace is the former name of --hold.
 
-With -A it waits for the StatefulSets -l selects in every namespace. With --contexts it waits in
-every context at once: the worst verdict wins, and a stuck or unevaluable one ends them all.
+With -A it waits for the StatefulSets -l selects in every namespace. With --contexts (or
+--cluster-profiles, the clusters of a hub's ClusterProfiles) it waits in every cluster at once:
+the worst verdict wins; a stuck rollout or a missing StatefulSet in one ends them all, a cluster
+that cannot be evaluated (unreachable, unauthorized, its exec plugin failing) neither hides nor
+stops the others.
 
 Exit codes: 0 complete; 1 stuck (findings held for --hold) or rolled back; 2 no verdict:
 StatefulSet or namespace not found or deleted while waiting (NotFound), or the StatefulSets could
@@ -164,8 +169,26 @@ func (o *waitOptions) Run(ctx context.Context) error {
 		res, err := wait.Wait(ctx, c, o.scope.Scope, o.forWait(""))
 		return o.finish(res, start, err)
 	}
-	res := wait.RunFleet(ctx, o.scope.contexts, func(ctx context.Context, name string) (*model.WaitResult, error) {
-		c, scope, err := contextTarget(o.configFlags, name, o.scope.allNamespaces, o.scope.Scope, following)
+	members, err := o.scope.members(ctx, o.configFlags)
+	if err != nil {
+		return withCode(ExitError, err)
+	}
+	byName := map[string]member{}
+	names := make([]string, len(members))
+	for i, m := range members {
+		byName[m.name], names[i] = m, m.name
+	}
+	// Every member is followed at once (a fleet's wait ends on the first stuck one); reaching
+	// them — exec plugins, first requests — goes --cluster-concurrency at a time.
+	limit := fleet.NewLimit(o.scope.concurrency)
+	res := wait.RunFleet(ctx, names, func(ctx context.Context, name string) (*model.WaitResult, error) {
+		var c gather.Clients
+		var scope gather.Scope
+		err := limit.Do(ctx, func() error {
+			var err error
+			c, scope, err = byName[name].connect(ctx, following)
+			return err
+		})
 		if err != nil {
 			return nil, err
 		}

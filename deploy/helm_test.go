@@ -8,6 +8,7 @@ package deploy_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"reflect"
 	"regexp"
@@ -28,6 +29,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/yaml"
+
+	"github.com/stsdiag/stsdiag/deploy/internal/monitoringsrc"
 )
 
 const chartDir = "helm/stsdiag"
@@ -171,6 +174,31 @@ var helmCases = []helmCase{
 		same: []string{"watch", "monitoring"}},
 	{name: "openshift.enabled serviceMonitor.enabled prometheusRule.enabled", values: map[string]any{"openshift": map[string]any{"enabled": true}, "serviceMonitor": map[string]any{"enabled": true}, "prometheusRule": map[string]any{"enabled": true}},
 		same: []string{"openshift/watch", "openshift/monitoring"}},
+	{name: "prometheusRule.enabled prometheusRule.clusterLabel=cluster", values: map[string]any{"prometheusRule": map[string]any{"enabled": true, "clusterLabel": "cluster"}},
+		check: func(t *testing.T, objs map[string]map[string]any) {
+			want := kustomized(t, "monitoring/multicluster")["PrometheusRule/stsdiag/stsdiag-multicluster"]
+			if got := objs["PrometheusRule/stsdiag/stsdiag"]; want == nil || !reflect.DeepEqual(got["spec"], want["spec"]) {
+				t.Errorf("the chart's multi-cluster rules differ from deploy/monitoring/multicluster's (-kustomize +helm):\n%s", cmp.Diff(want["spec"], got["spec"]))
+			}
+		}},
+	{name: "prometheusRule.enabled prometheusRule.clusterLabel=k8s_cluster", values: map[string]any{"prometheusRule": map[string]any{"enabled": true, "clusterLabel": "k8s_cluster"}},
+		check: func(t *testing.T, objs map[string]map[string]any) {
+			groups, err := monitoringsrc.Groups("k8s_cluster")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want map[string]any
+			if err := yaml.Unmarshal(groups, &want); err != nil {
+				t.Fatal(err)
+			}
+			got, _ := objs["PrometheusRule/stsdiag/stsdiag"]["spec"].(map[string]any)
+			if want = normalise(t, want); !reflect.DeepEqual(got, want) {
+				t.Errorf("the chart's rules for k8s_cluster differ from monitoringsrc's (-monitoringsrc +helm):\n%s", cmp.Diff(want, got))
+			}
+			if text := fmt.Sprint(got); !strings.Contains(text, "by (k8s_cluster, namespace, statefulset)") || strings.Contains(text, "STSDIAG_CLUSTER_LABEL") {
+				t.Errorf("the label is not in the rules: %.400s", text)
+			}
+		}},
 	{name: "metrics.insecure serviceMonitor.enabled", values: map[string]any{"metrics": map[string]any{"insecure": true}, "serviceMonitor": map[string]any{"enabled": true}},
 		check: func(t *testing.T, objs map[string]map[string]any) {
 			c := deployment(t, objs).Spec.Template.Spec.Containers[0]
@@ -283,6 +311,8 @@ func TestHelmRefusesWhatCannotWork(t *testing.T) {
 	}{
 		{map[string]any{"leaderElection": map[string]any{"enabled": false}}, "replicas > 1 needs leaderElection.enabled"},
 		{map[string]any{"openshift": map[string]any{"enabled": true}, "metrics": map[string]any{"insecure": true}}, "drop metrics.insecure"},
+		{map[string]any{"prometheusRule": map[string]any{"enabled": true, "clusterLabel": "k8s-cluster"}}, `prometheusRule.clusterLabel "k8s-cluster": want a Prometheus label name`},
+		{map[string]any{"prometheusRule": map[string]any{"enabled": true, "clusterLabel": "namespace"}}, `prometheusRule.clusterLabel "namespace"`},
 	} {
 		_, err := helmRender(t, "stsdiag", "stsdiag", c.values)
 		if err == nil || !strings.Contains(err.Error(), c.want) {

@@ -110,6 +110,7 @@ func (r *Report) DeepCopyObject() runtime.Object {
 	c.Findings = copyFindings(r.Findings)
 	c.Warnings = append([]string(nil), r.Warnings...)
 	c.Server = copyServer(r.Server)
+	c.Clusters = append([]FleetMember(nil), r.Clusters...)
 	return &c
 }
 

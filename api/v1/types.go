@@ -69,8 +69,8 @@ const (
 
 // Finding is one reason a StatefulSet rollout will not finish, or a risk to it.
 type Finding struct {
-	// Context is the kubeconfig context of the cluster, set when several were checked
-	// (--contexts, --all-contexts).
+	// Context is the cluster, set when several were checked: its kubeconfig context (--contexts,
+	// --all-contexts), or its ClusterProfile as NAMESPACE/NAME (--cluster-profiles).
 	Context string `json:"context,omitempty"`
 	// Code names the kind of finding (one of the constants above).
 	Code Code `json:"code"`
@@ -112,7 +112,8 @@ const (
 
 // StatefulSetSummary is one StatefulSet in scope.
 type StatefulSetSummary struct {
-	// Context is the kubeconfig context of the cluster, set when several were checked.
+	// Context is the cluster, set when several were checked: its kubeconfig context, or its
+	// ClusterProfile as NAMESPACE/NAME.
 	Context   string `json:"context,omitempty"`
 	Namespace string `json:"namespace"`
 	Name      string `json:"name"`
@@ -143,6 +144,24 @@ type Report struct {
 	Warnings []string `json:"warnings,omitempty"`
 	// Server is the release whose StatefulSet-controller rules the verdicts follow.
 	Server *ServerInfo `json:"server,omitempty"`
+	// Clusters are the fleet's members when several clusters were checked (--contexts,
+	// --all-contexts, --cluster-profiles), each with why it could not be checked, if it could not.
+	// Added in stsdiag/v1 with --cluster-profiles.
+	Clusters []FleetMember `json:"clusters,omitempty"`
+	// Partial is true when a member of the fleet could not be checked: its StatefulSets and
+	// findings are missing from this report (clusters and warnings say which and why).
+	Partial bool `json:"partial,omitempty"`
+}
+
+// FleetMember is one cluster of a fleet as a Report lists it.
+type FleetMember struct {
+	// Name is the member as its StatefulSets and findings name it in context: the kubeconfig
+	// context, or with --cluster-profiles the ClusterProfile as NAMESPACE/NAME.
+	Name string `json:"name"`
+	// Error is why the member could not be checked: unreachable, unauthorized, its
+	// ClusterProfile offers no provider of the provider file, its exec plugin failed or did not
+	// answer in time. Empty when it was checked.
+	Error string `json:"error,omitempty"`
 }
 
 // ServerInfo says which controller rules were applied.
@@ -205,8 +224,9 @@ const (
 
 // Action is one planned repair and, once applied, its result.
 type Action struct {
-	// Context is the kubeconfig context of the cluster the action ran in, set when several were
-	// waited for (wait --contexts, --all-contexts).
+	// Context is the cluster the action ran in, set when several were waited for: its kubeconfig
+	// context (wait --contexts, --all-contexts), or its ClusterProfile as NAMESPACE/NAME
+	// (--cluster-profiles).
 	Context string `json:"context,omitempty"`
 	// Action is the kind of change.
 	Action ActionKind `json:"action"`

@@ -14,14 +14,28 @@ import (
 	"github.com/stsdiag/stsdiag/stuck"
 )
 
-// Target is one cluster of a fleet: the kubeconfig context naming it, its clients and scope.
+// Target is one cluster of a fleet: the name the merged report gives it (its kubeconfig
+// context, or its ClusterProfile as NAMESPACE/NAME), its clients and scope.
 type Target struct {
 	Context string
 	Clients gather.Clients
 	Scope   gather.Scope
-	// Source, if set, is where the target's snapshot comes from instead of a fresh LIST of its
-	// scope (e.g. one that also asks admission, probe.Source).
-	Source gather.Source
+	// Connect, if set, gives the target's clients and scope instead: it is called in the fleet's
+	// run, within Options.Limit, so that reaching the member (its exec plugin, its first
+	// request) is that member's error and bounded like its reads.
+	Connect func(ctx context.Context) (gather.Clients, gather.Scope, error)
+	// Source, if set, makes where the target's snapshot comes from instead of a fresh LIST of
+	// its scope (e.g. one that also asks admission, probe.Source).
+	Source func(gather.Clients, gather.Scope) gather.Source
+}
+
+// FleetOptions tune RunFleet.
+type FleetOptions struct {
+	Options
+	// Limit bounds how many members are checked at once (nil: all at once).
+	Limit fleet.Limit
+	// Noun is what a member is called in warnings: "context" (the default) or "clusterprofile".
+	Noun string
 }
 
 // outcome is one target's report, or why there is none.
@@ -30,27 +44,45 @@ type outcome struct {
 	err error
 }
 
-// RunFleet gathers and diagnoses every target concurrently and merges the reports into one:
-// each StatefulSet and finding carries its context. A target that cannot be evaluated
-// (unreachable, forbidden, namespace missing) becomes a warning naming it, and its context is
-// returned in failed; the others are reported all the same. The report's server block is kept
-// when every evaluated context applied the same rules, and omitted when they differ (each
-// context's findings still follow its own release).
-func RunFleet(ctx context.Context, targets []Target, o Options) (rep *model.Report, failed []string) {
+// RunFleet gathers and diagnoses every target concurrently (at most o.Limit at once) and merges
+// the reports into one: each StatefulSet and finding carries its context. A target that cannot
+// be evaluated (unreachable, forbidden, namespace missing) becomes a warning naming it, and
+// neither hides nor stops the others; members lists every target with its error, if any. The
+// report's server block is kept when every evaluated context applied the same rules, and
+// omitted when they differ (each context's findings still follow its own release).
+func RunFleet(ctx context.Context, targets []Target, o FleetOptions) (rep *model.Report, members []apiv1.FleetMember) {
 	opts := o.Diagnosis
 	outcomes := fleet.Run(ctx, targets, func(ctx context.Context, t Target) outcome {
-		src := t.Source
-		if src == nil {
-			if t.Scope.Namespace == "" && len(t.Scope.Names) == 0 {
-				// All namespaces, as check -A.
-				r, _, err := ClusterWide(ctx, t.Clients, t.Scope, Options{Diagnosis: opts, Full: o.Full, PageSize: o.PageSize})
-				return outcome{r, err}
+		var out outcome
+		err := o.Limit.Do(ctx, func() error {
+			c, scope := t.Clients, t.Scope
+			if t.Connect != nil {
+				var err error
+				if c, scope, err = t.Connect(ctx); err != nil {
+					return err
+				}
 			}
-			src = gather.Lister{Clients: t.Clients, Scope: t.Scope}
+			if t.Source == nil && scope.Namespace == "" && len(scope.Names) == 0 {
+				// All namespaces, as check -A.
+				out.rep, _, out.err = ClusterWide(ctx, c, scope, Options{Diagnosis: opts, Full: o.Full, PageSize: o.PageSize})
+				return nil
+			}
+			var src gather.Source = gather.Lister{Clients: c, Scope: scope}
+			if t.Source != nil {
+				src = t.Source(c, scope)
+			}
+			out.rep, _, out.err = diagnose.FromSource(ctx, src, opts)
+			return nil
+		})
+		if err != nil {
+			out.err = err
 		}
-		r, _, err := diagnose.FromSource(ctx, src, opts)
-		return outcome{r, err}
+		return out
 	}, nil)
+	noun := o.Noun
+	if noun == "" {
+		noun = "context"
+	}
 	var sets []apiv1.StatefulSetSummary
 	var findings []stuck.Finding
 	var warnings []string
@@ -58,11 +90,14 @@ func RunFleet(ctx context.Context, targets []Target, o Options) (rep *model.Repo
 	openshift := false
 	for i, o := range outcomes {
 		name := targets[i].Context
+		member := apiv1.FleetMember{Name: name}
 		if o.err != nil {
-			failed = append(failed, name)
-			warnings = append(warnings, fmt.Sprintf("context %s: %v", name, o.err))
+			member.Error = o.err.Error()
+			members = append(members, member)
+			warnings = append(warnings, fmt.Sprintf("%s %s: %v", noun, name, o.err))
 			continue
 		}
+		members = append(members, member)
 		openshift = openshift || o.rep.OpenShift
 		servers = append(servers, o.rep.Server)
 		for _, s := range o.rep.StatefulSets {
@@ -74,14 +109,25 @@ func RunFleet(ctx context.Context, targets []Target, o Options) (rep *model.Repo
 			findings = append(findings, f)
 		}
 		for _, w := range o.rep.Warnings {
-			warnings = append(warnings, fmt.Sprintf("context %s: %s", name, w))
+			warnings = append(warnings, fmt.Sprintf("%s %s: %s", noun, name, w))
 		}
 	}
-	sort.Strings(failed)
+	sort.Slice(members, func(i, j int) bool { return members[i].Name < members[j].Name })
 	rep = model.NewReport(openshift, sets, findings)
 	rep.Warnings = warnings
 	rep.Server = commonServer(servers)
-	return rep, failed
+	return rep, members
+}
+
+// Failed are the members that could not be checked, by name.
+func Failed(members []apiv1.FleetMember) []string {
+	var out []string
+	for _, m := range members {
+		if m.Error != "" {
+			out = append(out, m.Name)
+		}
+	}
+	return out
 }
 
 // commonServer is the server block every context agrees on, or nil when they differ or none

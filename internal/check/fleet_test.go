@@ -4,11 +4,15 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"reflect"
 	"strconv"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -21,6 +25,7 @@ import (
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/check"
+	"github.com/stsdiag/stsdiag/internal/fleet"
 	"github.com/stsdiag/stsdiag/internal/gather"
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/openshift"
@@ -42,13 +47,16 @@ func TestRunFleet(t *testing.T) {
 		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "statefulsets"}, "", errors.New("no"))
 	})
 	scope := gather.Scope{OpenShift: openshift.ModeNever}
-	rep, failed := check.RunFleet(context.Background(), []check.Target{
+	rep, members := check.RunFleet(context.Background(), []check.Target{
 		{Context: "prod-eu", Clients: gather.Clients{Clients: read.Clients{Kube: stuckCluster}}, Scope: scope},
 		{Context: "prod-us", Clients: gather.Clients{Clients: read.Clients{Kube: healthy}}, Scope: scope},
 		{Context: "lab", Clients: gather.Clients{Clients: read.Clients{Kube: refusing}}, Scope: scope},
-	}, check.Options{Diagnosis: stuck.DefaultOptions()})
-	if len(failed) != 1 || failed[0] != "lab" {
+	}, check.FleetOptions{Options: check.Options{Diagnosis: stuck.DefaultOptions()}})
+	if failed := check.Failed(members); len(failed) != 1 || failed[0] != "lab" {
 		t.Errorf("failed %v, want [lab]", failed)
+	}
+	if len(members) != 3 || members[0].Name != "lab" || !strings.Contains(members[0].Error, "forbidden") || members[1] != (apiv1.FleetMember{Name: "prod-eu"}) {
+		t.Errorf("members %+v", members)
 	}
 	if len(rep.Findings) == 0 || rep.Findings[0].Context != "prod-eu" || rep.Findings[0].Code != apiv1.StaleRevisionStuck {
 		t.Fatalf("findings %+v", rep.Findings)
@@ -81,11 +89,11 @@ func TestRunFleetServer(t *testing.T) {
 	}
 	scope := gather.Scope{OpenShift: openshift.ModeNever}
 	run := func(east, west string) *model.Report {
-		rep, failed := check.RunFleet(context.Background(), []check.Target{
+		rep, members := check.RunFleet(context.Background(), []check.Target{
 			{Context: "east", Clients: cluster(east), Scope: scope},
 			{Context: "west", Clients: cluster(west), Scope: scope},
-		}, check.Options{Diagnosis: stuck.DefaultOptions()})
-		if len(failed) != 0 {
+		}, check.FleetOptions{Options: check.Options{Diagnosis: stuck.DefaultOptions()}})
+		if failed := check.Failed(members); len(failed) != 0 {
 			t.Fatalf("failed %v", failed)
 		}
 		return rep
@@ -100,4 +108,43 @@ func TestRunFleetServer(t *testing.T) {
 			t.Errorf("server %+v, want none: the contexts follow different rules", s)
 		}
 	})
+}
+
+// TestRunFleetConnects: members reached through Connect (ClusterProfiles) are checked within the
+// limit, one at a time here; one whose Connect fails (its exec plugin, its server) is a warning
+// and a member error named as a ClusterProfile, and the others are checked all the same.
+func TestRunFleetConnects(t *testing.T) {
+	snap, err := stuck.LoadFile(filepath.Join("..", "..", "testdata", "stuck", "stale-revision-stuck-3-replicas", "objects.yaml"), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	stuckObjects := objects(t, snap, "stale-revision-stuck-3-replicas")
+	scope := gather.Scope{Namespace: "s0", OpenShift: openshift.ModeNever}
+	var running, most atomic.Int32
+	connect := func(c gather.Clients, err error) func(context.Context) (gather.Clients, gather.Scope, error) {
+		return func(context.Context) (gather.Clients, gather.Scope, error) {
+			most.Store(max(most.Load(), running.Add(1)))
+			time.Sleep(10 * time.Millisecond)
+			running.Add(-1)
+			return c, scope, err
+		}
+	}
+	rep, members := check.RunFleet(context.Background(), []check.Target{
+		{Context: "fleet/a", Connect: connect(gather.Clients{Clients: read.Clients{Kube: fake.NewClientset(stuckObjects...)}}, nil)},
+		{Context: "fleet/b", Connect: connect(gather.Clients{Clients: read.Clients{Kube: fake.NewClientset(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "s0"}})}}, nil)},
+		{Context: "fleet/gone", Connect: connect(gather.Clients{}, errors.New("exec plugin /bin/login: no answer within 30s"))},
+	}, check.FleetOptions{Options: check.Options{Diagnosis: stuck.DefaultOptions()}, Limit: fleet.NewLimit(1), Noun: "clusterprofile"})
+	if most.Load() != 1 {
+		t.Errorf("%d members connected at once, want 1", most.Load())
+	}
+	if len(rep.Findings) == 0 || rep.Findings[0].Context != "fleet/a" || rep.Findings[0].Code != apiv1.StaleRevisionStuck {
+		t.Fatalf("findings %+v", rep.Findings)
+	}
+	if len(rep.Warnings) != 1 || rep.Warnings[0] != "clusterprofile fleet/gone: exec plugin /bin/login: no answer within 30s" {
+		t.Errorf("warnings %q", rep.Warnings)
+	}
+	want := []apiv1.FleetMember{{Name: "fleet/a"}, {Name: "fleet/b"}, {Name: "fleet/gone", Error: "exec plugin /bin/login: no answer within 30s"}}
+	if !reflect.DeepEqual(members, want) {
+		t.Errorf("members %+v, want %+v", members, want)
+	}
 }

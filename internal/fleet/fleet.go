@@ -1,5 +1,6 @@
-// Package fleet runs one function per cluster of a fleet (the kubeconfig contexts of --contexts)
-// at once, with fail-fast cancellation.
+// Package fleet runs one function per cluster of a fleet (the kubeconfig contexts of --contexts,
+// the ClusterProfiles of --cluster-profiles) at once, with fail-fast cancellation, and bounds how
+// many do a costly step at the same time.
 package fleet
 
 import (
@@ -27,4 +28,29 @@ func Run[T, R any](ctx context.Context, targets []T, do func(context.Context, T)
 	}
 	wg.Wait()
 	return results
+}
+
+// Limit lets at most its capacity of callers run at once (nil or empty: no bound).
+type Limit chan struct{}
+
+// NewLimit bounds to n at once; n <= 0 is no bound.
+func NewLimit(n int) Limit {
+	if n <= 0 {
+		return nil
+	}
+	return make(Limit, n)
+}
+
+// Do runs f once a place is free, or returns ctx's error if ctx ends first.
+func (l Limit) Do(ctx context.Context, f func() error) error {
+	if l == nil {
+		return f()
+	}
+	select {
+	case l <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-l }()
+	return f()
 }

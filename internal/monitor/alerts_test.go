@@ -87,8 +87,8 @@ var (
 	ident     = regexp.MustCompile(`[a-zA-Z_:][a-zA-Z0-9_:]*`)
 	codeMatch = regexp.MustCompile(`\bcode\s*=~?\s*"([^"]*)"`)
 	// PromQL functions, aggregations and keywords the rules may use (not metric names).
-	promql = map[string]bool{"sum": true, "max": true, "min": true, "avg": true, "count": true, "increase": true, "rate": true,
-		"absent": true, "absent_over_time": true, "vector": true, "histogram_quantile": true, "changes": true, "and": true, "or": true, "unless": true, "bool": true, "offset": true}
+	promql = map[string]bool{"sum": true, "max": true, "min": true, "avg": true, "count": true, "group": true, "increase": true, "rate": true,
+		"max_over_time": true, "absent": true, "absent_over_time": true, "vector": true, "histogram_quantile": true, "changes": true, "and": true, "or": true, "unless": true, "bool": true, "offset": true}
 )
 
 // metricNames returns the metric names an expression selects, without a PromQL parser: strings,
@@ -115,11 +115,27 @@ func TestMetricNames(t *testing.T) {
 	}
 }
 
-// TestAlertRules parses deploy/monitoring/prometheusrule.yaml: every expression selects only
-// metrics watch exports (at least one), every code it names is a finding code, and every alert
-// has a summary and a description that gives the code(s) and a remedy.
+// ruleFiles are the shipped alerts: for one cluster, and for a store of many clusters' series
+// where every rule also aggregates by the label cluster (both generated from
+// deploy/internal/monitoringsrc).
+var ruleFiles = map[string]string{"": "../../deploy/monitoring/prometheusrule.yaml", "cluster": "../../deploy/monitoring/multicluster/prometheusrule.yaml"}
+
+// byClause is a grouping or matching clause and its labels.
+var byClause = regexp.MustCompile(`\b(?:by|on)\s*\(([^)]*)\)`)
+
+// TestAlertRules parses deploy/monitoring/prometheusrule.yaml and its multi-cluster version:
+// every expression selects only metrics watch exports (at least one), every code it names is a
+// finding code, and every alert has a summary and a description that gives the code(s) and a
+// remedy. The finding alerts fire per StatefulSet; in the multi-cluster file every grouping also
+// names the cluster label, as do the summaries and descriptions.
 func TestAlertRules(t *testing.T) {
-	data, err := os.ReadFile("../../deploy/monitoring/prometheusrule.yaml")
+	for cluster, path := range ruleFiles {
+		t.Run(path, func(t *testing.T) { checkAlertRules(t, path, cluster) })
+	}
+}
+
+func checkAlertRules(t *testing.T, path, cluster string) {
+	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,10 +162,31 @@ func TestAlertRules(t *testing.T) {
 				if !exported[n] {
 					t.Errorf("%s: %s is not a metric watch exports (expression %s)", r.Alert, n, r.Expr)
 				}
+				if n == "stsdiag_findings" {
+					t.Errorf("%s: alerts on findings fire per StatefulSet (stsdiag_statefulset_findings), not per namespace", r.Alert)
+				}
+				if n == "stsdiag_statefulset_findings" && !strings.Contains(r.Expr, "by ("+withCluster(cluster, "namespace, statefulset")) {
+					t.Errorf("%s: does not aggregate by %s: %s", r.Alert, withCluster(cluster, "namespace, statefulset"), r.Expr)
+				}
 			}
 			desc := r.Annotations["description"]
 			if r.Annotations["summary"] == "" || !strings.Contains(desc, "Remedy") || (r.Labels["severity"] != "critical" && r.Labels["severity"] != "warning") {
 				t.Errorf("%s: needs a summary, a severity and a description with the remedy: %+v %+v", r.Alert, r.Labels, r.Annotations)
+			}
+			if cluster != "" {
+				for _, clause := range byClause.FindAllStringSubmatch(r.Expr, -1) {
+					if !strings.HasPrefix(clause[1], cluster) {
+						t.Errorf("%s: %q does not aggregate by %s", r.Alert, clause[0], cluster)
+					}
+				}
+				if strings.Contains(r.Expr, "absent(") {
+					t.Errorf("%s: absent() has no %s label: it fires only when every cluster is gone", r.Alert, cluster)
+				}
+				for _, text := range []string{r.Annotations["summary"], desc} {
+					if !strings.Contains(text, "{{ $labels."+cluster+" }}") {
+						t.Errorf("%s: %q does not name the cluster", r.Alert, text)
+					}
+				}
 			}
 			for _, m := range codeMatch.FindAllStringSubmatch(r.Expr, -1) {
 				for _, code := range strings.Split(m[1], "|") {
@@ -168,4 +205,12 @@ func TestAlertRules(t *testing.T) {
 			t.Errorf("no alert %s", want)
 		}
 	}
+}
+
+// withCluster is labels with the cluster label first, as the multi-cluster files group.
+func withCluster(cluster, labels string) string {
+	if cluster == "" {
+		return labels
+	}
+	return cluster + ", " + labels
 }

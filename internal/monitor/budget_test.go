@@ -62,20 +62,47 @@ func testClients() gather.Clients {
 
 func testScope() gather.Scope { return gather.Scope{Namespace: "shop", OpenShift: openshift.ModeNever} }
 
-// TestFindingsGaugeAtScrape: stsdiag_findings is computed from the monitor's state when scraped.
+// TestFindingsGaugeAtScrape: stsdiag_findings and stsdiag_statefulset_findings are computed
+// from the monitor's state when scraped: per StatefulSet by code and reason (never by pod), and
+// summed by code and namespace; a StatefulSet whose findings are gone has no series left.
 func TestFindingsGaugeAtScrape(t *testing.T) {
 	metrics := NewMetrics()
 	c := New(testClients(), testScope(), Options{}, metrics)
-	c.seen["shop/web"] = &setState{findings: map[string]stuck.Finding{
-		"a": {Finding: apiv1.Finding{Code: apiv1.StaleRevisionStuck, Namespace: "shop"}},
-		"b": {Finding: apiv1.Finding{Code: apiv1.StaleRevisionStuck, Namespace: "shop"}},
-	}}
+	now := time.Unix(1000, 0)
+	pull := func(pod string) stuck.Finding {
+		return stuck.Finding{Finding: apiv1.Finding{Code: apiv1.StaleRevisionStuck, Reason: "ImagePullBackOff", Namespace: "shop", StatefulSet: "web", Pod: pod}}
+	}
+	c.observe("shop/web", []stuck.Finding{pull("web-0"), pull("web-1"),
+		{Finding: apiv1.Finding{Code: apiv1.StaleRevisionStuck, Reason: "CrashLoopBackOff", Namespace: "shop", StatefulSet: "web", Pod: "web-2"}}}, now)
+	c.observe("shop/db", []stuck.Finding{{Finding: apiv1.Finding{Code: apiv1.StaleRevisionStuck, Reason: "ErrImagePull", Namespace: "shop", StatefulSet: "db", Pod: "db-0"}}}, now)
+	c.observe("shop/cache", []stuck.Finding{{Finding: apiv1.Finding{Code: apiv1.OnDeleteStale, Namespace: "shop", StatefulSet: "cache", Pod: "cache-0"}}}, now)
 	want := `
 # HELP stsdiag_findings Findings present now, by code and namespace.
 # TYPE stsdiag_findings gauge
-stsdiag_findings{code="StaleRevisionStuck",namespace="shop"} 2
+stsdiag_findings{code="OnDeleteStale",namespace="shop"} 1
+stsdiag_findings{code="StaleRevisionStuck",namespace="shop"} 4
+# HELP stsdiag_statefulset_findings Findings present now on each StatefulSet that has one, by code and reason (the low-level cause, e.g. ImagePullBackOff); no series for a StatefulSet without findings.
+# TYPE stsdiag_statefulset_findings gauge
+stsdiag_statefulset_findings{code="OnDeleteStale",namespace="shop",reason="",statefulset="cache"} 1
+stsdiag_statefulset_findings{code="StaleRevisionStuck",namespace="shop",reason="CrashLoopBackOff",statefulset="web"} 1
+stsdiag_statefulset_findings{code="StaleRevisionStuck",namespace="shop",reason="ErrImagePull",statefulset="db"} 1
+stsdiag_statefulset_findings{code="StaleRevisionStuck",namespace="shop",reason="ImagePullBackOff",statefulset="web"} 2
 `
-	if err := testutil.GatherAndCompare(metrics.Registry, strings.NewReader(want), "stsdiag_findings"); err != nil {
+	if err := testutil.GatherAndCompare(metrics.Registry, strings.NewReader(want), "stsdiag_findings", "stsdiag_statefulset_findings"); err != nil {
+		t.Error(err)
+	}
+	// web and cache settle: only db's series are left.
+	c.observe("shop/web", nil, now.Add(time.Minute))
+	c.observe("shop/cache", nil, now.Add(time.Minute))
+	want = `
+# HELP stsdiag_findings Findings present now, by code and namespace.
+# TYPE stsdiag_findings gauge
+stsdiag_findings{code="StaleRevisionStuck",namespace="shop"} 1
+# HELP stsdiag_statefulset_findings Findings present now on each StatefulSet that has one, by code and reason (the low-level cause, e.g. ImagePullBackOff); no series for a StatefulSet without findings.
+# TYPE stsdiag_statefulset_findings gauge
+stsdiag_statefulset_findings{code="StaleRevisionStuck",namespace="shop",reason="ErrImagePull",statefulset="db"} 1
+`
+	if err := testutil.GatherAndCompare(metrics.Registry, strings.NewReader(want), "stsdiag_findings", "stsdiag_statefulset_findings"); err != nil {
 		t.Error(err)
 	}
 }

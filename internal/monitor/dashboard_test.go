@@ -58,14 +58,18 @@ var (
 	selector     = regexp.MustCompile(`([a-zA-Z_:][a-zA-Z0-9_:]*)\s*\{([^}]*)\}`)
 	matcherLabel = regexp.MustCompile(`([a-zA-Z_][a-zA-Z0-9_]*)\s*(?:=~|!~|!=|=)\s*"`)
 	groupLabels  = regexp.MustCompile(`\b(?:by|without)\s*\(([^)]*)\)`)
-	labelValues  = regexp.MustCompile(`^label_values\(\s*([a-zA-Z_:][a-zA-Z0-9_:]*)\s*,\s*([a-zA-Z_]+)\s*\)$`)
+	labelValues  = regexp.MustCompile(`^label_values\(\s*([a-zA-Z_:][a-zA-Z0-9_:]*)\s*(?:\{([^}]*)\})?\s*,\s*([a-zA-Z_]+)\s*\)$`)
 )
 
-// dashboardQueries are the PromQL expressions of deploy/monitoring/dashboard.json's panels and
-// the label_values queries of its variables.
-func dashboardQueries(t *testing.T) (exprs []string, variables []string) {
+// dashboards are the shipped dashboards by the cluster label their queries also group by: one
+// cluster's, and the one for a store of many clusters' series (a cluster variable).
+var dashboards = map[string]string{"": "../../deploy/monitoring/dashboard.json", "cluster": "../../deploy/monitoring/multicluster/dashboard.json"}
+
+// dashboardQueries are the PromQL expressions of a dashboard's panels and the label_values
+// queries of its variables, with the variables' names.
+func dashboardQueries(t *testing.T, path string) (exprs []string, variables []string, names []string) {
 	t.Helper()
-	data, err := os.ReadFile("../../deploy/monitoring/dashboard.json")
+	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,6 +83,7 @@ func dashboardQueries(t *testing.T) (exprs []string, variables []string) {
 		} `json:"panels"`
 		Templating struct {
 			List []struct {
+				Name  string `json:"name"`
 				Type  string `json:"type"`
 				Query any    `json:"query"`
 			} `json:"list"`
@@ -103,18 +108,28 @@ func dashboardQueries(t *testing.T) (exprs []string, variables []string) {
 			q, _ := v.Query.(map[string]any)
 			s, _ := q["query"].(string)
 			variables = append(variables, s)
+			names = append(names, v.Name)
 		}
 	}
-	return exprs, variables
+	return exprs, variables, names
 }
 
-// TestDashboardQueries: every query of the Grafana dashboard selects only series watch exports,
-// filters and groups only by labels those series carry, and names only finding codes; the
-// variables read label values watch sets.
+// TestDashboardQueries: every query of the Grafana dashboards selects only series watch
+// exports, filters and groups only by labels those series carry, and names only finding codes;
+// the variables read label values watch sets. In the multi-cluster dashboard the cluster label
+// (Prometheus' external label, not watch's) is a variable, and every query filters and groups
+// by it.
 func TestDashboardQueries(t *testing.T) {
+	for cluster, path := range dashboards {
+		t.Run(path, func(t *testing.T) { checkDashboard(t, path, cluster) })
+	}
+}
+
+func checkDashboard(t *testing.T, path, cluster string) {
 	series := exportedSeries(t)
 	labels := exportedLabels(t)
-	exprs, variables := dashboardQueries(t)
+	has := func(metric, label string) bool { return labels[metric][label] || (cluster != "" && label == cluster) }
+	exprs, variables, names := dashboardQueries(t, path)
 	for _, q := range append([]string{`sum by (stsdiag) (up{jobb="x"})`}, exprs...) {
 		bad := q == `sum by (stsdiag) (up{jobb="x"})` // the test's own canary: must be refused
 		var problems []string
@@ -128,18 +143,28 @@ func TestDashboardQueries(t *testing.T) {
 				problems = append(problems, n+" is not a metric watch exports")
 			}
 		}
-		for _, m := range selector.FindAllStringSubmatch(quoted.ReplaceAllString(e, `""`), -1) {
+		selectors := selector.FindAllStringSubmatch(quoted.ReplaceAllString(e, `""`), -1)
+		for _, m := range selectors {
 			for _, l := range matcherLabel.FindAllStringSubmatch(m[2], -1) {
-				if !labels[m[1]][l[1]] {
+				if !has(m[1], l[1]) {
 					problems = append(problems, m[1]+" has no label "+l[1])
 				}
 			}
+			if cluster != "" && !bad && !strings.HasPrefix(m[2], cluster+`=~""`) {
+				problems = append(problems, m[1]+" is not filtered by the "+cluster+" variable first")
+			}
+		}
+		if cluster != "" && !bad && len(selectors) < len(names) {
+			problems = append(problems, "a metric without the "+cluster+" filter")
 		}
 		for _, g := range groupLabels.FindAllStringSubmatch(e, -1) {
+			if cluster != "" && !bad && !strings.HasPrefix(strings.TrimSpace(g[1]), cluster+",") {
+				problems = append(problems, g[0]+" does not group by "+cluster)
+			}
 			for _, l := range strings.Split(g[1], ",") {
 				l = strings.TrimSpace(l)
 				for _, n := range names {
-					if l != "" && !labels[n][l] {
+					if l != "" && !has(n, l) {
 						problems = append(problems, n+" has no label "+l+" to group by")
 					}
 				}
@@ -161,9 +186,12 @@ func TestDashboardQueries(t *testing.T) {
 	}
 	for _, v := range variables {
 		m := labelValues.FindStringSubmatch(v)
-		if m == nil || !labels[m[1]][m[2]] {
+		if m == nil || !has(m[1], m[3]) {
 			t.Errorf("variable query %q: not label_values of a label watch sets", v)
 		}
+	}
+	if cluster != "" && (len(names) < 2 || names[0] != cluster || names[1] != "namespace") {
+		t.Errorf("variables %v: want %s, then namespace", names, cluster)
 	}
 	// Every metric watch exports is on the dashboard.
 	seen := map[string]bool{}
@@ -173,7 +201,7 @@ func TestDashboardQueries(t *testing.T) {
 		}
 	}
 	var missing []string
-	for _, want := range []string{"stsdiag_findings", "stsdiag_findings_total", "stsdiag_repairs_total", "stsdiag_diagnosis_duration_seconds"} {
+	for _, want := range []string{"stsdiag_findings", "stsdiag_statefulset_findings", "stsdiag_findings_total", "stsdiag_repairs_total", "stsdiag_diagnosis_duration_seconds"} {
 		if !seen[want] {
 			missing = append(missing, want)
 		}

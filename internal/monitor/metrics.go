@@ -10,7 +10,8 @@ import (
 // Metrics are the Prometheus metrics of the monitor, all prefixed stsdiag_.
 type Metrics struct {
 	Registry *prometheus.Registry
-	// findings is stsdiag_findings, computed from the running monitor at scrape time.
+	// findings is stsdiag_findings{code,namespace} and stsdiag_statefulset_findings{namespace,
+	// statefulset,code,reason}, computed from the running monitor at scrape time.
 	findings      *findingsCollector
 	FindingsTotal *prometheus.CounterVec
 	Repairs       *prometheus.CounterVec
@@ -31,8 +32,15 @@ type Metrics struct {
 func NewMetrics() *Metrics {
 	m := &Metrics{
 		Registry: prometheus.NewRegistry(),
-		findings: &findingsCollector{desc: prometheus.NewDesc("stsdiag_findings", "Findings present now, by code and namespace.",
-			[]string{"code", "namespace"}, nil)},
+		findings: &findingsCollector{
+			byNamespace: prometheus.NewDesc("stsdiag_findings", "Findings present now, by code and namespace.",
+				[]string{"code", "namespace"}, nil),
+			// One series per StatefulSet with a finding now and per code and reason: the series
+			// follow the unsettled StatefulSets, not the cluster's size; a pod is never a label.
+			byStatefulSet: prometheus.NewDesc("stsdiag_statefulset_findings",
+				"Findings present now on each StatefulSet that has one, by code and reason (the low-level cause, e.g. ImagePullBackOff); no series for a StatefulSet without findings.",
+				[]string{"namespace", "statefulset", "code", "reason"}, nil),
+		},
 		FindingsTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "stsdiag_findings_total", Help: "Findings that appeared, by code and namespace.",
 		}, []string{"code", "namespace"}),
@@ -61,14 +69,16 @@ func NewMetrics() *Metrics {
 	return m
 }
 
-type findingLabels struct{ code, namespace string }
+// findingLabels are the labels of one series of stsdiag_statefulset_findings; stsdiag_findings
+// sums them by code and namespace.
+type findingLabels struct{ namespace, statefulSet, code, reason string }
 
 // findingsCollector reports the findings of the monitor that runs now (a new leader term makes a
 // new monitor), read when Prometheus scrapes.
 type findingsCollector struct {
-	desc   *prometheus.Desc
-	mu     sync.Mutex
-	source func() map[findingLabels]int
+	byNamespace, byStatefulSet *prometheus.Desc
+	mu                         sync.Mutex
+	source                     func() map[findingLabels]int
 }
 
 func (f *findingsCollector) setSource(source func() map[findingLabels]int) {
@@ -78,7 +88,10 @@ func (f *findingsCollector) setSource(source func() map[findingLabels]int) {
 }
 
 // Describe implements prometheus.Collector.
-func (f *findingsCollector) Describe(ch chan<- *prometheus.Desc) { ch <- f.desc }
+func (f *findingsCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- f.byNamespace
+	ch <- f.byStatefulSet
+}
 
 // Collect implements prometheus.Collector.
 func (f *findingsCollector) Collect(ch chan<- prometheus.Metric) {
@@ -88,7 +101,13 @@ func (f *findingsCollector) Collect(ch chan<- prometheus.Metric) {
 	if source == nil {
 		return
 	}
-	for labels, n := range source() {
-		ch <- prometheus.MustNewConstMetric(f.desc, prometheus.GaugeValue, float64(n), labels.code, labels.namespace)
+	type codeNamespace struct{ code, namespace string }
+	byNamespace := map[codeNamespace]int{}
+	for l, n := range source() {
+		byNamespace[codeNamespace{l.code, l.namespace}] += n
+		ch <- prometheus.MustNewConstMetric(f.byStatefulSet, prometheus.GaugeValue, float64(n), l.namespace, l.statefulSet, l.code, l.reason)
+	}
+	for l, n := range byNamespace {
+		ch <- prometheus.MustNewConstMetric(f.byNamespace, prometheus.GaugeValue, float64(n), l.code, l.namespace)
 	}
 }

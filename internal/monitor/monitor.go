@@ -644,15 +644,16 @@ func (c *Controller) refundRepairs(namespace string, n int) {
 	c.repairs[namespace] = list[:max(len(list)-n, 0)]
 }
 
-// findingCounts counts the findings present now by code and namespace, for the
-// stsdiag_findings gauge (computed when Prometheus scrapes, never half-filled).
+// findingCounts counts the findings present now by StatefulSet, code and reason, for the
+// stsdiag_statefulset_findings and stsdiag_findings gauges (computed when Prometheus scrapes,
+// never half-filled). seen holds only the StatefulSets that have findings.
 func (c *Controller) findingCounts() map[findingLabels]int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	out := map[findingLabels]int{}
 	for _, state := range c.seen {
 		for _, f := range state.findings {
-			out[findingLabels{code: string(f.Code), namespace: f.Namespace}]++
+			out[findingLabels{namespace: f.Namespace, statefulSet: f.StatefulSet, code: string(f.Code), reason: f.Reason}]++
 		}
 	}
 	return out

@@ -43,6 +43,20 @@ func Report(w io.Writer, r *model.Report, flags *PrintFlags, opts TableOptions) 
 	return PrintTable(w, r, opts)
 }
 
+// FleetReport is Report for a fleet: the document also lists the members and says whether it
+// is partial (a member could not be checked); the table and the page are Report's.
+func FleetReport(w io.Writer, r *model.Report, members []apiv1.FleetMember, flags *PrintFlags, opts TableOptions) error {
+	if flags.OutputFormat == FormatHTML || flags.Human() {
+		return Report(w, r, flags, opts)
+	}
+	doc := r.Public()
+	doc.Clusters = append([]apiv1.FleetMember(nil), members...)
+	for _, m := range members {
+		doc.Partial = doc.Partial || m.Error != ""
+	}
+	return flags.PrintDocument(doc, w)
+}
+
 // PrintTable writes one row per finding, severity first, then a one-line summary.
 func PrintTable(w io.Writer, r *model.Report, opts TableOptions) error {
 	table := &metav1.Table{ColumnDefinitions: []metav1.TableColumnDefinition{

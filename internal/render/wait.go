@@ -17,8 +17,8 @@ func WaitResult(w io.Writer, res *model.WaitResult, flags *PrintFlags, elapsed t
 	case !flags.Human():
 		return flags.PrintDocument(res.Public(), w)
 	}
-	if res.Result == apiv1.WaitNotFound || res.Result == apiv1.WaitUnevaluable {
-		return nil // the error line says it
+	if (res.Result == apiv1.WaitNotFound || res.Result == apiv1.WaitUnevaluable) && len(res.Findings) == 0 {
+		return nil // the error line says it; a fleet's other members' findings are still shown
 	}
 	if res.Result != apiv1.WaitComplete && len(res.Findings) > 0 {
 		rep := model.NewReport(false, res.StatefulSets, res.Findings)

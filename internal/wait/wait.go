@@ -93,13 +93,15 @@ func repairOnce(c gather.Clients, scope gather.Scope, opts WaitOptions) func(con
 	}
 }
 
-// RunFleet waits in every context at once, wait doing one context's wait: a decisive verdict
-// (Decisive) in one ends the others' (fail fast), and MergeFleet combines the verdicts. A
-// context whose wait fails gets the verdict of its error (VerdictOf), naming the context; one
-// that fails once its wait was ended is Interrupted (or TimedOut), never worse than the verdict
-// that ended it.
-func RunFleet(ctx context.Context, contexts []string, wait func(ctx context.Context, context string) (*model.WaitResult, error)) *model.WaitResult {
-	results := fleet.Run(ctx, contexts, func(ctx context.Context, name string) *model.WaitResult {
+// RunFleet waits in every member of a fleet at once (a kubeconfig context, or a ClusterProfile
+// as NAMESPACE/NAME), wait doing one member's wait: a stuck rollout or a missing StatefulSet in
+// one ends the others' (fail fast); a member that cannot be evaluated (unreachable,
+// unauthorized, its exec plugin failing) neither hides nor stops the others — their verdicts
+// are still waited for — and MergeFleet combines the verdicts, the worst winning. A member whose
+// wait fails gets the verdict of its error (VerdictOf), naming it; one that fails once its wait
+// was ended is Interrupted (or TimedOut), never worse than the verdict that ended it.
+func RunFleet(ctx context.Context, members []string, wait func(ctx context.Context, member string) (*model.WaitResult, error)) *model.WaitResult {
+	results := fleet.Run(ctx, members, func(ctx context.Context, name string) *model.WaitResult {
 		res, err := wait(ctx, name)
 		if err == nil {
 			return res
@@ -109,6 +111,8 @@ func RunFleet(ctx context.Context, contexts []string, wait func(ctx context.Cont
 			v = follow.VerdictOf(ctx.Err())
 		}
 		return verdict.ResultOf(verdict.Decide(verdict.Facts{End: model.ContextFailed{Context: name, As: v, Err: err}}))
-	}, func(res *model.WaitResult) bool { return verdict.Decisive(res.Result) })
-	return verdict.MergeFleet(contexts, results)
+	}, func(res *model.WaitResult) bool {
+		return verdict.Decisive(res.Result) && res.Result != apiv1.WaitUnevaluable
+	})
+	return verdict.MergeFleet(members, results)
 }

@@ -97,3 +97,33 @@ func TestRunFleetStuckEndsEveryWait(t *testing.T) {
 		t.Errorf("message %q\nwant      %q", got.Message, want)
 	}
 }
+
+// TestRunFleetUnevaluableStopsNobody: a member that cannot be reached fails at once, yet the
+// others' waits go on to their own verdicts (here one stuck after a while, one complete), and
+// the merged verdict is Unevaluable, naming each member that did not complete, with the stuck
+// member's finding.
+func TestRunFleetUnevaluableStopsNobody(t *testing.T) {
+	stuckResult := model.NewWaitResult(apiv1.WaitStuck, "1 finding(s) held for 30s")
+	stuckResult.Findings = []stuck.Finding{{Finding: apiv1.Finding{Code: apiv1.StaleRevisionStuck, Severity: apiv1.SeverityError, Namespace: "shop", StatefulSet: "web", Pod: "web-0"}}}
+	got := wait.RunFleet(context.Background(), []string{"fleet/a", "fleet/b", "fleet/gone"}, func(ctx context.Context, name string) (*model.WaitResult, error) {
+		switch name {
+		case "fleet/gone":
+			return nil, errors.New("cannot reach the API server: connection refused")
+		case "fleet/a":
+			select {
+			case <-time.After(300 * time.Millisecond):
+				return stuckResult, nil
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		return model.NewWaitResult(apiv1.WaitComplete, "rollout complete"), nil
+	})
+	if got.Result != apiv1.WaitUnevaluable || len(got.Findings) != 1 || got.Findings[0].Context != "fleet/a" {
+		t.Errorf("merged %s %+v, want Unevaluable with fleet/a's finding", got.Result, got.Findings)
+	}
+	want := "fleet/a: Stuck: 1 finding(s) held for 30s; fleet/gone: Unevaluable: context fleet/gone: cannot reach the API server: connection refused"
+	if got.Message != want {
+		t.Errorf("message %q\nwant      %q", got.Message, want)
+	}
+}

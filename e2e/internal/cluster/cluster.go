@@ -153,6 +153,28 @@ func (c *Cluster) LogDir() string { return c.logDir }
 // APIServerURL is the https address of kube-apiserver.
 func (c *Cluster) APIServerURL() string { return fmt.Sprintf("https://127.0.0.1:%d", c.apiPort) }
 
+// ServingCA is the certificate that signed kube-apiserver's self-generated serving certificate
+// (the last of the chain it writes to its --cert-dir), PEM: what a kubeconfig or a ClusterProfile
+// gives as certificate-authority-data to verify it.
+func (c *Cluster) ServingCA() ([]byte, error) {
+	data, err := os.ReadFile(filepath.Join(c.workDir, "certs", "apiserver.crt"))
+	if err != nil {
+		return nil, err
+	}
+	var last *pem.Block
+	for rest := data; ; {
+		var block *pem.Block
+		if block, rest = pem.Decode(rest); block == nil {
+			break
+		}
+		last = block
+	}
+	if last == nil {
+		return nil, errors.New("no certificate in apiserver.crt")
+	}
+	return pem.EncodeToMemory(last), nil
+}
+
 // ExportLogs copies the component logs to dest.
 func (c *Cluster) ExportLogs(_ context.Context, dest string) error {
 	entries, err := os.ReadDir(c.logDir)
