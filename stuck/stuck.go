@@ -94,6 +94,7 @@ func Diagnose(s *Objects, opts Options) Result {
 		res.StatefulSets = append(res.StatefulSets, rolloutOf(set))
 	}
 	d.orphans(s)
+	d.withoutSet(s)
 	if s.ControllerManager != nil && s.Selected == nil { // a finding of the cluster, not of one set
 		if f, ok := ControllerManagerFinding(*s.ControllerManager, s.Now); ok {
 			d.add(f)

@@ -244,3 +244,18 @@ func (r *MigrationResult) DeepCopyObject() runtime.Object {
 	}
 	return c
 }
+
+// The ConfigMap in which `stsdiag migrate` keeps the original StatefulSet while it migrates it
+// (in the StatefulSet's namespace, owned by nothing), and the annotation it puts on the
+// StatefulSet it creates until the pods are proven adopted.
+const (
+	// MigrationLabel is on the ConfigMap; its value is the StatefulSet's name.
+	MigrationLabel = "stsdiag.io/migration"
+	// MigratedFromAnnotation is on the new StatefulSet until the migration ends: the UID of the
+	// StatefulSet it replaces.
+	MigratedFromAnnotation = "stsdiag.io/migrated-from"
+)
+
+// SavedCopyName is the name of the ConfigMap that holds the StatefulSet named statefulSet while
+// it is migrated (a StatefulSet's name is a DNS label: the result is a valid ConfigMap name).
+func SavedCopyName(statefulSet string) string { return "stsdiag-migrate-" + statefulSet }

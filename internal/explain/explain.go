@@ -75,6 +75,8 @@ func Finding(f *stuck.Finding, opts Options) {
 		w.canaryNotStarted(facts)
 	case stuck.CanaryPaused:
 		w.canaryPaused(facts)
+	case stuck.WithoutSet:
+		w.withoutSet(facts)
 	case stuck.LeaseStale:
 		w.controllerManager(facts)
 	default:
