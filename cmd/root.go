@@ -149,6 +149,7 @@ Exit codes: 0 nothing wrong (or everything repaired), 1 findings or something le
 	root.AddCommand(newCanaryCommand(configFlags, streams))
 	root.AddCommand(newExplainCommand(configFlags, streams))
 	root.AddCommand(newWatchCommand(configFlags, streams))
+	root.AddCommand(newMigrateCommand(configFlags, streams))
 	root.AddCommand(newVersionCommand(streams))
 	for _, c := range root.Commands() {
 		// pflag prints notices such as "Flag --stuck-grace has been deprecated" on the flag
