@@ -200,7 +200,9 @@ func (o *Options) plan(ctx context.Context, obs migration.Observed, res *apiv1.M
 		return nil, err
 	}
 	in := migration.Input{Running: run, Desired: want, Pods: obs.Pods, Claims: obs.Claims, GitOpsPaused: o.GitOpsPaused}
-	in.Classes, in.ClassesError = o.classes(ctx)
+	if in.Classes, in.ClassesError, err = o.classes(ctx); err != nil {
+		return nil, err
+	}
 	if findings, err := o.findings(ctx); err == nil {
 		res.Findings = model.PublicFindings(findings)
 		in.StuckOnOldRevision = slices.ContainsFunc(findings, func(f stuck.Finding) bool { return f.Code == apiv1.StaleRevisionStuck })
@@ -291,17 +293,21 @@ func (o *Options) dryRunCreate(ctx context.Context, set *appsv1.StatefulSet) (*a
 	return o.kube().AppsV1().StatefulSets(o.Namespace).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 }
 
-// classes reads the StorageClasses; where they cannot be read, why.
-func (o *Options) classes(ctx context.Context) (map[string]*storagev1.StorageClass, string) {
+// classes reads the StorageClasses; where they cannot be read, why (an interruption is an
+// error).
+func (o *Options) classes(ctx context.Context) (map[string]*storagev1.StorageClass, string, error) {
 	l, err := o.kube().StorageV1().StorageClasses().List(ctx, metav1.ListOptions{})
+	if errors.Is(err, context.Canceled) || ctx.Err() != nil {
+		return nil, "", fmt.Errorf("listing storageclasses: %w", err)
+	}
 	if err != nil {
-		return nil, err.Error()
+		return nil, err.Error(), nil
 	}
 	out := map[string]*storagev1.StorageClass{}
 	for i := range l.Items {
 		out[l.Items[i].Name] = &l.Items[i]
 	}
-	return out, ""
+	return out, "", nil
 }
 
 // findings are the StatefulSet's findings now (a rollout stuck or in progress is named in the
