@@ -70,8 +70,8 @@ type world struct {
 	// Failed pod is recreated whatever the strategy): the record saved before must be refreshed
 	// before the delete (0: never).
 	replaceAt int
-	ticks                int
-	uids                 int
+	ticks     int
+	uids      int
 	// failFrom: the request index from which every request fails (the process killed); 0:
 	// none. requests counts them.
 	failFrom, requests int
@@ -669,7 +669,9 @@ func TestMigrationInterruptedEverywhere(t *testing.T) {
 			if len(w.bad) > 0 {
 				t.Fatalf("uninterrupted run: %s", strings.Join(w.bad, "\n"))
 			}
-			if c.replaceAt > 0 && !slices.ContainsFunc(res.Steps, func(s apiv1.MigrationStep) bool { return strings.Contains(s.Message, "recorded the pods and revisions again") }) {
+			if c.replaceAt > 0 && !slices.ContainsFunc(res.Steps, func(s apiv1.MigrationStep) bool {
+				return strings.Contains(s.Message, "recorded the pods and revisions again")
+			}) {
 				t.Errorf("web-2 replaced before the delete, and the record was not refreshed: %+v", res.Steps)
 			}
 			total := w.requests
