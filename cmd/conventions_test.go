@@ -64,6 +64,8 @@ func TestSignalExits130(t *testing.T) {
 		{"wait", "web"},
 		{"wait", "web", "--contexts", "east,west"},
 		{"canary", "web", "--steps", "1"},
+		{"migrate", "web", "--pod-management-policy", "Parallel", "--yes"},
+		{"migrate", "web", "--status"},
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())

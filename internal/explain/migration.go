@@ -96,7 +96,7 @@ func MigrationWhy(w migration.Why, namespace, name string) string {
 	case migration.WaitPodMissing:
 		return fmt.Sprintf("pod %s is not there: the controller recreates it", w.Object)
 	case migration.ChangedSincePlanned:
-		return fmt.Sprintf("statefulset %s changed since it was read (generation %s → %s, or another object): nothing was changed by this step; run migrate again", set, w.From, w.To)
+		return fmt.Sprintf("statefulset %s changed since it was read (generation %s → %s, or another object): it was not deleted; run migrate again", set, w.From, w.To)
 	case migration.ChangedSinceSaved:
 		return fmt.Sprintf("statefulset %s changed since it was saved (generation %s → %s): it was not deleted; delete configmap %s (nothing else was changed) and run migrate again",
 			set, w.From, w.To, apiv1.SavedCopyName(name))
