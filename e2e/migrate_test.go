@@ -405,8 +405,9 @@ func migrateClaimsFeature() features.Feature {
 			unchanged(ctx, t, cs, ns, before, pods)
 			return ctx
 		}).
-		Assess("migrate --claim-size data=2Gi --yes: claims grown first, the same pods adopted, no pod deleted", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			r := stsdiagRun(t, cfg, "migrate", "web", "-n", ns, "--claim-size", "data=2Gi", "--yes", "-o", "json")
+		Assess("migrate --claim-size data=2Gi --yes as the shipped migrate role: claims grown first, the same pods adopted, no pod deleted", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			kubeconfig := tokenKubeconfig(ctx, t, cfg, ns, "migrator", loadRole(t, "../deploy/migrate-clusterrole.yaml").Rules)
+			r := stsdiagRun(t, cfg, "migrate", "web", "-n", ns, "--claim-size", "data=2Gi", "--yes", "-o", "json", "--kubeconfig", kubeconfig)
 			res := decodeMigration(t, r)
 			if r.code != 0 {
 				t.Fatalf("exit %d %+v", r.code, res)
