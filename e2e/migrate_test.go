@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -22,10 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/cache"
-	watchtools "k8s.io/client-go/tools/watch"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
@@ -44,24 +40,8 @@ func TestMigrate(t *testing.T) {
 	testenv.TestInParallel(t, migratePolicyFeature(), migrateClaimsFeature(), migrateStuckFeature(), migrateKilledFeature(), migrateGitOpsFeature())
 }
 
-// podDeletion is a pod seen deleted, with its controller's UID then.
-type podDeletion struct {
-	name       string
-	uid, owner types.UID
-}
-
 // deletions records the pod deletions of a namespace from its creation on.
-type deletions struct {
-	mu   sync.Mutex
-	seen []podDeletion
-	stop func()
-}
-
-func (d *deletions) list() []podDeletion {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return slices.Clone(d.seen)
-}
+type deletions struct{ *harness.Deletions }
 
 // watchDeletions creates the namespace and watches its pods' deletions until stop.
 func watchDeletions(ctx context.Context, t *testing.T, cs kubernetes.Interface, ns string) *deletions {
@@ -69,42 +49,19 @@ func watchDeletions(ctx context.Context, t *testing.T, cs kubernetes.Interface, 
 	if err := scenario.Namespace(ctx, cs, ns); err != nil {
 		t.Fatal(err)
 	}
-	pods := cs.CoreV1().Pods(ns)
-	l, err := pods.List(ctx, metav1.ListOptions{})
+	d, err := harness.WatchDeletions(ctx, cs, ns)
 	if err != nil {
 		t.Fatal(err)
 	}
-	wctx, cancel := context.WithCancel(context.Background())
-	w, err := watchtools.NewRetryWatcherWithContext(wctx, l.ResourceVersion, &cache.ListWatch{
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) { return pods.Watch(ctx, o) }})
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	d := &deletions{}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for e := range w.ResultChan() {
-			if pod, ok := e.Object.(*corev1.Pod); ok && e.Type == watch.Deleted {
-				var owner types.UID
-				if ref := metav1.GetControllerOf(pod); ref != nil {
-					owner = ref.UID
-				}
-				d.mu.Lock()
-				d.seen = append(d.seen, podDeletion{pod.Name, pod.UID, owner})
-				d.mu.Unlock()
-			}
-		}
-	}()
-	d.stop = func() { w.Stop(); cancel(); <-done }
-	return d
+	return &deletions{d}
 }
 
-// noDeletions fails if any pod of the namespace was deleted.
+func (d *deletions) stop() { d.Stop() }
+
+// none fails if any pod of the namespace was deleted.
 func (d *deletions) none(t *testing.T) {
 	t.Helper()
-	if seen := d.list(); len(seen) > 0 {
+	if seen := d.List(); len(seen) > 0 {
 		t.Errorf("pods deleted: %+v", seen)
 	}
 }
@@ -490,8 +447,8 @@ func migrateStuckFeature() features.Feature {
 			harness.ClaimsKept(ctx, t, cs, ns, claims)
 			// Only the controller's own rollout deleted a pod: web-0, once the new StatefulSet
 			// controlled it.
-			for _, del := range d.list() {
-				if del.owner != set.UID || del.name != "web-0" || del.uid != pods["web-0"].uid {
+			for _, del := range d.List() {
+				if del.Owner != set.UID || del.Name != "web-0" || del.UID != pods["web-0"].uid {
 					t.Errorf("pod deleted by another than the new StatefulSet's rollout: %+v (new %s)", del, set.UID)
 				}
 			}
