@@ -162,4 +162,3 @@ func migrateFeature() features.Feature {
 			return deleteNamespace(ns)(ctx, t, cfg)
 		}).Feature()
 }
-
