@@ -6,7 +6,6 @@ import (
 	"maps"
 	"slices"
 	"sort"
-	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -189,16 +188,4 @@ func index(u, v any, i int) string {
 		}
 	}
 	return fmt.Sprint(i)
-}
-
-// images summarises a template's containers for a plan line: "web=nginx:1, side=busybox".
-func images(set *appsv1.StatefulSet) string {
-	var out []string
-	for _, c := range set.Spec.Template.Spec.InitContainers {
-		out = append(out, c.Name+"="+c.Image)
-	}
-	for _, c := range set.Spec.Template.Spec.Containers {
-		out = append(out, c.Name+"="+c.Image)
-	}
-	return strings.Join(out, ", ")
 }
