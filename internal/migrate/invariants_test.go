@@ -80,6 +80,8 @@ type world struct {
 	podsBefore, claimsBefore map[string]types.UID
 	// newRevisions counts revisions the controller had to create (a template it did not know).
 	newRevisions int
+	// writes counts the writes that changed the cluster.
+	writes int
 }
 
 func (w *world) violate(format string, args ...any) {
@@ -351,6 +353,9 @@ func (w *world) react(a k8stesting.Action) (bool, runtime.Object, error) {
 		return false, nil, nil
 	case "watch":
 		return false, nil, nil
+	}
+	if !(verb == "create" && slices.Equal(a.(k8stesting.CreateActionImpl).CreateOptions.DryRun, []string{metav1.DryRunAll})) {
+		w.writes++
 	}
 	switch {
 	case verb == "create" && res == "statefulsets":
@@ -675,9 +680,22 @@ func TestMigrationInterruptedEverywhere(t *testing.T) {
 				t.Errorf("web-2 replaced before the delete, and the record was not refreshed: %+v", res.Steps)
 			}
 			total := w.requests
+			// A run killed at firstWrite (or later) made a write: killed before, it was planning.
+			firstWrite := 0
+			for probe := 1; probe <= total && firstWrite == 0; probe++ {
+				p := newWorld(t, c)
+				p.failFrom = probe
+				_, _ = migrate.Run(context.Background(), p.options(c.grow))
+				if p.writes > 0 {
+					firstWrite = probe
+				}
+			}
 			seen := map[apiv1.MigrationPhase]bool{}
 			for kill := 1; kill <= total; kill++ {
 				for _, pause := range []int{0, 25} {
+					if pause > 0 && kill < firstWrite {
+						continue // killed while planning: nothing under way for time to move
+					}
 					name := fmt.Sprintf("killed-at-%d/ticks-%d", kill, pause)
 					w := newWorld(t, c)
 					w.failFrom = kill
