@@ -674,6 +674,17 @@ func TestMigrationInterruptedEverywhere(t *testing.T) {
 			if len(w.bad) > 0 {
 				t.Fatalf("uninterrupted run: %s", strings.Join(w.bad, "\n"))
 			}
+			if c.grow {
+				// The model's volume plugin says Resizing once a claim's request grew.
+				if len(res.Claims) != 3 {
+					t.Errorf("claims %+v", res.Claims)
+				}
+				for _, claim := range res.Claims {
+					if claim.Result != apiv1.ResultDone || !slices.Equal(claim.ResizeStatus, []string{"Resizing"}) || claim.Capacity != "1Gi" || claim.From != "1Gi" || claim.To != "2Gi" {
+						t.Errorf("claim %+v", claim)
+					}
+				}
+			}
 			if c.replaceAt > 0 && !slices.ContainsFunc(res.Steps, func(s apiv1.MigrationStep) bool {
 				return strings.Contains(s.Message, "recorded the pods and revisions again")
 			}) {
