@@ -37,6 +37,7 @@ import (
 	"github.com/stsdiag/stsdiag/internal/gather"
 	"github.com/stsdiag/stsdiag/internal/migration"
 	"github.com/stsdiag/stsdiag/internal/model"
+	"github.com/stsdiag/stsdiag/internal/statefulset"
 	"github.com/stsdiag/stsdiag/stuck"
 )
 
@@ -168,7 +169,7 @@ func (o *Options) resumable(ctx context.Context, obs migration.Observed, res *ap
 		if err != nil {
 			return err
 		}
-		if !apiequalSpec(want.Spec, saved.Final.Spec) {
+		if !migration.SpecEqual(want.Spec, saved.Final.Spec) {
 			r := migration.Refusal{Reason: migration.OtherMigration, Object: res.SavedCopy}
 			res.Result = apiv1.MigrationRefused
 			res.Refusals = append(res.Refusals, apiv1.MigrationRefusal{Reason: string(r.Reason), Message: explain.MigrationRefusal(r)})
@@ -378,23 +379,11 @@ func (o *Options) observe(ctx context.Context, deletions *deletionLog) (migratio
 func ofName(pods []corev1.Pod, name string) []corev1.Pod {
 	var out []corev1.Pod
 	for _, p := range pods {
-		if parent, ok := parentOf(p.Name); ok && parent == name {
+		if _, ok := statefulset.Ordinal(name, p.Name); ok {
 			out = append(out, p)
 		}
 	}
 	return out
-}
-
-func parentOf(pod string) (string, bool) {
-	for i := len(pod) - 1; i >= 0; i-- {
-		if pod[i] < '0' || pod[i] > '9' {
-			if pod[i] == '-' && i < len(pod)-1 {
-				return pod[:i], true
-			}
-			return "", false
-		}
-	}
-	return "", false
 }
 
 // apply runs the steps until the migration is done, fails, or its waits outlast the timeout.
@@ -692,7 +681,7 @@ func (o *Options) watchDeletions(ctx context.Context) (*deletionLog, func(), err
 		defer close(done)
 		for e := range w.ResultChan() {
 			if pod, ok := e.Object.(*corev1.Pod); ok && e.Type == watch.Deleted {
-				if parent, ok := parentOf(pod.Name); ok && parent == o.Name {
+				if _, ok := statefulset.Ordinal(o.Name, pod.Name); ok {
 					log.add(pod)
 				}
 			}
@@ -736,11 +725,4 @@ func Status(ctx context.Context, o Options) (*apiv1.MigrationResult, error) {
 			res.Phase, res.SavedCopy, next, o.Name, o.Namespace)
 	}
 	return res, nil
-}
-
-// apiequalSpec compares two specs as stored.
-func apiequalSpec(a, b appsv1.StatefulSetSpec) bool {
-	x, _ := json.Marshal(a)
-	y, _ := json.Marshal(b)
-	return string(x) == string(y)
 }

@@ -82,12 +82,12 @@ func Applied(current, final *appsv1.StatefulSet) *appsv1.StatefulSet {
 // the migration's annotation.
 func NeedsApply(current, final *appsv1.StatefulSet) bool {
 	_, marked := current.Annotations[apiv1.MigratedFromAnnotation]
-	return marked || !specEqual(current.Spec, final.Spec)
+	return marked || !SpecEqual(current.Spec, final.Spec)
 }
 
-// specEqual compares specs as the API server stores them (JSON), so a nil and an empty value
+// SpecEqual compares specs as the API server stores them (JSON), so a nil and an empty value
 // the server does not tell apart are equal.
-func specEqual(a, b appsv1.StatefulSetSpec) bool {
+func SpecEqual(a, b appsv1.StatefulSetSpec) bool {
 	x, _ := json.Marshal(a)
 	y, _ := json.Marshal(b)
 	return string(x) == string(y)
