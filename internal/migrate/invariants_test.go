@@ -749,3 +749,53 @@ func TestMigrationInterruptedEverywhere(t *testing.T) {
 		})
 	}
 }
+
+// killedAfterSave runs a migration killed right after it saved the copy (before the delete).
+func killedAfterSave(t *testing.T) *world {
+	t.Helper()
+	for kill := 1; kill < 200; kill++ {
+		w := newWorld(t, sweepCase{})
+		w.failFrom = kill
+		_, _ = migrate.Run(context.Background(), w.options(false))
+		if w.saved() != nil {
+			w.failFrom = 0
+			return w
+		}
+	}
+	t.Fatal("no run saved the copy")
+	return nil
+}
+
+// TestResume: with a migration under way, a file or flags asking for another spec are refused
+// and change nothing; the command with no file or flags resumes and finishes it; --status says
+// where it stands.
+func TestResume(t *testing.T) {
+	w := killedAfterSave(t)
+	st, err := migrate.Status(context.Background(), w.options(false))
+	if err != nil || st.Result != apiv1.MigrationInProgress || st.Phase != apiv1.PhaseSaved || st.SavedCopy != "shop/stsdiag-migrate-web" {
+		t.Fatalf("status: %v %+v", err, st)
+	}
+	other := w.options(false)
+	other.ServiceName = ptr.To("web-headless")
+	res, err := migrate.Run(context.Background(), other)
+	if err != nil || res.Result != apiv1.MigrationRefused || len(res.Refusals) != 1 || res.Refusals[0].Reason != "OtherMigration" {
+		t.Fatalf("another spec: %v %+v", err, res)
+	}
+	if set := w.set(); set == nil || set.UID != "old-uid" || set.DeletionTimestamp != nil {
+		t.Fatalf("the refused run changed the StatefulSet: %+v", set)
+	}
+	resume := w.options(false)
+	resume.PodManagementPolicy = ""
+	res, err = migrate.Run(context.Background(), resume)
+	if err != nil || res.Result != apiv1.Migrated {
+		t.Fatalf("resume: %v %+v", err, res)
+	}
+	w.checkDone(false)
+	if len(w.bad) > 0 {
+		t.Error(strings.Join(w.bad, "\n"))
+	}
+	st, err = migrate.Status(context.Background(), w.options(false))
+	if err != nil || st.Result != apiv1.MigrationNone {
+		t.Fatalf("status at the end: %v %+v", err, st)
+	}
+}
