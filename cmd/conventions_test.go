@@ -68,6 +68,8 @@ func TestSignalExits130(t *testing.T) {
 		{"check", "--cluster-profiles", "fleet", "--clusterprofile-provider-file", providerFile(t)},
 		{"wait", "web", "--all-cluster-profiles", "--clusterprofile-provider-file", providerFile(t)},
 		{"canary", "web", "--steps", "1"},
+		{"migrate", "web", "--pod-management-policy", "Parallel", "--yes"},
+		{"migrate", "web", "--status"},
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())

@@ -128,7 +128,8 @@ OrderedReady + RollingUpdate), image references an OpenShift ImageStream should 
 stale revisions of deleted owners, and the other reasons StatefulSet pods do not start.
 
 Run it as a kubectl or oc plugin: kubectl stsdiag check to diagnose, fix to repair safely,
-wait as a CI gate; watch runs in the cluster.
+wait as a CI gate, migrate to change the fields Kubernetes forbids changing in place; watch runs
+in the cluster.
 
 Exit codes: 0 nothing wrong (or everything repaired), 1 findings or something left unrepaired,
 2 could not evaluate, 3 a wait timed out, 130 a wait interrupted by a signal.`,
@@ -149,6 +150,7 @@ Exit codes: 0 nothing wrong (or everything repaired), 1 findings or something le
 	root.AddCommand(newCanaryCommand(configFlags, streams))
 	root.AddCommand(newExplainCommand(configFlags, streams))
 	root.AddCommand(newWatchCommand(configFlags, streams))
+	root.AddCommand(newMigrateCommand(configFlags, streams))
 	root.AddCommand(newVersionCommand(streams))
 	for _, c := range root.Commands() {
 		// pflag prints notices such as "Flag --stuck-grace has been deprecated" on the flag

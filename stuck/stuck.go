@@ -133,6 +133,7 @@ func diagnoseRules(s *Objects, opts Options) (Result, []rollout) {
 	}
 	if !s.StatusOnly {
 		d.orphans(s)
+		d.withoutSet(s)
 		res.RecheckAt = ix.recheckAt
 		res.Predictions = d.predictions
 	}

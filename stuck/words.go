@@ -65,6 +65,8 @@ func (f *Finding) word(cli string) {
 		w.canaryPaused(fx)
 	case facts.LeaseStale:
 		w.controllerManager(fx)
+	case facts.WithoutSet:
+		w.withoutSet(fx)
 	case facts.LookupOff:
 		w.lookupOff(fx)
 	case facts.TagMissing:

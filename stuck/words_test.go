@@ -27,7 +27,7 @@ var codes = []apiv1.Code{
 	apiv1.CurrentRevisionFailing, apiv1.PodCreateFailed, apiv1.RolloutBlocked, apiv1.ImageLookupDisabled, apiv1.ImageResolutionSkipped, apiv1.ImageStreamTagNotFound,
 	apiv1.ImageTriggerInvalid, apiv1.ImageTriggerStale, apiv1.OnDeleteStale, apiv1.OrphanedRevision, apiv1.PodStuckTerminating,
 	apiv1.PodUnschedulable, apiv1.ServiceMissing, apiv1.StaleRevisionStuck, apiv1.StatefulSetTerminating,
-	apiv1.UnresolvedImageReference, apiv1.VolumeClaimPending, apiv1.ControllerManagerNotRunning,
+	apiv1.UnresolvedImageReference, apiv1.VolumeClaimPending, apiv1.ControllerManagerNotRunning, apiv1.PodsWithoutStatefulSet,
 }
 
 // scenarioFindings diagnoses every testdata scenario as check does, by scenario name.

@@ -55,7 +55,8 @@ type FindingDetails struct {
 	FailingPods []string `json:"failingPods,omitempty"`
 	// FieldPath is the trigger's fieldPath (ImageTriggerInvalid, ImageTriggerStale).
 	FieldPath *string `json:"fieldPath,omitempty"`
-	// Finalizers hold the terminating object (PodStuckTerminating, StatefulSetTerminating).
+	// Finalizers hold the terminating object (PodStuckTerminating, StatefulSetTerminating,
+	// PodsWithoutStatefulSet of a StatefulSet being deleted).
 	Finalizers []string `json:"finalizers,omitempty"`
 	// From is the trigger's from.name, <stream>:<tag> (ImageTriggerInvalid, ImageTriggerStale).
 	From *string `json:"from,omitempty"`
@@ -144,8 +145,8 @@ type FindingDetails struct {
 	PodRevision *string `json:"podRevision,omitempty"`
 	// PodUID is the pod's UID (findings about one pod).
 	PodUID *string `json:"podUID,omitempty"`
-	// Pods are the pods concerned: on an older revision (OnDeleteStale) or using the image
-	// (image lookup findings).
+	// Pods are the pods concerned: on an older revision (OnDeleteStale), using the image
+	// (image lookup findings), or without their StatefulSet (PodsWithoutStatefulSet).
 	Pods []string `json:"pods,omitempty"`
 	// Policy is the webhook or ValidatingAdmissionPolicy that denied the pod (PodCreateFailed,
 	// reason AdmissionDenied).
@@ -179,6 +180,10 @@ type FindingDetails struct {
 	// RunningFor is how long the init container the pod waits on has been running
 	// (RolloutBlocked of a pod whose init container never completes).
 	RunningFor string `json:"runningFor,omitempty"`
+	// SavedCopy is the ConfigMap, namespace/name, in which `stsdiag migrate` keeps the original
+	// StatefulSet while it migrates one (PodsWithoutStatefulSet): it exists if migrate began the
+	// migration.
+	SavedCopy string `json:"savedCopy,omitempty"`
 	// Selector is the governing Service's selector, null when it has none (ServiceMissing,
 	// reason SelectorMismatch).
 	Selector *map[string]string `json:"selector,omitempty"`

@@ -18,7 +18,7 @@ var detailKeys = []string{
 	"lastExitCode", "lastExitMessage", "lastExitReason", "lease", "logs", "maxUnavailable", "missing", "missingFor", "missingKey", "newOwnerRevisions", "node",
 	"nodeCondition", "nodeReady", "nodeReadySince", "nodeReason", "notRenewedFor", "object", "ordinal", "overdue", "ownerKind", "ownerName", "ownerUID", "patch",
 	"podLabels", "podResourceVersion", "podRevision", "podUID", "pods", "policy", "quota", "readinessGate", "readinessGateStatus", "reason", "renewTime", "restartCount", "reusedBy",
-	"revision", "revisions", "rollback", "runningFor", "selector", "service", "serviceAccount", "shortBy", "skipped", "tag", "targetRevision", "templateImage",
+	"revision", "revisions", "rollback", "runningFor", "savedCopy", "selector", "service", "serviceAccount", "shortBy", "skipped", "tag", "targetRevision", "templateImage",
 	"terminatingFor", "trigger", "uid", "unavailablePods", "updateRevision", "volume", "waitedFor", "waitingFor",
 }
 

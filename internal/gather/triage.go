@@ -65,7 +65,8 @@ func ControllerManagerLease(ctx context.Context, c Clients) stuck.ControllerMana
 // decides on is kept. A namespace is read deep — its StatefulSets again, whole, and its pods,
 // claims, revisions and Warning Events, unfiltered, so an orphan pod holding a name is still seen
 // — when it holds a StatefulSet whose status is not settled (controller.StatusSettled), a revision
-// whose StatefulSet is gone, replaced or terminating, or, where the image API is in use, a
+// whose StatefulSet is gone, replaced or terminating or that has no controller, or, where the
+// image API is in use, a
 // StatefulSet whose images the image lookup concerns (a local ImageStream name, an image trigger).
 // Each deep namespace's snapshot goes to fn with settled false; every other namespace holding a
 // StatefulSet goes to fn with settled true, its snapshot holding its StatefulSets and Services
@@ -423,7 +424,7 @@ func imageLookupConcerns(images *resolver.Admission, set *appsv1.StatefulSet) bo
 }
 
 // revisionOwner is what Triage keeps of a ControllerRevision: its namespace and the StatefulSet
-// that controls it.
+// that controls it (no name when no controller does).
 type revisionOwner struct {
 	namespace, name string
 	uid             types.UID
@@ -431,7 +432,7 @@ type revisionOwner struct {
 
 // revisionMetadata LISTs every ControllerRevision's metadata — as PartialObjectMetadata through
 // c.Metadata (the server sends no revision data), else whole — and keeps of each only the
-// StatefulSet controlling it, if one does: the rest (labels, annotations, managedFields) is
+// StatefulSet controlling it, if one does, or that none does: the rest (labels, annotations, managedFields) is
 // garbage before the other LISTs end.
 func revisionMetadata(ctx context.Context, c Clients) ([]revisionOwner, error) {
 	var metas []*metav1.ObjectMeta
@@ -454,7 +455,12 @@ func revisionMetadata(ctx context.Context, c Clients) ([]revisionOwner, error) {
 	}
 	var out []revisionOwner
 	for _, m := range metas {
-		if ref := metav1.GetControllerOfNoCopy(m); ref != nil && ref.Kind == "StatefulSet" {
+		switch ref := metav1.GetControllerOfNoCopy(m); {
+		case ref == nil:
+			// No controller at all: its StatefulSet (or DaemonSet) was deleted with
+			// --cascade=orphan, and its pods may run without one (PodsWithoutStatefulSet).
+			out = append(out, revisionOwner{namespace: m.Namespace})
+		case ref.Kind == "StatefulSet":
 			out = append(out, revisionOwner{namespace: m.Namespace, name: ref.Name, uid: ref.UID})
 		}
 	}

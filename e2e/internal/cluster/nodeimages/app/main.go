@@ -14,6 +14,8 @@
 //	              evenly (R = 0.5: every second one)
 //	-rps N        requests per second the app sends itself to /work on localhost (default 20; 0: none)
 //	-service S    destination_service of istio_requests_total (default $APP_SERVICE, else "app")
+//	-write PATH   at start, write PATH (its start time and hostname) unless it exists: a data
+//	              file on a volume, which a container that keeps its volume finds again
 //
 // serve always generates its own traffic (-rps) and exposes /metrics in Prometheus' text format:
 //
@@ -91,8 +93,12 @@ func serve(args []string) {
 		defaultService = "app"
 	}
 	service := fs.String("service", defaultService, "destination_service label of istio_requests_total")
+	write := fs.String("write", "", "write this file at start unless it exists")
 	if err := fs.Parse(args); err != nil {
 		os.Exit(2)
+	}
+	if *write != "" {
+		writeOnce(*write)
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "app: serve: unexpected arguments %q\n", fs.Args())
@@ -185,4 +191,24 @@ func traffic(rps int, seen func(code int)) {
 		resp.Body.Close()
 		seen(resp.StatusCode)
 	}
+}
+
+// writeOnce writes path with the start time and the hostname unless it exists.
+func writeOnce(path string) {
+	host, _ := os.Hostname()
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if os.IsExist(err) {
+		fmt.Printf("app: %s exists\n", path)
+		return
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "app: -write: %v\n", err)
+		os.Exit(2)
+	}
+	fmt.Fprintf(f, "written by %s at %s\n", host, time.Now().UTC().Format(time.RFC3339Nano))
+	if err := f.Close(); err != nil {
+		fmt.Fprintf(os.Stderr, "app: -write: %v\n", err)
+		os.Exit(2)
+	}
+	fmt.Printf("app: wrote %s\n", path)
 }
