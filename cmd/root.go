@@ -9,11 +9,11 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/stsdiag/stsdiag/internal/text"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/klog/v2"
@@ -99,7 +99,7 @@ func run(ctx context.Context, args []string, streams genericiooptions.IOStreams)
 	}
 	code, err := exitCode(err)
 	if err != nil {
-		fmt.Fprintf(streams.ErrOut, "error: %s\n", oneLine(err.Error()))
+		fmt.Fprintf(streams.ErrOut, "error: %s\n", text.OneLine(err.Error()))
 	}
 	return code
 }
@@ -167,10 +167,6 @@ func silenceKlog() {
 	_ = fs.Set("alsologtostderr", "false")
 	_ = fs.Set("stderrthreshold", "FATAL")
 	klog.SetOutput(io.Discard)
-}
-
-func oneLine(s string) string {
-	return strings.Join(strings.Fields(s), " ")
 }
 
 // runner is a command's options, built from its flags and checked: Run does the work.

@@ -293,10 +293,7 @@ func (d *diagnosis) canaryNotStarted(set *appsv1.StatefulSet) {
 	if st.ObservedGeneration < set.Generation || st.UpdateRevision == "" || st.UpdateRevision == st.CurrentRevision {
 		return
 	}
-	replicas := int32(1)
-	if set.Spec.Replicas != nil {
-		replicas = *set.Spec.Replicas
-	}
+	replicas := controller.Replicas(set)
 	ru := set.Spec.UpdateStrategy.RollingUpdate
 	if set.Spec.UpdateStrategy.Type == appsv1.OnDeleteStatefulSetStrategyType || ru == nil || ru.Partition == nil || *ru.Partition < replicas {
 		return
@@ -339,11 +336,7 @@ func (d *diagnosis) canaryPaused(set *appsv1.StatefulSet) {
 	if paused == nil {
 		return
 	}
-	replicas := controller.Replicas(set)
-	partition := int32(0)
-	if ru := set.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.Partition != nil {
-		partition = *ru.Partition
-	}
+	replicas, partition := controller.Replicas(set), controller.Partition(set)
 	fx := facts.CanaryPaused{Revision: set.Status.UpdateRevision, Steps: set.Annotations[apiv1.AnnotationCanarySteps], Partition: partition, Replicas: replicas, Message: paused.Message}
 	f := Finding{Finding: apiv1.Finding{Code: apiv1.RolloutBlocked, Severity: apiv1.SeverityError,
 		Namespace: set.Namespace, StatefulSet: set.Name, Reason: apiv1.ReasonCanaryPaused}}

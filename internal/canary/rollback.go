@@ -19,6 +19,7 @@ import (
 	"github.com/stsdiag/stsdiag/internal/repair"
 	"github.com/stsdiag/stsdiag/internal/verdict"
 	"github.com/stsdiag/stsdiag/stuck"
+	"github.com/stsdiag/stsdiag/stuck/controller"
 )
 
 // failed ends a step whose finding held for --hold: with --no-rollback it stops (Stuck);
@@ -105,7 +106,7 @@ func (r *runner) rollBack(ctx context.Context, failed model.FailedStep, why stri
 	if err != nil {
 		return err
 	}
-	if after.UID != r.uid || engine.Partition(after) != r.partition {
+	if after.UID != r.uid || controller.Partition(after) != r.partition {
 		r.end = model.CanaryStopped{Change: changeOf(r.uid, r.generation, r.partition, nil, after, false), DuringRollback: true}
 		return nil
 	}
@@ -120,7 +121,7 @@ func (r *runner) rollBack(ctx context.Context, failed model.FailedStep, why stri
 		return nil
 	}
 	restore := model.PartitionRestore{To: r.res.PartitionBefore, Stays: r.partition}
-	if set, err := r.observed(ctx); err == nil && set.Status.UpdateRevision == set.Status.CurrentRevision && engine.Partition(set) != r.res.PartitionBefore &&
+	if set, err := r.observed(ctx); err == nil && set.Status.UpdateRevision == set.Status.CurrentRevision && controller.Partition(set) != r.res.PartitionBefore &&
 		!r.changed(set) {
 		restore.Tried = true
 		body, err := engine.PartitionPatch(set, r.res.PartitionBefore)

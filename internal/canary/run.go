@@ -24,6 +24,7 @@ import (
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/verdict"
 	"github.com/stsdiag/stsdiag/stuck"
+	"github.com/stsdiag/stsdiag/stuck/controller"
 )
 
 // Options tune Run.
@@ -176,14 +177,14 @@ func (r *runner) start(ctx context.Context) ([]engine.Resolved, error) {
 	if err := engine.CheckStrategy(set); err != nil {
 		return nil, &BadInputError{Err: err}
 	}
-	steps, merged, err := engine.Resolve(r.o.Steps, engine.Replicas(set))
+	steps, merged, err := engine.Resolve(r.o.Steps, controller.Replicas(set))
 	if err != nil {
 		return nil, &BadInputError{Err: err}
 	}
 	for _, m := range merged {
 		fmt.Fprintf(r.o.Log, "note: %s\n", m)
 	}
-	r.res.PartitionBefore = engine.Partition(set)
+	r.res.PartitionBefore = controller.Partition(set)
 	for _, s := range steps {
 		r.res.Steps = append(r.res.Steps, apiv1.CanaryStep{Step: s.Step, Pods: s.Pods, Partition: s.Partition, Result: apiv1.StepPending})
 	}
@@ -198,9 +199,9 @@ func (r *runner) start(ctx context.Context) ([]engine.Resolved, error) {
 		}
 	case !pending:
 		return nil, badInput("statefulset %s/%s has nothing to roll out: its update revision is its current revision (%s); change the template with --image, or change it with the partition held at %d or more first", set.Namespace, set.Name, set.Status.CurrentRevision, first.Partition)
-	case engine.Partition(set) < first.Partition:
-		return nil, badInput("statefulset %s/%s has partition %d, below the first step's %d (step %s): the new revision may already be past the canary; hold the partition at %d or more before changing the template, or use --image", set.Namespace, set.Name, engine.Partition(set), first.Partition, first.Step, engine.Replicas(set))
-	case engine.Partition(set) > first.Partition:
+	case controller.Partition(set) < first.Partition:
+		return nil, badInput("statefulset %s/%s has partition %d, below the first step's %d (step %s): the new revision may already be past the canary; hold the partition at %d or more before changing the template, or use --image", set.Namespace, set.Name, controller.Partition(set), first.Partition, first.Step, controller.Replicas(set))
+	case controller.Partition(set) > first.Partition:
 		if body, err = engine.PartitionPatch(set, first.Partition); err != nil {
 			return nil, err
 		}
@@ -233,14 +234,14 @@ func (r *runner) patch(ctx context.Context, set *appsv1.StatefulSet, body []byte
 		what = " and the new template"
 	}
 	fmt.Fprintf(r.o.Log, "statefulset %s/%s: step %s: partition %d%s (%d of %d pods on the update revision: %s)\n",
-		set.Namespace, set.Name, step.Step, step.Partition, what, step.Pods, engine.Replicas(out), strings.Join(engine.CanaryPods(out, step.Partition), ", "))
+		set.Namespace, set.Name, step.Step, step.Partition, what, step.Pods, controller.Replicas(out), strings.Join(engine.CanaryPods(out, step.Partition), ", "))
 	return nil
 }
 
 var errStopped = errors.New("stopped")
 
 func (r *runner) remember(set *appsv1.StatefulSet) {
-	r.uid, r.generation, r.partition, r.template = set.UID, set.Generation, engine.Partition(set), set.Spec.Template.DeepCopy()
+	r.uid, r.generation, r.partition, r.template = set.UID, set.Generation, controller.Partition(set), set.Spec.Template.DeepCopy()
 }
 
 // changedSince reads the StatefulSet afresh and says what differs from what canary read or wrote.
@@ -249,18 +250,18 @@ func (r *runner) changedSince(ctx context.Context, set *appsv1.StatefulSet) mode
 	if err != nil {
 		return model.CanaryChange{Namespace: set.Namespace, Name: set.Name, Kind: model.ChangeUnreadable, Err: err}
 	}
-	return changeOf(set.UID, set.Generation, engine.Partition(set), &set.Spec.Template, now, true)
+	return changeOf(set.UID, set.Generation, controller.Partition(set), &set.Spec.Template, now, true)
 }
 
 // changeOf is what someone else changed: the object, its partition, its template or (when
 // generation counts: a patch's test failed) anything else in its spec.
 func changeOf(uid types.UID, generation int64, partition int32, template *corev1.PodTemplateSpec, now *appsv1.StatefulSet, generationCounts bool) model.CanaryChange {
-	c := model.CanaryChange{Namespace: now.Namespace, Name: now.Name, UID: now.UID, WasUID: uid, Partition: engine.Partition(now), WasPartition: partition,
+	c := model.CanaryChange{Namespace: now.Namespace, Name: now.Name, UID: now.UID, WasUID: uid, Partition: controller.Partition(now), WasPartition: partition,
 		Generation: now.Generation, WasGeneration: generation, Kind: model.ChangeUnknown}
 	switch {
 	case now.UID != uid:
 		c.Kind = model.ChangeRecreated
-	case engine.Partition(now) != partition:
+	case controller.Partition(now) != partition:
 		c.Kind = model.ChangePartition
 	case template != nil && !apiequality.Semantic.DeepEqual(*template, now.Spec.Template):
 		c.Kind = model.ChangeTemplate
@@ -273,7 +274,7 @@ func changeOf(uid types.UID, generation int64, partition int32, template *corev1
 // changed reports whether the StatefulSet differs from what canary read or wrote in what canary
 // relies on: its UID, its partition, its template (not its replicas).
 func (r *runner) changed(set *appsv1.StatefulSet) bool {
-	return set.UID != r.uid || engine.Partition(set) != r.partition || (r.template != nil && !apiequality.Semantic.DeepEqual(*r.template, set.Spec.Template))
+	return set.UID != r.uid || controller.Partition(set) != r.partition || (r.template != nil && !apiequality.Semantic.DeepEqual(*r.template, set.Spec.Template))
 }
 
 // stopIfChanged is the gate's Stop: a change canary did not make ends the canary.

@@ -25,7 +25,7 @@ func Verdict(v model.Verdict) string {
 			after = " after " + r.After.String()
 		}
 		if r.Reading != nil {
-			return fmt.Sprintf("timed out%s before the API server answered: %s", after, oneLine(r.Reading.Error()))
+			return fmt.Sprintf("timed out%s before the API server answered: %s", after, promQLLine(r.Reading.Error()))
 		}
 		return fmt.Sprintf("timed out%s while the rollout was still progressing", after)
 	case model.Interrupted:
@@ -195,13 +195,13 @@ func Analysis(run *apiv1.AnalysisRun) string {
 	if decided.FailureCondition != "" {
 		what += "; failureCondition " + decided.FailureCondition
 	}
-	return what + "; query: " + oneLine(decided.Query)
+	return what + "; query: " + promQLLine(decided.Query)
 }
 
-// oneLine is a PromQL query on one line: its comments (# to the end of a line, outside a
+// promQLLine is a PromQL query on one line: its comments (# to the end of a line, outside a
 // string) dropped, so that what is left still reads as the query, and its white space
 // collapsed.
-func oneLine(query string) string {
+func promQLLine(query string) string {
 	var b strings.Builder
 	for _, line := range strings.Split(query, "\n") {
 		var quote rune

@@ -11,8 +11,8 @@ func TestOneLine(t *testing.T) {
 		{`sum(x{path="a\"#"}) by (pod)`, `sum(x{path="a\"#"}) by (pod)`},
 		{"sum(x)", "sum(x)"},
 	} {
-		if got := oneLine(tc.in); got != tc.want {
-			t.Errorf("oneLine(%q) = %q, want %q", tc.in, got, tc.want)
+		if got := promQLLine(tc.in); got != tc.want {
+			t.Errorf("promQLLine(%q) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
 }

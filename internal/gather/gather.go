@@ -6,7 +6,6 @@ package gather
 
 import (
 	"context"
-	"strings"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
@@ -75,11 +74,6 @@ func Gather(ctx context.Context, c Clients, scope Scope) (*stuck.Objects, []stri
 	}
 	slimAll(objs)
 	return objs, objs.Warnings, nil
-}
-
-func firstLine(err error) string {
-	msg, _, _ := strings.Cut(err.Error(), "\n")
-	return msg
 }
 
 // slimAll slims every object of the snapshot (snapshot.Slim), as the reading clientset does when

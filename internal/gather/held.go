@@ -38,6 +38,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/stsdiag/stsdiag/internal/snapshot"
+	"github.com/stsdiag/stsdiag/internal/text"
 	"github.com/stsdiag/stsdiag/stuck/controller"
 	"github.com/stsdiag/stsdiag/stuck/facts"
 )
@@ -83,12 +84,9 @@ func heldNames(sets []*appsv1.StatefulSet, events []*corev1.Event, has func(key 
 	}
 	for _, set := range sets {
 		live[types.NamespacedName{Namespace: set.Namespace, Name: set.Name}.String()] = true
-		start, replicas := 0, 1
+		start, replicas := 0, int(controller.Replicas(set))
 		if set.Spec.Ordinals != nil {
 			start = int(set.Spec.Ordinals.Start)
-		}
-		if set.Spec.Replicas != nil {
-			replicas = int(*set.Spec.Replicas)
 		}
 		missing := 0
 		for ord := start; ord < start+replicas && missing < heldPerSet; ord++ {
@@ -165,7 +163,7 @@ func (h *heldPods) refresh(ctx context.Context, c Clients, namespace string, wan
 	for i, key := range stale {
 		h.entries[key] = found[i]
 		if errs[i] != nil {
-			warnings = append(warnings, fmt.Sprintf("cannot tell whether pod %s holds its StatefulSet's name: %v", key, firstLine(errs[i])))
+			warnings = append(warnings, fmt.Sprintf("cannot tell whether pod %s holds its StatefulSet's name: %v", key, text.FirstLine(errs[i])))
 		}
 	}
 	return warnings

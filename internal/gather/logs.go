@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/stsdiag/stsdiag/internal/text"
 	"github.com/stsdiag/stsdiag/stuck"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
@@ -34,7 +35,7 @@ func PreviousLogs(ctx context.Context, kube kubernetes.Interface, findings []stu
 				if f.LogCurrent {
 					which = "log of the exited run"
 				}
-				warnings = append(warnings, fmt.Sprintf("no %s of pod %s container %s: %v", which, f.Pod, f.Container, firstLine(err)))
+				warnings = append(warnings, fmt.Sprintf("no %s of pod %s container %s: %v", which, f.Pod, f.Container, text.FirstLine(err)))
 			}
 			read[key] = lines
 		}

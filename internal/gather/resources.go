@@ -16,6 +16,7 @@ import (
 
 	"github.com/stsdiag/stsdiag/internal/slimpb"
 	"github.com/stsdiag/stsdiag/internal/snapshot"
+	"github.com/stsdiag/stsdiag/internal/text"
 	"github.com/stsdiag/stsdiag/openshift"
 	"github.com/stsdiag/stsdiag/stuck"
 )
@@ -322,7 +323,7 @@ func warnings(s *stuck.Objects, ns string, missing []unread) []string {
 		if r.warning == "" || (r.warnIf != nil && !r.warnIf(s)) {
 			continue
 		}
-		out = append(out, fmt.Sprintf(r.warning, where(r.namespace(ns)), firstLine(m.err)))
+		out = append(out, fmt.Sprintf(r.warning, where(r.namespace(ns)), text.FirstLine(m.err)))
 	}
 	return out
 }

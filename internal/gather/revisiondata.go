@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/stsdiag/stsdiag/internal/text"
 	"github.com/stsdiag/stsdiag/resolver"
 	"github.com/stsdiag/stsdiag/stuck"
 	"github.com/stsdiag/stsdiag/stuck/controller"
@@ -104,7 +105,7 @@ func (l *Live) refreshRevisionData(ctx context.Context, namespace string) []stri
 		case apierrors.IsNotFound(err):
 			continue
 		case err != nil:
-			warnings = append(warnings, fmt.Sprintf("revision %s/%s read as metadata only: %s", rev.Namespace, rev.Name, firstLine(err)))
+			warnings = append(warnings, fmt.Sprintf("revision %s/%s read as metadata only: %s", rev.Namespace, rev.Name, text.FirstLine(err)))
 			continue
 		case full.UID != rev.UID:
 			continue // deleted and created again: its own event brings it

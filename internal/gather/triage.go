@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/stsdiag/stsdiag/internal/snapshot"
+	"github.com/stsdiag/stsdiag/internal/text"
 	"github.com/stsdiag/stsdiag/resolver"
 	"github.com/stsdiag/stsdiag/stuck"
 	"github.com/stsdiag/stsdiag/stuck/controller"
@@ -55,7 +56,7 @@ func ControllerManagerLease(ctx context.Context, c Clients) stuck.ControllerMana
 	case apierrors.IsNotFound(err):
 		return stuck.ControllerManagerLease{NotFound: true}
 	}
-	return stuck.ControllerManagerLease{Err: firstLine(err)}
+	return stuck.ControllerManagerLease{Err: text.FirstLine(err)}
 }
 
 // Triage reads an all-namespaces scope (by selector only) by what the StatefulSets' own statuses

@@ -106,9 +106,9 @@ func TestExecutorReadsNothing(t *testing.T) {
 }
 
 // TestRenderImportsItsInputsOnly: the printer depends on what it prints (model, the findings of
-// stuck, api/v1) and the words (explain) — never on a reader, an applier or a workflow.
+// stuck, api/v1), the words (explain) and text helpers — never on a reader, an applier or a workflow.
 func TestRenderImportsItsInputsOnly(t *testing.T) {
-	allowed := []string{"api/v1", "internal/model", "stuck", "internal/explain"}
+	allowed := []string{"api/v1", "internal/model", "stuck", "internal/explain", "internal/text"}
 	for _, imp := range list(t, module+"internal/render")["internal/render"].Imports {
 		if own := strings.TrimPrefix(imp, module); own != imp && !slices.Contains(allowed, own) {
 			t.Errorf("internal/render imports %s; it may import only %v", own, allowed)

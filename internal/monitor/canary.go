@@ -23,6 +23,7 @@ import (
 	"github.com/stsdiag/stsdiag/internal/rollout"
 	"github.com/stsdiag/stsdiag/internal/verdict"
 	"github.com/stsdiag/stsdiag/stuck"
+	"github.com/stsdiag/stsdiag/stuck/controller"
 )
 
 // watch drives the canary declared on a StatefulSet by its annotations (engine.AnnotationSteps,
@@ -196,7 +197,7 @@ func (c *Controller) canaryAdvance(ctx context.Context, key string, set *appsv1.
 	pods := engine.CanaryPods(set, d.Step.Partition)
 	c.metrics.CanarySteps.WithLabelValues("advanced", set.Namespace).Inc()
 	c.recorder.Event(set, corev1.EventTypeNormal, "CanaryStep", truncate(fmt.Sprintf("stsdiag canary %s: %d of %d pods on revision %s (%s), each to be Ready for %s with no finding%s",
-		note, d.Step.Pods, engine.Replicas(set), set.Status.UpdateRevision, strings.Join(pods, ", "), holdFor, also)))
+		note, d.Step.Pods, controller.Replicas(set), set.Status.UpdateRevision, strings.Join(pods, ", "), holdFor, also)))
 	c.logf("%s: canary %s%s", key, note, also)
 	return nil
 }
@@ -342,7 +343,7 @@ func (c *Controller) setReconciling(ctx context.Context, key string, set *appsv1
 // one guarded patch.
 func (c *Controller) releaseCanary(ctx context.Context, key string, set *appsv1.StatefulSet) error {
 	if _, ok := set.Annotations[engine.AnnotationStep]; !ok || set.DeletionTimestamp != nil ||
-		set.Status.ObservedGeneration < set.Generation || engine.Partition(set) < engine.Replicas(set) {
+		set.Status.ObservedGeneration < set.Generation || controller.Partition(set) < controller.Replicas(set) {
 		return nil
 	}
 	body, err := engine.PartitionPatch(set, 0)
@@ -360,7 +361,7 @@ func (c *Controller) releaseCanary(ctx context.Context, key string, set *appsv1.
 	if _, err := c.clients.Kube.AppsV1().StatefulSets(set.Namespace).Patch(ctx, set.Name, types.JSONPatchType, body, metav1.PatchOptions{FieldManager: "stsdiag-canary"}); err != nil {
 		return c.canaryPatchError(key, set, c.canaryOf(key), err)
 	}
-	c.recorder.Event(set, corev1.EventTypeNormal, "CanaryReleased", fmt.Sprintf("stsdiag: %s removed: partition %d (held by the canary) set back to 0", engine.AnnotationSteps, engine.Partition(set)))
-	c.logf("%s: canary: %s removed, partition %d set back to 0", key, engine.AnnotationSteps, engine.Partition(set))
+	c.recorder.Event(set, corev1.EventTypeNormal, "CanaryReleased", fmt.Sprintf("stsdiag: %s removed: partition %d (held by the canary) set back to 0", engine.AnnotationSteps, controller.Partition(set)))
+	c.logf("%s: canary: %s removed, partition %d set back to 0", key, engine.AnnotationSteps, controller.Partition(set))
 	return nil
 }

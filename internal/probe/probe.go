@@ -21,6 +21,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/stsdiag/stsdiag/internal/gather"
+	"github.com/stsdiag/stsdiag/internal/text"
 	"github.com/stsdiag/stsdiag/resolver"
 	"github.com/stsdiag/stsdiag/stuck"
 )
@@ -135,7 +136,7 @@ func ask(ctx context.Context, kube kubernetes.Interface, k probeKey, images []st
 	created, err := kube.CoreV1().Pods(k.namespace).Create(ctx, Pod(k.namespace, k.forced, images),
 		metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}, FieldManager: "stsdiag"})
 	if err != nil {
-		msg := firstLine(err)
+		msg := text.FirstLine(err)
 		for _, image := range images {
 			out[image] = stuck.AdmissionAnswer{Error: msg}
 		}
@@ -185,12 +186,4 @@ func (s Source) Snapshot(ctx context.Context) (*stuck.Objects, []string, error) 
 	answers, more := Ask(ctx, s.Kube, stuck.Questions(snap))
 	snap.Admission = answers
 	return snap, append(warnings, more...), nil
-}
-
-func firstLine(err error) string {
-	msg := err.Error()
-	if i := strings.IndexByte(msg, '\n'); i >= 0 {
-		msg = msg[:i]
-	}
-	return msg
 }

@@ -11,6 +11,7 @@ import (
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/explain"
+	"github.com/stsdiag/stsdiag/internal/text"
 )
 
 // Explanation prints explain's document in the format of the -o flags. now dates the waits.
@@ -85,18 +86,18 @@ func ExplanationTable(w io.Writer, e *apiv1.Explanation, now time.Time) error {
 			why = explain.Expected(o.Expected, o.ExpectedBy.Time, now)
 			deadlines = append(deadlines, o.Pod+" "+why)
 		}
-		table.Rows = append(table.Rows, metav1.TableRow{Cells: []any{mark, int64(o.Ordinal), o.Pod, dash(o.Revision), o.State, next, dash(waiting), dash(oneLine(why))}})
+		table.Rows = append(table.Rows, metav1.TableRow{Cells: []any{mark, int64(o.Ordinal), o.Pod, dash(o.Revision), o.State, next, dash(waiting), dash(text.OneLine(why))}})
 	}
-	text, err := formatTable(table, false)
+	rendered, err := formatTable(table, false)
 	if err != nil {
 		return err
 	}
-	if _, err := w.Write(text); err != nil {
+	if _, err := w.Write(rendered); err != nil {
 		return err
 	}
 	fmt.Fprintln(w)
 	for _, f := range e.Findings {
-		fmt.Fprintf(w, "%s %s %s: %s\n  remedy: %s\n", f.Severity, f.Code, dash(f.Pod), oneLine(f.Message), oneLine(f.Remedy))
+		fmt.Fprintf(w, "%s %s %s: %s\n  remedy: %s\n", f.Severity, f.Code, dash(f.Pod), text.OneLine(f.Message), text.OneLine(f.Remedy))
 	}
 	_, err = fmt.Fprintln(w, verdict(e, holding))
 	for _, d := range deadlines {

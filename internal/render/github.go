@@ -8,6 +8,7 @@ import (
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/model"
+	"github.com/stsdiag/stsdiag/internal/text"
 	"github.com/stsdiag/stsdiag/stuck"
 )
 
@@ -87,11 +88,11 @@ func WriteAnnotations(w io.Writer, findings []stuck.Finding) error {
 		default:
 			continue
 		}
-		text := findingPath(f) + ": " + oneLine(f.Message)
+		line := findingPath(f) + ": " + text.OneLine(f.Message)
 		if f.Remedy != "" {
-			text += " — " + oneLine(f.Remedy)
+			line += " — " + text.OneLine(f.Remedy)
 		}
-		if _, err := fmt.Fprintf(w, "::%s title=%s::%s\n", command, escapeProperty(string(f.Code)), escapeData(text)); err != nil {
+		if _, err := fmt.Fprintf(w, "::%s title=%s::%s\n", command, escapeProperty(string(f.Code)), escapeData(line)); err != nil {
 			return err
 		}
 	}
@@ -107,7 +108,7 @@ func StepSummary(w io.Writer, heading, verdict string, findings []stuck.Finding)
 		for _, f := range findings {
 			remedy := ""
 			if f.Remedy != "" {
-				remedy = "`" + strings.ReplaceAll(oneLine(f.Remedy), "`", "'") + "`"
+				remedy = "`" + strings.ReplaceAll(text.OneLine(f.Remedy), "`", "'") + "`"
 			}
 			message := f.Short
 			if message == "" {
@@ -145,7 +146,7 @@ func severityMark(s apiv1.Severity) string {
 }
 
 func markdownCell(s string) string {
-	s = oneLine(s)
+	s = text.OneLine(s)
 	for _, r := range []string{`\`, "|", "<", ">", "`", "*", "_", "[", "]"} {
 		s = strings.ReplaceAll(s, r, `\`+r)
 	}

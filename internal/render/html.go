@@ -9,6 +9,7 @@ import (
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/model"
+	"github.com/stsdiag/stsdiag/internal/text"
 )
 
 // FormatHTML is one self-contained page (check -o html, explain -o html): no network, inline
@@ -119,7 +120,7 @@ func describe(set *htmlSet, e *apiv1.Explanation, now time.Time) {
 	var holding []string
 	for _, o := range e.Ordinals {
 		h := htmlOrdinal{Ordinal: o.Ordinal, Pod: o.Pod, Revision: o.Revision, RevShort: revShort(o.Revision), State: o.State,
-			StateClass: strings.ToLower(o.State), Holds: o.Holds, Why: oneLine(o.Why), Next: nextWords[o.Next]}
+			StateClass: strings.ToLower(o.State), Holds: o.Holds, Why: text.OneLine(o.Why), Next: nextWords[o.Next]}
 		if h.Next == "" {
 			h.Next = o.Next
 		}
@@ -147,7 +148,7 @@ func describe(set *htmlSet, e *apiv1.Explanation, now time.Time) {
 
 func htmlFindingOf(f apiv1.Finding) htmlFinding {
 	return htmlFinding{Severity: string(f.Severity), Code: string(f.Code), Reason: f.Reason, Pod: f.Pod, Container: f.Container,
-		Image: f.Image, Message: oneLine(f.Message), Remedy: oneLine(f.Remedy), Logs: f.Details.Logs}
+		Image: f.Image, Message: text.OneLine(f.Message), Remedy: text.OneLine(f.Remedy), Logs: f.Details.Logs}
 }
 
 func explainCommand(cli, context, namespace, name string) string {

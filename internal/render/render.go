@@ -15,6 +15,7 @@ import (
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/model"
+	"github.com/stsdiag/stsdiag/internal/text"
 	"github.com/stsdiag/stsdiag/stuck"
 )
 
@@ -93,7 +94,7 @@ func PrintTable(w io.Writer, r *model.Report, opts TableOptions) error {
 		if message == "" {
 			message = f.Message
 		}
-		cells = append(cells, f.StatefulSet, dash(f.Pod), dash(revision), dash(f.Reason), oneLine(message), oneLine(f.Remedy))
+		cells = append(cells, f.StatefulSet, dash(f.Pod), dash(revision), dash(f.Reason), text.OneLine(message), text.OneLine(f.Remedy))
 		table.Rows = append(table.Rows, metav1.TableRow{Cells: cells})
 	}
 	text, err := formatTable(table, opts.Wide)
@@ -156,10 +157,6 @@ func dash(s string) string {
 		return "-"
 	}
 	return s
-}
-
-func oneLine(s string) string {
-	return strings.Join(strings.Fields(s), " ")
 }
 
 // colorizeRows colours the severity that starts each row. It runs after alignment (the table

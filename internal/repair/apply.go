@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -23,6 +22,7 @@ import (
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/plan"
 	"github.com/stsdiag/stsdiag/internal/rollout"
+	"github.com/stsdiag/stsdiag/internal/text"
 	"github.com/stsdiag/stsdiag/stuck"
 )
 
@@ -337,7 +337,7 @@ func (e *Executor) guardedPatch(ctx context.Context, a *model.Action, g guarded)
 				ResourceVersion: set.ResourceVersion, Generation: set.Generation})
 			return true, set.Generation, nil
 		case apierrors.IsForbidden(err):
-			conclude(a, model.Outcome{Reason: model.OutcomeForbidden, Verb: "patch", Resource: "statefulsets.apps", Err: firstLine(err)})
+			conclude(a, model.Outcome{Reason: model.OutcomeForbidden, Verb: "patch", Resource: "statefulsets.apps", Err: text.FirstLine(err)})
 			return false, 0, nil
 		case apierrors.IsNotFound(err):
 			conclude(a, model.Outcome{Reason: model.OutcomeGone})
@@ -357,10 +357,10 @@ func (e *Executor) guardedPatch(ctx context.Context, a *model.Action, g guarded)
 			}
 			*a = fresh
 		case isAPIAnswer(err):
-			conclude(a, model.Outcome{Reason: model.OutcomeFailed, Err: firstLine(err)})
+			conclude(a, model.Outcome{Reason: model.OutcomeFailed, Err: text.FirstLine(err)})
 			return false, 0, nil
 		default:
-			conclude(a, model.Outcome{Reason: model.OutcomeFailed, Err: firstLine(err)})
+			conclude(a, model.Outcome{Reason: model.OutcomeFailed, Err: text.FirstLine(err)})
 			return false, 0, &UnavailableError{Err: err}
 		}
 	}
@@ -425,11 +425,11 @@ func (e *Executor) removed(a *model.Action, err error, verb, resource string) (c
 	case apierrors.IsNotFound(err):
 		conclude(a, model.Outcome{Reason: model.OutcomeGone})
 	case apierrors.IsForbidden(err):
-		conclude(a, model.Outcome{Reason: model.OutcomeForbidden, Verb: verb, Resource: resource, Err: firstLine(err)})
+		conclude(a, model.Outcome{Reason: model.OutcomeForbidden, Verb: verb, Resource: resource, Err: text.FirstLine(err)})
 	case isAPIAnswer(err):
-		conclude(a, model.Outcome{Reason: model.OutcomeFailed, Err: firstLine(err)})
+		conclude(a, model.Outcome{Reason: model.OutcomeFailed, Err: text.FirstLine(err)})
 	default:
-		conclude(a, model.Outcome{Reason: model.OutcomeFailed, Err: firstLine(err)})
+		conclude(a, model.Outcome{Reason: model.OutcomeFailed, Err: text.FirstLine(err)})
 		return false, &UnavailableError{Err: err}
 	}
 	return false, nil
@@ -628,9 +628,4 @@ func (e *Executor) Follower() Follower {
 func isAPIAnswer(err error) bool {
 	var status apierrors.APIStatus
 	return errors.As(err, &status) && status.Status().Code != 0 && status.Status().Code < 500
-}
-
-func firstLine(err error) string {
-	line, _, _ := strings.Cut(err.Error(), "\n")
-	return line
 }

@@ -16,6 +16,7 @@ import (
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/model"
+	"github.com/stsdiag/stsdiag/internal/text"
 )
 
 // The API server's answers to an eviction are those of EvictionREST.Create in
@@ -192,7 +193,7 @@ func (e *Executor) predictEviction(ctx context.Context, a model.Action) *model.E
 	}
 	budgets, err := e.Kube.PolicyV1().PodDisruptionBudgets(a.Namespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return &model.EvictionPrediction{Unreadable: firstLine(err)}
+		return &model.EvictionPrediction{Unreadable: text.FirstLine(err)}
 	}
 	p := Evictable(pod, budgets.Items)
 	return &p

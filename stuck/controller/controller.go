@@ -197,15 +197,13 @@ const RecreateStrategy appsv1.StatefulSetUpdateStrategyType = "Recreate"
 
 func newView(in Inputs) *View {
 	set := in.Set
-	v := &View{Set: set, Behaviour: in.Behaviour, Current: set.Status.CurrentRevision, Update: in.Update, Replicas: 1, now: in.Now}
+	v := &View{Set: set, Behaviour: in.Behaviour, Current: set.Status.CurrentRevision, Update: in.Update, now: in.Now}
 	if set.Spec.Ordinals != nil {
 		v.Start = int(set.Spec.Ordinals.Start)
 	}
-	if set.Spec.Replicas != nil {
-		v.Replicas = int(*set.Spec.Replicas)
-	}
-	if ru := set.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.Partition != nil && v.RollingUpdate() {
-		v.Partition = int(*ru.Partition)
+	v.Replicas = int(Replicas(set))
+	if v.RollingUpdate() {
+		v.Partition = int(Partition(set))
 	}
 	v.Ordinals = make([]Ordinal, v.Replicas)
 	for i := range v.Ordinals {

@@ -6,6 +6,15 @@ import (
 
 // What the controller's status says of a rollout, read from the StatefulSet alone.
 
+// Partition is the rolling update's partition, 0 when unset (the API default:
+// pkg/apis/apps/v1/defaults.go:106-119@v1.37.2); the update strategy decides whether it applies.
+func Partition(set *appsv1.StatefulSet) int32 {
+	if ru := set.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.Partition != nil {
+		return *ru.Partition
+	}
+	return 0
+}
+
 // Replicas is spec.replicas, 1 when unset (the API default).
 func Replicas(set *appsv1.StatefulSet) int32 {
 	if set.Spec.Replicas != nil {
@@ -36,8 +45,8 @@ func StatusComplete(set *appsv1.StatefulSet) bool {
 		return false
 	}
 	if set.Spec.UpdateStrategy.Type != appsv1.OnDeleteStatefulSetStrategyType {
-		if ru := set.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.Partition != nil && *ru.Partition > 0 {
-			return st.UpdatedReplicas >= replicas-*ru.Partition
+		if p := Partition(set); p > 0 {
+			return st.UpdatedReplicas >= replicas-p
 		}
 	}
 	return st.UpdatedReplicas >= replicas && (st.UpdateRevision == st.CurrentRevision || set.Spec.UpdateStrategy.Type == appsv1.OnDeleteStatefulSetStrategyType)

@@ -44,7 +44,7 @@ type Facts struct {
 
 // FactsOf reads the facts of a StatefulSet; the caller adds Healthy and Stuck from its hold rules.
 func FactsOf(set *appsv1.StatefulSet) Facts {
-	return Facts{Replicas: Replicas(set), Partition: Partition(set),
+	return Facts{Replicas: controller.Replicas(set), Partition: controller.Partition(set),
 		Observed: set.Status.ObservedGeneration >= set.Generation && set.Status.UpdateRevision != "",
 		Pending:  set.Status.UpdateRevision != set.Status.CurrentRevision}
 }

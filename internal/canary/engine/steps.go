@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/stsdiag/stsdiag/stuck/controller"
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
@@ -124,23 +125,6 @@ func Next(steps []Resolved, partition int32) (step Resolved, index int, ok bool)
 	return Resolved{}, -1, false
 }
 
-// Partition is the StatefulSet's partition (0 when unset, the API default:
-// pkg/apis/apps/v1/defaults.go:106-119@v1.37.2).
-func Partition(set *appsv1.StatefulSet) int32 {
-	if ru := set.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.Partition != nil {
-		return *ru.Partition
-	}
-	return 0
-}
-
-// Replicas is spec.replicas, 1 when unset (the API default).
-func Replicas(set *appsv1.StatefulSet) int32 {
-	if set.Spec.Replicas != nil {
-		return *set.Spec.Replicas
-	}
-	return 1
-}
-
 // CanaryPods names the pods at or above a partition: those the controller moves to the update
 // revision (ordinals start+partition … start+replicas−1), highest first.
 func CanaryPods(set *appsv1.StatefulSet, partition int32) []string {
@@ -149,7 +133,7 @@ func CanaryPods(set *appsv1.StatefulSet, partition int32) []string {
 		start = set.Spec.Ordinals.Start
 	}
 	var out []string
-	for i := Replicas(set) - 1; i >= max(partition, 0); i-- {
+	for i := controller.Replicas(set) - 1; i >= max(partition, 0); i-- {
 		out = append(out, fmt.Sprintf("%s-%d", set.Name, start+i))
 	}
 	return out
