@@ -9,7 +9,6 @@ package migrate
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -35,6 +34,7 @@ import (
 	"github.com/stsdiag/stsdiag/internal/diagnose"
 	"github.com/stsdiag/stsdiag/internal/explain"
 	"github.com/stsdiag/stsdiag/internal/gather"
+	"github.com/stsdiag/stsdiag/internal/jsonpatch"
 	"github.com/stsdiag/stsdiag/internal/migration"
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/stuck"
@@ -508,11 +508,8 @@ func (o *Options) write(ctx context.Context, a migration.Action) error {
 	kube := o.kube()
 	switch a.Kind {
 	case migration.GrowClaim:
-		patch, err := json.Marshal([]map[string]any{
-			{"op": "test", "path": "/metadata/uid", "value": a.Claim.UID},
-			{"op": "test", "path": "/metadata/resourceVersion", "value": a.Claim.ResourceVersion},
-			{"op": "replace", "path": "/spec/resources/requests/storage", "value": a.To.String()},
-		})
+		patch, err := jsonpatch.Patch{jsonpatch.Test("/metadata/uid", a.Claim.UID), jsonpatch.Test("/metadata/resourceVersion", a.Claim.ResourceVersion),
+			jsonpatch.Replace("/spec/resources/requests/storage", a.To.String())}.Marshal()
 		if err != nil {
 			return err
 		}

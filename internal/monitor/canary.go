@@ -2,7 +2,6 @@ package monitor
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -17,6 +16,7 @@ import (
 	"github.com/stsdiag/stsdiag/internal/canary/engine"
 	"github.com/stsdiag/stsdiag/internal/explain"
 	"github.com/stsdiag/stsdiag/internal/hold"
+	"github.com/stsdiag/stsdiag/internal/jsonpatch"
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/plan"
 	"github.com/stsdiag/stsdiag/internal/repair"
@@ -268,16 +268,8 @@ func reasonOf(f stuck.Finding) string {
 // patchPartition sets the partition with canary's guarded JSON patch (UID, generation and the
 // partition as read) and records the step in engine.AnnotationStep in the same patch.
 func (c *Controller) patchPartition(ctx context.Context, set *appsv1.StatefulSet, partition int32, note string) error {
-	body, err := engine.PartitionPatch(set, partition)
+	body, err := append(engine.PartitionOps(set, partition), jsonpatch.Add(jsonpatch.Annotation(engine.AnnotationStep), note)).Marshal()
 	if err != nil {
-		return err
-	}
-	var ops []map[string]any
-	if err := json.Unmarshal(body, &ops); err != nil {
-		return err
-	}
-	ops = append(ops, map[string]any{"op": "add", "path": "/metadata/annotations/" + strings.ReplaceAll(engine.AnnotationStep, "/", "~1"), "value": note})
-	if body, err = json.Marshal(ops); err != nil {
 		return err
 	}
 	_, err = c.clients.Kube.AppsV1().StatefulSets(set.Namespace).Patch(ctx, set.Name, types.JSONPatchType, body, metav1.PatchOptions{FieldManager: "stsdiag-canary"})
@@ -346,16 +338,8 @@ func (c *Controller) releaseCanary(ctx context.Context, key string, set *appsv1.
 		set.Status.ObservedGeneration < set.Generation || controller.Partition(set) < controller.Replicas(set) {
 		return nil
 	}
-	body, err := engine.PartitionPatch(set, 0)
+	body, err := append(engine.PartitionOps(set, 0), jsonpatch.Remove(jsonpatch.Annotation(engine.AnnotationStep))).Marshal()
 	if err != nil {
-		return err
-	}
-	var ops []map[string]any
-	if err := json.Unmarshal(body, &ops); err != nil {
-		return err
-	}
-	ops = append(ops, map[string]any{"op": "remove", "path": "/metadata/annotations/" + strings.ReplaceAll(engine.AnnotationStep, "/", "~1")})
-	if body, err = json.Marshal(ops); err != nil {
 		return err
 	}
 	if _, err := c.clients.Kube.AppsV1().StatefulSets(set.Namespace).Patch(ctx, set.Name, types.JSONPatchType, body, metav1.PatchOptions{FieldManager: "stsdiag-canary"}); err != nil {

@@ -2,7 +2,6 @@ package repair
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -10,15 +9,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/internal/jsonpatch"
 	"github.com/stsdiag/stsdiag/internal/model"
 )
-
-// rollbackOp is one JSON-patch operation of a rollback (values of several JSON types).
-type rollbackOp struct {
-	Op    string `json:"op"`
-	Path  string `json:"path"`
-	Value any    `json:"value"`
-}
 
 // rollback writes the revision's template with a JSON patch that first tests the object's UID,
 // its generation (any spec change since diagnosis bumps it) and the image of every container as
@@ -33,15 +26,12 @@ func (e *Executor) sendRollback(ctx context.Context, a *model.Action) (*appsv1.S
 	if r == nil || len(r.Template) == 0 || a.UID == "" {
 		return nil, fmt.Errorf("rollback of %s/%s planned without a template or UID", a.Namespace, a.StatefulSet)
 	}
-	ops := []rollbackOp{
-		{Op: "test", Path: "/metadata/uid", Value: a.UID},
-		{Op: "test", Path: "/metadata/generation", Value: r.Generation},
-	}
+	ops := jsonpatch.Patch{jsonpatch.Test("/metadata/uid", a.UID), jsonpatch.Test("/metadata/generation", r.Generation)}
 	for _, t := range r.Tests {
-		ops = append(ops, rollbackOp{Op: "test", Path: t.Path, Value: t.From})
+		ops = append(ops, jsonpatch.Test(t.Path, t.From))
 	}
-	ops = append(ops, rollbackOp{Op: "replace", Path: "/spec/template", Value: r.Template})
-	body, err := json.Marshal(ops)
+	ops = append(ops, jsonpatch.Replace("/spec/template", r.Template))
+	body, err := ops.Marshal()
 	if err != nil {
 		return nil, err
 	}

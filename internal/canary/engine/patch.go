@@ -1,20 +1,13 @@
 package engine
 
 import (
-	"encoding/json"
 	"fmt"
 
+	"github.com/stsdiag/stsdiag/internal/jsonpatch"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
-
-// op is one RFC 6902 operation.
-type op struct {
-	Op    string `json:"op"`
-	Path  string `json:"path"`
-	Value any    `json:"value"`
-}
 
 const partitionPath = "/spec/updateStrategy/rollingUpdate/partition"
 
@@ -24,14 +17,19 @@ const partitionPath = "/spec/updateStrategy/rollingUpdate/partition"
 // object lacks (the API server defaults both, so only a hand-made object lacks them) is added,
 // after testing the strategy is RollingUpdate.
 func PartitionPatch(set *appsv1.StatefulSet, partition int32) ([]byte, error) {
-	return json.Marshal(append(guards(set), partitionOps(set, partition)...))
+	return PartitionOps(set, partition).Marshal()
+}
+
+// PartitionOps are PartitionPatch's operations, for a patch that changes more in the same write.
+func PartitionOps(set *appsv1.StatefulSet, partition int32) jsonpatch.Patch {
+	return append(guards(set), partitionOps(set, partition)...)
 }
 
 // ImagePatch changes the image of containers (name → reference) and the partition in one patch,
 // with PartitionPatch's tests and a test of each container's image as read.
 func ImagePatch(set *appsv1.StatefulSet, images map[string]string, partition int32) ([]byte, error) {
 	ops := guards(set)
-	var changes []op
+	var changes jsonpatch.Patch
 	found := map[string]bool{}
 	for _, list := range []struct {
 		path string
@@ -44,8 +42,8 @@ func ImagePatch(set *appsv1.StatefulSet, images map[string]string, partition int
 			}
 			found[c.Name] = true
 			path := fmt.Sprintf("/spec/template/spec/%s/%d/image", list.path, i)
-			ops = append(ops, op{Op: "test", Path: path, Value: c.Image})
-			changes = append(changes, op{Op: "replace", Path: path, Value: ref})
+			ops = append(ops, jsonpatch.Test(path, c.Image))
+			changes = append(changes, jsonpatch.Replace(path, ref))
 		}
 	}
 	for name := range images {
@@ -54,31 +52,25 @@ func ImagePatch(set *appsv1.StatefulSet, images map[string]string, partition int
 		}
 	}
 	ops = append(ops, changes...)
-	return json.Marshal(append(ops, partitionOps(set, partition)...))
+	return append(ops, partitionOps(set, partition)...).Marshal()
 }
 
-func guards(set *appsv1.StatefulSet) []op {
-	return []op{
-		{Op: "test", Path: "/metadata/uid", Value: string(set.UID)},
-		{Op: "test", Path: "/metadata/generation", Value: set.Generation},
-	}
+func guards(set *appsv1.StatefulSet) jsonpatch.Patch {
+	return jsonpatch.Patch{jsonpatch.Test("/metadata/uid", string(set.UID)), jsonpatch.Test("/metadata/generation", set.Generation)}
 }
 
-func partitionOps(set *appsv1.StatefulSet, partition int32) []op {
+func partitionOps(set *appsv1.StatefulSet, partition int32) jsonpatch.Patch {
 	ru := set.Spec.UpdateStrategy.RollingUpdate
 	switch {
 	case ru == nil:
-		return []op{
-			{Op: "test", Path: "/spec/updateStrategy/type", Value: string(appsv1.RollingUpdateStatefulSetStrategyType)},
-			{Op: "add", Path: "/spec/updateStrategy/rollingUpdate", Value: map[string]int32{"partition": partition}},
+		return jsonpatch.Patch{
+			jsonpatch.Test("/spec/updateStrategy/type", string(appsv1.RollingUpdateStatefulSetStrategyType)),
+			jsonpatch.Add("/spec/updateStrategy/rollingUpdate", map[string]int32{"partition": partition}),
 		}
 	case ru.Partition == nil:
-		return []op{{Op: "add", Path: partitionPath, Value: partition}}
+		return jsonpatch.Patch{jsonpatch.Add(partitionPath, partition)}
 	}
-	return []op{
-		{Op: "test", Path: partitionPath, Value: *ru.Partition},
-		{Op: "replace", Path: partitionPath, Value: partition},
-	}
+	return jsonpatch.Patch{jsonpatch.Test(partitionPath, *ru.Partition), jsonpatch.Replace(partitionPath, partition)}
 }
 
 // PatchOptions are the options of every canary patch: its field manager.
