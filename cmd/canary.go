@@ -146,9 +146,7 @@ unreachable, no data, neither condition held — pauses the canary where it is, 
 back and no step forward, and exits 4 (Inconclusive). Other providers and unsupported fields
 are refused (exit 2) before anything changes.
 
-Progress lines go to stderr, the verdict to stdout. Exit codes: 0 complete; 1 rolled back,
-stuck or stopped; 2 bad input or no verdict (NotFound, Unevaluable); 3 --timeout passed;
-4 the analysis could not tell (paused); 130 interrupted.`,
+Progress lines go to stderr, the verdict to stdout.`,
 		Example: canaryExample,
 		Args:    cobra.MaximumNArgs(1),
 		RunE:    runE(f.ToOptions),

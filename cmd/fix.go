@@ -117,11 +117,7 @@ PodDisruptionBudget allows no disruption now is skipped with the budget named, n
 --wait is one budget for the controller to observe a patch and for the rollout. When the
 controller never observes a patch (status.observedGeneration below the patched generation) the
 pods waiting for it are not deleted and the rollout result is "not observed" (exit 1).
-
-Exit codes: 0 every planned action done (and, with --wait, the rollout complete); 1 something
-left unrepaired, skipped or refused (a patch never observed included); 2 could not evaluate; 3
---wait timed out while the rollout was progressing; 130 interrupted
-by a signal (SIGINT, SIGTERM), at the question included.`,
+`,
 		Example: fixExample,
 		RunE:    runE(f.ToOptions),
 	}

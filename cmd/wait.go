@@ -87,12 +87,7 @@ stops and reports it with its remedy and the pod's last events — unless --fix 
 applies fix's safe repairs once and keeps waiting. --stuck-grace is the former name of --hold.
 
 With -A it waits for the StatefulSets -l selects in every namespace. With --contexts it waits in
-every context at once: the worst verdict wins, and a stuck or unevaluable one ends them all.
-
-Exit codes: 0 complete; 1 stuck (findings held for --hold) or rolled back; 2 no verdict:
-StatefulSet or namespace not found or deleted while waiting (NotFound), or the StatefulSets could
-not be read, e.g. forbidden or unreachable (Unevaluable); 3 --timeout passed while still
-progressing; 130 interrupted by a signal (SIGINT, SIGTERM).`,
+every context at once: the worst verdict wins, and a stuck or unevaluable one ends them all.`,
 		Example: waitExample,
 		RunE:    runE(f.ToOptions),
 	}
