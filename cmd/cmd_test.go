@@ -42,6 +42,9 @@ current-context: c
 		"explain unreachable":                    {"explain", "web", "--request-timeout", "2s"},
 		"watch TLS metrics on the probe address": {"watch", "--metrics-addr", "127.0.0.1:0", "--health-addr", "127.0.0.1:0"},
 		"watch cert dir without TLS":             {"watch", "--metrics-insecure", "--metrics-cert-dir", dir},
+		"canary bad dry-run":                     {"canary", "web", "--steps", "1", "--dry-run", "maybe"},
+		"canary negative step-duration":          {"canary", "web", "--steps", "1", "--step-duration", "-1s"},
+		"fix timeout without wait":               {"fix", "--timeout", "1m"},
 	}
 	for name, args := range cases {
 		t.Run(name, func(t *testing.T) {
