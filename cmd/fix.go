@@ -150,7 +150,9 @@ pods waiting for it are not deleted and the rollout result is "not observed" (ex
 func (f *fixFlags) ToOptions(args []string) (*fixOptions, error) {
 	o := &fixOptions{configFlags: f.configFlags, IOStreams: f.IOStreams, print: f.PrintFlags, yes: f.Yes, repairFix: fix.Run,
 		admission: f.ConfirmWithAdmission}
-	o.confirm = func(ctx context.Context) (bool, error) { return askOnTerminal(ctx, o.IOStreams, "Apply these actions?") }
+	o.confirm = func(ctx context.Context) (bool, error) {
+		return askOnTerminal(ctx, o.IOStreams, "Apply these actions?")
+	}
 	scope, err := f.Scope.ToScope(args)
 	if err != nil {
 		return nil, err
