@@ -33,14 +33,31 @@ type TableOptions struct {
 
 // Report prints a check report in the format of the -o flags.
 func Report(w io.Writer, r *model.Report, flags *PrintFlags, opts TableOptions) error {
-	if flags.OutputFormat == FormatHTML {
+	switch {
+	case flags.OutputFormat == FormatHTML:
 		return ReportHTML(w, r, opts.Explanations, opts.Now)
-	}
-	if !flags.Human() {
+	case flags.OutputFormat == FormatName:
+		return stuckNames(w, r)
+	case !flags.Human():
 		return flags.PrintDocument(r.Public(), w)
 	}
 	opts.Wide = flags.OutputFormat == FormatWide
 	return PrintTable(w, r, opts)
+}
+
+// FormatName (check -o name) prints, as kubectl's -o name does, statefulset.apps/NAME for each
+// StatefulSet whose status is Stuck (an error finding), one a line; nothing when none is.
+const FormatName = "name"
+
+func stuckNames(w io.Writer, r *model.Report) error {
+	for _, s := range r.StatefulSets {
+		if s.Status == apiv1.StatusStuck {
+			if _, err := fmt.Fprintf(w, "statefulset.apps/%s\n", s.Name); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // PrintTable writes one row per finding, severity first, then a one-line summary.

@@ -29,10 +29,10 @@ func TestGolden(t *testing.T) {
 		res := stuck.Diagnose(snap, stuck.DefaultOptions())
 		explain.Findings(res.Findings, explain.Options{CLI: "kubectl"})
 		rep := model.NewReport(false, model.Summaries(res.StatefulSets, res.Findings), res.Findings)
-		for _, format := range []string{"table", "wide", "json", "yaml"} {
+		for _, format := range []string{"table", "wide", "json", "yaml", "name"} {
 			t.Run(scenario+"."+format, func(t *testing.T) {
 				var buf bytes.Buffer
-				flags := render.NewPrintFlags()
+				flags := render.NewPrintFlags(render.FormatName)
 				flags.OutputFormat = format
 				if err := flags.Validate(); err != nil {
 					t.Fatal(err)
