@@ -3,6 +3,8 @@ package cmd
 import (
 	"fmt"
 	"strings"
+
+	"github.com/stsdiag/stsdiag/internal/render"
 )
 
 // ExitCodeDoc is one exit code and what it means on each command that exits with it. ExitCodes is
@@ -82,4 +84,21 @@ func exitCodesHelp(command string) string {
 		}
 	}
 	return b.String()
+}
+
+// OutputAliases are the former -o values a command still accepts (former → format): wait's and
+// canary's "text", now "table".
+func OutputAliases(command string) map[string]string {
+	switch command {
+	case "wait", "canary":
+		return map[string]string{"text": render.FormatTable}
+	}
+	return nil
+}
+
+func withOutputAliases(p *render.PrintFlags, command string) *render.PrintFlags {
+	for former, format := range OutputAliases(command) {
+		p.WithAlias(former, format)
+	}
+	return p
 }
