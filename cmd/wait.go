@@ -84,7 +84,7 @@ crash-looping pod is Ready for a second each run and the controller then counts 
 As soon as a finding of check has held for --hold (a pod stuck at startup, an unresolved
 ImageStream name, an ImageStream tag not imported yet, OnDelete pods nobody deletes, ...) it
 stops and reports it with its remedy and the pod's last events — unless --fix is given: then it
-applies fix's safe repairs once and keeps waiting. --stuck-grace is the former name of --hold.
+applies fix's safe repairs once and keeps waiting.
 
 With -A it waits for the StatefulSets -l selects in every namespace. With --contexts it waits in
 every context at once: the worst verdict wins, and a stuck or unevaluable one ends them all.`,
