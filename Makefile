@@ -26,7 +26,7 @@ STATIC := CGO_ENABLED=0
 # e2e/openshift (OpenShift's image API) have their own targets.
 E2E_UNIT_PKGS = $$($(GO) list ./... | grep -v -e '/e2e$$' -e '/e2e/node$$' -e '/e2e/openshift$$')
 
-.PHONY: all build test unit browser e2e e2e-node oracle node-bins e2e-openshift openshift-bins e2e-versions bench bench-mix cluster-bins demo deploy-demo cluster fuzz vet fmt clean image
+.PHONY: all build test docs unit browser e2e e2e-node oracle node-bins e2e-openshift openshift-bins e2e-versions bench bench-mix cluster-bins demo deploy-demo cluster fuzz vet fmt clean image
 
 all: build
 
@@ -56,15 +56,32 @@ test:
 ## (U1000); staticcheck.conf) in every module, built as the module's unit tests build it. staticcheck
 ## v0.8.2 is what golangci-lint v2.15.0, used before, ran for those two linters; built alone from
 ## the module proxy into ~/.cache/stsdiag on first use (seconds, where golangci-lint took ~3.5 min).
+## Then what deploy/ ships: helm lint --strict of the chart with each documented combination of
+## values and kubeconform -strict of every manifest (the chart so rendered, the kustomizations,
+## the plain files) against the Kubernetes v1.37.2 schemas of deploy/schemas (e2e's
+## TestKubeconformSchemas keeps them equal to the real kube-apiserver's); the CRDs
+## (ServiceMonitor, PrometheusRule) are decoded by prometheus-operator's types in deploy's tests.
+CACHE_BIN := $(or $(STSDIAG_CACHE),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/stsdiag)/bin
 STATICCHECK_VERSION ?= v0.8.2
-STATICCHECK := $(or $(STSDIAG_CACHE),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/stsdiag)/bin/staticcheck-$(STATICCHECK_VERSION)/staticcheck
+STATICCHECK := $(CACHE_BIN)/staticcheck-$(STATICCHECK_VERSION)/staticcheck
+KUBECONFORM_VERSION ?= v0.8.0
+KUBECONFORM := $(CACHE_BIN)/kubeconform-$(KUBECONFORM_VERSION)/kubeconform
 vet:
 	@test -z "$$(gofmt -l . | tee /dev/stderr)" || { echo "gofmt needed"; exit 1; }
 	@test -x $(STATICCHECK) || $(STATIC) GOBIN=$(dir $(STATICCHECK)) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+	@test -x $(KUBECONFORM) || $(STATIC) GOBIN=$(dir $(KUBECONFORM)) $(GO) install github.com/yannh/kubeconform/cmd/kubeconform@$(KUBECONFORM_VERSION)
 	@set -e; for m in $(MODULES); do \
 		case " $(RACE_MODULES) " in *" $$m "*) build="$(RACE)";; *) build="$(STATIC)";; esac; \
 		echo "cd $$m && $$build go vet ./... && staticcheck ./..."; \
 		(cd $$m && env $$build $(GO) vet ./... && env $$build $(STATICCHECK) ./...); done
+	@set -e; out=$$(mktemp -d); trap 'rm -rf $$out' EXIT; \
+		(cd deploy && $(STATIC) $(GO) run ./cmd/chartcheck -out $$out); \
+		$(KUBECONFORM) -strict -summary -kubernetes-version 1.37.2 -schema-location deploy/schemas -skip ServiceMonitor,PrometheusRule $$out
+
+## docs: regenerate docs/cli (from the commands) and the exit-code tables of README.md and
+## docs/ci.md (from cmd.ExitCodes); make unit fails while they are stale
+docs:
+	cd e2e && $(GO) test -count=1 -run 'TestCLIReferenceIsCurrent|TestExitCodeTablesAreCurrent' ./internal/doccheck -update
 
 ## unit also runs the other modules' tests: e2e's packages that need no control plane, deploy
 ## and release (the shipped files), deploy/tekton (Tekton's Go types and validation), and
