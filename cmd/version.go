@@ -3,6 +3,7 @@ package cmd
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"runtime"
 	"runtime/debug"
 	"slices"
@@ -85,6 +86,10 @@ func Version() *apiv1.Version {
 	return versionOf(version, gitCommit, info)
 }
 
+// pseudoRevision is the commit of a pseudo-version (v0.0.0-20261129022156-af8a5850c0cb: its
+// last 12 hexadecimal digits, go help module-get "Pseudo-versions").
+var pseudoRevision = regexp.MustCompile(`^v\d+\.\d+\.\d+-(?:[0-9A-Za-z.]+\.)?(?:0\.)?\d{14}-([0-9a-f]{12})(?:\+incompatible)?$`)
+
 // versionOf is Version with the stamped values and the build info given.
 func versionOf(stamped, commit string, info *debug.BuildInfo) *apiv1.Version {
 	v := &apiv1.Version{Version: stamped, GitCommit: commit, GoVersion: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
@@ -97,6 +102,10 @@ func versionOf(stamped, commit string, info *debug.BuildInfo) *apiv1.Version {
 			if s.Key == "vcs.revision" && v.GitCommit == "" {
 				v.GitCommit = s.Value
 			}
+		}
+		// go install …@<commit> records no VCS settings: its pseudo-version names the commit.
+		if m := pseudoRevision.FindStringSubmatch(v.Version); m != nil && v.GitCommit == "" {
+			v.GitCommit = m[1]
 		}
 	}
 	v.SetGroupVersionKind(apiv1.GroupVersion.WithKind("Version"))
