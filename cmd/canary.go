@@ -114,7 +114,7 @@ const canaryExample = `  # Change the image and roll it out 1 pod, then half, th
 // newCanaryCommand builds `stsdiag canary`.
 func newCanaryCommand(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	f := &canaryFlags{configFlags: configFlags, IOStreams: streams,
-		PrintFlags: withOutputAliases(render.NewPrintFlags(render.FormatJUnit), "canary"),
+		PrintFlags: withOutputAliases(render.NewPrintFlags(render.FormatJUnit), "canary", streams.ErrOut),
 		Scope:      newScopeFlags(configFlags), Hold: &holdFlags{}, Diagnosis: newDiagnosisFlags(), Timeout: 30 * time.Minute}
 	return f.command()
 }

@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/stsdiag/stsdiag/internal/render"
@@ -96,9 +97,9 @@ func OutputAliases(command string) map[string]string {
 	return nil
 }
 
-func withOutputAliases(p *render.PrintFlags, command string) *render.PrintFlags {
+func withOutputAliases(p *render.PrintFlags, command string, notices io.Writer) *render.PrintFlags {
 	for former, format := range OutputAliases(command) {
-		p.WithAlias(former, format)
+		p.WithAlias(former, format, notices)
 	}
 	return p
 }

@@ -67,7 +67,7 @@ func newWaitCommand(configFlags *genericclioptions.ConfigFlags, streams generici
 
 func newWaitFlags(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *waitFlags {
 	return &waitFlags{configFlags: configFlags, IOStreams: streams,
-		PrintFlags: withOutputAliases(render.NewPrintFlags(render.FormatJUnit), "wait"),
+		PrintFlags: withOutputAliases(render.NewPrintFlags(render.FormatJUnit), "wait", streams.ErrOut),
 		Scope:      newScopeFlags(configFlags), Hold: &holdFlags{}, Diagnosis: newDiagnosisFlags(), Timeout: 10 * time.Minute}
 }
 
