@@ -39,7 +39,6 @@ type canaryFlags struct {
 	StepDuration time.Duration
 	Yes          bool
 	DryRun       string
-	cmd          *cobra.Command
 }
 
 // analysisFlags gate canary's steps on the application's metrics (--analysis).
@@ -171,7 +170,6 @@ Progress lines go to stderr, the verdict to stdout.`,
 	fs.DurationVar(&f.StepDuration, "step-duration", 0, "How long each step's pods must stay Ready on the update revision with no finding before the next step (default: --hold's value)")
 	fs.BoolVarP(&f.Yes, "yes", "y", false, "Start without asking")
 	fs.StringVar(&f.DryRun, "dry-run", string(apiv1.DryRunNone), "none, client (print the plan only) or server (also send the first step's patch with dryRun=All)")
-	f.cmd = c
 	f.Settle.AddFlags(c)
 	f.Diagnosis.AddFlags(c)
 	f.Analysis.AddFlags(c)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -203,6 +204,24 @@ func canaryGoodFeature() features.Feature {
 			wctx, stop := context.WithCancel(ctx)
 			defer stop()
 			log := recordPartitions(wctx, t, cs, ns, "web")
+			// Consent first: with no terminal and no --yes nothing is written (exit 1);
+			// --dry-run=server prints the plan, the API server accepts the first step's patch, and
+			// nothing persists (exit 0). The partitions the watch records below prove no write.
+			plan := []string{"canary", "web", "-n", ns, "--image", "web=" + goodImage2, "--steps", "1,50%,100%"}
+			for _, c := range []struct {
+				args []string
+				code int
+				want string
+			}{
+				{plan, 1, "no terminal to confirm on"},
+				{append(slices.Clone(plan), "--dry-run=server"), 0, "The API server accepted the first step's patch (server-side dry run, nothing persisted)."},
+			} {
+				r := stsdiagRun(t, cfg, c.args...)
+				out := r.stdout + r.stderr
+				if r.code != c.code || !strings.Contains(out, c.want) || !strings.Contains(out, "step 50%: partition 2, 2 of 4 pods on the update revision") {
+					t.Errorf("%v: exit %d, want %d, the plan and %q:\n%s", c.args[8:], r.code, c.code, c.want, out)
+				}
+			}
 			start := time.Now()
 			r := stsdiagRun(t, cfg, "canary", "web", "-n", ns, "--yes", "--image", "web="+goodImage2, "--steps", "1,50%,100%", "--hold", "5s", "-o", "json")
 			t.Logf("canary (good) took %s", time.Since(start).Round(100*time.Millisecond))
