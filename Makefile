@@ -72,11 +72,14 @@ vet:
 	@test -x $(KUBECONFORM) || $(STATIC) GOBIN=$(dir $(KUBECONFORM)) $(GO) install github.com/yannh/kubeconform/cmd/kubeconform@$(KUBECONFORM_VERSION)
 	@set -e; for m in $(MODULES); do \
 		case " $(RACE_MODULES) " in *" $$m "*) build="$(RACE)";; *) build="$(STATIC)";; esac; \
-		echo "cd $$m && $$build go vet ./... && staticcheck ./..."; \
-		(cd $$m && env $$build $(GO) vet ./... && env $$build $(STATICCHECK) ./...); done
-	@set -e; out=$$(mktemp -d); trap 'rm -rf $$out' EXIT; \
+		echo "cd $$m && $$build go vet ./... && staticcheck ./..."; t0=$$SECONDS; \
+		(cd $$m && env $$build $(GO) vet ./...); t1=$$SECONDS; \
+		(cd $$m && env $$build $(STATICCHECK) ./...); \
+		echo "vet: $$m: go vet $$((t1-t0))s, staticcheck $$((SECONDS-t1))s"; done
+	@set -e; out=$$(mktemp -d); trap 'rm -rf $$out' EXIT; t0=$$SECONDS; \
 		(cd deploy && $(STATIC) $(GO) run ./cmd/chartcheck -out $$out); \
-		$(KUBECONFORM) -strict -summary -kubernetes-version 1.37.2 -schema-location deploy/schemas -skip ServiceMonitor,PrometheusRule $$out
+		$(KUBECONFORM) -strict -summary -kubernetes-version 1.37.2 -schema-location deploy/schemas -skip ServiceMonitor,PrometheusRule $$out; \
+		echo "vet: helm lint and kubeconform $$((SECONDS-t0))s"
 
 ## docs: regenerate docs/cli (from the commands) and the exit-code tables of README.md and
 ## docs/ci.md (from cmd.ExitCodes); make unit fails while they are stale
