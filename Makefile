@@ -9,17 +9,25 @@ RACE_PKGS = ./...
 # suites, their harnesses, the HTML report's browser test; it replaces the product's module with
 # ../), deploy (the shipped files' tests: Helm, kustomize, prometheus-operator's types, Argo CD's
 # Lua), release (goreleaser, krew, the container image), deploy/tekton (Tekton's types) and
-# examples (the public packages imported as others would). vet runs go vet and golangci-lint in
+# examples (the public packages imported as others would). vet runs go vet and staticcheck in
 # each; the e2e targets run `go test` and `go run` in e2e/.
 MODULES = . stuck/kstatus e2e deploy release deploy/tekton examples
+# Two build configurations, so that a cold `make test` compiles each package at most twice: the
+# race detector's (cgo) for the unit tests of the modules whose goroutines they exercise
+# (RACE_MODULES), and static (CGO_ENABLED=0, as make build, the release and the image) for all
+# else: the binary under test, the e2e suite, bench, the other modules' tests. vet and staticcheck
+# build each module as its unit tests do, so the tests reuse vet's compilation (a third, cgo
+# non-race configuration used to compile the Kubernetes libraries once more).
+RACE_MODULES = . stuck/kstatus e2e
+RACE := CGO_ENABLED=1 GOFLAGS=-race
+STATIC := CGO_ENABLED=0
 # The e2e module's packages that need no control plane (the harnesses' tests, the browser test),
-# for unit; listed in e2e/.
+# for unit; listed in e2e/. The kwok suite is the package e2e itself; e2e/node (a real node) and
+# e2e/openshift (OpenShift's image API) and e2e/fleet (three control planes and Prometheus
+# servers) have their own targets.
 E2E_UNIT_PKGS = $$($(GO) list ./... | grep -v -e '/e2e$$' -e '/e2e/node$$' -e '/e2e/openshift$$' -e '/e2e/fleet$$')
-# The kwok suite: e2e/node (a real node), e2e/openshift (OpenShift's image API) and e2e/fleet
-# (three control planes and Prometheus servers) have their own targets; listed in e2e/.
-E2E_PKGS = $$($(GO) list ./... | grep -v -e '/e2e/node$$' -e '/e2e/openshift$$' -e '/e2e/fleet$$')
 
-.PHONY: api-baseline all build test unit browser promtool e2e e2e-fleet e2e-node oracle node-bins e2e-openshift openshift-bins e2e-versions bench bench-mix cluster-bins demo deploy-demo cluster fuzz vet fmt clean image
+.PHONY: api-baseline all build test docs unit browser promtool e2e e2e-fleet e2e-node oracle node-bins e2e-openshift openshift-bins e2e-versions bench bench-mix cluster-bins demo deploy-demo cluster fuzz vet fmt clean image
 
 all: build
 
@@ -32,46 +40,72 @@ LDFLAGS := -X github.com/stsdiag/stsdiag/cmd.version=$(VERSION) -X github.com/st
 build:
 	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/kubectl-stsdiag
 
-## test: vet, unit tests, then the e2e suite on a real local control plane
+## test: vet, unit tests, then the e2e suite on a real local control plane. The browser the unit
+## tests need (apt, network-bound) installs while vet compiles.
 test:
 	@set -e; t0=$$SECONDS; \
+	./e2e/browser.sh >/dev/null & browser=$$!; \
 	$(MAKE) --no-print-directory vet; t1=$$SECONDS; \
+	wait $$browser; \
 	$(MAKE) --no-print-directory unit; t2=$$SECONDS; \
 	$(MAKE) --no-print-directory cluster-bins; t3=$$SECONDS; \
 	$(MAKE) --no-print-directory e2e; t4=$$SECONDS; \
 	$(MAKE) --no-print-directory bench REPS=3; t5=$$SECONDS; \
 	echo "phase timings: vet $$((t1-t0))s, unit $$((t2-t1))s, cluster-bins $$((t3-t2))s, e2e $$((t4-t3))s, bench $$((t5-t4))s, total $$((t5-t0))s"
 
-## vet: gofmt, go vet, and golangci-lint (staticcheck's SA and S checks, unused; .golangci.yml),
-## built from the module proxy into ~/.cache/stsdiag on first use (~3.5 min cold)
-GOLANGCI_VERSION ?= v2.15.0
-GOLANGCI_DIR := $(or $(STSDIAG_CACHE),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/stsdiag)/bin/golangci-lint-$(GOLANGCI_VERSION)
+## vet: gofmt, go vet and staticcheck (its bug (SA) and simplification (S) checks and unused
+## (U1000); staticcheck.conf) in every module, built as the module's unit tests build it. staticcheck
+## v0.8.2 is what golangci-lint v2.15.0, used before, ran for those two linters; built alone from
+## the module proxy into ~/.cache/stsdiag on first use (seconds, where golangci-lint took ~3.5 min).
+## Then what deploy/ ships: helm lint --strict of the chart with each documented combination of
+## values and kubeconform -strict of every manifest (the chart so rendered, the kustomizations,
+## the plain files) against the Kubernetes v1.37.2 schemas of deploy/schemas (e2e's
+## TestKubeconformSchemas keeps them equal to the real kube-apiserver's); the CRDs
+## (ServiceMonitor, PrometheusRule) are decoded by prometheus-operator's types in deploy's tests.
+CACHE_BIN := $(or $(STSDIAG_CACHE),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/stsdiag)/bin
+STATICCHECK_VERSION ?= v0.8.2
+STATICCHECK := $(CACHE_BIN)/staticcheck-$(STATICCHECK_VERSION)/staticcheck
+KUBECONFORM_VERSION ?= v0.8.0
+KUBECONFORM := $(CACHE_BIN)/kubeconform-$(KUBECONFORM_VERSION)/kubeconform
 vet:
 	@test -z "$$(gofmt -l . | tee /dev/stderr)" || { echo "gofmt needed"; exit 1; }
-	@set -e; for m in $(MODULES); do echo "cd $$m && $(GO) vet ./..."; (cd $$m && $(GO) vet ./...); done
-	@test -x $(GOLANGCI_DIR)/golangci-lint || GOBIN=$(GOLANGCI_DIR) $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_VERSION)
-	@set -e; for m in $(MODULES); do echo "cd $$m && golangci-lint run ./..."; \
-		(cd $$m && $(GOLANGCI_DIR)/golangci-lint run --timeout 20m --config $(CURDIR)/.golangci.yml ./...); done
+	@test -x $(STATICCHECK) || $(STATIC) GOBIN=$(dir $(STATICCHECK)) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+	@test -x $(KUBECONFORM) || $(STATIC) GOBIN=$(dir $(KUBECONFORM)) $(GO) install github.com/yannh/kubeconform/cmd/kubeconform@$(KUBECONFORM_VERSION)
+	@set -e; for m in $(MODULES); do \
+		case " $(RACE_MODULES) " in *" $$m "*) build="$(RACE)";; *) build="$(STATIC)";; esac; \
+		echo "cd $$m && $$build go vet ./... && staticcheck ./..."; t0=$$SECONDS; \
+		(cd $$m && env $$build $(GO) vet ./...); t1=$$SECONDS; \
+		(cd $$m && env $$build $(STATICCHECK) ./...); \
+		echo "vet: $$m: go vet $$((t1-t0))s, staticcheck $$((SECONDS-t1))s"; done
+	@set -e; out=$$(mktemp -d); trap 'rm -rf $$out' EXIT; t0=$$SECONDS; \
+		(cd deploy && $(STATIC) $(GO) run ./cmd/chartcheck -out $$out); \
+		$(KUBECONFORM) -strict -summary -kubernetes-version 1.37.2 -schema-location deploy/schemas -skip ServiceMonitor,PrometheusRule $$out; \
+		echo "vet: helm lint and kubeconform $$((SECONDS-t0))s"
 	@./api/apidiff.sh
 
 ## api-baseline: record HEAD as the public API's baseline (api/baseline) after a deliberate change
 api-baseline:
 	@./api/apidiff.sh --write
 
+## docs: regenerate docs/cli (from the commands) and the exit-code tables of README.md and
+## docs/ci.md (from cmd.ExitCodes); make unit fails while they are stale
+docs:
+	cd e2e && $(GO) test -count=1 -run 'TestCLIReferenceIsCurrent|TestExitCodeTablesAreCurrent' ./internal/doccheck -update
+
 ## unit also runs the other modules' tests: e2e's packages that need no control plane, deploy
 ## and release (the shipped files), deploy/tekton (Tekton's Go types and validation), and
 ## examples, which imports the public packages stuck, resolver and openshift as others would
 ## unit: -race where our goroutines run; the shipped files' tests (Helm, kustomize, Argo CD's Lua,
-## goreleaser, the image, Tekton's validation) start none, and without -race reuse vet's build of
-## those large libraries (a cold `make test` compiles them once, not twice)
+## goreleaser, the image, Tekton's validation) start none, and static without -race reuse vet's
+## build of those large libraries (a cold `make test` compiles them once, not twice)
 unit: browser promtool
-	$(GO) test -race -count=1 $(RACE_PKGS)
-	cd e2e && $(GO) test -race -count=1 $(E2E_UNIT_PKGS)
-	cd deploy && $(GO) test -count=1 ./...
-	cd release && $(GO) test -count=1 ./...
-	cd deploy/tekton && $(GO) test -count=1 ./...
-	cd examples && $(GO) test -count=1 ./...
-	cd stuck/kstatus && $(GO) test -race -count=1 ./...
+	$(RACE) $(GO) test -count=1 $(RACE_PKGS)
+	cd e2e && $(RACE) $(GO) test -count=1 $(E2E_UNIT_PKGS)
+	cd deploy && $(STATIC) $(GO) test -count=1 ./...
+	cd release && $(STATIC) $(GO) test -count=1 ./...
+	cd deploy/tekton && $(STATIC) $(GO) test -count=1 ./...
+	cd examples && $(STATIC) $(GO) test -count=1 ./...
+	cd stuck/kstatus && $(RACE) $(GO) test -count=1 ./...
 
 ## promtool: Debian's prometheus package (promtool checks and unit-tests the shipped alerts,
 ## deploy/promtool_test.go; the fleet suite runs its Prometheus servers): apt, when missing; needs
@@ -84,8 +118,9 @@ promtool:
 browser:
 	@t0=$$SECONDS; ./e2e/browser.sh >/dev/null; echo "browser: $$((SECONDS-t0))s"
 
+## e2e: the kwok suite (package e2e); the harnesses' own tests ran in unit
 e2e: cluster-bins
-	cd e2e && $(GO) test -count=1 -timeout 15m $(E2E_PKGS)
+	cd e2e && $(STATIC) $(GO) test -count=1 -timeout 15m .
 
 ## e2e-node: the kubelet's real states on a real node (containerd, runc, CNI, kubelet; needs root):
 ## ImagePullBackOff churn, crash loops, readiness, CreateContainerConfigError, FailedMount, init
@@ -125,7 +160,7 @@ VERSION_TESTS ?= TestControllerVersion|TestStuckRollout|TestStalledCondition|Tes
 e2e-versions:
 	@set -e; for v in $(OTHER_VERSIONS); do \
 		t0=$$SECONDS; KUBELET=0 K8S_VERSION=$$v ./e2e/cluster-bins.sh >/dev/null; t1=$$SECONDS; \
-		(cd e2e && K8S_VERSION=$$v $(GO) test -count=1 -timeout 15m -run '$(VERSION_TESTS)' .); \
+		(cd e2e && K8S_VERSION=$$v $(STATIC) $(GO) test -count=1 -timeout 15m -run '$(VERSION_TESTS)' .); \
 		echo "e2e-versions: $$v: cluster-bins $$((t1-t0))s, tests $$((SECONDS-t1))s"; \
 	done
 
@@ -158,15 +193,15 @@ cluster-bins:
 
 ## demo: start a local control plane, reproduce stuck rollouts, run stsdiag check (KEEP=1 leaves it up)
 demo: build cluster-bins
-	cd e2e && $(GO) run ./cmd/localcluster demo -stsdiag $(abspath $(BIN)) $(if $(KEEP),-keep)
+	cd e2e && $(STATIC) $(GO) run ./cmd/localcluster demo -stsdiag $(abspath $(BIN)) $(if $(KEEP),-keep)
 
 ## deploy-demo: stsdiag watch --fix with deploy/'s RBAC repairs a stuck rollout by itself
 deploy-demo: build cluster-bins
-	cd e2e && $(GO) run ./cmd/localcluster deploy-demo -stsdiag $(abspath $(BIN)) -log-dir $(abspath e2e/_artifacts/deploy-demo) $(if $(KEEP),-keep)
+	cd e2e && $(STATIC) $(GO) run ./cmd/localcluster deploy-demo -stsdiag $(abspath $(BIN)) -log-dir $(abspath e2e/_artifacts/deploy-demo) $(if $(KEEP),-keep)
 
 ## cluster: a local control plane until Ctrl-C
 cluster: build cluster-bins
-	cd e2e && $(GO) run ./cmd/localcluster up -stsdiag $(abspath $(BIN))
+	cd e2e && $(STATIC) $(GO) run ./cmd/localcluster up -stsdiag $(abspath $(BIN))
 
 ## bench: check -A (triaged) and --full vs their floors (the raw and the decoded LISTs) and
 ## kubectl get -A on a synthetic cluster of StatefulSets (SETS=2000 for 10k pods), then bench-mix;
@@ -174,7 +209,7 @@ cluster: build cluster-bins
 SETS ?= 200
 REPS ?= 5
 bench: build cluster-bins
-	cd e2e && $(GO) run ./cmd/bench -sets $(SETS) -replicas 5 -reps $(REPS) -stsdiag $(abspath $(BIN)) $(if $(PROFILE),-profile $(abspath e2e/_artifacts/bench/profiles))
+	cd e2e && $(STATIC) $(GO) run ./cmd/bench -sets $(SETS) -replicas 5 -reps $(REPS) -stsdiag $(abspath $(BIN)) $(if $(PROFILE),-profile $(abspath e2e/_artifacts/bench/profiles))
 	$(MAKE) --no-print-directory bench-mix
 
 ## bench-mix: the same on issue 36's realistic mix (5 × MIX_SETS × 5 pods, 20% of them
@@ -183,7 +218,7 @@ bench: build cluster-bins
 ## requests; issue 36's targets apply from 6k pods (MIX_SETS=240; 2000: 50k; 6000: 150k)
 MIX_SETS ?= 40
 bench-mix: build cluster-bins
-	cd e2e && $(GO) run ./cmd/bench -mix realistic -sets $(MIX_SETS) -replicas 5 -reps $(REPS) -stsdiag $(abspath $(BIN)) $(if $(PROFILE),-profile $(abspath e2e/_artifacts/bench/profiles-mix))
+	cd e2e && $(STATIC) $(GO) run ./cmd/bench -mix realistic -sets $(MIX_SETS) -replicas 5 -reps $(REPS) -stsdiag $(abspath $(BIN)) $(if $(PROFILE),-profile $(abspath e2e/_artifacts/bench/profiles-mix))
 
 ## image: the container image of `stsdiag watch`, built without a container engine and without
 ## network (release/ociimage, in the release module): an OCI layout in bin/image and a tarball

@@ -35,6 +35,10 @@ type canaryFlags struct {
 	Timeout    time.Duration
 	NoRollback bool
 	Analysis   analysisFlags
+	// StepDuration: how long each step must stay healthy (default: --hold's value).
+	StepDuration time.Duration
+	Yes          bool
+	DryRun       string
 }
 
 // analysisFlags gate canary's steps on the application's metrics (--analysis).
@@ -87,6 +91,10 @@ type canaryOptions struct {
 	genericiooptions.IOStreams
 	print  *render.PrintFlags
 	canary canary.Options
+	yes    bool
+	dryRun apiv1.DryRunMode
+	// confirm asks before the first write (a terminal prompt); tests replace it.
+	confirm func(ctx context.Context) (bool, error)
 }
 
 const canaryExample = `  # Change the image and roll it out 1 pod, then half, then all, each held healthy for 2m
@@ -105,7 +113,7 @@ const canaryExample = `  # Change the image and roll it out 1 pod, then half, th
 // newCanaryCommand builds `stsdiag canary`.
 func newCanaryCommand(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	f := &canaryFlags{configFlags: configFlags, IOStreams: streams,
-		PrintFlags: render.NewPrintFlags(render.FormatJUnit).WithAlias("text", render.FormatTable),
+		PrintFlags: withOutputAliases(render.NewPrintFlags(render.FormatJUnit), "canary", streams.ErrOut),
 		Scope:      newScopeFlags(configFlags), Hold: &holdFlags{}, Diagnosis: newDiagnosisFlags(), Timeout: 30 * time.Minute}
 	return f.command()
 }
@@ -146,9 +154,7 @@ unreachable, no data, neither condition held — pauses the canary where it is, 
 back and no step forward, and exits 4 (Inconclusive). Other providers and unsupported fields
 are refused (exit 2) before anything changes.
 
-Progress lines go to stderr, the verdict to stdout. Exit codes: 0 complete; 1 rolled back,
-stuck or stopped; 2 bad input or no verdict (NotFound, Unevaluable); 3 --timeout passed;
-4 the analysis could not tell (paused); 130 interrupted.`,
+Progress lines go to stderr, the verdict to stdout.`,
 		Example: canaryExample,
 		Args:    cobra.MaximumNArgs(1),
 		RunE:    runE(f.ToOptions),
@@ -160,7 +166,10 @@ stuck or stopped; 2 bad input or no verdict (NotFound, Unevaluable); 3 --timeout
 	fs.StringArrayVar(&f.Images, "image", nil, "CONTAINER=REF: change this container's image in the same patch as the first step (repeatable)")
 	fs.DurationVar(&f.Timeout, "timeout", f.Timeout, "Give up (exit 3) after this long")
 	fs.BoolVar(&f.NoRollback, "no-rollback", false, "When a step fails, stop and report (exit 1) instead of rolling back")
-	f.Hold.AddFlags(c, 2*time.Minute, "stuck-grace", "How long each step must stay healthy, and how long a finding must hold for a step to fail")
+	f.Hold.AddFlags(c, 2*time.Minute, "stuck-grace", "How long a finding must hold for a step to fail")
+	fs.DurationVar(&f.StepDuration, "step-duration", 0, "How long each step's pods must stay Ready on the update revision with no finding before the next step (default: --hold's value)")
+	fs.BoolVarP(&f.Yes, "yes", "y", false, "Start without asking")
+	fs.StringVar(&f.DryRun, "dry-run", string(apiv1.DryRunNone), "none, client (print the plan only) or server (also send the first step's patch with dryRun=All)")
 	f.Settle.AddFlags(c)
 	f.Diagnosis.AddFlags(c)
 	f.Analysis.AddFlags(c)
@@ -214,6 +223,16 @@ func (f *canaryFlags) ToOptions(args []string) (*canaryOptions, error) {
 	if len(images) == 0 {
 		o.canary.Images = nil
 	}
+	if o.canary.StepDuration = f.StepDuration; f.StepDuration < 0 {
+		return nil, errors.New("--step-duration must not be negative")
+	}
+	switch o.dryRun = apiv1.DryRunMode(f.DryRun); o.dryRun {
+	case apiv1.DryRunNone, apiv1.DryRunClient, apiv1.DryRunServer:
+	default:
+		return nil, fmt.Errorf("invalid --dry-run %q: want none, client or server", f.DryRun)
+	}
+	o.yes = f.Yes
+	o.confirm = func(ctx context.Context) (bool, error) { return askOnTerminal(ctx, o.IOStreams, "Start this canary?") }
 	if o.canary.Analysis, err = f.Analysis.ToAnalysis(f.configFlags); err != nil {
 		return nil, err
 	}
@@ -231,8 +250,18 @@ func (o *canaryOptions) Run(ctx context.Context) error {
 	}
 	opts := o.canary
 	opts.Log = o.ErrOut
+	opts.ServerDryRun = o.dryRun == apiv1.DryRunServer
+	if o.dryRun != apiv1.DryRunNone || !o.yes {
+		opts.Approve = func(p canary.Plan) error { return o.approve(ctx, p) }
+	}
 	opts.Progress = func(a model.Action) { fmt.Fprintln(o.ErrOut, explain.ActionLine(a)) }
 	res, err := canary.Run(ctx, c, opts)
+	switch {
+	case errors.Is(err, errCanaryDryRun):
+		return nil
+	case errors.Is(err, errNotStarted):
+		return withCode(ExitFindings, err)
+	}
 	var bad *canary.BadInputError
 	if errors.As(err, &bad) {
 		return withCode(ExitError, err)
@@ -247,4 +276,31 @@ func (o *canaryOptions) Run(ctx context.Context) error {
 		return withCode(ExitInconclusive, printErr)
 	}
 	return waitExit(&res.WaitResult, err, printErr)
+}
+
+var (
+	errCanaryDryRun = errors.New("dry run")
+	errNotStarted   = errors.New("canary not started")
+)
+
+// approve shows the plan before the first write: a dry run ends there (exit 0); otherwise it asks
+// on the terminal, as fix does, unless --yes (exit 1 when not answered yes or no terminal).
+func (o *canaryOptions) approve(ctx context.Context, p canary.Plan) error {
+	if o.dryRun != apiv1.DryRunNone {
+		w := o.ErrOut
+		if o.print.Human() {
+			w = o.Out
+		}
+		p.Print(w)
+		return errCanaryDryRun
+	}
+	p.Print(o.ErrOut)
+	ok, err := o.confirm(ctx)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%w: %w", errNotStarted, err)
+	case !ok:
+		return fmt.Errorf("%w: not confirmed", errNotStarted)
+	}
+	return nil
 }

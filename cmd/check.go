@@ -81,7 +81,7 @@ func newCheckCommand(configFlags *genericclioptions.ConfigFlags, streams generic
 }
 
 func newCheckFlags(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *checkFlags {
-	return &checkFlags{configFlags: configFlags, IOStreams: streams, PrintFlags: render.NewPrintFlags(render.FormatHTML),
+	return &checkFlags{configFlags: configFlags, IOStreams: streams, PrintFlags: render.NewPrintFlags(render.FormatHTML, render.FormatName),
 		Scope: newScopeFlags(configFlags), Diagnosis: newDiagnosisFlags(), FailOn: "error"}
 }
 

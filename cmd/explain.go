@@ -52,7 +52,7 @@ func newExplainCommand(configFlags *genericclioptions.ConfigFlags, streams gener
 		Short: "Show the StatefulSet controller's view of one StatefulSet: per pod, its next step and what keeps it from taking it",
 		Long: "explain models the StatefulSet controller's next sync of one StatefulSet (the rules of the server's release): " +
 			"for each ordinal the pod's revision and state, what the controller does next, and the finding that says why it cannot. " +
-			"It comes from the same diagnosis as check. Exit 1 when the rollout is stuck.",
+			"It comes from the same diagnosis as check.",
 		Example: explainExample,
 		Args:    cobra.ExactArgs(1),
 		RunE:    runE(f.ToOptions),

@@ -28,12 +28,15 @@ import (
 type fixFlags struct {
 	configFlags *genericclioptions.ConfigFlags
 	genericiooptions.IOStreams
-	PrintFlags    *render.PrintFlags
-	Scope         *scopeFlags
-	Diagnosis     *diagnosisFlags
-	DryRun        string
-	Yes           bool
-	Wait          string
+	PrintFlags *render.PrintFlags
+	Scope      *scopeFlags
+	Diagnosis  *diagnosisFlags
+	DryRun     string
+	Yes        bool
+	Wait       string
+	Timeout    time.Duration
+	// flags tell which flags were given (--timeout without --wait is refused).
+	flags         interface{ Changed(string) bool }
 	Settle        settleFlag
 	ForceLostNode bool
 	Rollback      bool
@@ -61,7 +64,7 @@ const fixExample = `  # Show what would be repaired, without changing anything
   kubectl stsdiag fix -n shop --dry-run=server
 
   # Repair the stuck StatefulSet web and follow its rollout for up to 10 minutes
-  kubectl stsdiag fix web -n shop --yes --wait=10m
+  kubectl stsdiag fix web -n shop --yes --wait --timeout 10m
 
   # On OpenShift: patch unresolved ImageStream names to their digest, recreate stuck pods
   oc stsdiag fix -n myproject --yes -o json`
@@ -83,7 +86,7 @@ func newFixFlags(configFlags *genericclioptions.ConfigFlags, streams genericioop
 
 func (f *fixFlags) command() *cobra.Command {
 	c := &cobra.Command{
-		Use:   "fix [NAME...] [-n NAMESPACE | -A] [--dry-run=none|client|server] [--yes] [--wait[=TIMEOUT]]",
+		Use:   "fix [NAME...] [-n NAMESPACE | -A] [--dry-run=none|client|server] [--yes] [--wait [--timeout 5m]]",
 		Short: "Repair stuck rollouts safely: patch unresolved images, recreate pods proven stuck",
 		Long: `fix runs the same diagnosis as check, then repairs only what has a safe repair:
 
@@ -114,14 +117,10 @@ progress goes to stderr.
 --disruption=evict removes pods through the Eviction API instead of deleting them: a pod whose
 PodDisruptionBudget allows no disruption now is skipped with the budget named, never deleted.
 
---wait is one budget for the controller to observe a patch and for the rollout. When the
+--wait follows the rollouts until complete, for up to --timeout (default 5m): one budget for the controller to observe a patch and for the rollout. When the
 controller never observes a patch (status.observedGeneration below the patched generation) the
 pods waiting for it are not deleted and the rollout result is "not observed" (exit 1).
-
-Exit codes: 0 every planned action done (and, with --wait, the rollout complete); 1 something
-left unrepaired, skipped or refused (a patch never observed included); 2 could not evaluate; 3
---wait timed out while the rollout was progressing; 130 interrupted
-by a signal (SIGINT, SIGTERM), at the question included.`,
+`,
 		Example: fixExample,
 		RunE:    runE(f.ToOptions),
 	}
@@ -135,14 +134,16 @@ by a signal (SIGINT, SIGTERM), at the question included.`,
 	fs := c.Flags()
 	fs.StringVar(&f.DryRun, "dry-run", f.DryRun, "none, client (print only) or server (send with dryRun=All)")
 	fs.BoolVarP(&f.Yes, "yes", "y", false, "Apply without asking")
-	fs.StringVar(&f.Wait, "wait", "", "Follow the rollouts until complete, up to this long (--wait alone: 5m)")
-	fs.Lookup("wait").NoOptDefVal = "5m"
+	fs.StringVar(&f.Wait, "wait", "", "Follow the rollouts until complete, up to --timeout (--wait=DURATION, the former form, still works: deprecated)")
+	fs.Lookup("wait").NoOptDefVal = "true"
+	fs.DurationVar(&f.Timeout, "timeout", 5*time.Minute, "With --wait: give up (exit 3) after this long")
 	fs.BoolVar(&f.ForceLostNode, "force-lost-node", false, "Also force-delete (grace period 0) pods stuck terminating on a node that is gone or not Ready for longer than --terminating-threshold")
 	fs.BoolVar(&f.Rollback, "rollback", false, "When the new template itself fails (CurrentRevisionFailing), roll spec.template back to the current revision while its pods are Ready, then delete the pods on the failing revision")
 	addConfirmFlag(c, &f.ConfirmWithAdmission)
 	fs.StringVar(&f.Disruption, "disruption", f.Disruption, disruptionUsage)
 	f.Settle.AddFlags(c)
 	f.Diagnosis.AddFlags(c)
+	f.flags = fs
 	return c
 }
 
@@ -150,7 +151,9 @@ by a signal (SIGINT, SIGTERM), at the question included.`,
 func (f *fixFlags) ToOptions(args []string) (*fixOptions, error) {
 	o := &fixOptions{configFlags: f.configFlags, IOStreams: f.IOStreams, print: f.PrintFlags, yes: f.Yes, repairFix: fix.Run,
 		admission: f.ConfirmWithAdmission}
-	o.confirm = o.askOnTerminal
+	o.confirm = func(ctx context.Context) (bool, error) {
+		return askOnTerminal(ctx, o.IOStreams, "Apply these actions?")
+	}
 	if f.Scope.fleetRequested() {
 		return nil, errFleetFix
 	}
@@ -174,11 +177,9 @@ func (f *fixFlags) ToOptions(args []string) (*fixOptions, error) {
 	if err != nil {
 		return nil, err
 	}
-	var wait time.Duration
-	if f.Wait != "" {
-		if wait, err = time.ParseDuration(f.Wait); err != nil || wait <= 0 {
-			return nil, fmt.Errorf("invalid --wait %q: want a duration such as 5m", f.Wait)
-		}
+	wait, err := f.waitTimeout()
+	if err != nil {
+		return nil, err
 	}
 	steady, err := f.Settle.ToDuration()
 	if err != nil {
@@ -187,6 +188,34 @@ func (f *fixFlags) ToOptions(args []string) (*fixOptions, error) {
 	o.fix = fix.Options{Scope: scope.Scope, DryRun: apiv1.DryRunMode(f.DryRun), Diagnosis: diagnosis,
 		Policy: plan.Policy{Rollback: f.Rollback, ForceLostNode: f.ForceLostNode}, Disruption: disruption, Wait: wait, Steady: steady}
 	return o, nil
+}
+
+// waitTimeout is how long --wait follows the rollouts (0: no --wait). --wait takes no value and
+// --timeout the duration, as on wait and canary; --wait=DURATION, the former form, still works
+// with a notice on stderr.
+func (f *fixFlags) waitTimeout() (time.Duration, error) {
+	timeoutSet := f.flags != nil && f.flags.Changed("timeout")
+	switch f.Wait {
+	case "", "false":
+		if timeoutSet {
+			return 0, errors.New("--timeout needs --wait")
+		}
+		return 0, nil
+	case "true":
+		if f.Timeout <= 0 {
+			return 0, errors.New("--timeout must be positive")
+		}
+		return f.Timeout, nil
+	}
+	d, err := time.ParseDuration(f.Wait)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("invalid --wait %q: --wait takes no value (the duration is --timeout, default 5m)", f.Wait)
+	}
+	if timeoutSet {
+		return 0, errors.New("--wait=DURATION and --timeout both give the time: use --wait --timeout DURATION")
+	}
+	fmt.Fprintf(f.ErrOut, "Flag --wait=%s has been deprecated, use --wait --timeout %s\n", f.Wait, f.Wait)
+	return d, nil
 }
 
 // Run repairs (fix.Run), prints the outcome and sets the exit code. In the human formats the
@@ -247,14 +276,14 @@ func (o *fixOptions) Run(ctx context.Context) error {
 // errNoTerminal: fix was not told --yes and has nobody to ask.
 var errNoTerminal = errors.New("no terminal to confirm on; re-run with --yes to apply, or --dry-run=server to test")
 
-// askOnTerminal asks for confirmation on stderr and reads the answer from the terminal; without
-// a terminal it refuses. A signal (ctx done) ends the question at once.
-func (o *fixOptions) askOnTerminal(ctx context.Context) (bool, error) {
-	in, ok := o.In.(*os.File)
+// askOnTerminal asks question on stderr and reads the answer from the terminal; without a
+// terminal it refuses. A signal (ctx done) ends the question at once.
+func askOnTerminal(ctx context.Context, streams genericiooptions.IOStreams, question string) (bool, error) {
+	in, ok := streams.In.(*os.File)
 	if !ok || !term.IsTerminal(int(in.Fd())) {
 		return false, errNoTerminal
 	}
-	fmt.Fprint(o.ErrOut, "Apply these actions? [y/N] ")
+	fmt.Fprint(streams.ErrOut, question+" [y/N] ")
 	answer, err := readLine(ctx, in)
 	if err != nil && err != io.EOF {
 		return false, err

@@ -30,7 +30,7 @@ func TestConfirmOnTerminal(t *testing.T) {
 			if _, err := ptmx.Write([]byte(answer)); err != nil {
 				t.Fatal(err)
 			}
-			got, err := o.askOnTerminal(context.Background())
+			got, err := askOnTerminal(context.Background(), o.IOStreams, "Apply these actions?")
 			if err != nil || got != want {
 				t.Errorf("answer %q: confirmed %v (%v), want %v", answer, got, err, want)
 			}
@@ -43,7 +43,7 @@ func TestConfirmOnTerminal(t *testing.T) {
 
 func TestNoTerminalRefuses(t *testing.T) {
 	o := &fixOptions{IOStreams: genericiooptions.IOStreams{In: strings.NewReader("y\n"), Out: &bytes.Buffer{}, ErrOut: &bytes.Buffer{}}}
-	if ok, err := o.askOnTerminal(context.Background()); ok || err == nil || !strings.Contains(err.Error(), "--yes") {
+	if ok, err := askOnTerminal(context.Background(), o.IOStreams, "Apply these actions?"); ok || err == nil || !strings.Contains(err.Error(), "--yes") {
 		t.Fatalf("without a terminal fix must refuse and point to --yes: %v %v", ok, err)
 	}
 }
@@ -61,7 +61,7 @@ func TestConfirmInterrupted(t *testing.T) {
 	time.AfterFunc(100*time.Millisecond, cancel)
 	done := make(chan error, 1)
 	go func() {
-		_, err := o.askOnTerminal(ctx)
+		_, err := askOnTerminal(ctx, o.IOStreams, "Apply these actions?")
 		done <- err
 	}()
 	select {
@@ -150,7 +150,7 @@ func TestFixInterruptedAtTheQuestionExits130(t *testing.T) {
 // the rollout progress of --wait is stderr.
 func TestFixStreams(t *testing.T) {
 	var out, errOut bytes.Buffer
-	o := newTestFix(t, genericiooptions.IOStreams{Out: &out, ErrOut: &errOut}, "--yes", "--wait=1m")
+	o := newTestFix(t, genericiooptions.IOStreams{Out: &out, ErrOut: &errOut}, "--yes", "--wait", "--timeout", "1m")
 	if err := o.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -162,5 +162,41 @@ func TestFixStreams(t *testing.T) {
 	}
 	if errOut.String() != "shop/web: 3/3 updated, 3 ready: rollout complete\n" {
 		t.Errorf("stderr %q: want the rollout progress alone", errOut.String())
+	}
+}
+
+// fix --wait takes its duration from --timeout, as wait and canary do; --wait=DURATION, the
+// former form, still works with a notice on stderr.
+func TestFixWaitTimeout(t *testing.T) {
+	for _, tc := range []struct {
+		args   []string
+		want   time.Duration
+		notice string
+		err    string
+	}{
+		{args: nil, want: 0},
+		{args: []string{"--wait"}, want: 5 * time.Minute},
+		{args: []string{"--wait", "--timeout", "2m"}, want: 2 * time.Minute},
+		{args: []string{"--wait=3m"}, want: 3 * time.Minute, notice: "Flag --wait=3m has been deprecated, use --wait --timeout 3m\n"},
+		{args: []string{"--timeout", "2m"}, err: "--timeout needs --wait"},
+		{args: []string{"--wait=3m", "--timeout", "2m"}, err: "--wait=DURATION and --timeout both give the time: use --wait --timeout DURATION"},
+		{args: []string{"--wait=soon"}, err: `invalid --wait "soon": --wait takes no value (the duration is --timeout, default 5m)`},
+	} {
+		var errOut bytes.Buffer
+		flags := newFixFlags(configFlagsFor(kubeconfigFor(t, "https://127.0.0.1:1")), genericiooptions.IOStreams{Out: &bytes.Buffer{}, ErrOut: &errOut})
+		if err := flags.command().ParseFlags(tc.args); err != nil {
+			t.Fatal(err)
+		}
+		o, err := flags.ToOptions(nil)
+		switch {
+		case tc.err != "":
+			if err == nil || err.Error() != tc.err {
+				t.Errorf("%v: error %v, want %q", tc.args, err, tc.err)
+			}
+		case err != nil:
+			t.Errorf("%v: %v", tc.args, err)
+		case o.fix.Wait != tc.want || errOut.String() != tc.notice:
+			t.Errorf("%v: wait %s, stderr %q; want %s, %q", tc.args, o.fix.Wait, errOut.String(), tc.want, tc.notice)
+		}
 	}
 }

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -96,11 +95,7 @@ the pods say where it stopped; migrate --status says where it stands, and check 
 without their StatefulSet (PodsWithoutStatefulSet). It never deletes a pod or a claim.
 
 Without --yes it asks on a terminal (the question on stderr); without a terminal it prints the
-plan and exits 1.
-
-Exit codes: 0 migrated, nothing to migrate, a --dry-run plan, or (--status) no migration under
-way; 1 refused, not confirmed, not finished (a finalizer, the controller, --timeout), or
-(--status) a migration under way; 2 bad input or could not read or write; 130 interrupted.`,
+plan and exits 1.`,
 		Example: migrateExample,
 		Args:    cobra.MaximumNArgs(1),
 		RunE:    runE(f.ToOptions),
@@ -298,15 +293,9 @@ var errNoTerminalMigrate = errors.New("no terminal to confirm on; re-run with --
 // askOnTerminal asks for confirmation on stderr and reads the answer from the terminal; without
 // a terminal it refuses. A signal (ctx done) ends the question at once.
 func (o *migrateOptions) askOnTerminal(ctx context.Context) (bool, error) {
-	in, ok := o.In.(*os.File)
-	if !ok || !term.IsTerminal(int(in.Fd())) {
+	ok, err := askOnTerminal(ctx, o.IOStreams, "Migrate?")
+	if errors.Is(err, errNoTerminal) {
 		return false, errNoTerminalMigrate
 	}
-	fmt.Fprint(o.ErrOut, "Migrate? [y/N] ")
-	answer, err := readLine(ctx, in)
-	if err != nil && err != io.EOF {
-		return false, err
-	}
-	answer = strings.ToLower(strings.TrimSpace(answer))
-	return answer == "y" || answer == "yes", nil
+	return ok, err
 }

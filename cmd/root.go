@@ -9,6 +9,8 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -129,10 +131,7 @@ stale revisions of deleted owners, and the other reasons StatefulSet pods do not
 
 Run it as a kubectl or oc plugin: kubectl stsdiag check to diagnose, fix to repair safely,
 wait as a CI gate, migrate to change the fields Kubernetes forbids changing in place; watch runs
-in the cluster.
-
-Exit codes: 0 nothing wrong (or everything repaired), 1 findings or something left unrepaired,
-2 could not evaluate, 3 a wait timed out, 130 a wait interrupted by a signal.`,
+in the cluster.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Annotations: map[string]string{
@@ -144,6 +143,9 @@ Exit codes: 0 nothing wrong (or everything repaired), 1 findings or something le
 	root.SetErr(streams.ErrOut)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return withCode(ExitError, err) })
 	configFlags.AddFlags(root.PersistentFlags())
+	var verbosity int
+	root.PersistentFlags().IntVarP(&verbosity, "v", "v", 0, "Log level of client-go's log on stderr, as kubectl's -v: 6 each request with its status and time, 8 the bodies too (0: none)")
+	root.PersistentPreRun = func(*cobra.Command, []string) { klogTo(streams.ErrOut, verbosity) }
 	root.AddCommand(newCheckCommand(configFlags, streams))
 	root.AddCommand(newFixCommand(configFlags, streams))
 	root.AddCommand(newWaitCommand(configFlags, streams))
@@ -152,7 +154,13 @@ Exit codes: 0 nothing wrong (or everything repaired), 1 findings or something le
 	root.AddCommand(newWatchCommand(configFlags, streams))
 	root.AddCommand(newMigrateCommand(configFlags, streams))
 	root.AddCommand(newVersionCommand(streams))
+	root.Long += "\n\n" + exitCodesHelp("")
 	for _, c := range root.Commands() {
+		// Each command's --help ends with what each exit code means there (ExitCodes).
+		if c.Long == "" {
+			c.Long = c.Short + "."
+		}
+		c.Long = strings.TrimRight(c.Long, "\n") + "\n\n" + exitCodesHelp(c.Name())
 		// pflag prints notices such as "Flag --stuck-grace has been deprecated" on the flag
 		// set's output; cobra would copy them to stdout, where the documents go.
 		c.Flags().SetOutput(streams.ErrOut)
@@ -166,7 +174,21 @@ func silenceKlog() {
 	_ = fs.Set("logtostderr", "false")
 	_ = fs.Set("alsologtostderr", "false")
 	_ = fs.Set("stderrthreshold", "FATAL")
+	_ = fs.Set("v", "0")
 	klog.SetOutput(io.Discard)
+}
+
+// klogTo sends client-go's log (klog) at verbosity v and above to w: -v. Set before any client is
+// built: client-go decides when it builds a transport whether to wrap it in its request logger.
+func klogTo(w io.Writer, v int) {
+	if v <= 0 {
+		return
+	}
+	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(fs)
+	_ = fs.Set("v", strconv.Itoa(v))
+	_ = fs.Set("skip_headers", "false")
+	klog.SetOutput(w)
 }
 
 // runner is a command's options, built from its flags and checked: Run does the work.

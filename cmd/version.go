@@ -3,6 +3,7 @@ package cmd
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"runtime"
 	"runtime/debug"
 	"slices"
@@ -15,9 +16,11 @@ import (
 	"github.com/stsdiag/stsdiag/internal/render"
 )
 
-// version and gitCommit are stamped at build time:
+// version and gitCommit are stamped at build time (make build, the release):
 //
 //	go build -ldflags "-X github.com/stsdiag/stsdiag/cmd.version=v0.3.0 -X github.com/stsdiag/stsdiag/cmd.gitCommit=$(git rev-parse HEAD)"
+//
+// Without them (go install …@v0.3.0 or …@<commit>, go build) Version reads what Go recorded.
 var (
 	version   = "dev"
 	gitCommit = ""
@@ -75,16 +78,34 @@ func (o *versionOptions) Run(context.Context) error {
 	return err
 }
 
-// Version describes this binary. Without a stamped commit it uses the VCS revision Go recorded.
+// Version describes this binary. What the build did not stamp comes from the build info Go
+// recorded: the module's version (go install …@v0.3.0 records v0.3.0, …@<commit> its
+// pseudo-version, a build in a git checkout the pseudo-version of its commit) and the VCS revision.
 func Version() *apiv1.Version {
-	v := &apiv1.Version{Version: version, GitCommit: gitCommit, GoVersion: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
-	if v.GitCommit == "" {
-		if info, ok := debug.ReadBuildInfo(); ok {
-			for _, s := range info.Settings {
-				if s.Key == "vcs.revision" {
-					v.GitCommit = s.Value
-				}
+	info, _ := debug.ReadBuildInfo()
+	return versionOf(version, gitCommit, info)
+}
+
+// pseudoRevision is the commit of a pseudo-version (v0.0.0-20261129022156-af8a5850c0cb: its
+// last 12 hexadecimal digits, go help module-get "Pseudo-versions").
+var pseudoRevision = regexp.MustCompile(`^v\d+\.\d+\.\d+-(?:[0-9A-Za-z.]+\.)?(?:0\.)?\d{14}-([0-9a-f]{12})(?:\+incompatible)?$`)
+
+// versionOf is Version with the stamped values and the build info given.
+func versionOf(stamped, commit string, info *debug.BuildInfo) *apiv1.Version {
+	v := &apiv1.Version{Version: stamped, GitCommit: commit, GoVersion: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
+	if info != nil {
+		// "(devel)": built in its own module with no version to go by (no VCS, -buildvcs=false).
+		if v.Version == "dev" && info.Main.Version != "" && info.Main.Version != "(devel)" {
+			v.Version = info.Main.Version
+		}
+		for _, s := range info.Settings {
+			if s.Key == "vcs.revision" && v.GitCommit == "" {
+				v.GitCommit = s.Value
 			}
+		}
+		// go install …@<commit> records no VCS settings: its pseudo-version names the commit.
+		if m := pseudoRevision.FindStringSubmatch(v.Version); m != nil && v.GitCommit == "" {
+			v.GitCommit = m[1]
 		}
 	}
 	v.SetGroupVersionKind(apiv1.GroupVersion.WithKind("Version"))

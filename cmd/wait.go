@@ -69,7 +69,7 @@ func newWaitCommand(configFlags *genericclioptions.ConfigFlags, streams generici
 
 func newWaitFlags(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *waitFlags {
 	return &waitFlags{configFlags: configFlags, IOStreams: streams,
-		PrintFlags: render.NewPrintFlags(render.FormatJUnit).WithAlias("text", render.FormatTable),
+		PrintFlags: withOutputAliases(render.NewPrintFlags(render.FormatJUnit), "wait", streams.ErrOut),
 		Scope:      newScopeFlags(configFlags), Hold: &holdFlags{}, Diagnosis: newDiagnosisFlags(), Timeout: 10 * time.Minute}
 }
 
@@ -86,18 +86,13 @@ crash-looping pod is Ready for a second each run and the controller then counts 
 As soon as a finding of check has held for --hold (a pod stuck at startup, an unresolved
 ImageStream name, an ImageStream tag not imported yet, OnDelete pods nobody deletes, ...) it
 stops and reports it with its remedy and the pod's last events — unless --fix is given: then it
-applies fix's safe repairs once and keeps waiting. --stuck-grace is the former name of --hold.
+applies fix's safe repairs once and keeps waiting.
 
 With -A it waits for the StatefulSets -l selects in every namespace. With --contexts (or
 --cluster-profiles, the clusters of a hub's ClusterProfiles) it waits in every cluster at once:
 the worst verdict wins; a stuck rollout or a missing StatefulSet in one ends them all, a cluster
 that cannot be evaluated (unreachable, unauthorized, its exec plugin failing) neither hides nor
-stops the others.
-
-Exit codes: 0 complete; 1 stuck (findings held for --hold) or rolled back; 2 no verdict:
-StatefulSet or namespace not found or deleted while waiting (NotFound), or the StatefulSets could
-not be read, e.g. forbidden or unreachable (Unevaluable); 3 --timeout passed while still
-progressing; 130 interrupted by a signal (SIGINT, SIGTERM).`,
+stops the others.`,
 		Example: waitExample,
 		RunE:    runE(f.ToOptions),
 	}

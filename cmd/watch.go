@@ -86,7 +86,7 @@ periodic LISTs and re-diagnoses only the StatefulSets an event touched. Each new
 a Kubernetes Event on its StatefulSet (reason = the finding's code) and a metric. An error finding
 that held for --hold also sets the kstatus condition Stalled=True (reason = the code) on
 the StatefulSet's status, which Flux, Helm, kpt and Argo CD (deploy/argocd) read; it turns False
-once no error finding is left (--no-conditions: never). --min-stuck is the former name of --hold.
+once no error finding is left (--no-conditions: never).
 
 With --fix it repairs findings that held for --hold through the same code path as fix (the
 same preconditions and never-delete rules), at most --max-repairs-per-hour per namespace, and

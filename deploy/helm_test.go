@@ -221,6 +221,26 @@ var helmCases = []helmCase{
 				t.Errorf("Service port %v, want http", port)
 			}
 		}},
+	{name: "serviceMonitor.enabled prometheus.serviceAccount of kube-prometheus-stack", values: map[string]any{"serviceMonitor": map[string]any{"enabled": true},
+		"prometheus": map[string]any{"serviceAccount": map[string]any{"name": "kube-prometheus-stack-prometheus", "namespace": "kps"}}},
+		check: func(t *testing.T, objs map[string]map[string]any) {
+			assertPrometheusBinding(t, objs, "kube-prometheus-stack-prometheus", "kps")
+		}},
+	{name: "serviceMonitor.prometheusServiceAccount, the former name", values: map[string]any{"serviceMonitor": map[string]any{"enabled": true,
+		"prometheusServiceAccount": map[string]any{"name": "prom", "namespace": "mon"}}},
+		check: func(t *testing.T, objs map[string]map[string]any) {
+			assertPrometheusBinding(t, objs, "prom", "mon")
+		}},
+	{name: "serviceMonitor.enabled prometheus.serviceAccount.name empty", values: map[string]any{"serviceMonitor": map[string]any{"enabled": true},
+		"prometheus": map[string]any{"serviceAccount": map[string]any{"name": ""}}},
+		check: func(t *testing.T, objs map[string]map[string]any) {
+			if _, ok := objs["ClusterRoleBinding//stsdiag-metrics-reader"]; ok {
+				t.Error("a Prometheus binding with no ServiceAccount named")
+			}
+			if _, ok := objs["ClusterRoleBinding//stsdiag-metrics-scraper"]; !ok {
+				t.Error("no scraper binding: the ServiceMonitor's token would be refused")
+			}
+		}},
 	{name: "replicas=1 leaderElection.enabled=false allNamespaces=false", values: map[string]any{"replicas": 1, "leaderElection": map[string]any{"enabled": false}, "allNamespaces": false},
 		check: func(t *testing.T, objs map[string]map[string]any) {
 			d := deployment(t, objs)
@@ -338,8 +358,8 @@ func TestHelmPrometheusRuleIsDeployMonitorings(t *testing.T) {
 }
 
 // TestHelmDocs: docs/integrations.md's install command renders the defaults, and its values
-// table names every value of values.yaml (leaves, and resources and
-// serviceMonitor.prometheusServiceAccount as maps) with its default, and nothing else.
+// table names every value of values.yaml (leaves, and resources as a map) with its default, and
+// nothing else.
 func TestHelmDocs(t *testing.T) {
 	doc, err := os.ReadFile("../docs/integrations.md")
 	if err != nil {
@@ -365,7 +385,7 @@ func TestHelmDocs(t *testing.T) {
 	var walk func(prefix string, m map[string]any)
 	walk = func(prefix string, m map[string]any) {
 		for k, v := range m {
-			if sub, ok := v.(map[string]any); ok && len(sub) > 0 && k != "resources" && k != "prometheusServiceAccount" {
+			if sub, ok := v.(map[string]any); ok && len(sub) > 0 && k != "resources" {
 				walk(prefix+k+".", sub)
 				continue
 			}
@@ -424,5 +444,17 @@ func TestHelmLint(t *testing.T) {
 		for _, err := range res.Errors {
 			t.Errorf("%s: %v", c.name, err)
 		}
+	}
+}
+
+func assertPrometheusBinding(t *testing.T, objs map[string]map[string]any, name, namespace string) {
+	t.Helper()
+	b, ok := objs["ClusterRoleBinding//stsdiag-metrics-reader"]
+	if !ok {
+		t.Fatal("no ClusterRoleBinding stsdiag-metrics-reader")
+	}
+	want := []any{map[string]any{"kind": "ServiceAccount", "name": name, "namespace": namespace}}
+	if got := b["subjects"]; !reflect.DeepEqual(got, want) {
+		t.Errorf("subjects %v, want %v", got, want)
 	}
 }

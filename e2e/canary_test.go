@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -203,8 +204,26 @@ func canaryGoodFeature() features.Feature {
 			wctx, stop := context.WithCancel(ctx)
 			defer stop()
 			log := recordPartitions(wctx, t, cs, ns, "web")
+			// Consent first: with no terminal and no --yes nothing is written (exit 1);
+			// --dry-run=server prints the plan, the API server accepts the first step's patch, and
+			// nothing persists (exit 0). The partitions the watch records below prove no write.
+			plan := []string{"canary", "web", "-n", ns, "--image", "web=" + goodImage2, "--steps", "1,50%,100%"}
+			for _, c := range []struct {
+				args []string
+				code int
+				want string
+			}{
+				{plan, 1, "no terminal to confirm on"},
+				{append(slices.Clone(plan), "--dry-run=server"), 0, "The API server accepted the first step's patch (server-side dry run, nothing persisted)."},
+			} {
+				r := stsdiagRun(t, cfg, c.args...)
+				out := r.stdout + r.stderr
+				if r.code != c.code || !strings.Contains(out, c.want) || !strings.Contains(out, "step 50%: partition 2, 2 of 4 pods on the update revision") {
+					t.Errorf("%v: exit %d, want %d, the plan and %q:\n%s", c.args[8:], r.code, c.code, c.want, out)
+				}
+			}
 			start := time.Now()
-			r := stsdiagRun(t, cfg, "canary", "web", "-n", ns, "--image", "web="+goodImage2, "--steps", "1,50%,100%", "--hold", "5s", "-o", "json")
+			r := stsdiagRun(t, cfg, "canary", "web", "-n", ns, "--yes", "--image", "web="+goodImage2, "--steps", "1,50%,100%", "--hold", "5s", "-o", "json")
 			t.Logf("canary (good) took %s", time.Since(start).Round(100*time.Millisecond))
 			doc := decodeCanary(t, r)
 			if r.code != 0 || doc.Result != apiv1.WaitComplete {
@@ -278,7 +297,7 @@ func canaryBadFeature() features.Feature {
 		Assess("--no-rollback: exit 1 Stuck naming web-3, nothing changed", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			cs := clientset(t, cfg)
 			stuckPod := podStates(ctx, t, cs, ns)["web-3"]
-			r := stsdiagRun(t, cfg, "canary", "web", "-n", ns, "--steps", "1,50%", "--hold", "5s", "--no-rollback", "-o", "json")
+			r := stsdiagRun(t, cfg, "canary", "web", "-n", ns, "--yes", "--steps", "1,50%", "--hold", "5s", "--no-rollback", "-o", "json")
 			doc := decodeCanary(t, r)
 			if r.code != 1 || doc.Result != apiv1.WaitStuck || !strings.Contains(doc.Message, "step 1 failed: web-3 CurrentRevisionFailing") ||
 				!strings.Contains(doc.Message, "--no-rollback: stopped, the partition stays 3") || len(doc.Actions) != 0 {
@@ -293,7 +312,7 @@ func canaryBadFeature() features.Feature {
 		Assess("exit 1 RolledBack naming web-3; web-3 Ready on the old revision; web-0..2 and the PVCs the same objects", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			cs := clientset(t, cfg)
 			start := time.Now()
-			r := stsdiagRun(t, cfg, "canary", "web", "-n", ns, "--steps", "1,50%", "--hold", "5s", "-o", "json")
+			r := stsdiagRun(t, cfg, "canary", "web", "-n", ns, "--yes", "--steps", "1,50%", "--hold", "5s", "-o", "json")
 			t.Logf("canary (bad) took %s", time.Since(start).Round(100*time.Millisecond))
 			doc := decodeCanary(t, r)
 			if r.code != 1 || doc.Result != apiv1.WaitRolledBack || !strings.Contains(doc.Message, "step 1 failed: web-3 CurrentRevisionFailing") {
@@ -366,7 +385,7 @@ func canaryBadImageFeature() features.Feature {
 					time.Sleep(time.Second)
 				}
 			}()
-			r := stsdiagRun(t, cfg, "canary", "web", "-n", ns, "--image", "web="+scenario.BadImage, "--steps", "1,50%", "--hold", "35s", "-o", "json")
+			r := stsdiagRun(t, cfg, "canary", "web", "-n", ns, "--yes", "--image", "web="+scenario.BadImage, "--steps", "1,50%", "--hold", "35s", "-o", "json")
 			doc := decodeCanary(t, r)
 			if r.code != 1 || doc.Result != apiv1.WaitRolledBack || !strings.Contains(doc.Message, "step 1 failed: web-3 CurrentRevisionFailing") ||
 				!strings.Contains(doc.Message, "partition restored to 0") || doc.PartitionBefore != 0 {
@@ -411,7 +430,7 @@ func canaryConcurrentEditFeature() features.Feature {
 			log := recordPartitions(wctx, t, cs, ns, "web")
 			done := make(chan result, 1)
 			go func() {
-				done <- stsdiagRun(t, cfg, "canary", "web", "-n", ns, "--image", "web="+goodImage2, "--steps", "1,50%", "--hold", "2m", "-o", "json")
+				done <- stsdiagRun(t, cfg, "canary", "web", "-n", ns, "--yes", "--image", "web="+goodImage2, "--steps", "1,50%", "--hold", "2m", "-o", "json")
 			}()
 			// during step 1's hold: partition 3, web-3 Ready on the new revision
 			err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {

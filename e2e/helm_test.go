@@ -18,6 +18,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
@@ -144,7 +145,112 @@ func TestHelmDefaultInstallRunsWatch(t *testing.T) {
 			if !found {
 				t.Errorf("/metrics lacks %s", want)
 			}
+			kubePrometheusStackScrape(ctx, t, cfg, w)
 			return ctx
 		}).Feature()
 	testenv.Test(t, f)
+}
+
+// kubePrometheusStackScrape: the chart installed for kube-prometheus-stack (release
+// kube-prometheus-stack in namespace kps: its Prometheus runs as ServiceAccount
+// kube-prometheus-stack-prometheus, charts/kube-prometheus-stack/templates/_helpers.tpl
+// "kube-prometheus-stack.prometheus.serviceAccountName") with serviceMonitor.enabled and
+// prometheus.serviceAccount naming it: a scrape with that ServiceAccount's token, refused (403)
+// before, is authorized (200), and so is one with the token the ServiceMonitor's
+// authorization.credentials name. w is the chart's watch, running as the chart's ServiceAccount.
+func kubePrometheusStackScrape(ctx context.Context, t *testing.T, cfg *envconf.Config, w *watchProcess) {
+	const release, ns, promNS, promSA = "kps-stsdiag", "kps-stsdiag", "kps", "kube-prometheus-stack-prometheus"
+	cs := clientset(t, cfg)
+	for _, n := range []string{ns, promNS} {
+		if err := scenario.Namespace(ctx, cs, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := cs.CoreV1().ServiceAccounts(promNS).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: promSA}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	prometheus, err := scenario.ServiceAccountToken(ctx, cs, promNS, promSA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Premise: with the chart's former default binding (kube-prometheus' prometheus-k8s), this
+	// Prometheus is refused, as the StsdiagWatchDown reports.
+	user := "system:serviceaccount:" + promNS + ":" + promSA
+	if canGetMetrics(ctx, t, cs, user) {
+		t.Fatalf("premise: %s may GET /metrics before the chart binds it", user)
+	}
+	if code, body := w.scrape(t, prometheus); code != http.StatusForbidden {
+		t.Fatalf("premise: kube-prometheus-stack's Prometheus scraped /metrics with %d before the chart binds it, want 403: %.200s", code, body)
+	}
+	objs, err := harness.Helm(filepath.Join("..", "deploy/helm/stsdiag"), release, ns, map[string]any{
+		"serviceMonitor": map[string]any{"enabled": true, "labels": map[string]any{"release": "kube-prometheus-stack"}},
+		"prometheus":     map[string]any{"serviceAccount": map[string]any{"name": promSA, "namespace": promNS}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Everything but the ServiceMonitor (no prometheus-operator CRDs here) and the Deployment (w
+	// already serves /metrics); the ServiceMonitor names the Secret whose token Prometheus sends.
+	var apply []*unstructured.Unstructured
+	var credentials string
+	secretSA := map[string]string{}
+	for _, o := range objs {
+		switch o.GetKind() {
+		case "ServiceMonitor":
+			if eps, _, _ := unstructured.NestedSlice(o.Object, "spec", "endpoints"); len(eps) == 1 {
+				if ep, ok := eps[0].(map[string]any); ok {
+					credentials, _, _ = unstructured.NestedString(ep, "authorization", "credentials", "name")
+					if _, file := ep["bearerTokenFile"]; file {
+						t.Errorf("the ServiceMonitor uses bearerTokenFile")
+					}
+				}
+			}
+			continue
+		case "Deployment":
+			continue
+		case "Secret":
+			secretSA[o.GetName()] = o.GetAnnotations()["kubernetes.io/service-account.name"]
+		}
+		apply = append(apply, o)
+	}
+	if credentials == "" || secretSA[credentials] == "" {
+		t.Fatalf("the ServiceMonitor's authorization.credentials %q name no ServiceAccount token Secret of the chart", credentials)
+	}
+	t.Cleanup(func() {
+		for _, n := range []string{ns, promNS} {
+			_ = cs.CoreV1().Namespaces().Delete(context.Background(), n, metav1.DeleteOptions{})
+		}
+		for _, o := range apply {
+			switch o.GetKind() {
+			case "ClusterRoleBinding":
+				_ = cs.RbacV1().ClusterRoleBindings().Delete(context.Background(), o.GetName(), metav1.DeleteOptions{})
+			case "ClusterRole":
+				_ = cs.RbacV1().ClusterRoles().Delete(context.Background(), o.GetName(), metav1.DeleteOptions{})
+			}
+		}
+	})
+	if err := harness.Apply(ctx, cfg.Client().RESTConfig(), apply); err != nil {
+		t.Fatal(err)
+	}
+	if !canGetMetrics(ctx, t, cs, user) {
+		t.Fatalf("the chart's prometheus.serviceAccount binding does not let %s GET /metrics", user)
+	}
+	scraper, err := scenario.ServiceAccountToken(ctx, cs, ns, secretSA[credentials])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ name, token string }{{"kube-prometheus-stack's Prometheus", prometheus}, {"the ServiceMonitor's credentials (" + secretSA[credentials] + ")", scraper}} {
+		// watch's delegated authorizer caches a refusal for 30 s (internal/monitor/serve.go
+		// DenyCacheTTL): the premise's 403 holds that long.
+		var code int
+		var body string
+		_ = wait.PollUntilContextTimeout(ctx, time.Second, 45*time.Second, true, func(context.Context) (bool, error) {
+			code, body = w.scrape(t, c.token)
+			return code == http.StatusOK, nil
+		})
+		t.Logf("%s: %d", c.name, code)
+		if code != http.StatusOK || !strings.Contains(body, "stsdiag_diagnosis_duration_seconds") {
+			t.Errorf("%s: /metrics %d, want 200 with the metrics: %.200s", c.name, code, body)
+		}
+	}
 }

@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -55,8 +56,26 @@ type watchProcess struct {
 	cmd     *exec.Cmd
 	metrics string // https://host:port of /metrics
 	health  string // http://host:port of /healthz and /readyz
-	log     *bytes.Buffer
+	log     *syncBuffer
 	done    chan error
+}
+
+// syncBuffer is the watch process's output, written by os/exec's copier and read by the test.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 func freeAddr(t *testing.T) string {
@@ -76,7 +95,7 @@ func startWatch(t *testing.T, kubeconfig string, args ...string) *watchProcess {
 	metricsAddr, healthAddr := freeAddr(t), freeAddr(t)
 	args = append([]string{"watch", "--kubeconfig", kubeconfig, "--metrics-addr", metricsAddr, "--health-addr", healthAddr}, args...)
 	cmd := exec.Command(stsdiag, args...)
-	w := &watchProcess{cmd: cmd, metrics: "https://" + metricsAddr, health: "http://" + healthAddr, log: &bytes.Buffer{}, done: make(chan error, 1)}
+	w := &watchProcess{cmd: cmd, metrics: "https://" + metricsAddr, health: "http://" + healthAddr, log: &syncBuffer{}, done: make(chan error, 1)}
 	cmd.Stdout, cmd.Stderr = w.log, w.log
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -96,6 +115,17 @@ func startWatch(t *testing.T, kubeconfig string, args ...string) *watchProcess {
 	})
 	if err != nil {
 		t.Fatalf("watch never became ready:\n%s", w.log.String())
+	}
+	if slices.Contains(args, "--leader-elect") {
+		return w // a standby is ready before it leads, and logs its start-up only then
+	}
+	// Ready is set just before the line that ends the start-up; the pipe's copier may deliver
+	// the lines a moment after /readyz answers.
+	err = wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return strings.Contains(w.log.String(), " watching StatefulSets in "), nil
+	})
+	if err != nil {
+		t.Fatalf("watch became ready without logging its start-up:\n%s", w.log.String())
 	}
 	return w
 }

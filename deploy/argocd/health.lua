@@ -1,6 +1,6 @@
 -- Argo CD health check for apps/StatefulSet that knows when a rollout will never finish.
 -- stsdiag watch sets status.conditions[type=Stalled]=True (reason = the finding's code) on a
--- StatefulSet whose error finding held for --min-stuck; Argo CD then shows Degraded with the
+-- StatefulSet whose error finding held for --hold; Argo CD then shows Degraded with the
 -- reason and the remedy instead of Progressing forever (argo-cd#6527).
 -- Everything else follows Argo CD's built-in StatefulSet rules (gitops-engine
 -- pkg/health/health_statefulset.go), in the same order and with the same messages.

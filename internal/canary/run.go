@@ -34,9 +34,11 @@ type Options struct {
 	// Images (container name → reference) change the template in the same patch as the first
 	// step's partition (--image).
 	Images map[string]string
-	// Hold is how long a finding must hold for a step to fail, and how long a step's pods must
-	// stay Ready on the update revision with no finding for it to pass.
+	// Hold is how long a finding must hold for a step to fail (--hold).
 	Hold time.Duration
+	// StepDuration is how long a step's pods must stay Ready on the update revision with no
+	// finding for it to pass (--step-duration); 0: Hold.
+	StepDuration time.Duration
 	// Steady is how long a step's pods must have been Ready, not restarted, by their own
 	// timestamps (rollout.Settled; --settle).
 	Steady    time.Duration
@@ -49,8 +51,22 @@ type Options struct {
 	Log io.Writer
 	// Progress, if set, is told about each rollback action as it completes.
 	Progress func(model.Action)
+	// Approve, if set, is shown the plan once every check passed and before the first write;
+	// an error from it ends Run with that error and nothing written (canary's question, --yes,
+	// --dry-run=client).
+	Approve func(Plan) error
+	// ServerDryRun sends the first patch with dryRun=All (validation and admission, nothing
+	// persisted) before Approve is asked (--dry-run=server).
+	ServerDryRun bool
 	// Analysis, if set, gates each step on the application's metrics once its pods held healthy.
 	Analysis *stepanalysis.Analysis
+}
+
+func (o Options) stepDuration() time.Duration {
+	if o.StepDuration > 0 {
+		return o.StepDuration
+	}
+	return o.Hold
 }
 
 // BadInputError is a canary that cannot start on this StatefulSet as it is (exit 2).
@@ -206,6 +222,21 @@ func (r *runner) start(ctx context.Context) ([]engine.Resolved, error) {
 			return nil, err
 		}
 	}
+	if r.o.Approve != nil {
+		plan := Plan{Namespace: set.Namespace, Name: set.Name, Replicas: controller.Replicas(set), PartitionBefore: controller.Partition(set),
+			Steps: r.res.Steps, Images: r.o.Images, CurrentImages: images(set), Pending: set.Status.UpdateRevision != set.Status.CurrentRevision}
+		if r.o.ServerDryRun && body != nil {
+			_, err := r.c.Kube.AppsV1().StatefulSets(set.Namespace).Patch(ctx, set.Name, types.JSONPatchType, body,
+				metav1.PatchOptions{FieldManager: "stsdiag-canary", DryRun: []string{metav1.DryRunAll}})
+			if err != nil {
+				return nil, fmt.Errorf("the API server refused the first step's patch (dry run): %w", err)
+			}
+			plan.ServerAccepted = true
+		}
+		if err := r.o.Approve(plan); err != nil {
+			return nil, err
+		}
+	}
 	r.remember(set)
 	if body != nil {
 		if err := r.patch(ctx, set, body, first); err != nil {
@@ -301,7 +332,7 @@ func (r *runner) run(ctx context.Context, steps []engine.Resolved) error {
 	step, index := steps[0], 0
 	for {
 		r.step = step.Step
-		res, err := follow.Run(ctx, r.live, follow.Options{Stepping: true, Diagnosis: r.o.Diagnosis, Hold: r.o.Hold, Steady: r.o.Steady, Settle: r.o.Hold, Log: r.o.Log, Stop: r.stopIfChanged})
+		res, err := follow.Run(ctx, r.live, follow.Options{Stepping: true, Diagnosis: r.o.Diagnosis, Hold: r.o.Hold, Steady: r.o.Steady, Settle: r.o.stepDuration(), Log: r.o.Log, Stop: r.stopIfChanged})
 		r.seen = res
 		if err != nil {
 			return err
@@ -315,7 +346,7 @@ func (r *runner) run(ctx context.Context, steps []engine.Resolved) error {
 				}
 			}
 			r.mark(index, step, apiv1.StepPassed)
-			fmt.Fprintf(r.o.Log, "statefulset %s/%s: step %s passed: %d pods Ready on the update revision for %s with no finding\n", r.o.Namespace, r.o.Name, step.Step, step.Pods, r.o.Hold)
+			fmt.Fprintf(r.o.Log, "statefulset %s/%s: step %s passed: %d pods Ready on the update revision for %s with no finding\n", r.o.Namespace, r.o.Name, step.Step, step.Pods, r.o.stepDuration())
 		case apiv1.WaitStuck:
 			r.mark(index, step, apiv1.StepFailed)
 			return r.failed(ctx, step)
@@ -347,7 +378,7 @@ func (r *runner) run(ctx context.Context, steps []engine.Resolved) error {
 			return nil
 		}
 		if d.Verb == engine.Done {
-			r.end = model.CanaryComplete{Hold: r.o.Hold}
+			r.end = model.CanaryComplete{Hold: r.o.stepDuration()}
 			return nil
 		}
 		if d.Verb != engine.Advance {

@@ -308,3 +308,34 @@ func TestTimeoutBeforeTheCachesSync(t *testing.T) {
 		t.Fatalf("%s %q %v", res.Result, res.Message, err)
 	}
 }
+
+// TestApproveBeforeTheFirstWrite: the plan is shown once every check passed and before anything
+// is written; refused, nothing is patched (canary's question, --dry-run).
+func TestApproveBeforeTheFirstWrite(t *testing.T) {
+	set := webSet(2, "a")
+	kube := cluster(set, pod("0", "web-a", true), pod("1", "web-a", true))
+	refused := errors.New("no")
+	var shown canary.Plan
+	o := options("1", 0)
+	o.Images = map[string]string{"app": "app:b"}
+	o.Approve = func(p canary.Plan) error { shown = p; return refused }
+	_, err := canary.Run(context.Background(), gather.Clients{Clients: read.Clients{Kube: kube}}, o)
+	if !errors.Is(err, refused) {
+		t.Fatalf("err %v, want the refusal", err)
+	}
+	want := "Canary of statefulset shop/web (2 replicas, partition 2 now):\n" +
+		"  image of container app: app:a → app:b (with the first step's partition, one patch)\n" +
+		"  step 1: partition 1, 1 of 2 pods on the update revision\n" +
+		"  step 100%: partition 0, 2 of 2 pods on the update revision\n"
+	if shown.String() != want {
+		t.Errorf("plan:\n%s\nwant:\n%s", shown.String(), want)
+	}
+	for _, a := range kube.Actions() {
+		if a.GetVerb() == "patch" || a.GetVerb() == "update" {
+			t.Errorf("refused plan, yet %s %s", a.GetVerb(), a.GetResource().Resource)
+		}
+	}
+	if got := partitionOf(t, kube); got != 2 {
+		t.Errorf("partition %d, want 2 (unchanged)", got)
+	}
+}

@@ -243,7 +243,7 @@ func (c *Controller) Run(ctx context.Context) error {
 		}()
 	}
 	c.ready.Store(true)
-	c.logf("watching StatefulSets in %s (fix: %v, min-stuck: %s)", scopeName(c.scope.Namespace), c.opts.Fix, c.opts.Hold)
+	c.logf("watching StatefulSets in %s (fix: %v, hold: %s)", scopeName(c.scope.Namespace), c.opts.Fix, c.opts.Hold)
 	<-ctx.Done()
 	c.ready.Store(false)
 	c.queue.ShutDownWithDrain()

@@ -42,16 +42,21 @@ func TestFixSummary(t *testing.T) {
 }
 
 func TestPrintFlagsVocabulary(t *testing.T) {
-	flags := render.NewPrintFlags(render.FormatJUnit).WithAlias("text", render.FormatTable)
+	var notices bytes.Buffer
+	flags := render.NewPrintFlags(render.FormatJUnit).WithAlias("text", render.FormatTable, &notices)
 	for format, ok := range map[string]bool{"table": true, "wide": true, "json": true, "yaml": true, "junit": true, "text": true, "xml": false, "name": false} {
 		flags.OutputFormat = format
 		if err := flags.Validate(); (err == nil) != ok {
 			t.Errorf("-o %s: error %v, want accepted=%v", format, err, ok)
 		}
 	}
+	notices.Reset()
 	flags.OutputFormat = "text"
 	if flags.Validate(); flags.OutputFormat != "table" {
 		t.Errorf("-o text is table, got %s", flags.OutputFormat)
+	}
+	if want := "Flag --output value \"text\" has been deprecated, use \"table\"\n"; notices.String() != want {
+		t.Errorf("notice %q, want %q", notices.String(), want)
 	}
 	if err := render.NewPrintFlags().Validate(); err != nil {
 		t.Errorf("the default -o is valid: %v", err)

@@ -25,6 +25,8 @@ type PrintFlags struct {
 	OutputFormat string
 	extra        []string
 	aliases      map[string]string
+	// notices receives a line when a former format name is used (WithAlias).
+	notices io.Writer
 }
 
 // NewPrintFlags returns -o flags with table as the default and the given extra formats.
@@ -32,9 +34,11 @@ func NewPrintFlags(extra ...string) *PrintFlags {
 	return &PrintFlags{JSONYaml: genericclioptions.NewJSONYamlPrintFlags(), OutputFormat: FormatTable, extra: extra, aliases: map[string]string{}}
 }
 
-// WithAlias accepts an older name for a format (kept for scripts written against it).
-func (f *PrintFlags) WithAlias(alias, format string) *PrintFlags {
+// WithAlias accepts an older name for a format (kept for scripts written against it); using it
+// prints a notice on notices, as pflag does for a deprecated flag.
+func (f *PrintFlags) WithAlias(alias, format string, notices io.Writer) *PrintFlags {
 	f.aliases[alias] = format
+	f.notices = notices
 	return f
 }
 
@@ -51,6 +55,9 @@ func (f *PrintFlags) AddFlags(c *cobra.Command) {
 // Validate checks -o and resolves aliases.
 func (f *PrintFlags) Validate() error {
 	if to, ok := f.aliases[f.OutputFormat]; ok {
+		if f.notices != nil {
+			fmt.Fprintf(f.notices, "Flag --output value %q has been deprecated, use %q\n", f.OutputFormat, to)
+		}
 		f.OutputFormat = to
 	}
 	if f.OutputFormat == "" {

@@ -34,10 +34,12 @@ type TableOptions struct {
 
 // Report prints a check report in the format of the -o flags.
 func Report(w io.Writer, r *model.Report, flags *PrintFlags, opts TableOptions) error {
-	if flags.OutputFormat == FormatHTML {
+	switch {
+	case flags.OutputFormat == FormatHTML:
 		return ReportHTML(w, r, opts.Explanations, opts.Now)
-	}
-	if !flags.Human() {
+	case flags.OutputFormat == FormatName:
+		return stuckNames(w, r)
+	case !flags.Human():
 		return flags.PrintDocument(r.Public(), w)
 	}
 	opts.Wide = flags.OutputFormat == FormatWide
@@ -47,7 +49,7 @@ func Report(w io.Writer, r *model.Report, flags *PrintFlags, opts TableOptions) 
 // FleetReport is Report for a fleet: the document also lists the members and says whether it
 // is partial (a member could not be checked); the table and the page are Report's.
 func FleetReport(w io.Writer, r *model.Report, members []apiv1.FleetMember, flags *PrintFlags, opts TableOptions) error {
-	if flags.OutputFormat == FormatHTML || flags.Human() {
+	if flags.OutputFormat == FormatHTML || flags.OutputFormat == FormatName || flags.Human() {
 		return Report(w, r, flags, opts)
 	}
 	doc := r.Public()
@@ -56,6 +58,21 @@ func FleetReport(w io.Writer, r *model.Report, members []apiv1.FleetMember, flag
 		doc.Partial = doc.Partial || m.Error != ""
 	}
 	return flags.PrintDocument(doc, w)
+}
+
+// FormatName (check -o name) prints, as kubectl's -o name does, statefulset.apps/NAME for each
+// StatefulSet whose status is Stuck (an error finding), one a line; nothing when none is.
+const FormatName = "name"
+
+func stuckNames(w io.Writer, r *model.Report) error {
+	for _, s := range r.StatefulSets {
+		if s.Status == apiv1.StatusStuck {
+			if _, err := fmt.Fprintf(w, "statefulset.apps/%s\n", s.Name); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // PrintTable writes one row per finding, severity first, then a one-line summary.

@@ -27,10 +27,10 @@ func TestGolden(t *testing.T) {
 			t.Fatal(err)
 		}
 		rep := diagnose.Report(snap, stuck.DefaultOptions())
-		for _, format := range []string{"table", "wide", "json", "yaml"} {
+		for _, format := range []string{"table", "wide", "json", "yaml", "name"} {
 			t.Run(scenario+"."+format, func(t *testing.T) {
 				var buf bytes.Buffer
-				flags := render.NewPrintFlags()
+				flags := render.NewPrintFlags(render.FormatName)
 				flags.OutputFormat = format
 				if err := flags.Validate(); err != nil {
 					t.Fatal(err)

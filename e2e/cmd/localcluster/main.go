@@ -190,7 +190,7 @@ func deployDemo(ctx context.Context, c *cluster.Cluster, kubeconfig, stsdiag str
 	}
 	addr := l.Addr().String()
 	l.Close()
-	watch := exec.Command(stsdiag, "watch", "-A", "--fix", "--min-stuck", "10s", "--metrics-addr", addr, "--health-addr", addr, "--metrics-insecure",
+	watch := exec.Command(stsdiag, "watch", "-A", "--fix", "--hold", "10s", "--metrics-addr", addr, "--health-addr", addr, "--metrics-insecure",
 		"--leader-elect", "--leader-elect-namespace", "stsdiag", "--kubeconfig", saConfig)
 	watch.Stdout, watch.Stderr = prefixed("[watch] "), prefixed("[watch] ")
 	if err := watch.Start(); err != nil {
@@ -208,7 +208,7 @@ func deployDemo(ctx context.Context, c *cluster.Cluster, kubeconfig, stsdiag str
 		return err
 	}
 	fixed := time.Now()
-	fmt.Println("template fixed; web-0 is stuck on the old revision. Waiting for stsdiag watch (--min-stuck 10s) to repair it...")
+	fmt.Println("template fixed; web-0 is stuck on the old revision. Waiting for stsdiag watch (--hold 10s) to repair it...")
 	if err := scenario.WaitRolloutComplete(ctx, cs, "shop", "web", 2*time.Minute); err != nil {
 		return err
 	}
