@@ -18,7 +18,7 @@ MODULES = . stuck/kstatus e2e deploy release deploy/tekton examples
 # else: the binary under test, the e2e suite, bench, the other modules' tests. vet and staticcheck
 # build each module as its unit tests do, so the tests reuse vet's compilation (a third, cgo
 # non-race configuration used to compile the Kubernetes libraries once more).
-RACE_MODULES = . stuck/kstatus e2e
+RACE_MODULES = . stuck/kstatus e2e examples
 RACE := CGO_ENABLED=1 GOFLAGS=-race
 STATIC := CGO_ENABLED=0
 # The e2e module's packages that need no control plane (the harnesses' tests, the browser test),
@@ -62,21 +62,38 @@ test:
 ## the plain files) against the Kubernetes v1.37.2 schemas of deploy/schemas (e2e's
 ## TestKubeconformSchemas keeps them equal to the real kube-apiserver's); the CRDs
 ## (ServiceMonitor, PrometheusRule) are decoded by prometheus-operator's types in deploy's tests.
+## Also: gci (imports in three groups: standard, third party, this module) in every module, and
+## errcheck (no error dropped silently; words printed to the user's streams and tests aside) over
+## the modules that ship code; each built into the cache in seconds. Package comments and the
+## floor plan are internal/layering's tests.
 CACHE_BIN := $(or $(STSDIAG_CACHE),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/stsdiag)/bin
 STATICCHECK_VERSION ?= v0.8.2
 STATICCHECK := $(CACHE_BIN)/staticcheck-$(STATICCHECK_VERSION)/staticcheck
 KUBECONFORM_VERSION ?= v0.8.0
 KUBECONFORM := $(CACHE_BIN)/kubeconform-$(KUBECONFORM_VERSION)/kubeconform
+GCI_VERSION ?= v0.14.0
+GCI := $(CACHE_BIN)/gci-$(GCI_VERSION)/gci
+GCI_SECTIONS := -s standard -s default -s 'prefix(github.com/stsdiag/stsdiag)' --skip-generated
+ERRCHECK_VERSION ?= v1.30.0
+ERRCHECK := $(CACHE_BIN)/errcheck-$(ERRCHECK_VERSION)/errcheck
+ERRCHECK_MODULES = . stuck/kstatus examples
 vet:
 	@test -z "$$(gofmt -l . | tee /dev/stderr)" || { echo "gofmt needed"; exit 1; }
 	@test -x $(STATICCHECK) || $(STATIC) GOBIN=$(dir $(STATICCHECK)) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 	@test -x $(KUBECONFORM) || $(STATIC) GOBIN=$(dir $(KUBECONFORM)) $(GO) install github.com/yannh/kubeconform/cmd/kubeconform@$(KUBECONFORM_VERSION)
+	@test -x $(GCI) || $(STATIC) GOBIN=$(dir $(GCI)) $(GO) install github.com/daixiang0/gci@$(GCI_VERSION)
+	@test -x $(ERRCHECK) || $(STATIC) GOBIN=$(dir $(ERRCHECK)) $(GO) install github.com/kisielk/errcheck@$(ERRCHECK_VERSION)
+	@set -e; bad=""; for m in $(MODULES); do bad="$$bad$$(cd $$m && $(GCI) list $(GCI_SECTIONS) . | sed "s|^|$$m/|")"; done; \
+		test -z "$$bad" || { echo "$$bad"; echo "imports not in three groups (standard, third party, this module): run gci write $(GCI_SECTIONS) ."; exit 1; }
 	@set -e; for m in $(MODULES); do \
 		case " $(RACE_MODULES) " in *" $$m "*) build="$(RACE)";; *) build="$(STATIC)";; esac; \
 		echo "cd $$m && $$build go vet ./... && staticcheck ./..."; t0=$$SECONDS; \
 		(cd $$m && env $$build $(GO) vet ./...); t1=$$SECONDS; \
 		(cd $$m && env $$build $(STATICCHECK) ./...); \
 		echo "vet: $$m: go vet $$((t1-t0))s, staticcheck $$((SECONDS-t1))s"; done
+	@set -e; printf 'fmt.Fprint\nfmt.Fprintf\nfmt.Fprintln\n' > $(CACHE_BIN)/errcheck-exclude; for m in $(ERRCHECK_MODULES); do \
+		case " $(RACE_MODULES) " in *" $$m "*) build="$(RACE)";; *) build="$(STATIC)";; esac; \
+		echo "cd $$m && errcheck ./..."; (cd $$m && env $$build $(ERRCHECK) -ignoretests -exclude $(CACHE_BIN)/errcheck-exclude ./...); done
 	@set -e; out=$$(mktemp -d); trap 'rm -rf $$out' EXIT; t0=$$SECONDS; \
 		(cd deploy && $(STATIC) $(GO) run ./cmd/chartcheck -out $$out); \
 		$(KUBECONFORM) -strict -summary -kubernetes-version 1.37.2 -schema-location deploy/schemas -skip ServiceMonitor,PrometheusRule $$out; \
@@ -104,7 +121,7 @@ unit: browser promtool
 	cd deploy && $(STATIC) $(GO) test -count=1 ./...
 	cd release && $(STATIC) $(GO) test -count=1 ./...
 	cd deploy/tekton && $(STATIC) $(GO) test -count=1 ./...
-	cd examples && $(STATIC) $(GO) test -count=1 ./...
+	cd examples && $(RACE) $(GO) test -count=1 ./...
 	cd stuck/kstatus && $(RACE) $(GO) test -count=1 ./...
 
 ## promtool: Debian's prometheus package (promtool checks and unit-tests the shipped alerts,

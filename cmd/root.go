@@ -15,10 +15,11 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/stsdiag/stsdiag/internal/text"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/klog/v2"
+
+	"github.com/stsdiag/stsdiag/internal/text"
 )
 
 // Exit codes are public API.

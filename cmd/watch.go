@@ -176,7 +176,10 @@ func (f *watchFlags) ToOptions(args []string) (*watchOptions, error) {
 	if err != nil {
 		return nil, err
 	}
-	identity, _ := os.Hostname()
+	identity, err := os.Hostname()
+	if err != nil {
+		identity = "stsdiag" // the process ID below still tells replicas apart on one host
+	}
 	return &watchOptions{configFlags: f.configFlags, IOStreams: f.IOStreams, serve: monitor.ServeOptions{
 		Scope: scope.Scope,
 		Monitor: monitor.Options{Fix: f.Fix, Rollback: f.Rollback, Disruption: disruption, Hold: hold, Steady: steady, MaxRepairsPerHour: f.MaxRepairsPerHour, Log: f.ErrOut,

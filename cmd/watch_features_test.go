@@ -18,7 +18,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	clientfeatures "k8s.io/client-go/features"
 

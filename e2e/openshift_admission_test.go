@@ -21,13 +21,12 @@ import (
 	"time"
 
 	imagev1 "github.com/openshift/api/image/v1"
+	imageclient "github.com/openshift/client-go/image/clientset/versioned"
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
-
-	imageclient "github.com/openshift/client-go/image/clientset/versioned"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/e2e/internal/harness"

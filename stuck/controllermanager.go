@@ -1,13 +1,12 @@
 package stuck
 
 import (
-	"github.com/stsdiag/stsdiag/stuck/facts"
-
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/stuck/facts"
 )
 
 // The kube-controller-manager's leader Lease: the instance that holds it runs the StatefulSet

@@ -1,14 +1,13 @@
 package stuck
 
 import (
-	"github.com/stsdiag/stsdiag/stuck/facts"
-
 	"encoding/json"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/types"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/stuck/facts"
 )
 
 // Finding is a printed finding plus the typed hand-offs repair and the table read.

@@ -1,8 +1,6 @@
 package stuck
 
 import (
-	"github.com/stsdiag/stsdiag/stuck/facts"
-
 	"sort"
 
 	imagev1 "github.com/openshift/api/image/v1"
@@ -11,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/stsdiag/stsdiag/stuck/controller"
+	"github.com/stsdiag/stsdiag/stuck/facts"
 )
 
 // revision is one ControllerRevision of a StatefulSet and the template it records.

@@ -1,10 +1,6 @@
 package stuck
 
 import (
-	"github.com/stsdiag/stsdiag/stuck/facts"
-
-	"github.com/stsdiag/stsdiag/resolver"
-
 	"sort"
 	"strings"
 
@@ -13,7 +9,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/resolver"
 	"github.com/stsdiag/stsdiag/stuck/controller"
+	"github.com/stsdiag/stsdiag/stuck/facts"
 )
 
 // Questions are the images whose rewrite a diagnosis of s predicts, to ask admission about

@@ -1,8 +1,6 @@
 package stuck
 
 import (
-	"github.com/stsdiag/stsdiag/stuck/facts"
-
 	"regexp"
 	"strings"
 	"time"
@@ -10,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/stsdiag/stsdiag/stuck/controller"
+	"github.com/stsdiag/stsdiag/stuck/facts"
 )
 
 // The kubelet's crash loop, as its status shows it (read in k8s.io/kubernetes):

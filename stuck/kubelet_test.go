@@ -1,10 +1,10 @@
 package stuck
 
 import (
-	"github.com/stsdiag/stsdiag/stuck/facts"
-
 	"reflect"
 	"testing"
+
+	"github.com/stsdiag/stsdiag/stuck/facts"
 )
 
 // TestMissingConfig reads the kubelet's own words (k8s.io/kubernetes@v1.37.2) for a missing

@@ -37,7 +37,7 @@ func LoadFile(path string, now time.Time) (*Objects, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only
 	s, err := Load(f, now)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)

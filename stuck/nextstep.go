@@ -1,8 +1,6 @@
 package stuck
 
 import (
-	"github.com/stsdiag/stsdiag/stuck/facts"
-
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -11,6 +9,7 @@ import (
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/stuck/controller"
+	"github.com/stsdiag/stsdiag/stuck/facts"
 )
 
 // missingAfter is how long a pod the controller must create may be missing, with no Event saying

@@ -1,8 +1,6 @@
 package stuck
 
 import (
-	"github.com/stsdiag/stsdiag/stuck/facts"
-
 	"regexp"
 	"strings"
 	"time"
@@ -11,6 +9,7 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 
 	"github.com/stsdiag/stsdiag/stuck/controller"
+	"github.com/stsdiag/stsdiag/stuck/facts"
 )
 
 // startupProblem returns why the pod is stuck at startup, or nil if it is not.

@@ -1,8 +1,6 @@
 package stuck
 
 import (
-	"github.com/stsdiag/stsdiag/stuck/facts"
-
 	"sort"
 	"time"
 
@@ -12,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/stuck/facts"
 )
 
 // podTerminating reports a pod of a live StatefulSet that should have been gone for longer than

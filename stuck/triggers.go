@@ -1,10 +1,6 @@
 package stuck
 
 import (
-	"github.com/stsdiag/stsdiag/stuck/facts"
-
-	"github.com/stsdiag/stsdiag/resolver"
-
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,6 +12,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/resolver"
+	"github.com/stsdiag/stsdiag/stuck/facts"
 )
 
 // objectFieldTrigger is one trigger (LG pkg/image/trigger/types.go:9-29@LG).

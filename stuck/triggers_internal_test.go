@@ -1,11 +1,11 @@
 package stuck
 
 import (
-	"github.com/stsdiag/stsdiag/stuck/facts"
-
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/stsdiag/stsdiag/stuck/facts"
 )
 
 // TestTriggerFieldPaths ports the fieldPath cases of TestAnnotationsReactor (openshift/library-go

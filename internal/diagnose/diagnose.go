@@ -7,12 +7,13 @@ import (
 	"context"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
+
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/stuck"
 	"github.com/stsdiag/stsdiag/stuck/controller"
 	"github.com/stsdiag/stsdiag/stuck/facts"
-	"k8s.io/apimachinery/pkg/types"
 )
 
 // Report diagnoses a snapshot (stuck.Diagnose: the controller's rules and OpenShift's image

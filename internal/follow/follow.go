@@ -10,19 +10,18 @@ import (
 	"io"
 	"time"
 
-	"github.com/stsdiag/stsdiag/internal/gather"
-	"github.com/stsdiag/stsdiag/internal/rollout"
-	"github.com/stsdiag/stsdiag/stuck"
-
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/diagnose"
+	"github.com/stsdiag/stsdiag/internal/gather"
 	"github.com/stsdiag/stsdiag/internal/hold"
 	"github.com/stsdiag/stsdiag/internal/model"
+	"github.com/stsdiag/stsdiag/internal/rollout"
 	"github.com/stsdiag/stsdiag/internal/verdict"
+	"github.com/stsdiag/stsdiag/stuck"
 	"github.com/stsdiag/stsdiag/stuck/controller"
 )
 

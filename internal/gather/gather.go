@@ -81,7 +81,7 @@ func Gather(ctx context.Context, c Clients, scope Scope) (*stuck.Objects, []stri
 func slimAll(s *stuck.Objects) {
 	each := func(n int, at func(int) any) {
 		for i := 0; i < n; i++ {
-			_, _ = snapshot.Slim(at(i))
+			snapshot.SlimInPlace(at(i))
 		}
 	}
 	each(len(s.StatefulSets), func(i int) any { return &s.StatefulSets[i] })

@@ -148,7 +148,7 @@ func (h *heldPods) refresh(ctx context.Context, c Clients, namespace string, wan
 			pod, err := c.Kube.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 			switch {
 			case err == nil:
-				_, _ = snapshot.Slim(pod)
+				snapshot.SlimInPlace(pod)
 				found[i] = heldEntry{pod: pod, at: now}
 			case apierrors.IsNotFound(err):
 				found[i] = heldEntry{at: now}

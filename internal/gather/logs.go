@@ -6,10 +6,11 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/stsdiag/stsdiag/internal/text"
-	"github.com/stsdiag/stsdiag/stuck"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/stsdiag/stsdiag/internal/text"
+	"github.com/stsdiag/stsdiag/stuck"
 )
 
 // PreviousLogs adds to each finding about a container that exited (it has a last exit code) the

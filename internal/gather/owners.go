@@ -6,9 +6,10 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
 	"github.com/stsdiag/stsdiag/stuck"
 	"github.com/stsdiag/stsdiag/stuck/read"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // ownerCache remembers owner lookups for a while, so informer-driven diagnoses (wait, watch) do

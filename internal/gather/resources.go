@@ -248,7 +248,7 @@ func (r *resource) listAll(ctx context.Context, c Clients, ns string) (runtime.O
 		return nil, err
 	}
 	for _, o := range objs {
-		_, _ = snapshot.Slim(o)
+		snapshot.SlimInPlace(o)
 	}
 	return l, nil
 }

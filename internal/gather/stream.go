@@ -306,7 +306,7 @@ func (s *pageStream) read(ctx context.Context, c Clients, environment func() (en
 				// diagnosis is the same: TestSettledSlimIsFull).
 				snapshot.SlimSettledInPlace(obj)
 			} else {
-				_, _ = snapshot.Slim(obj)
+				snapshot.SlimInPlace(obj)
 			}
 		}
 		if err := s.first.add(l); err != nil {

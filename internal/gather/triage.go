@@ -311,7 +311,7 @@ func headlessServices(ctx context.Context, c Clients, r *resource) (l runtime.Ob
 		return nil, false, err
 	}
 	for _, o := range objs {
-		_, _ = snapshot.Slim(o)
+		snapshot.SlimInPlace(o)
 	}
 	return l, true, nil
 }
@@ -345,7 +345,7 @@ func governingServices(ctx context.Context, c Clients, sets []appsv1.StatefulSet
 		case err != nil:
 			return allServices(ctx, c)
 		}
-		_, _ = snapshot.Slim(svc)
+		snapshot.SlimInPlace(svc)
 		out = append(out, *svc)
 	}
 	return out, nil

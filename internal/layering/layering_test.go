@@ -336,3 +336,21 @@ func TestPublicStandsOnItsOwnFloor(t *testing.T) {
 		}
 	}
 }
+
+// TestEveryPackageSaysWhatItIsFor: every package of the module with code has a package comment,
+// of the form "Package <name> ..." (revive's package-comments), on one file.
+func TestEveryPackageSaysWhatItIsFor(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}}\t{{.Name}}\t{{len .GoFiles}}\t{{.Doc}}", module+"...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.SplitN(line, "\t", 4)
+		if len(f) < 4 || f[2] == "0" || f[1] == "main" {
+			continue
+		}
+		if !strings.HasPrefix(f[3], "Package "+f[1]+" ") {
+			t.Errorf("%s: package comment %q, want \"Package %s ...\"", strings.TrimPrefix(f[0], module), f[3], f[1])
+		}
+	}
+}

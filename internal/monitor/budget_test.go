@@ -7,14 +7,15 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/component-base/metrics/testutil"
+	clocktesting "k8s.io/utils/clock/testing"
+
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/gather"
 	"github.com/stsdiag/stsdiag/openshift"
 	"github.com/stsdiag/stsdiag/stuck"
 	"github.com/stsdiag/stsdiag/stuck/read"
-	"k8s.io/client-go/kubernetes/fake"
-	"k8s.io/component-base/metrics/testutil"
-	clocktesting "k8s.io/utils/clock/testing"
 )
 
 // TestRepairBudgetIsOneDecision: many workers reserving at once never get more than

@@ -4,11 +4,10 @@ import (
 	"context"
 	"hash/fnv"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/record"
-
-	corev1 "k8s.io/api/core/v1"
 )
 
 // defaultEventShards is how many Event broadcasters watch posts through. One client-go

@@ -12,11 +12,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/stsdiag/stsdiag/internal/analysis"
-	"github.com/stsdiag/stsdiag/internal/explain"
-	"github.com/stsdiag/stsdiag/internal/gather"
-	"github.com/stsdiag/stsdiag/stuck"
-
 	imagev1 "github.com/openshift/api/image/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -32,11 +27,15 @@ import (
 	"k8s.io/utils/clock"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/internal/analysis"
 	"github.com/stsdiag/stsdiag/internal/diagnose"
+	"github.com/stsdiag/stsdiag/internal/explain"
+	"github.com/stsdiag/stsdiag/internal/gather"
 	"github.com/stsdiag/stsdiag/internal/hold"
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/plan"
 	"github.com/stsdiag/stsdiag/internal/repair"
+	"github.com/stsdiag/stsdiag/stuck"
 )
 
 // Options tune the monitor.

@@ -187,7 +187,7 @@ func serveHTTP(ctx context.Context, o ServeOptions, metrics *Metrics, healthz *l
 			}
 			if !o.MetricsInsecure {
 				if metricsHandler, err = authorizeMetrics(o, metricsHandler); err != nil {
-					listener.Close()
+					_ = listener.Close() // the error to return is authorizeMetrics'
 					return nil, err
 				}
 			}

@@ -1,10 +1,11 @@
 package plan
 
 import (
+	"k8s.io/apimachinery/pkg/types"
+
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/stuck"
-	"k8s.io/apimachinery/pkg/types"
 )
 
 // planForceDeletes plans fix --force-lost-node: a ForceDeletePod for each pod stuck terminating

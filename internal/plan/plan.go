@@ -1,11 +1,12 @@
 package plan
 
 import (
+	"k8s.io/apimachinery/pkg/types"
+
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/resolver"
 	"github.com/stsdiag/stsdiag/stuck"
-	"k8s.io/apimachinery/pkg/types"
 )
 
 // planImagesAndStale plans the default repairs: image patches for UnresolvedImageReference and

@@ -6,8 +6,9 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/stsdiag/stsdiag/stuck/controller"
 	appsv1 "k8s.io/api/apps/v1"
+
+	"github.com/stsdiag/stsdiag/stuck/controller"
 )
 
 // ErrTimeout means a rollout did not complete before the deadline (a cancellation is not a

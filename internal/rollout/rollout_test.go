@@ -3,10 +3,11 @@ package rollout_test
 import (
 	"testing"
 
-	"github.com/stsdiag/stsdiag/stuck/controller"
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/stsdiag/stsdiag/stuck/controller"
 )
 
 func TestComplete(t *testing.T) {

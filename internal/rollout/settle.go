@@ -4,10 +4,11 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/stsdiag/stsdiag/stuck/controller"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/stsdiag/stsdiag/stuck/controller"
 )
 
 // DefaultSettle is how long, by default, every replica must have stayed Ready with no container

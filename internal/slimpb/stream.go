@@ -133,7 +133,7 @@ func (c clientset) ListPage(ctx context.Context, namespace string, opts metav1.L
 	if err != nil {
 		return err
 	}
-	defer body.Close()
+	defer func() { _ = body.Close() }() // a read: what was decoded is all there is to know
 	return decodeStream(body, into, listed)
 }
 

@@ -3,10 +3,11 @@ package snapshot
 import (
 	"reflect"
 
-	"github.com/stsdiag/stsdiag/stuck/controller"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+
+	"github.com/stsdiag/stsdiag/stuck/controller"
 )
 
 // lastApplied is kubectl's copy of the whole object, often the largest annotation.
@@ -22,6 +23,13 @@ const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 // informer caches of large clusters hold a fraction of the objects (watch's memory target). The
 // scenario tests (snapshottest.Run) apply it too: a rule reading a field it drops fails there.
 func Slim(obj any) (any, error) {
+	SlimInPlace(obj)
+	return obj, nil
+}
+
+// SlimInPlace is Slim for a reader's own objects: it slims obj where it is (Slim, with the
+// signature of a cache.TransformFunc, never fails either).
+func SlimInPlace(obj any) {
 	if m, err := meta.Accessor(obj); err == nil {
 		m.SetManagedFields(nil)
 		if a := m.GetAnnotations(); a[lastApplied] != "" {
@@ -41,7 +49,6 @@ func Slim(obj any) (any, error) {
 		o.Spec = corev1.PersistentVolumeClaimSpec{StorageClassName: o.Spec.StorageClassName}
 		o.Status = corev1.PersistentVolumeClaimStatus{Phase: o.Status.Phase}
 	}
-	return obj, nil
 }
 
 // SlimSettled is Slim for caches of every StatefulSet of the cluster (watch -A): a StatefulSet

@@ -3,10 +3,11 @@ package engine
 import (
 	"fmt"
 
-	"github.com/stsdiag/stsdiag/internal/jsonpatch"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/stsdiag/stsdiag/internal/jsonpatch"
 )
 
 const partitionPath = "/spec/updateStrategy/rollingUpdate/partition"

@@ -1,4 +1,4 @@
-// Package canary steps a StatefulSet's rolling-update partition so that a new template reaches
+// Package engine steps a StatefulSet's rolling-update partition so that a new template reaches
 // a few pods first, is proven healthy by wait's diagnosis and hold rules, and only then reaches
 // the others. This file is the pure arithmetic: steps, partitions and canary pods.
 //
@@ -16,9 +16,10 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/stsdiag/stsdiag/stuck/controller"
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/stsdiag/stsdiag/stuck/controller"
 )
 
 // Step is one entry of --steps: a number of pods, or a percentage of spec.replicas, to have on
