@@ -37,7 +37,7 @@ func (r *runner) failed(ctx context.Context, step engine.Resolved) error {
 	failed := model.FailedStep{Step: step.Step, Findings: r.seen.Findings, Hold: r.o.Hold}
 	return r.rollBack(ctx, failed, fmt.Sprintf("%s held for %s", explain.HeldFindings(failed.Findings), r.o.Hold),
 		func(rep *model.Report, snap *stuck.Objects, set *appsv1.StatefulSet) ([]model.Action, model.Unrollable) {
-			return engine.RollbackActions(rep, snap, set, r.partition)
+			return plan.CanaryRollback(rep, snap, set, engine.CanaryPods(set, r.partition))
 		})
 }
 

@@ -136,7 +136,7 @@ func Run(ctx context.Context, c gather.Clients, o Options) (*model.CanaryResult,
 // result is the canary's result: the verdict of the state it ended in, with the last wait's
 // StatefulSets and findings and the rollback's actions.
 func (r *runner) result(end model.Reason) *model.CanaryResult {
-	r.res.WaitResult = *verdict.ResultOf(verdict.DecideCanary(end))
+	r.res.WaitResult = *explain.Result(verdict.DecideCanary(end))
 	if r.seen != nil {
 		r.res.StatefulSets, r.res.Findings = r.seen.StatefulSets, r.seen.Findings
 	}

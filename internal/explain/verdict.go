@@ -289,3 +289,15 @@ func restore(r model.PartitionRestore) string {
 	}
 	return fmt.Sprintf("; the partition stays %d (restoring %d failed: %v)", r.Stays, r.To, r.Err)
 }
+
+// Result is the WaitResult of a verdict, in its words: with Word, the one place a verdict gets its
+// message.
+func Result(v model.Verdict) *model.WaitResult {
+	return Word(&model.WaitResult{Result: v.Result, Reason: v.Reason, RolledBack: v.RolledBack})
+}
+
+// Word writes the message of a result whose verdict was decided elsewhere (verdict.MergeFleet's).
+func Word(res *model.WaitResult) *model.WaitResult {
+	res.Message = Verdict(model.Verdict{Result: res.Result, Reason: res.Reason, RolledBack: res.RolledBack})
+	return res
+}

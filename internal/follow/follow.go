@@ -16,13 +16,14 @@ import (
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/diagnose"
-	"github.com/stsdiag/stsdiag/internal/gather"
+	"github.com/stsdiag/stsdiag/internal/explain"
 	"github.com/stsdiag/stsdiag/internal/hold"
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/rollout"
 	"github.com/stsdiag/stsdiag/internal/verdict"
 	"github.com/stsdiag/stsdiag/stuck"
 	"github.com/stsdiag/stsdiag/stuck/controller"
+	"github.com/stsdiag/stsdiag/stuck/read"
 )
 
 // Options tune Run.
@@ -56,10 +57,10 @@ type Options struct {
 	Timeout time.Duration
 }
 
-// Source is what the gate follows: snapshots of the scope and a signal when something in it
-// changed (gather.Live).
+// Source is what the gate follows: snapshots of the scope, with the warnings of reading them, and
+// a signal when something in it changed (gather.Live).
 type Source interface {
-	gather.Source
+	Snapshot(ctx context.Context) (*stuck.Objects, []string, error)
 	Changes() <-chan struct{}
 }
 
@@ -83,7 +84,7 @@ func Run(ctx context.Context, live Source, opts Options) (*model.WaitResult, err
 	repaired := false
 	var rep *model.Report
 	result := func(end model.Reason) *model.WaitResult {
-		res := verdict.ResultOf(verdict.Decide(verdict.Facts{End: end, Timeout: opts.Timeout, Actions: actions}))
+		res := explain.Result(verdict.Decide(verdict.Facts{End: end, Timeout: opts.Timeout, Actions: actions}))
 		if rep != nil {
 			res.StatefulSets, res.Findings = rep.StatefulSets, rep.Findings
 		}
@@ -93,7 +94,7 @@ func Run(ctx context.Context, live Source, opts Options) (*model.WaitResult, err
 	for {
 		snap, _, err := live.Snapshot(ctx)
 		if err != nil {
-			var nf *gather.NotFoundError
+			var nf *read.NotFoundError
 			if errors.As(err, &nf) && rep != nil {
 				return result(model.Deleted{What: nf.What}), nil
 			}
@@ -279,7 +280,7 @@ func StartFailed(err error, timeout time.Duration) (model.Reason, error) {
 // Unevaluable for anything else (forbidden, unreachable, an unusable kubeconfig, a repair that
 // could not be evaluated).
 func VerdictOf(err error) apiv1.Verdict {
-	var nf *gather.NotFoundError
+	var nf *read.NotFoundError
 	switch {
 	case errors.As(err, &nf):
 		return apiv1.WaitNotFound

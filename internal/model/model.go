@@ -181,7 +181,7 @@ func (r *WaitResult) Verdict() Verdict {
 }
 
 // NewWaitResult returns a result with a verdict in words only, no Reason (a document read back, a
-// test's); the commands' verdicts come from verdict.ResultOf.
+// test's); the commands' verdicts come from explain.Result.
 func NewWaitResult(result apiv1.Verdict, message string) *WaitResult {
 	return &WaitResult{Result: result, Message: message}
 }

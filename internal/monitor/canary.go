@@ -203,7 +203,7 @@ func (c *Controller) canaryAdvance(ctx context.Context, key string, set *appsv1.
 }
 
 // canaryRollBack rolls the template back as fix --rollback does and deletes the proven-stuck
-// canary pods (engine.RollbackActions through the repair executor), within the budget.
+// canary pods (plan.CanaryRollback through the repair executor), within the budget.
 func (c *Controller) canaryRollBack(ctx context.Context, key string, set *appsv1.StatefulSet, snap *stuck.Objects, rep *model.Report, state *setState, due []string, partition int32, holdFor time.Duration, mem *canaryMemory) error {
 	var held []string
 	for _, k := range due {
@@ -211,7 +211,7 @@ func (c *Controller) canaryRollBack(ctx context.Context, key string, set *appsv1
 		held = append(held, strings.TrimSpace(f.Pod+" "+string(f.Code)+reasonOf(f)))
 	}
 	what := fmt.Sprintf("%s held for %s", strings.Join(held, ", "), holdFor)
-	actions, unrollable := engine.RollbackActions(rep, snap, set, partition)
+	actions, unrollable := plan.CanaryRollback(rep, snap, set, engine.CanaryPods(set, partition))
 	if actions == nil {
 		c.canaryUnrollable(ctx, key, set, mem, what, explain.Unrollable(unrollable))
 		return nil

@@ -3,6 +3,7 @@ package plan
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -264,4 +265,31 @@ func imageChanges(from, to *corev1.PodTemplateSpec) []apiv1.ImageChange {
 		}
 	}
 	return out
+}
+
+// CanaryRollback are the actions of a canary's rollback: fix --rollback's plan (the same planner
+// and guards) for the StatefulSet, keeping only its Rollback and the deletes, after it, of its
+// canary pods (those at or above the partition, canary/engine's CanaryPods). When the plan has no rollback, actions is nil and why says
+// what the planner said of it, if anything.
+func CanaryRollback(rep *model.Report, snap *stuck.Objects, set *appsv1.StatefulSet, canary []string) (actions []model.Action, why model.Unrollable) {
+	planned := Planner{Policy: Policy{Rollback: true}}.Plan(rep, snap)
+	for _, a := range planned.For(set.Namespace, set.Name) {
+		switch {
+		case a.Kind() == apiv1.Rollback:
+			actions = append(actions, a)
+		case a.Kind() == apiv1.DeletePod && a.AfterPatch && slices.Contains(canary, a.Pod):
+			actions = append(actions, a)
+		}
+	}
+	if len(actions) > 0 && actions[0].Kind() == apiv1.Rollback {
+		return actions, model.Unrollable{}
+	}
+	why = model.Unrollable{Namespace: set.Namespace, Name: set.Name}
+	for _, f := range planned.Unrepaired {
+		if f.Details.Rollback != "" && f.Namespace == set.Namespace && f.StatefulSet == set.Name {
+			why.Why = f.Details.Rollback
+			break
+		}
+	}
+	return nil, why
 }

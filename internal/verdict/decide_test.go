@@ -6,6 +6,7 @@ import (
 	"time"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/internal/explain"
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/render"
 	"github.com/stsdiag/stsdiag/internal/verdict"
@@ -16,13 +17,13 @@ import (
 func TestNotObservedVerdict(t *testing.T) {
 	patch := model.Action{Action: apiv1.Action{Action: apiv1.PatchImage, Namespace: "shop", StatefulSet: "web", Result: apiv1.ResultDone}}
 	skipped := model.Action{Action: apiv1.Action{Action: apiv1.DeletePod, Namespace: "shop", StatefulSet: "web", Pod: "web-0", Result: apiv1.ResultSkipped}, NotObserved: true}
-	res := verdict.ResultOf(verdict.Decide(verdict.Facts{End: model.TimedOut{After: time.Minute}, Timeout: time.Minute, Actions: []model.Action{patch, skipped}}))
+	res := explain.Result(verdict.Decide(verdict.Facts{End: model.TimedOut{After: time.Minute}, Timeout: time.Minute, Actions: []model.Action{patch, skipped}}))
 	want := "the StatefulSet controller never observed the patch to shop/web within 1m0s; the pods waiting for it were not deleted"
 	if res.Result != apiv1.WaitNotObserved || res.Message != want {
 		t.Errorf("%s %q, want NotObserved %q", res.Result, res.Message, want)
 	}
 	skipped.NotObserved = false
-	res = verdict.ResultOf(verdict.Decide(verdict.Facts{End: model.TimedOut{After: time.Minute}, Timeout: time.Minute, Actions: []model.Action{patch, skipped}}))
+	res = explain.Result(verdict.Decide(verdict.Facts{End: model.TimedOut{After: time.Minute}, Timeout: time.Minute, Actions: []model.Action{patch, skipped}}))
 	if res.Result != apiv1.WaitTimedOut {
 		t.Errorf("%s, want TimedOut", res.Result)
 	}
@@ -33,7 +34,7 @@ func TestNotObservedVerdict(t *testing.T) {
 func TestRollbackVerdict(t *testing.T) {
 	rb := model.Action{Action: apiv1.Action{Action: apiv1.Rollback, Namespace: "shop", StatefulSet: "db", Result: apiv1.ResultDone, Message: "template rolled back",
 		Rollback: &apiv1.RollbackTarget{Revision: "db-good", FromRevision: "db-bad", Images: []apiv1.ImageChange{{Container: "db", From: badImage, To: goodImage}}}}, Cause: apiv1.CurrentRevisionFailing}
-	res := verdict.ResultOf(verdict.Decide(verdict.Facts{End: model.Complete{}, Actions: []model.Action{rb}}))
+	res := explain.Result(verdict.Decide(verdict.Facts{End: model.Complete{}, Actions: []model.Action{rb}}))
 	if res.Result != apiv1.WaitRolledBack || len(res.RolledBack) != 1 || res.RolledBack[0].Revision != "db-good" ||
 		!strings.Contains(res.Message, "rolled back shop/db to revision db-good (revision db-bad failed; db nginx:1.27-typo → registry.k8s.io/nginx-slim:0.27)") {
 		t.Errorf("%+v", res)
@@ -44,7 +45,7 @@ func TestRollbackVerdict(t *testing.T) {
 		!strings.Contains(junit.String(), `failures="1"`) || !strings.Contains(junit.String(), `message="rolled back to revision db-good: revision db-bad failed" type="RolledBack"`) {
 		t.Errorf("junit %s %v", junit.String(), err)
 	}
-	plain := verdict.ResultOf(verdict.Decide(verdict.Facts{End: model.Complete{}}))
+	plain := explain.Result(verdict.Decide(verdict.Facts{End: model.Complete{}}))
 	if plain.Result != apiv1.WaitComplete || plain.RolledBack != nil {
 		t.Errorf("no rollback, no change: %+v", plain)
 	}

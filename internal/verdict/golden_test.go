@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/internal/explain"
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/verdict"
 	"github.com/stsdiag/stsdiag/stuck"
@@ -64,10 +65,10 @@ var reasons = map[string]string{
 }
 
 func wait(end model.Reason) *model.WaitResult {
-	return verdict.ResultOf(verdict.Decide(verdict.Facts{End: end}))
+	return explain.Result(verdict.Decide(verdict.Facts{End: end}))
 }
 
-func canary(end model.Reason) *model.WaitResult { return verdict.ResultOf(verdict.DecideCanary(end)) }
+func canary(end model.Reason) *model.WaitResult { return explain.Result(verdict.DecideCanary(end)) }
 
 // goldenCases are the cases of each reason, from typed facts (the words were locked before the
 // verdict was decided once).
@@ -96,7 +97,7 @@ func goldenCases() map[string][]goldenCase {
 	}
 	db := rollback("shop", "db", "db-good", "db-bad", apiv1.ImageChange{Container: "db", From: badImage, To: goodImage})
 	rolledBack := func(end model.Reason, actions ...model.Action) *model.WaitResult {
-		return verdict.ResultOf(verdict.Decide(verdict.Facts{End: end, Timeout: 10 * time.Minute, Actions: actions}))
+		return explain.Result(verdict.Decide(verdict.Facts{End: end, Timeout: 10 * time.Minute, Actions: actions}))
 	}
 
 	at := metav1.NewTime(time.Date(2026, 11, 27, 14, 0, 0, 0, time.UTC))
@@ -149,9 +150,9 @@ func goldenCases() map[string][]goldenCase {
 		"Deleted": {{"the StatefulSet deleted while waiting", wait(model.Deleted{What: `statefulset "web" in namespace "shop"`})}},
 		"NoMatch": {{"wait -l app=nothing", wait(model.NoMatch{})}},
 		"NotObserved": {
-			{"wait --fix --timeout 1m: one StatefulSet's patch never observed", verdict.ResultOf(verdict.Decide(verdict.Facts{End: model.TimedOut{After: time.Minute}, Timeout: time.Minute,
+			{"wait --fix --timeout 1m: one StatefulSet's patch never observed", explain.Result(verdict.Decide(verdict.Facts{End: model.TimedOut{After: time.Minute}, Timeout: time.Minute,
 				Actions: []model.Action{patch("shop", "web"), notObserved("shop", "web", "web-0"), notObserved("shop", "web", "web-1")}}))},
-			{"wait --fix --timeout 5m: two StatefulSets' patches never observed", verdict.ResultOf(verdict.Decide(verdict.Facts{End: model.TimedOut{After: 5 * time.Minute}, Timeout: 5 * time.Minute,
+			{"wait --fix --timeout 5m: two StatefulSets' patches never observed", explain.Result(verdict.Decide(verdict.Facts{End: model.TimedOut{After: 5 * time.Minute}, Timeout: 5 * time.Minute,
 				Actions: []model.Action{patch("shop", "web"), notObserved("shop", "web", "web-0"), patch("bank", "db"), notObserved("bank", "db", "db-0")}}))},
 		},
 		"RolledBack": {
@@ -167,10 +168,10 @@ func goldenCases() map[string][]goldenCase {
 			{"a repair that could not be evaluated after the rollback", rolledBack(model.Failed{As: apiv1.WaitStuck, Err: errors.New("listing pods in namespace shop: forbidden")}, db)},
 		},
 		"Fleet": {
-			{"every context complete", verdict.MergeFleet([]string{"east", "west"}, []*model.WaitResult{done, done})},
-			{"east complete, west stuck, north interrupted", verdict.MergeFleet([]string{"east", "west", "north"}, []*model.WaitResult{done, wait(held), wait(model.Interrupted{})})},
-			{"east timed out, west complete", verdict.MergeFleet([]string{"east", "west"}, []*model.WaitResult{wait(model.TimedOut{After: 10 * time.Minute}), done})},
-			{"north's wait failed", verdict.MergeFleet([]string{"east", "north"}, []*model.WaitResult{done, failedContext})},
+			{"every context complete", explain.Word(verdict.MergeFleet([]string{"east", "west"}, []*model.WaitResult{done, done}))},
+			{"east complete, west stuck, north interrupted", explain.Word(verdict.MergeFleet([]string{"east", "west", "north"}, []*model.WaitResult{done, wait(held), wait(model.Interrupted{})}))},
+			{"east timed out, west complete", explain.Word(verdict.MergeFleet([]string{"east", "west"}, []*model.WaitResult{wait(model.TimedOut{After: 10 * time.Minute}), done}))},
+			{"north's wait failed", explain.Word(verdict.MergeFleet([]string{"east", "north"}, []*model.WaitResult{done, failedContext}))},
 		},
 		"ContextFailed": {{"one context's wait failed (its member verdict)", failedContext}},
 

@@ -6,7 +6,6 @@ package verdict
 
 import (
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
-	"github.com/stsdiag/stsdiag/internal/explain"
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/stuck"
 )
@@ -22,15 +21,9 @@ func Decisive(result apiv1.Verdict) bool {
 	return result == apiv1.WaitUnevaluable || result == apiv1.WaitNotFound || result == apiv1.WaitStuck
 }
 
-// ResultOf is the WaitResult of a verdict, in explain's words: the one place a verdict gets its
-// message.
-func ResultOf(v model.Verdict) *model.WaitResult {
-	return &model.WaitResult{Result: v.Result, Reason: v.Reason, Message: explain.Verdict(v), RolledBack: v.RolledBack}
-}
-
 // MergeFleet combines the verdicts of one wait per kubeconfig context into one: the worst verdict
 // wins, StatefulSets, findings and actions carry their context, and the reason names each
-// context that did not complete.
+// context that did not complete. Its message is explain's to write (explain.Word).
 func MergeFleet(contexts []string, results []*model.WaitResult) *model.WaitResult {
 	worst := len(precedence) - 1
 	var fleet model.Fleet
@@ -66,7 +59,7 @@ func MergeFleet(contexts []string, results []*model.WaitResult) *model.WaitResul
 		}
 	}
 	fleet.Result = precedence[worst]
-	merged := ResultOf(model.Verdict{Result: fleet.Result, Reason: fleet, RolledBack: rolled})
+	merged := &model.WaitResult{Result: fleet.Result, Reason: fleet, RolledBack: rolled}
 	merged.StatefulSets, merged.Findings, merged.Actions = sets, findings, actions
 	model.SortFindings(merged.Findings)
 	return merged

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/internal/explain"
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/verdict"
 	"github.com/stsdiag/stsdiag/stuck"
@@ -17,7 +18,7 @@ func TestMergeFleet(t *testing.T) {
 	done.StatefulSets = []apiv1.StatefulSetSummary{{Name: "web", Status: apiv1.StatusComplete}}
 	cut := model.NewWaitResult(apiv1.WaitInterrupted, "interrupted while the rollout was still progressing")
 
-	got := verdict.MergeFleet([]string{"east", "west", "north"}, []*model.WaitResult{done, stuckRes, cut})
+	got := explain.Word(verdict.MergeFleet([]string{"east", "west", "north"}, []*model.WaitResult{done, stuckRes, cut}))
 	if got.Result != apiv1.WaitStuck || len(got.Findings) != 1 || got.Findings[0].Context != "west" {
 		t.Fatalf("%+v", got)
 	}
@@ -28,11 +29,11 @@ func TestMergeFleet(t *testing.T) {
 	if got.Message != want {
 		t.Errorf("message %q, want %q", got.Message, want)
 	}
-	if all := verdict.MergeFleet([]string{"a", "b"}, []*model.WaitResult{done, done}); all.Result != apiv1.WaitComplete || all.Message != "every rollout complete" {
+	if all := explain.Word(verdict.MergeFleet([]string{"a", "b"}, []*model.WaitResult{done, done})); all.Result != apiv1.WaitComplete || all.Message != "every rollout complete" {
 		t.Errorf("all complete: %+v", all)
 	}
 	timedOut := model.NewWaitResult(apiv1.WaitTimedOut, "timed out")
-	if r := verdict.MergeFleet([]string{"a", "b"}, []*model.WaitResult{timedOut, model.NewWaitResult(apiv1.WaitNotFound, "gone")}); r.Result != apiv1.WaitNotFound {
+	if r := explain.Word(verdict.MergeFleet([]string{"a", "b"}, []*model.WaitResult{timedOut, model.NewWaitResult(apiv1.WaitNotFound, "gone")})); r.Result != apiv1.WaitNotFound {
 		t.Errorf("a cluster that cannot be evaluated is the worst: %s", r.Result)
 	}
 	if !verdict.Decisive(apiv1.WaitStuck) || verdict.Decisive(apiv1.WaitTimedOut) {
@@ -45,7 +46,7 @@ func TestMergeFleetActionsCarryTheirContext(t *testing.T) {
 	east.Actions = []model.Action{{Action: apiv1.Action{Action: apiv1.DeletePod, Namespace: "shop", StatefulSet: "web", Pod: "web-0", Result: apiv1.ResultDone}}}
 	west := model.NewWaitResult(apiv1.WaitComplete, "rollout complete")
 	west.Actions = []model.Action{{Action: apiv1.Action{Action: apiv1.DeletePod, Namespace: "shop", StatefulSet: "web", Pod: "web-1", Result: apiv1.ResultDone}}}
-	got := verdict.MergeFleet([]string{"east", "west"}, []*model.WaitResult{east, west})
+	got := explain.Word(verdict.MergeFleet([]string{"east", "west"}, []*model.WaitResult{east, west}))
 	if len(got.Actions) != 2 || got.Actions[0].Context != "east" || got.Actions[0].Pod != "web-0" ||
 		got.Actions[1].Context != "west" || got.Actions[1].Pod != "web-1" {
 		t.Errorf("actions %+v, want web-0 in east and web-1 in west", got.Actions)

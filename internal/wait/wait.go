@@ -10,6 +10,7 @@ import (
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/diagnose"
+	"github.com/stsdiag/stsdiag/internal/explain"
 	"github.com/stsdiag/stsdiag/internal/fleet"
 	"github.com/stsdiag/stsdiag/internal/follow"
 	"github.com/stsdiag/stsdiag/internal/gather"
@@ -47,7 +48,7 @@ func Wait(ctx context.Context, c gather.Clients, scope gather.Scope, opts WaitOp
 	live, warnings, err := gather.StartLive(ctx, c, scope, nil)
 	if err != nil {
 		end, err := follow.StartFailed(err, opts.Timeout)
-		return verdict.ResultOf(verdict.Decide(verdict.Facts{End: end, Timeout: opts.Timeout})), err
+		return explain.Result(verdict.Decide(verdict.Facts{End: end, Timeout: opts.Timeout})), err
 	}
 	for _, w := range warnings {
 		if opts.Warn != nil {
@@ -110,9 +111,9 @@ func RunFleet(ctx context.Context, members []string, wait func(ctx context.Conte
 		if ctx.Err() != nil {
 			v = follow.VerdictOf(ctx.Err())
 		}
-		return verdict.ResultOf(verdict.Decide(verdict.Facts{End: model.ContextFailed{Context: name, As: v, Err: err}}))
+		return explain.Result(verdict.Decide(verdict.Facts{End: model.ContextFailed{Context: name, As: v, Err: err}}))
 	}, func(res *model.WaitResult) bool {
 		return verdict.Decisive(res.Result) && res.Result != apiv1.WaitUnevaluable
 	})
-	return verdict.MergeFleet(members, results)
+	return explain.Word(verdict.MergeFleet(members, results))
 }

@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/internal/explain"
 	"github.com/stsdiag/stsdiag/internal/follow"
 	"github.com/stsdiag/stsdiag/internal/gather"
 	"github.com/stsdiag/stsdiag/internal/model"
@@ -45,7 +46,7 @@ func TestVerdictOf(t *testing.T) {
 	if !verdict.Decisive(apiv1.WaitUnevaluable) {
 		t.Error("a cluster that cannot be evaluated ends every cluster's wait")
 	}
-	r := verdict.MergeFleet([]string{"a", "b"}, []*model.WaitResult{model.NewWaitResult(apiv1.WaitNotFound, "gone"), model.NewWaitResult(apiv1.WaitUnevaluable, "forbidden")})
+	r := explain.Word(verdict.MergeFleet([]string{"a", "b"}, []*model.WaitResult{model.NewWaitResult(apiv1.WaitNotFound, "gone"), model.NewWaitResult(apiv1.WaitUnevaluable, "forbidden")}))
 	if r.Result != apiv1.WaitUnevaluable {
 		t.Errorf("merged %s, want Unevaluable first", r.Result)
 	}

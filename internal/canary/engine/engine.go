@@ -1,14 +1,9 @@
 package engine
 
 import (
-	"slices"
-
 	appsv1 "k8s.io/api/apps/v1"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
-	"github.com/stsdiag/stsdiag/internal/model"
-	"github.com/stsdiag/stsdiag/internal/plan"
-	"github.com/stsdiag/stsdiag/stuck"
 	"github.com/stsdiag/stsdiag/stuck/controller"
 )
 
@@ -62,7 +57,7 @@ const (
 	Wait Verb = "Wait"
 	// Advance: lower the partition to Step's.
 	Advance Verb = "Advance"
-	// RollBack: a canary pod is stuck: roll the template back (RollbackActions).
+	// RollBack: a canary pod is stuck: roll the template back (plan.CanaryRollback).
 	RollBack Verb = "RollBack"
 	// Done: no rollout is pending and the last one is complete.
 	Done Verb = "Done"
@@ -98,32 +93,4 @@ func Decide(steps []Step, f Facts) (Decision, error) {
 		return Decision{Verb: Wait}, nil
 	}
 	return Decision{Verb: Advance, Step: next, Index: index, Of: len(resolved)}, nil
-}
-
-// RollbackActions are the actions of a canary's rollback: fix --rollback's plan (the same planner
-// and guards) for the StatefulSet, keeping only its Rollback and the deletes, after it, of canary
-// pods (at or above the partition). When the plan has no rollback, actions is nil and why says
-// what the planner said of it, if anything.
-func RollbackActions(rep *model.Report, snap *stuck.Objects, set *appsv1.StatefulSet, partition int32) (actions []model.Action, why model.Unrollable) {
-	planned := plan.Planner{Policy: plan.Policy{Rollback: true}}.Plan(rep, snap)
-	canary := CanaryPods(set, partition)
-	for _, a := range planned.For(set.Namespace, set.Name) {
-		switch {
-		case a.Kind() == apiv1.Rollback:
-			actions = append(actions, a)
-		case a.Kind() == apiv1.DeletePod && a.AfterPatch && slices.Contains(canary, a.Pod):
-			actions = append(actions, a)
-		}
-	}
-	if len(actions) > 0 && actions[0].Kind() == apiv1.Rollback {
-		return actions, model.Unrollable{}
-	}
-	why = model.Unrollable{Namespace: set.Namespace, Name: set.Name}
-	for _, f := range planned.Unrepaired {
-		if f.Details.Rollback != "" && f.Namespace == set.Namespace && f.StatefulSet == set.Name {
-			why.Why = f.Details.Rollback
-			break
-		}
-	}
-	return nil, why
 }
