@@ -21,6 +21,7 @@ import (
 	"github.com/stsdiag/stsdiag/internal/plan"
 	"github.com/stsdiag/stsdiag/internal/repair"
 	"github.com/stsdiag/stsdiag/internal/rollout"
+	"github.com/stsdiag/stsdiag/internal/until"
 	"github.com/stsdiag/stsdiag/internal/verdict"
 	"github.com/stsdiag/stsdiag/stuck"
 	"github.com/stsdiag/stsdiag/stuck/controller"
@@ -208,7 +209,13 @@ func merge(into, one *stuck.Objects) *stuck.Objects {
 // Ready for a moment and crashed sends it back to following. It says how following ended.
 func followSettled(ctx context.Context, follow repair.Follower, o Options, namespace, name string, log io.Writer) (verdict.Followed, error) {
 	last := ""
-	for {
+	var followed verdict.Followed
+	var failed error // why following failed, as the look saw it
+	fail := func(how verdict.Followed, err error) (bool, time.Time, error) {
+		followed, failed = how, err
+		return true, time.Time{}, nil
+	}
+	err := until.Run(ctx, nil, nil, func(ctx context.Context) (bool, time.Time, error) {
 		var complete *appsv1.StatefulSet
 		err := follow(ctx, namespace, name, func(set *appsv1.StatefulSet) bool {
 			if line := rollout.Progress(set); line != last {
@@ -222,17 +229,18 @@ func followSettled(ctx context.Context, follow repair.Follower, o Options, names
 			return false
 		})
 		if errors.Is(err, rollout.ErrTimeout) {
-			return verdict.FollowedTimedOut, fmt.Errorf("%w (%s)", err, last)
+			return fail(verdict.FollowedTimedOut, fmt.Errorf("%w (%s)", err, last))
 		}
 		if err != nil {
-			return verdict.FollowedFailed, err
+			return fail(verdict.FollowedFailed, err)
 		}
 		ok, u, err := settledNow(ctx, o.Clients, complete, o.Steady)
 		if err != nil {
-			return verdict.FollowedFailed, err
+			return fail(verdict.FollowedFailed, err)
 		}
 		if ok {
-			return verdict.FollowedComplete, nil
+			followed = verdict.FollowedComplete
+			return true, time.Time{}, nil
 		}
 		if line := u.String(); line != last {
 			fmt.Fprintf(log, "statefulset %s/%s: complete by the controller's status; %s\n", namespace, name, line)
@@ -242,15 +250,17 @@ func followSettled(ctx context.Context, follow repair.Follower, o Options, names
 		if !u.At.IsZero() {
 			pause = max(min(time.Until(u.At), 5*time.Second), 100*time.Millisecond)
 		}
-		select {
-		case <-time.After(pause):
-		case <-ctx.Done():
-			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				return verdict.FollowedTimedOut, fmt.Errorf("%w of statefulset %s/%s (%s)", rollout.ErrTimeout, namespace, name, last)
-			}
-			return verdict.FollowedFailed, fmt.Errorf("interrupted while following statefulset %s/%s: %w", namespace, name, ctx.Err())
-		}
+		return false, time.Now().Add(pause), nil
+	})
+	switch {
+	case failed != nil:
+		return followed, failed
+	case errors.Is(err, context.DeadlineExceeded):
+		return verdict.FollowedTimedOut, fmt.Errorf("%w of statefulset %s/%s (%s)", rollout.ErrTimeout, namespace, name, last)
+	case err != nil:
+		return verdict.FollowedFailed, fmt.Errorf("interrupted while following statefulset %s/%s: %w", namespace, name, err)
 	}
+	return followed, nil
 }
 
 // settledNow reads the StatefulSet's pods (its selector, in its namespace) and says whether

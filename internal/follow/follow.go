@@ -20,6 +20,7 @@ import (
 	"github.com/stsdiag/stsdiag/internal/hold"
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/rollout"
+	"github.com/stsdiag/stsdiag/internal/until"
 	"github.com/stsdiag/stsdiag/internal/verdict"
 	"github.com/stsdiag/stsdiag/stuck"
 	"github.com/stsdiag/stsdiag/stuck/controller"
@@ -91,22 +92,28 @@ func Run(ctx context.Context, live Source, opts Options) (*model.WaitResult, err
 		res.Actions = actions
 		return res
 	}
-	for {
+	var end *model.WaitResult
+	var endErr error
+	finish := func(res *model.WaitResult, err error) (bool, time.Time, error) {
+		end, endErr = res, err
+		return true, time.Time{}, nil
+	}
+	look := func(ctx context.Context) (bool, time.Time, error) {
 		snap, _, err := live.Snapshot(ctx)
 		if err != nil {
 			var nf *read.NotFoundError
 			if errors.As(err, &nf) && rep != nil {
-				return result(model.Deleted{What: nf.What}), nil
+				return finish(result(model.Deleted{What: nf.What}), nil)
 			}
-			return result(model.Failed{As: apiv1.WaitNotFound, Err: err}), nil
+			return finish(result(model.Failed{As: apiv1.WaitNotFound, Err: err}), nil)
 		}
 		if rep == nil && len(snap.Selected) == 0 && snap.Selected != nil {
-			return result(model.NoMatch{}), nil
+			return finish(result(model.NoMatch{}), nil)
 		}
 		if opts.Stop != nil {
 			if v, words := opts.Stop(snap); v != "" {
 				rep = diagnose.Report(snap, opts.Diagnosis)
-				return result(model.Stopped{As: v, Words: words}), nil
+				return finish(result(model.Stopped{As: v, Words: words}), nil)
 			}
 		}
 		rep = diagnose.Report(snap, opts.Diagnosis)
@@ -131,14 +138,14 @@ func Run(ctx context.Context, live Source, opts Options) (*model.WaitResult, err
 			applied, err := opts.Repair(ctx, rep, snap)
 			actions = append(actions, applied...)
 			if err != nil {
-				return result(model.Failed{As: apiv1.WaitStuck, Err: err}), err
+				return finish(result(model.Failed{As: apiv1.WaitStuck, Err: err}), err)
 			}
 			held.Reset()
-			continue
+			return false, now, nil // diagnose again at once
 		case len(expired) > 0:
-			return result(model.Held{Findings: expired, Hold: opts.Hold}), nil
+			return finish(result(model.Held{Findings: expired, Hold: opts.Hold}), nil)
 		case complete && blocking == 0 && opts.Settle <= 0:
-			return result(model.Complete{}), nil
+			return finish(result(model.Complete{}), nil)
 		}
 		if complete && blocking == 0 {
 			if len(settled.Observe(now, []string{"complete"})) > 0 {
@@ -146,7 +153,7 @@ func Run(ctx context.Context, live Source, opts Options) (*model.WaitResult, err
 			}
 			due, at := settled.Due(now, opts.Settle, []string{"complete"})
 			if len(due) > 0 {
-				return result(model.Complete{Settle: opts.Settle}), nil
+				return finish(result(model.Complete{Settle: opts.Settle}), nil)
 			}
 			if next.IsZero() || at.Before(next) {
 				next = at
@@ -157,20 +164,26 @@ func Run(ctx context.Context, live Source, opts Options) (*model.WaitResult, err
 		if !rep.RecheckAt.IsZero() && (next.IsZero() || rep.RecheckAt.Before(next)) {
 			next = rep.RecheckAt
 		}
-		var timer <-chan time.Time
 		if !next.IsZero() {
-			timer = opts.Clock.After(max(next.Sub(now), 0) + 10*time.Millisecond)
+			// A little after, so what is due then has matured.
+			next = latest(next, now).Add(10 * time.Millisecond)
 		}
-		select {
-		case <-live.Changes():
-		case <-timer:
-		case <-ctx.Done():
-			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				return result(model.TimedOut{After: opts.Timeout}), nil
-			}
-			return result(model.Interrupted{}), nil
-		}
+		return false, next, nil
 	}
+	if err := until.Run(ctx, opts.Clock, live.Changes(), look); err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return result(model.TimedOut{After: opts.Timeout}), nil
+		}
+		return result(model.Interrupted{}), nil
+	}
+	return end, endErr
+}
+
+func latest(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // holdBlocking records the blocking findings now (logging each new one) and returns those that

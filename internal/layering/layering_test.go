@@ -23,7 +23,7 @@ const module = "github.com/stsdiag/stsdiag/"
 // the API themselves.
 var core = []string{
 	"internal/canary/engine", "internal/diagnose", "internal/explain", "internal/hold", "internal/model",
-	"internal/plan", "internal/rollout", "internal/snapshot", "internal/verdict", "internal/migration",
+	"internal/plan", "internal/rollout", "internal/snapshot", "internal/until", "internal/verdict", "internal/migration",
 	"stuck", "stuck/facts", "stuck/controller", "resolver", // the public rule engine and image lookup model
 }
 

@@ -23,6 +23,7 @@ import (
 	"github.com/stsdiag/stsdiag/internal/plan"
 	"github.com/stsdiag/stsdiag/internal/rollout"
 	"github.com/stsdiag/stsdiag/internal/text"
+	"github.com/stsdiag/stsdiag/internal/until"
 	"github.com/stsdiag/stsdiag/stuck"
 )
 
@@ -57,9 +58,12 @@ type Executor struct {
 	// write, and after a patch or a conflict, a fresh plan proves what is still called for.
 	// Without it (tests) the plan's own diagnosis is the proof.
 	Prove Prover
-	// Follow follows a patched StatefulSet until its controller observed the patch (a watch on
-	// Kube if nil).
+	// Follow follows a patched StatefulSet until its controller observed the patch
+	// (WatchFollower of Kube if nil).
 	Follow Follower
+	// Reads reads the pod and its budgets for a client dry run's eviction (ClientReads of Kube if
+	// nil). Prove, Follow and Reads are all the executor reads through: Kube only writes.
+	Reads EvictionReads
 	// Progress, if set, is told about each action as it completes.
 	Progress func(model.Action)
 	// Disruption is how a DeletePod removes its pod: delete (the default when empty) or evict
@@ -542,10 +546,13 @@ func (e *Executor) waitObserved(ctx context.Context, patched map[string]int64) (
 // StatefulSet still unobserved then joins notObserved.
 func (e *Executor) proveObserved(ctx context.Context, patched, notObserved map[string]int64) (proofs, map[string]int64, error) {
 	deadline := e.observeDeadline(ctx)
-	for {
-		fresh, snap, err := e.proveSnap(ctx)
+	var fresh proofs
+	err := until.Run(ctx, e.clock(), nil, func(ctx context.Context) (bool, time.Time, error) {
+		var snap *stuck.Objects
+		var err error
+		fresh, snap, err = e.proveSnap(ctx)
 		if err != nil {
-			return nil, nil, err
+			return false, time.Time{}, err
 		}
 		stale := map[string]int64{}
 		for key, generation := range patched {
@@ -561,20 +568,20 @@ func (e *Executor) proveObserved(ctx context.Context, patched, notObserved map[s
 			}
 		}
 		if len(stale) == 0 {
-			return fresh, notObserved, nil
+			return true, time.Time{}, nil
 		}
 		if !e.now().Add(time.Second).Before(deadline) {
 			for key, observed := range stale {
 				notObserved[key] = observed
 			}
-			return fresh, notObserved, nil
+			return true, time.Time{}, nil
 		}
-		select {
-		case <-ctx.Done():
-			return nil, nil, ctx.Err()
-		case <-e.clock().After(time.Second):
-		}
+		return false, e.now().Add(time.Second), nil
+	})
+	if err != nil {
+		return nil, nil, err
 	}
+	return fresh, notObserved, nil
 }
 
 // observeDeadline is when the wait for the controller to observe a patch ends: Deadline, else

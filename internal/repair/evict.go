@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/model"
@@ -183,18 +184,45 @@ func podReady(pod *corev1.Pod) bool {
 	return false
 }
 
-// predictEviction says, in a client dry run, what an eviction would get: it reads the pod and
-// the namespace's PodDisruptionBudgets (nil when the pod cannot be read; a prediction that says
-// why when the budgets cannot be).
+// EvictionReads reads what a client dry run predicts an eviction from: the pod and the
+// PodDisruptionBudgets of its namespace.
+type EvictionReads interface {
+	Pod(ctx context.Context, namespace, name string) (*corev1.Pod, error)
+	Budgets(ctx context.Context, namespace string) ([]policyv1.PodDisruptionBudget, error)
+}
+
+// ClientReads reads them with a GET of the pod and a LIST of the budgets.
+func ClientReads(kube kubernetes.Interface) EvictionReads { return clientReads{kube} }
+
+type clientReads struct{ kube kubernetes.Interface }
+
+func (r clientReads) Pod(ctx context.Context, namespace, name string) (*corev1.Pod, error) {
+	return r.kube.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
+}
+
+func (r clientReads) Budgets(ctx context.Context, namespace string) ([]policyv1.PodDisruptionBudget, error) {
+	list, err := r.kube.PolicyV1().PodDisruptionBudgets(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return list.Items, nil
+}
+
+// predictEviction says, in a client dry run, what an eviction would get (nil when the pod cannot
+// be read; a prediction that says why when the budgets cannot be).
 func (e *Executor) predictEviction(ctx context.Context, a model.Action) *model.EvictionPrediction {
-	pod, err := e.Kube.CoreV1().Pods(a.Namespace).Get(ctx, a.Pod, metav1.GetOptions{})
+	reads := e.Reads
+	if reads == nil {
+		reads = ClientReads(e.Kube)
+	}
+	pod, err := reads.Pod(ctx, a.Namespace, a.Pod)
 	if err != nil {
 		return nil
 	}
-	budgets, err := e.Kube.PolicyV1().PodDisruptionBudgets(a.Namespace).List(ctx, metav1.ListOptions{})
+	budgets, err := reads.Budgets(ctx, a.Namespace)
 	if err != nil {
 		return &model.EvictionPrediction{Unreadable: text.FirstLine(err)}
 	}
-	p := Evictable(pod, budgets.Items)
+	p := Evictable(pod, budgets)
 	return &p
 }

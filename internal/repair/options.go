@@ -27,6 +27,9 @@ type Options struct {
 	plan.Policy
 	// Disruption is how a pod proven stuck is removed (--disruption): delete (default) or evict.
 	Disruption apiv1.DisruptionMode
+	// Follow and Reads replace the executor's reads of Kube (WatchFollower, ClientReads).
+	Follow Follower
+	Reads  EvictionReads
 }
 
 // New returns the executor for the options: it plans with their policy and proves each action
@@ -39,6 +42,8 @@ func New(o Options) *Executor {
 		Planner:    plan.Planner{Policy: o.Policy},
 		Prove:      o.Prove,
 		Disruption: o.Disruption,
+		Follow:     o.Follow,
+		Reads:      o.Reads,
 	}
 }
 

@@ -350,6 +350,12 @@ func TestOutcomeWording(t *testing.T) {
 
 func runOutcome(t *testing.T, c outcomeCase) model.Action {
 	t.Helper()
+	return runOutcomeWith(t, c, nil)
+}
+
+// runOutcomeWith runs the case; watch, if set, is given the client and the executor before Apply.
+func runOutcomeWith(t *testing.T, c outcomeCase, watch func(*fake.Clientset, *repair.Executor)) model.Action {
+	t.Helper()
 	objs := objects
 	if c.objects != nil {
 		objs = c.objects
@@ -371,6 +377,9 @@ func runOutcome(t *testing.T, c outcomeCase) model.Action {
 	}
 	if c.setup != nil {
 		c.setup(exec)
+	}
+	if watch != nil {
+		watch(kube, exec)
 	}
 	done, err := exec.Apply(context.Background(), c.actions())
 	var unavailableErr *repair.UnavailableError
