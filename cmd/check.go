@@ -142,7 +142,7 @@ func (o *checkOptions) Run(ctx context.Context) error {
 		if err != nil {
 			return withCode(ExitError, err)
 		}
-		rep, members = check.RunFleet(ctx, targets, check.FleetOptions{Options: check.Options{Diagnosis: o.diagnosis, Full: o.full, PageSize: o.pageSize},
+		rep, members = check.RunFleet(ctx, targets, check.FleetOptions{Options: check.Options{Diagnosis: o.diagnosis, Full: o.full, PageSize: o.pageSize, Admission: o.admission},
 			Limit: fleet.NewLimit(o.scope.concurrency), Noun: o.scope.noun()})
 	} else {
 		c, err := clients(o.configFlags, reads)
@@ -151,10 +151,7 @@ func (o *checkOptions) Run(ctx context.Context) error {
 		}
 		opts := check.Options{Diagnosis: o.diagnosis, Logs: o.logs, Full: o.full, PageSize: o.pageSize,
 			// The page draws each set's ordinals: its explanation, from the same diagnosis.
-			Explanations: o.print.OutputFormat == render.FormatHTML}
-		if o.admission {
-			opts.Source = source(c, o.scope.Scope, true)
-		}
+			Explanations: o.print.OutputFormat == render.FormatHTML, Admission: o.admission}
 		if rep, explanations, err = check.Cluster(ctx, c, o.scope.Scope, opts); err != nil {
 			return withCode(ExitError, err)
 		}
@@ -194,11 +191,7 @@ func (o *checkOptions) fleet(ctx context.Context) ([]check.Target, error) {
 	}
 	var targets []check.Target
 	for _, m := range members {
-		t := check.Target{Context: m.name, Connect: func(ctx context.Context) (gather.Clients, gather.Scope, error) { return m.connect(ctx, reads) }}
-		if o.admission {
-			t.Source = func(c gather.Clients, scope gather.Scope) gather.Source { return source(c, scope, true) }
-		}
-		targets = append(targets, t)
+		targets = append(targets, check.Target{Context: m.name, Connect: func(ctx context.Context) (gather.Clients, gather.Scope, error) { return m.connect(ctx, reads) }})
 	}
 	return targets, nil
 }

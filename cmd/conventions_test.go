@@ -16,9 +16,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
-	"github.com/stsdiag/stsdiag/internal/gather"
 	"github.com/stsdiag/stsdiag/internal/model"
-	"github.com/stsdiag/stsdiag/internal/probe"
 	"github.com/stsdiag/stsdiag/internal/rollout"
 )
 
@@ -240,7 +238,7 @@ func TestToOptionsLeavesFlags(t *testing.T) {
 }
 
 // TestConfirmWithAdmission: check and fix take --confirm-with-admission, off by default (it
-// sends dry-run writes); with it their diagnoses read through probe.Source.
+// sends dry-run writes); with it their use cases are told to ask admission (gather.SourceFor).
 func TestConfirmWithAdmission(t *testing.T) {
 	config := configFlagsFor(kubeconfigFor(t, "https://127.0.0.1:1"))
 	for _, on := range []bool{false, true} {
@@ -266,10 +264,6 @@ func TestConfirmWithAdmission(t *testing.T) {
 		}
 		if co.admission != on || fo.admission != on {
 			t.Errorf("flag %v: check %v, fix %v", on, co.admission, fo.admission)
-		}
-		_, probing := source(gather.Clients{}, gather.Scope{}, on).(probe.Source)
-		if probing != on {
-			t.Errorf("flag %v: source asks admission %v", on, probing)
 		}
 	}
 }

@@ -229,9 +229,7 @@ func (o *fixOptions) Run(ctx context.Context) error {
 	human := o.print.Human()
 	opts := o.fix
 	opts.Clients = c
-	if o.admission {
-		opts.Source = source(c, opts.Scope, true)
-	}
+	opts.Admission = o.admission
 	opts.RolloutLog = o.ErrOut
 	opts.OnPlan = func(plan *model.FixResult, warnings []string) {
 		for _, w := range warnings {

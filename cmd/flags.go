@@ -11,7 +11,6 @@ import (
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/gather"
-	"github.com/stsdiag/stsdiag/internal/probe"
 	"github.com/stsdiag/stsdiag/internal/rollout"
 	"github.com/stsdiag/stsdiag/openshift"
 	"github.com/stsdiag/stsdiag/stuck"
@@ -227,16 +226,6 @@ func (d *diagnosisFlags) ToOptions() (stuck.Options, error) {
 func addConfirmFlag(c *cobra.Command, v *bool) {
 	c.Flags().BoolVar(v, "confirm-with-admission", false, "On OpenShift, ask the API server's admission what it writes for each predicted image rewrite "+
 		"(one server-side dry-run create of a probe pod per namespace, never persisted; needs create pods: deploy/confirm-clusterrole.yaml)")
-}
-
-// source is where a diagnosis reads the cluster: a fresh LIST of the scope, and with admission
-// the answers of admission to the predicted image rewrites too.
-func source(c gather.Clients, scope gather.Scope, admission bool) gather.Source {
-	var src gather.Source = gather.Lister{Clients: c, Scope: scope}
-	if admission {
-		src = probe.Source{Source: src, Kube: c.Kube}
-	}
-	return src
 }
 
 // disruptionUsage is the help of --disruption on fix, wait --fix and watch --fix.

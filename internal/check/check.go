@@ -18,8 +18,10 @@ import (
 // Options say what one cluster's check reads and returns.
 type Options struct {
 	Diagnosis stuck.Options
-	// Source, if set, is where a namespace's or named StatefulSets' snapshot comes from instead
-	// of a fresh LIST of the scope (one that also asks admission, probe.Source).
+	// Admission also asks admission about each predicted image rewrite (--confirm-with-admission,
+	// gather.SourceFor); it reads the whole scope in one LIST, not triaged.
+	Admission bool
+	// Source, if set, is where the snapshot comes from instead (a test's fixed objects).
 	Source gather.Source
 	// Explanations also returns each StatefulSet's explanation, from the same diagnosis (the
 	// HTML report draws each set's ordinals from them).
@@ -34,19 +36,19 @@ type Options struct {
 	Logs int64
 }
 
-// Cluster checks one cluster's scope: all namespaces (no namespace, no names, no Source)
+// Cluster checks one cluster's scope: all namespaces (no namespace, no names, no admission)
 // triaged by the StatefulSets' statuses or one namespace at a time (ClusterWide), else one
 // snapshot of the scope.
 func Cluster(ctx context.Context, c gather.Clients, scope gather.Scope, o Options) (*model.Report, map[string]*apiv1.Explanation, error) {
 	var rep *model.Report
 	var explanations map[string]*apiv1.Explanation
 	var err error
-	if scope.Namespace == "" && len(scope.Names) == 0 && o.Source == nil {
+	if scope.Namespace == "" && len(scope.Names) == 0 && o.Source == nil && !o.Admission {
 		rep, explanations, err = ClusterWide(ctx, c, scope, o)
 	} else {
 		src := o.Source
 		if src == nil {
-			src = gather.Lister{Clients: c, Scope: scope}
+			src = gather.SourceFor(c, scope, o.Admission)
 		}
 		var snap *stuck.Objects
 		var warnings []string

@@ -24,9 +24,6 @@ type Target struct {
 	// run, within Options.Limit, so that reaching the member (its exec plugin, its first
 	// request) is that member's error and bounded like its reads.
 	Connect func(ctx context.Context) (gather.Clients, gather.Scope, error)
-	// Source, if set, makes where the target's snapshot comes from instead of a fresh LIST of
-	// its scope (e.g. one that also asks admission, probe.Source).
-	Source func(gather.Clients, gather.Scope) gather.Source
 }
 
 // FleetOptions tune RunFleet.
@@ -62,16 +59,12 @@ func RunFleet(ctx context.Context, targets []Target, o FleetOptions) (rep *model
 					return err
 				}
 			}
-			if t.Source == nil && scope.Namespace == "" && len(scope.Names) == 0 {
+			if !o.Admission && scope.Namespace == "" && len(scope.Names) == 0 {
 				// All namespaces, as check -A.
 				out.rep, _, out.err = ClusterWide(ctx, c, scope, Options{Diagnosis: opts, Full: o.Full, PageSize: o.PageSize})
 				return nil
 			}
-			var src gather.Source = gather.Lister{Clients: c, Scope: scope}
-			if t.Source != nil {
-				src = t.Source(c, scope)
-			}
-			out.rep, _, out.err = diagnose.FromSource(ctx, src, opts)
+			out.rep, _, out.err = diagnose.FromSource(ctx, gather.SourceFor(c, scope, o.Admission), opts)
 			return nil
 		})
 		if err != nil {

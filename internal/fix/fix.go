@@ -37,9 +37,9 @@ type Options struct {
 	Scope gather.Scope
 	// Diagnosis tunes the diagnoses.
 	Diagnosis stuck.Options
-	// Source, if set, is read instead of a fresh LIST of the scope (gather.Lister):
-	// --confirm-with-admission's probe.Source.
-	Source gather.Source
+	// Admission: every diagnosis also asks admission about the predicted image rewrites
+	// (--confirm-with-admission, gather.SourceFor).
+	Admission bool
 	// DryRun is none, client or server.
 	DryRun apiv1.DryRunMode
 	// Progress, if set, is told about each action as it completes.
@@ -124,23 +124,19 @@ func Run(ctx context.Context, o Options) (*model.FixResult, error) {
 	return result, err
 }
 
-// diagnose reads the source (a fresh LIST of the scope unless Source is set) and diagnoses it.
+// diagnose reads the scope (a fresh LIST, asking admission when Admission) and diagnoses it.
 func (o Options) diagnose(ctx context.Context) (*model.Report, *stuck.Objects, error) {
-	src := o.Source
-	if src == nil {
-		src = gather.Lister{Clients: o.Clients, Scope: o.Scope}
-	}
-	return diagnose.FromSource(ctx, src, o.Diagnosis)
+	return diagnose.FromSource(ctx, gather.SourceFor(o.Clients, o.Scope, o.Admission), o.Diagnosis)
 }
 
 // prover is the executor's prover: a fresh read, so after every write it made, of the
 // StatefulSets the actions repair (their namespaces, the sets named: as watch's fallback proof
 // reads), not of the whole scope — fix -A proves on a few namespaces, not the cluster. With a
-// Source (admission's answers) it reads the Source, whose answers the plan was made with.
+// Admission it reads as the plan did, asking admission again.
 func (o Options) prover(actions []model.Action) repair.Prover {
 	scopes := proofScopes(o.Scope, actions)
 	return func(ctx context.Context, _ []repair.Write) (*model.Report, *stuck.Objects, error) {
-		if o.Source != nil || len(scopes) == 0 {
+		if o.Admission || len(scopes) == 0 {
 			return o.diagnose(ctx)
 		}
 		var snap *stuck.Objects

@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 
+	"github.com/stsdiag/stsdiag/internal/probe"
 	"github.com/stsdiag/stsdiag/internal/snapshot"
 	"github.com/stsdiag/stsdiag/stuck"
 	"github.com/stsdiag/stsdiag/stuck/read"
@@ -57,6 +58,17 @@ var (
 type Lister struct {
 	Clients Clients
 	Scope   Scope
+}
+
+// SourceFor is where the diagnosis of a namespace or of named StatefulSets reads: a fresh LIST of
+// the scope (Lister), with admission's answers to its predicted image rewrites when asked
+// (--confirm-with-admission). check and fix both read through it.
+func SourceFor(c Clients, scope Scope, admission bool) Source {
+	var src Source = Lister{Clients: c, Scope: scope}
+	if admission {
+		src = probe.Source{Source: src, Kube: c.Kube}
+	}
+	return src
 }
 
 // Snapshot reads the scope.

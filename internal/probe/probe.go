@@ -20,7 +20,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
-	"github.com/stsdiag/stsdiag/internal/gather"
 	"github.com/stsdiag/stsdiag/internal/text"
 	"github.com/stsdiag/stsdiag/resolver"
 	"github.com/stsdiag/stsdiag/stuck"
@@ -173,7 +172,9 @@ func noPermission(err error) bool {
 // resolver has about them (stuck.Questions): one probe per namespace and resolve-names
 // setting of each snapshot with a predicted rewrite, none otherwise.
 type Source struct {
-	gather.Source
+	Source interface {
+		Snapshot(ctx context.Context) (*stuck.Objects, []string, error)
+	}
 	Kube kubernetes.Interface
 }
 

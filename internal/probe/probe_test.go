@@ -218,7 +218,22 @@ type errorString string
 
 func (e errorString) Error() string { return string(e) }
 
-// TestFixTrustsAdmission: fix reading through probe.Source patches what admission wrote (here the
+// TestSourceFor: a fresh LIST of the scope, asking admission only when told to.
+func TestSourceFor(t *testing.T) {
+	for _, admission := range []bool{false, true} {
+		src := gather.SourceFor(gather.Clients{}, gather.Scope{Namespace: "shop"}, admission)
+		_, asks := src.(probe.Source)
+		lister, lists := src.(gather.Lister)
+		if asks != admission || lists == admission {
+			t.Errorf("admission %v: source %T", admission, src)
+		}
+		if lists && lister.Scope.Namespace != "shop" {
+			t.Errorf("the LIST reads namespace %q, want shop", lister.Scope.Namespace)
+		}
+	}
+}
+
+// TestFixTrustsAdmission: fix with Admission (reading through probe.Source) patches what admission wrote (here the
 // tag form, not the digest the model predicts), says so in the action, and asks admission with one
 // probe per diagnosis.
 func TestFixTrustsAdmission(t *testing.T) {
@@ -247,7 +262,7 @@ func TestFixTrustsAdmission(t *testing.T) {
 	scope := gather.Scope{Namespace: "shop", OpenShift: openshift.ModeAlways}
 	o := fix.Options{}
 	o.Clients, o.Scope, o.Diagnosis, o.DryRun = c, scope, stuck.DefaultOptions(), apiv1.DryRunNone
-	o.Source = probe.Source{Source: gather.Lister{Clients: c, Scope: scope}, Kube: kube}
+	o.Admission = true
 	res, err := fix.Run(context.Background(), o)
 	if err != nil || len(res.Actions) != 1 {
 		t.Fatalf("fix: %v %+v", err, res)
