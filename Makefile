@@ -12,6 +12,11 @@ RACE_PKGS = ./...
 # examples (the public packages imported as others would). vet runs go vet and staticcheck in
 # each; the e2e targets run `go test` and `go run` in e2e/.
 MODULES = . stuck/kstatus e2e deploy release deploy/tekton examples
+# The modules that check the shipped files (Helm, kustomize, Tekton, goreleaser, the image): static
+# builds of large libraries and no goroutine of ours. make test checks them while the kwok suite
+# waits on its controllers (vet-packaging, unit-packaging); make vet and make unit include them.
+PACKAGING_MODULES = deploy release deploy/tekton
+CORE_MODULES = $(filter-out $(PACKAGING_MODULES),$(MODULES))
 # Two build configurations, so that a cold `make test` compiles each package at most twice: the
 # race detector's (cgo) for the unit tests of the modules whose goroutines they exercise
 # (RACE_MODULES), and static (CGO_ENABLED=0, as make build, the release and the image) for all
@@ -27,7 +32,7 @@ STATIC := CGO_ENABLED=0
 # servers) have their own targets.
 E2E_UNIT_PKGS = $$($(GO) list ./... | grep -v -e '/e2e$$' -e '/e2e/node$$' -e '/e2e/openshift$$' -e '/e2e/fleet$$')
 
-.PHONY: api-baseline all build test docs unit browser promtool e2e e2e-fleet e2e-node oracle node-bins e2e-openshift openshift-bins e2e-versions bench bench-mix cluster-bins demo deploy-demo cluster fuzz vet fmt clean image
+.PHONY: api-baseline all build test docs unit unit-core unit-packaging vet-core vet-packaging vet-tools vet-modules browser promtool e2e e2e-fleet e2e-node oracle node-bins e2e-openshift openshift-bins e2e-versions bench bench-mix cluster-bins demo deploy-demo cluster fuzz vet fmt clean image
 
 all: build
 
@@ -40,18 +45,26 @@ LDFLAGS := -X github.com/stsdiag/stsdiag/cmd.version=$(VERSION) -X github.com/st
 build:
 	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/kubectl-stsdiag
 
-## test: vet, unit tests, then the e2e suite on a real local control plane. The browser the unit
-## tests need (apt, network-bound) installs while vet compiles.
+## test: vet, unit tests, then the e2e suite on a real local control plane, then the bench. The
+## browser the unit tests need (apt, network-bound) installs while vet compiles; the packaging
+## modules' vet and tests (CPU: static builds of Helm, kustomize, Tekton) run while the kwok suite
+## mostly waits on its controllers, their output printed after it. Everything make vet and make
+## unit check is checked.
 test:
 	@set -e; t0=$$SECONDS; \
 	./e2e/browser.sh >/dev/null & browser=$$!; \
-	$(MAKE) --no-print-directory vet; t1=$$SECONDS; \
+	$(MAKE) --no-print-directory vet-core; t1=$$SECONDS; \
 	wait $$browser; \
-	$(MAKE) --no-print-directory unit; t2=$$SECONDS; \
+	$(MAKE) --no-print-directory unit-core; t2=$$SECONDS; \
 	$(MAKE) --no-print-directory cluster-bins; t3=$$SECONDS; \
-	$(MAKE) --no-print-directory e2e; t4=$$SECONDS; \
-	$(MAKE) --no-print-directory bench REPS=3; t5=$$SECONDS; \
-	echo "phase timings: vet $$((t1-t0))s, unit $$((t2-t1))s, cluster-bins $$((t3-t2))s, e2e $$((t4-t3))s, bench $$((t5-t4))s, total $$((t5-t0))s"
+	packaging=$$(mktemp); trap 'rm -f $$packaging' EXIT; \
+	( $(MAKE) --no-print-directory vet-packaging unit-packaging >$$packaging 2>&1; echo "packaging rc=$$?" >>$$packaging ) & pack=$$!; \
+	rc=0; $(MAKE) --no-print-directory e2e || rc=$$?; t4=$$SECONDS; \
+	wait $$pack; t5=$$SECONDS; cat $$packaging; \
+	test $$rc = 0 || { echo "e2e failed"; exit $$rc; }; \
+	grep -q '^packaging rc=0$$' $$packaging || { echo "vet-packaging or unit-packaging failed"; exit 1; }; \
+	$(MAKE) --no-print-directory bench REPS=3; t6=$$SECONDS; \
+	echo "phase timings: vet $$((t1-t0))s, unit $$((t2-t1))s, cluster-bins $$((t3-t2))s, e2e $$((t4-t3))s (packaging alongside, done at +$$((t5-t3))s), bench $$((t6-t5))s, total $$((t6-t0))s"
 
 ## vet: gofmt, go vet and staticcheck (its bug (SA) and simplification (S) checks and unused
 ## (U1000); staticcheck.conf) in every module, built as the module's unit tests build it. staticcheck
@@ -77,28 +90,43 @@ GCI_SECTIONS := -s standard -s default -s 'prefix(github.com/stsdiag/stsdiag)' -
 ERRCHECK_VERSION ?= v1.30.0
 ERRCHECK := $(CACHE_BIN)/errcheck-$(ERRCHECK_VERSION)/errcheck
 ERRCHECK_MODULES = . stuck/kstatus examples
-vet:
-	@test -z "$$(gofmt -l . | tee /dev/stderr)" || { echo "gofmt needed"; exit 1; }
+vet: vet-core vet-packaging
+
+# vet-tools: the linters, each built once into the cache.
+vet-tools:
 	@test -x $(STATICCHECK) || $(STATIC) GOBIN=$(dir $(STATICCHECK)) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 	@test -x $(KUBECONFORM) || $(STATIC) GOBIN=$(dir $(KUBECONFORM)) $(GO) install github.com/yannh/kubeconform/cmd/kubeconform@$(KUBECONFORM_VERSION)
 	@test -x $(GCI) || $(STATIC) GOBIN=$(dir $(GCI)) $(GO) install github.com/daixiang0/gci@$(GCI_VERSION)
 	@test -x $(ERRCHECK) || $(STATIC) GOBIN=$(dir $(ERRCHECK)) $(GO) install github.com/kisielk/errcheck@$(ERRCHECK_VERSION)
+
+# vet-core: gofmt and gci everywhere, go vet and staticcheck of the product, kstatus, e2e and
+# examples, errcheck, the public API's compatibility.
+vet-core: vet-tools
+	@test -z "$$(gofmt -l . | tee /dev/stderr)" || { echo "gofmt needed"; exit 1; }
 	@set -e; bad=""; for m in $(MODULES); do bad="$$bad$$(cd $$m && $(GCI) list $(GCI_SECTIONS) . | sed "s|^|$$m/|")"; done; \
 		test -z "$$bad" || { echo "$$bad"; echo "imports not in three groups (standard, third party, this module): run gci write $(GCI_SECTIONS) ."; exit 1; }
-	@set -e; for m in $(MODULES); do \
+	@$(MAKE) --no-print-directory vet-modules VET_MODULES="$(CORE_MODULES)"
+	@set -e; printf 'fmt.Fprint\nfmt.Fprintf\nfmt.Fprintln\n' > $(CACHE_BIN)/errcheck-exclude; for m in $(ERRCHECK_MODULES); do \
+		case " $(RACE_MODULES) " in *" $$m "*) build="$(RACE)";; *) build="$(STATIC)";; esac; \
+		echo "cd $$m && errcheck ./..."; (cd $$m && env $$build $(ERRCHECK) -ignoretests -exclude $(CACHE_BIN)/errcheck-exclude ./...); done
+	@./api/apidiff.sh
+
+# vet-packaging: go vet and staticcheck of deploy, release and deploy/tekton; helm lint and
+# kubeconform of what deploy/ ships.
+vet-packaging: vet-tools
+	@$(MAKE) --no-print-directory vet-modules VET_MODULES="$(PACKAGING_MODULES)"
+	@set -e; out=$$(mktemp -d); trap 'rm -rf $$out' EXIT; t0=$$SECONDS; \
+		(cd deploy && $(STATIC) $(GO) run ./cmd/chartcheck -out $$out); \
+		$(KUBECONFORM) -strict -summary -kubernetes-version 1.37.2 -schema-location deploy/schemas -skip ServiceMonitor,PrometheusRule $$out; \
+		echo "vet: helm lint and kubeconform $$((SECONDS-t0))s"
+
+vet-modules:
+	@set -e; for m in $(VET_MODULES); do \
 		case " $(RACE_MODULES) " in *" $$m "*) build="$(RACE)";; *) build="$(STATIC)";; esac; \
 		echo "cd $$m && $$build go vet ./... && staticcheck ./..."; t0=$$SECONDS; \
 		(cd $$m && env $$build $(GO) vet ./...); t1=$$SECONDS; \
 		(cd $$m && env $$build $(STATICCHECK) ./...); \
 		echo "vet: $$m: go vet $$((t1-t0))s, staticcheck $$((SECONDS-t1))s"; done
-	@set -e; printf 'fmt.Fprint\nfmt.Fprintf\nfmt.Fprintln\n' > $(CACHE_BIN)/errcheck-exclude; for m in $(ERRCHECK_MODULES); do \
-		case " $(RACE_MODULES) " in *" $$m "*) build="$(RACE)";; *) build="$(STATIC)";; esac; \
-		echo "cd $$m && errcheck ./..."; (cd $$m && env $$build $(ERRCHECK) -ignoretests -exclude $(CACHE_BIN)/errcheck-exclude ./...); done
-	@set -e; out=$$(mktemp -d); trap 'rm -rf $$out' EXIT; t0=$$SECONDS; \
-		(cd deploy && $(STATIC) $(GO) run ./cmd/chartcheck -out $$out); \
-		$(KUBECONFORM) -strict -summary -kubernetes-version 1.37.2 -schema-location deploy/schemas -skip ServiceMonitor,PrometheusRule $$out; \
-		echo "vet: helm lint and kubeconform $$((SECONDS-t0))s"
-	@./api/apidiff.sh
 
 ## api-baseline: record HEAD as the public API's baseline (api/baseline) after a deliberate change
 api-baseline:
@@ -115,14 +143,18 @@ docs:
 ## unit: -race where our goroutines run; the shipped files' tests (Helm, kustomize, Argo CD's Lua,
 ## goreleaser, the image, Tekton's validation) start none, and static without -race reuse vet's
 ## build of those large libraries (a cold `make test` compiles them once, not twice)
-unit: browser promtool
+unit: unit-core unit-packaging
+
+unit-core: browser promtool
 	$(RACE) $(GO) test -count=1 $(RACE_PKGS)
 	cd e2e && $(RACE) $(GO) test -count=1 $(E2E_UNIT_PKGS)
+	cd examples && $(RACE) $(GO) test -count=1 ./...
+	cd stuck/kstatus && $(RACE) $(GO) test -count=1 ./...
+
+unit-packaging: promtool
 	cd deploy && $(STATIC) $(GO) test -count=1 ./...
 	cd release && $(STATIC) $(GO) test -count=1 ./...
 	cd deploy/tekton && $(STATIC) $(GO) test -count=1 ./...
-	cd examples && $(RACE) $(GO) test -count=1 ./...
-	cd stuck/kstatus && $(RACE) $(GO) test -count=1 ./...
 
 ## promtool: Debian's prometheus package (promtool checks and unit-tests the shipped alerts,
 ## deploy/promtool_test.go; the fleet suite runs its Prometheus servers): apt, when missing; needs
