@@ -128,7 +128,7 @@ OrderedReady + RollingUpdate), image references an OpenShift ImageStream should 
 stale revisions of deleted owners, and the other reasons StatefulSet pods do not start.
 
 Run it as a kubectl or oc plugin: kubectl stsdiag check to diagnose, fix to repair safely,
-wait as a CI gate; watch runs in the cluster.
+wait as a CI gate, preflight before an apply; watch runs in the cluster.
 
 Exit codes: 0 nothing wrong (or everything repaired), 1 findings or something left unrepaired,
 2 could not evaluate, 3 a wait timed out, 130 a wait interrupted by a signal.`,
@@ -144,6 +144,7 @@ Exit codes: 0 nothing wrong (or everything repaired), 1 findings or something le
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return withCode(ExitError, err) })
 	configFlags.AddFlags(root.PersistentFlags())
 	root.AddCommand(newCheckCommand(configFlags, streams))
+	root.AddCommand(newPreflightCommand(configFlags, streams))
 	root.AddCommand(newFixCommand(configFlags, streams))
 	root.AddCommand(newWaitCommand(configFlags, streams))
 	root.AddCommand(newCanaryCommand(configFlags, streams))

@@ -1,0 +1,220 @@
+package predict
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	resourcehelper "k8s.io/component-helpers/resource"
+	schedulingcorev1 "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+)
+
+// The scheduler's reasons, each its filter plugin's (pkg/scheduler/framework/plugins@v1.37.2),
+// in the order the default profile runs them (apis/config/v1/default_plugins.go:36-53); a node
+// reports the first filter it fails (RunFilterPlugins).
+const (
+	// nodeunschedulable/node_unschedulable.go:52
+	reasonUnschedulable = "node(s) were unschedulable"
+	// tainttoleration/taint_toleration.go:133
+	reasonTaint = "node(s) had untolerated taint(s)"
+	// nodeaffinity/node_affinity.go:65
+	reasonAffinity = "node(s) didn't match Pod's node affinity/selector"
+	// noderesources/fit.go:717
+	reasonTooManyPods = "Too many pods"
+)
+
+// Placement is where the scheduler could put one pod.
+type Placement struct {
+	// Node is a node that takes the pod; "" when none does.
+	Node string
+	// Message is the scheduler's own sentence when no node takes it ("0/3 nodes are available:
+	// 1 Insufficient cpu, 2 node(s) didn't match Pod's node affinity/selector."); Reasons its
+	// counts, sorted.
+	Message string
+	Reasons []string
+}
+
+// Scheduler models kube-scheduler's filters over the cluster's nodes: NodeUnschedulable,
+// TaintToleration, NodeAffinity (nodeSelector and required node affinity) and NodeResourcesFit
+// (pods, cpu, memory, ephemeral storage and extended resources against allocatable minus what
+// the node's pods request). Inter-pod affinity, topology spread, ports and volume limits are not
+// modelled. It places pods one after another, each taking its room, as the controller creates
+// them: a placement is feasibility, not the node the scheduler would score best.
+type Scheduler struct {
+	Nodes []corev1.Node
+	// PodsOn reads the pods bound to a node that are not terminal (the scheduler's cache,
+	// scheduler.go:654@v1.37.2); it is called once per node, and only for a node whose static
+	// filters a pod passes and whose allocatable could hold it.
+	PodsOn func(node string) ([]corev1.Pod, error)
+
+	use map[string]*nodeUse
+}
+
+// nodeUse is what a node's pods request, and how many there are.
+type nodeUse struct {
+	requested corev1.ResourceList
+	pods      int
+}
+
+// Place finds a node for pod; old is the pod a replacement deletes first (its room is freed).
+// A node whose pods cannot be read counts as taking the pod: the verdict errs towards clear.
+func (s *Scheduler) Place(pod, old *corev1.Pod) (Placement, error) {
+	if pod.Spec.NodeName != "" {
+		return Placement{Node: pod.Spec.NodeName}, nil // the scheduler is bypassed
+	}
+	if s.use == nil {
+		s.use = map[string]*nodeUse{}
+	}
+	if old != nil && old.Spec.NodeName != "" {
+		if u, ok := s.use[old.Spec.NodeName]; ok {
+			u.remove(old)
+		}
+	}
+	requests := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
+	nodes := append([]corev1.Node(nil), s.Nodes...)
+	sort.SliceStable(nodes, func(i, j int) bool {
+		// The old pod's node first: it has the room the old pod had.
+		return old != nil && nodes[i].Name == old.Spec.NodeName && nodes[j].Name != old.Spec.NodeName
+	})
+	counts := map[string]int{}
+	for i := range nodes {
+		node := &nodes[i]
+		reasons, err := s.fit(pod, old, requests, node)
+		if err != nil {
+			return Placement{}, err
+		}
+		if len(reasons) == 0 {
+			s.use[node.Name].add(requests)
+			return Placement{Node: node.Name}, nil
+		}
+		for _, r := range reasons {
+			counts[r]++
+		}
+	}
+	// FitError.Error (pkg/scheduler/framework/types.go:1470-1512@v1.37.2): each reason with the
+	// number of nodes giving it, sorted as strings.
+	var reasons []string
+	for r, n := range counts {
+		reasons = append(reasons, fmt.Sprintf("%d %s", n, r))
+	}
+	sort.Strings(reasons)
+	msg := fmt.Sprintf("0/%d nodes are available", len(s.Nodes))
+	if len(reasons) > 0 {
+		msg += ": " + strings.Join(reasons, ", ")
+	}
+	return Placement{Message: msg + ".", Reasons: reasons}, nil
+}
+
+// fit returns the reasons the node does not take the pod, none when it does.
+func (s *Scheduler) fit(pod, old *corev1.Pod, requests corev1.ResourceList, node *corev1.Node) ([]string, error) {
+	logger := logr.Discard()
+	// NodeUnschedulable: a cordoned node, unless the pod tolerates its taint
+	// (node_unschedulable.go:141-160@v1.37.2).
+	if node.Spec.Unschedulable && !schedulingcorev1.TolerationsTolerateTaint(logger, pod.Spec.Tolerations,
+		&corev1.Taint{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule}, false) {
+		return []string{reasonUnschedulable}, nil
+	}
+	// TaintToleration: NoSchedule and NoExecute taints (taint_toleration.go:118-134,
+	// helper/taint.go:23-28).
+	if _, untolerated := schedulingcorev1.FindMatchingUntoleratedTaint(logger, node.Spec.Taints, pod.Spec.Tolerations,
+		func(t *corev1.Taint) bool {
+			return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute
+		}, false); untolerated {
+		return []string{reasonTaint}, nil
+	}
+	// NodeAffinity: nodeSelector and requiredDuringScheduling terms (node_affinity.go:222-233).
+	if ok, _ := nodeaffinity.GetRequiredNodeAffinity(pod).Match(node); !ok {
+		return []string{reasonAffinity}, nil
+	}
+	return s.resourcesFit(pod, old, requests, node)
+}
+
+// resourcesFit is NodeResourcesFit's Filter (fitsRequest, noderesources/fit.go:710-790@v1.37.2).
+func (s *Scheduler) resourcesFit(pod, old *corev1.Pod, requests corev1.ResourceList, node *corev1.Node) ([]string, error) {
+	allocatable := node.Status.Allocatable
+	// What no node of this size can ever hold needs no read of its pods.
+	var reasons []string
+	for name, q := range requests {
+		if q.IsZero() || name == corev1.ResourcePods {
+			continue
+		}
+		if a, ok := allocatable[name]; !ok || q.Cmp(a) > 0 {
+			reasons = append(reasons, "Insufficient "+string(name))
+		}
+	}
+	if len(reasons) > 0 {
+		sort.Strings(reasons)
+		return reasons, nil
+	}
+	u, err := s.nodeUse(node.Name, old)
+	if err != nil {
+		return nil, err
+	}
+	if max, ok := allocatable[corev1.ResourcePods]; ok && int64(u.pods+1) > max.Value() {
+		reasons = append(reasons, reasonTooManyPods)
+	}
+	for name, q := range requests {
+		if q.IsZero() || name == corev1.ResourcePods {
+			continue
+		}
+		free := allocatable[name].DeepCopy()
+		free.Sub(u.requested[name])
+		if q.Cmp(free) > 0 {
+			reasons = append(reasons, "Insufficient "+string(name))
+		}
+	}
+	sort.Strings(reasons)
+	return reasons, nil
+}
+
+// nodeUse reads the node's pods once. The pod a replacement deletes is not counted: it is gone
+// before its successor is created.
+func (s *Scheduler) nodeUse(node string, old *corev1.Pod) (*nodeUse, error) {
+	if u, ok := s.use[node]; ok {
+		return u, nil
+	}
+	u := &nodeUse{requested: corev1.ResourceList{}}
+	if s.PodsOn != nil {
+		pods, err := s.PodsOn(node)
+		if err != nil {
+			return nil, err
+		}
+		for i := range pods {
+			p := &pods[i]
+			if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+				continue
+			}
+			if old != nil && p.Namespace == old.Namespace && p.Name == old.Name {
+				continue
+			}
+			u.add(resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{}))
+		}
+	}
+	s.use[node] = u
+	return u, nil
+}
+
+func (u *nodeUse) add(requests corev1.ResourceList) {
+	u.pods++
+	for name, q := range requests {
+		sum := u.requested[name].DeepCopy()
+		sum.Add(q)
+		u.requested[name] = sum
+	}
+}
+
+func (u *nodeUse) remove(pod *corev1.Pod) {
+	u.pods--
+	for name, q := range resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{}) {
+		left := u.requested[name].DeepCopy()
+		left.Sub(q)
+		if left.Sign() < 0 {
+			left = resource.Quantity{}
+		}
+		u.requested[name] = left
+	}
+}
