@@ -90,6 +90,9 @@ func ReadManifest(getter genericclioptions.RESTClientGetter, files resource.File
 func (m *Manifest) add(info *resource.Info, u *unstructured.Unstructured) error {
 	gk := u.GroupVersionKind().GroupKind()
 	ns := u.GetNamespace()
+	if u.GetName() == "" && u.GetGenerateName() == "" {
+		return errors.New("resource name may not be empty")
+	}
 	switch gk {
 	case schema.GroupKind{Group: "apps", Kind: "StatefulSet"}:
 		var set appsv1.StatefulSet

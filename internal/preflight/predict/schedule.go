@@ -52,6 +52,10 @@ type Scheduler struct {
 	PodsOn func(node string) ([]corev1.Pod, error)
 
 	use map[string]*nodeUse
+	// gone are the pods replacements delete (namespace/name): no longer on their nodes.
+	gone map[string]bool
+	// pending are the requests of pods placed on a node whose pods were not read yet.
+	pending map[string][]corev1.ResourceList
 }
 
 // nodeUse is what a node's pods request, and how many there are.
@@ -61,29 +65,44 @@ type nodeUse struct {
 }
 
 // Place finds a node for pod; old is the pod a replacement deletes first (its room is freed).
-// A node whose pods cannot be read counts as taking the pod: the verdict errs towards clear.
+// It fails when a node's pods cannot be read: the pod is then not judged.
 func (s *Scheduler) Place(pod, old *corev1.Pod) (Placement, error) {
 	if pod.Spec.NodeName != "" {
 		return Placement{Node: pod.Spec.NodeName}, nil // the scheduler is bypassed
 	}
 	if s.use == nil {
-		s.use = map[string]*nodeUse{}
-	}
-	if old != nil && old.Spec.NodeName != "" {
-		if u, ok := s.use[old.Spec.NodeName]; ok {
-			u.remove(old)
-		}
+		s.use, s.gone, s.pending = map[string]*nodeUse{}, map[string]bool{}, map[string][]corev1.ResourceList{}
 	}
 	requests := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
 	nodes := append([]corev1.Node(nil), s.Nodes...)
-	sort.SliceStable(nodes, func(i, j int) bool {
-		// The old pod's node first: it has the room the old pod had.
-		return old != nil && nodes[i].Name == old.Spec.NodeName && nodes[j].Name != old.Spec.NodeName
-	})
+	if old != nil && old.Spec.NodeName != "" {
+		s.gone[old.Namespace+"/"+old.Name] = true
+		u, read := s.use[old.Spec.NodeName]
+		if read {
+			u.remove(old)
+		}
+		for i := range nodes {
+			if nodes[i].Name != old.Spec.NodeName {
+				continue
+			}
+			// A replacement that asks no more than its predecessor fits where it ran, if the node
+			// passes its static filters: the room is the old pod's (no read of the node's pods).
+			if within(requests, resourcehelper.PodRequests(old, resourcehelper.PodResourcesOptions{})) && len(s.static(pod, &nodes[i])) == 0 {
+				if read {
+					u.add(requests)
+				} else {
+					s.pending[old.Spec.NodeName] = append(s.pending[old.Spec.NodeName], requests)
+				}
+				return Placement{Node: old.Spec.NodeName}, nil
+			}
+			// Otherwise its node is the first tried.
+			nodes[0], nodes[i] = nodes[i], nodes[0]
+		}
+	}
 	counts := map[string]int{}
 	for i := range nodes {
 		node := &nodes[i]
-		reasons, err := s.fit(pod, old, requests, node)
+		reasons, err := s.fit(pod, requests, node)
 		if err != nil {
 			return Placement{}, err
 		}
@@ -110,13 +129,21 @@ func (s *Scheduler) Place(pod, old *corev1.Pod) (Placement, error) {
 }
 
 // fit returns the reasons the node does not take the pod, none when it does.
-func (s *Scheduler) fit(pod, old *corev1.Pod, requests corev1.ResourceList, node *corev1.Node) ([]string, error) {
+func (s *Scheduler) fit(pod *corev1.Pod, requests corev1.ResourceList, node *corev1.Node) ([]string, error) {
+	if reasons := s.static(pod, node); len(reasons) > 0 {
+		return reasons, nil
+	}
+	return s.resourcesFit(requests, node)
+}
+
+// static are the filters that read no other pod.
+func (s *Scheduler) static(pod *corev1.Pod, node *corev1.Node) []string {
 	logger := logr.Discard()
 	// NodeUnschedulable: a cordoned node, unless the pod tolerates its taint
 	// (node_unschedulable.go:141-160@v1.37.2).
 	if node.Spec.Unschedulable && !schedulingcorev1.TolerationsTolerateTaint(logger, pod.Spec.Tolerations,
 		&corev1.Taint{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule}, false) {
-		return []string{reasonUnschedulable}, nil
+		return []string{reasonUnschedulable}
 	}
 	// TaintToleration: NoSchedule and NoExecute taints (taint_toleration.go:118-134,
 	// helper/taint.go:23-28).
@@ -124,17 +151,17 @@ func (s *Scheduler) fit(pod, old *corev1.Pod, requests corev1.ResourceList, node
 		func(t *corev1.Taint) bool {
 			return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute
 		}, false); untolerated {
-		return []string{reasonTaint}, nil
+		return []string{reasonTaint}
 	}
 	// NodeAffinity: nodeSelector and requiredDuringScheduling terms (node_affinity.go:222-233).
 	if ok, _ := nodeaffinity.GetRequiredNodeAffinity(pod).Match(node); !ok {
-		return []string{reasonAffinity}, nil
+		return []string{reasonAffinity}
 	}
-	return s.resourcesFit(pod, old, requests, node)
+	return nil
 }
 
 // resourcesFit is NodeResourcesFit's Filter (fitsRequest, noderesources/fit.go:710-790@v1.37.2).
-func (s *Scheduler) resourcesFit(pod, old *corev1.Pod, requests corev1.ResourceList, node *corev1.Node) ([]string, error) {
+func (s *Scheduler) resourcesFit(requests corev1.ResourceList, node *corev1.Node) ([]string, error) {
 	allocatable := node.Status.Allocatable
 	// What no node of this size can ever hold needs no read of its pods.
 	var reasons []string
@@ -150,7 +177,7 @@ func (s *Scheduler) resourcesFit(pod, old *corev1.Pod, requests corev1.ResourceL
 		sort.Strings(reasons)
 		return reasons, nil
 	}
-	u, err := s.nodeUse(node.Name, old)
+	u, err := s.nodeUse(node.Name)
 	if err != nil {
 		return nil, err
 	}
@@ -171,9 +198,9 @@ func (s *Scheduler) resourcesFit(pod, old *corev1.Pod, requests corev1.ResourceL
 	return reasons, nil
 }
 
-// nodeUse reads the node's pods once. The pod a replacement deletes is not counted: it is gone
+// nodeUse reads the node's pods once. The pods replacements delete are not counted: each is gone
 // before its successor is created.
-func (s *Scheduler) nodeUse(node string, old *corev1.Pod) (*nodeUse, error) {
+func (s *Scheduler) nodeUse(node string) (*nodeUse, error) {
 	if u, ok := s.use[node]; ok {
 		return u, nil
 	}
@@ -188,14 +215,28 @@ func (s *Scheduler) nodeUse(node string, old *corev1.Pod) (*nodeUse, error) {
 			if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 				continue
 			}
-			if old != nil && p.Namespace == old.Namespace && p.Name == old.Name {
+			if s.gone[p.Namespace+"/"+p.Name] {
 				continue
 			}
 			u.add(resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{}))
 		}
 	}
+	for _, r := range s.pending[node] {
+		u.add(r)
+	}
+	delete(s.pending, node)
 	s.use[node] = u
 	return u, nil
+}
+
+// within reports whether every request of a is at most b's.
+func within(a, b corev1.ResourceList) bool {
+	for name, q := range a {
+		if have, ok := b[name]; q.Sign() > 0 && (!ok || q.Cmp(have) > 0) {
+			return false
+		}
+	}
+	return true
 }
 
 func (u *nodeUse) add(requests corev1.ResourceList) {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strings"
 
+	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/stuck"
 	"github.com/stsdiag/stsdiag/stuck/facts"
 )
@@ -88,19 +89,23 @@ func (w words) imageMissing(s Image) {
 
 func (w words) imageUnchecked(s Image) {
 	f := w.f
-	f.Message = fmt.Sprintf("image %q of %s %q was not verified: registry %s answers %s for %s; the kubelet may still pull it (the nodes may reach registries and hold credentials this runner does not)",
-		s.Image, containerKind(s.Init), s.Container, s.Registry, s.Answer, s.Pulled)
+	answer := fmt.Sprintf("registry %s could not be asked for %s: %s", s.Registry, s.Pulled, s.Answer)
+	if s.Check == apiv1.ImageUnauthorized {
+		answer = fmt.Sprintf("registry %s refuses this runner's credentials for %s: %s", s.Registry, s.Pulled, s.Answer)
+	}
+	f.Message = fmt.Sprintf("image %q of %s %q was not verified: %s; the kubelet may still pull it (the nodes may reach registries and hold credentials this runner does not)",
+		s.Image, containerKind(s.Init), s.Container, answer)
 	f.Short = fmt.Sprintf("image %s not verified: %s", s.Image, s.Answer)
 	f.Remedy = fmt.Sprintf("check that %s exists (crane digest %s), or run preflight where registry %s is reachable with the credentials the nodes use (docker login); --skip-images skips the registry checks", s.Pulled, s.Pulled, s.Registry)
 }
 
 func (w words) unschedulable(s Unschedulable) {
 	f := w.f
-	verb := "created"
+	verb := "create"
 	if s.Replace {
-		verb = "recreated"
+		verb = "recreate"
 	}
-	f.Message = fmt.Sprintf("%s, as the controller would have it %s, would not be scheduled: %s", s.Pod, verb, s.Message)
+	f.Message = fmt.Sprintf("%s, which the controller would %s, would not be scheduled: %s", s.Pod, verb, strings.TrimSuffix(s.Message, "."))
 	f.Message += w.blocks(s.Blocked, s.Ordered)
 	f.Short = "would be unschedulable: " + s.Message
 	f.Remedy = fmt.Sprintf("no node takes the pod: before the apply, lower its resource requests, relax its nodeSelector, affinity or tolerations in the manifest, or add nodes that fit (%s describe nodes)", w.cli)
