@@ -62,7 +62,7 @@ const preflightExample = `  # Before applying: would the rollouts these manifest
 
 func newPreflightCommand(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	f := &preflightFlags{configFlags: configFlags, IOStreams: streams, PrintFlags: render.NewPrintFlags(render.FormatJUnit),
-		Files: &genericclioptions.FileNameFlags{Usage: "the manifests to apply", Filenames: &[]string{}, Kustomize: ptr.To(""), Recursive: ptr.To(false)},
+		Files:     &genericclioptions.FileNameFlags{Usage: "the manifests to apply", Filenames: &[]string{}, Kustomize: ptr.To(""), Recursive: ptr.To(false)},
 		Diagnosis: newDiagnosisFlags(), FailOn: "error", FieldManager: preflight.FieldManager, OpenShift: string(openshift.ModeAuto)}
 	c := &cobra.Command{
 		Use:   "preflight -f FILE|DIR|- [-R]",
