@@ -147,8 +147,10 @@ func TestPreflight(t *testing.T) {
 			}
 		},
 	}, {
-		name:  "policy",
-		setup: func(ctx context.Context, t *testing.T, cs kubernetes.Interface, ns string) { denyStatefulSetsWithoutTeam(ctx, t, cs, ns) },
+		name: "policy",
+		setup: func(ctx context.Context, t *testing.T, cs kubernetes.Interface, ns string) {
+			denyStatefulSetsWithoutTeam(ctx, t, cs, ns)
+		},
 		manifest: func(ns string) string { return good(ns, nil)(ns) },
 		premise: func(ctx context.Context, t *testing.T, cs kubernetes.Interface, ns, file string, pf apiv1.Preflight) {
 			applyRefused(t, file, "ValidatingAdmissionPolicy 'preflight-"+ns+"'", "every StatefulSet needs a team label")
@@ -200,8 +202,10 @@ func TestPreflight(t *testing.T) {
 			clear(t, r, pf, apiv1.ChangeCreate, "Create web-0, Create web-1")
 		},
 	}, {
-		name:  "quota",
-		setup: func(ctx context.Context, t *testing.T, cs kubernetes.Interface, ns string) { quota(ctx, t, cs, ns, corev1.ResourcePods, "2") },
+		name: "quota",
+		setup: func(ctx context.Context, t *testing.T, cs kubernetes.Interface, ns string) {
+			quota(ctx, t, cs, ns, corev1.ResourcePods, "2")
+		},
 		manifest: func(ns string) string {
 			return docs(scenario.StatefulSet(ns, "web", scenario.GoodImage, 3, false))
 		},
