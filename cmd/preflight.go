@@ -74,8 +74,9 @@ counted for every pod, the scheduler's filters over the nodes, each image's mani
 registry, OpenShift's image lookup, and the pods the new revision meets (kubernetes#67250).
 Nothing in the cluster changes: only reads and dry runs, never a create, never an Event.
 
-Exit codes: 0 every rollout would finish, 1 a finding at or above --fail-on (the rollout would not
-finish, or the apply is refused), 2 bad input or an error (one line on stderr).`,
+Exit codes: 0 every rollout would finish by itself, 1 one would not (an error finding, an
+ImageStream tag not imported yet, OnDelete pods left on an older revision: what wait would then
+wait on forever) or a finding at or above --fail-on, 2 bad input or an error (one line on stderr).`,
 		Example: preflightExample,
 		Args:    cobra.NoArgs,
 		RunE:    runE(f.ToOptions),
@@ -83,7 +84,7 @@ finish, or the apply is refused), 2 bad input or an error (one line on stderr).`
 	f.Files.AddFlags(c.Flags())
 	f.PrintFlags.AddFlags(c)
 	fs := c.Flags()
-	fs.StringVar(&f.FailOn, "fail-on", f.FailOn, "Exit 1 when a finding is at least this severe: error, warning, info or never")
+	fs.StringVar(&f.FailOn, "fail-on", f.FailOn, "Also exit 1 when a finding is at least this severe: error, warning or info; never: always exit 0 once judged")
 	fs.StringVar(&f.JUnitFile, "junit-file", "", "Also write a JUnit XML report to this file")
 	fs.BoolVar(&f.SkipImages, "skip-images", false, "Ask no registry whether the images exist (air-gapped runners)")
 	fs.StringVar(&f.FieldManager, "field-manager", f.FieldManager, "Field manager of the server-side dry-run apply; the real apply's own predicts the fields it removes")
@@ -154,7 +155,9 @@ func (o *preflightOptions) Run(ctx context.Context) error {
 	if err := render.GitHubFromEnv(os.Getenv).Preflight(o.ErrOut, res); err != nil {
 		fmt.Fprintf(o.ErrOut, "Warning: %s\n", err)
 	}
-	if o.failOn != "" && res.Count(o.failOn) > 0 {
+	// Exit 1 when a rollout would not finish by itself (wait's policy), or a finding is at least
+	// as severe as --fail-on; --fail-on never: never.
+	if o.failOn != "" && (res.Result() == apiv1.PreflightWouldNotFinish || res.Count(o.failOn) > 0) {
 		return withCode(ExitFindings, nil)
 	}
 	return nil

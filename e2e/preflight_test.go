@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -323,7 +322,8 @@ func TestPreflight(t *testing.T) {
 			noPodUpdated(ctx, t, cs, ns, "web")
 		},
 		verdict: func(t *testing.T, r result, pf apiv1.Preflight) {
-			f := only(t, r, pf, 0, apiv1.OnDeleteStale, "", "")
+			// OnDelete: the pods change only when someone deletes them; wait would wait forever.
+			f := only(t, r, pf, 1, apiv1.OnDeleteStale, "", "")
 			if strings.Join(f.Details.Pods, ",") != "web-0,web-1" {
 				t.Errorf("pods %q", f.Details.Pods)
 			}
@@ -356,9 +356,9 @@ func preflightFeature(c preflightCase) features.Feature {
 				t.Fatal(err)
 			}
 			// Judged before the apply; nothing in the namespace may change meanwhile.
-			before := harness.Settled(func() string { return namespaceState(ctx, t, cs, ns) })
+			before := harness.Settled(func() string { return harness.NamespaceState(ctx, t, cs, ns) })
 			r = preflightRun(t, file, "-o", "json", "--skip-images")
-			after := namespaceState(ctx, t, cs, ns)
+			after := harness.NamespaceState(ctx, t, cs, ns)
 			if after != before {
 				t.Fatalf("preflight changed the namespace:\nbefore %s\nafter  %s", before, after)
 			}
@@ -505,59 +505,6 @@ func docs(objs ...any) string {
 	return strings.Join(parts, "---\n")
 }
 
-// namespaceState is every object of the namespace preflight could have written, each with its
-// UID and resourceVersion; pods with their UID, generation, labels and annotations instead (the
-// simulated kubelet rewrites the status of a pod whose image pull fails every few seconds). No
-// Event is compared: the controllers and the scheduler post theirs; the audit log shows
-// preflight posts none.
-func namespaceState(ctx context.Context, t *testing.T, cs kubernetes.Interface, ns string) string {
-	t.Helper()
-	var lines []string
-	add := func(kind string, items []metav1.Object, err error) {
-		if err != nil {
-			t.Fatalf("listing %s: %v", kind, err)
-		}
-		for _, o := range items {
-			lines = append(lines, fmt.Sprintf("%s/%s uid=%s rv=%s", kind, o.GetName(), o.GetUID(), o.GetResourceVersion()))
-		}
-	}
-	objects := func(n int, at func(int) metav1.Object) []metav1.Object {
-		out := make([]metav1.Object, n)
-		for i := range out {
-			out[i] = at(i)
-		}
-		return out
-	}
-	opts := metav1.ListOptions{}
-	sets, err := cs.AppsV1().StatefulSets(ns).List(ctx, opts)
-	add("statefulset", objects(len(sets.Items), func(i int) metav1.Object { return &sets.Items[i] }), err)
-	revs, err := cs.AppsV1().ControllerRevisions(ns).List(ctx, opts)
-	add("controllerrevision", objects(len(revs.Items), func(i int) metav1.Object { return &revs.Items[i] }), err)
-	pvcs, err := cs.CoreV1().PersistentVolumeClaims(ns).List(ctx, opts)
-	add("pvc", objects(len(pvcs.Items), func(i int) metav1.Object { return &pvcs.Items[i] }), err)
-	svcs, err := cs.CoreV1().Services(ns).List(ctx, opts)
-	add("service", objects(len(svcs.Items), func(i int) metav1.Object { return &svcs.Items[i] }), err)
-	sas, err := cs.CoreV1().ServiceAccounts(ns).List(ctx, opts)
-	add("serviceaccount", objects(len(sas.Items), func(i int) metav1.Object { return &sas.Items[i] }), err)
-	quotas, err := cs.CoreV1().ResourceQuotas(ns).List(ctx, opts)
-	add("resourcequota", objects(len(quotas.Items), func(i int) metav1.Object { return &quotas.Items[i] }), err)
-	cms, err := cs.CoreV1().ConfigMaps(ns).List(ctx, opts)
-	add("configmap", objects(len(cms.Items), func(i int) metav1.Object { return &cms.Items[i] }), err)
-	secrets, err := cs.CoreV1().Secrets(ns).List(ctx, opts)
-	add("secret", objects(len(secrets.Items), func(i int) metav1.Object { return &secrets.Items[i] }), err)
-	n, err := cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
-	add("namespace", []metav1.Object{n}, err)
-	pods, err := cs.CoreV1().Pods(ns).List(ctx, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range pods.Items {
-		lines = append(lines, fmt.Sprintf("pod/%s uid=%s generation=%d labels=%v annotations=%v", p.Name, p.UID, p.Generation, p.Labels, p.Annotations))
-	}
-	sort.Strings(lines)
-	return strings.Join(lines, "; ")
-}
-
 // onlyReadsAndDryRuns: every request the audited preflight user sent, in the whole suite, read
 // or was a dry run (dryRun=All); and it did send dry-run applies and creates (the check can fail).
 func onlyReadsAndDryRuns(t *testing.T) {
@@ -624,7 +571,8 @@ func only(t *testing.T, r result, pf apiv1.Preflight, exit int, code apiv1.Code,
 	if f.Code != code || f.Pod != pod || f.Reason != reason || f.Message == "" || f.Remedy == "" {
 		t.Errorf("finding %s: want %s of %q, reason %s, worded", toJSON(f), code, pod, reason)
 	}
-	if want := map[bool]apiv1.PreflightVerdict{true: apiv1.PreflightWouldNotFinish, false: apiv1.PreflightClear}[f.Severity == apiv1.SeverityError]; pf.Result != want {
+	blocking := f.Severity == apiv1.SeverityError || f.Code == apiv1.OnDeleteStale || f.Code == apiv1.ImageStreamTagNotFound
+	if want := map[bool]apiv1.PreflightVerdict{true: apiv1.PreflightWouldNotFinish, false: apiv1.PreflightClear}[blocking]; pf.Result != want {
 		t.Errorf("result %s, want %s", pf.Result, want)
 	}
 	return f

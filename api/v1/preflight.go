@@ -28,10 +28,11 @@ type PreflightVerdict string
 
 // Verdicts of preflight.
 const (
-	// PreflightClear: no error finding; every rollout the apply starts would finish by itself.
+	// PreflightClear: every rollout the apply starts would finish by itself.
 	PreflightClear PreflightVerdict = "Clear"
-	// PreflightWouldNotFinish: an error finding says a rollout would not finish, or the apply
-	// itself would be refused.
+	// PreflightWouldNotFinish: a finding says a rollout would not finish by itself — an error
+	// (the apply refused included), an ImageStream tag not imported yet (ImageStreamTagNotFound),
+	// OnDelete pods left on an older revision (OnDeleteStale): what wait would wait on forever.
 	PreflightWouldNotFinish PreflightVerdict = "WouldNotFinish"
 )
 
@@ -89,7 +90,7 @@ const (
 // against the cluster it is about to meet.
 type Preflight struct {
 	metav1.TypeMeta `json:",inline"`
-	// Result is Clear or WouldNotFinish (an error finding). The exit code follows --fail-on.
+	// Result is Clear or WouldNotFinish (exit 1).
 	Result PreflightVerdict `json:"result"`
 	// OpenShift is true when OpenShift's image lookup was modelled (the image API is served).
 	OpenShift bool `json:"openshift"`
@@ -124,10 +125,11 @@ type PreflightStatefulSet struct {
 	Pods []PreflightPod `json:"pods"`
 	// Images are the images of the applied template, each as written and as pulled.
 	Images []PreflightImage `json:"images"`
-	// Status is Clear when no error finding concerns the StatefulSet, else WouldNotFinish.
+	// Status is WouldNotFinish when a finding of the StatefulSet says its rollout would not finish
+	// by itself, else Clear.
 	Status PreflightVerdict `json:"status"`
-	// Message says why in one line: the first error finding (code, pod, short message), or
-	// what the apply does.
+	// Message says why in one line: the first such finding (code, pod, short message), or what
+	// the apply does.
 	Message string `json:"message,omitempty"`
 }
 

@@ -18,10 +18,12 @@ type Preflight struct {
 	Server   *apiv1.ServerInfo
 }
 
-// Result is WouldNotFinish when a finding is an error, else Clear.
+// Result is WouldNotFinish when a finding keeps a rollout from finishing by itself — wait's
+// policy, stuck.Finding.Blocking: every error, an ImageStream tag not imported yet, OnDelete pods
+// on an older revision —, else Clear.
 func (p *Preflight) Result() apiv1.PreflightVerdict {
 	for _, f := range p.Findings {
-		if f.Severity == apiv1.SeverityError {
+		if f.Blocking() {
 			return apiv1.PreflightWouldNotFinish
 		}
 	}

@@ -75,12 +75,11 @@ func PreflightSummary(p *model.Preflight) string {
 	if p.Result() == apiv1.PreflightClear {
 		line := fmt.Sprintf("Clear: the rollouts of %s would finish by themselves", sets)
 		if len(p.Findings) > 0 {
-			line += fmt.Sprintf(" (%d finding%s below error)", len(p.Findings), plural(len(p.Findings)))
+			line += fmt.Sprintf(" (%d finding%s to read)", len(p.Findings), plural(len(p.Findings)))
 		}
 		return line + "."
 	}
-	return fmt.Sprintf("Would not finish: the rollouts of %d of %s would not finish by themselves (%d error finding%s).",
-		n-clear, sets, p.Count(apiv1.SeverityError), plural(p.Count(apiv1.SeverityError)))
+	return fmt.Sprintf("Would not finish: the rollouts of %d of %s would not finish by themselves.", n-clear, sets)
 }
 
 // Preflight writes the annotations of preflight's findings to w and appends its summary.
@@ -103,7 +102,7 @@ func WritePreflightJUnit(w io.Writer, p *model.Preflight, elapsed time.Duration)
 		tc := junitCase{Name: key("", s.Namespace, s.Name), Classname: "stsdiag.preflight", Time: seconds}
 		var failing []stuck.Finding
 		for _, f := range p.Findings {
-			if f.Namespace == s.Namespace && f.StatefulSet == s.Name && f.Severity == apiv1.SeverityError {
+			if f.Namespace == s.Namespace && f.StatefulSet == s.Name && f.Blocking() {
 				failing = append(failing, f)
 			}
 		}

@@ -90,10 +90,10 @@ func predictAdmission(adm *resolver.Admission, set, live *appsv1.StatefulSet, c 
 			digest = res.Event.Image
 		}
 		return written, apiv1.ImageFromStream, digest, ""
-	case res.Outcome == resolver.Resolved, res.Outcome == resolver.TagNotFound, res.Outcome == resolver.LookupDisabled:
+	case res.Outcome == resolver.Resolved, res.Outcome == resolver.TagNotFound:
 		// check's image lookup findings say it, for the template: UnresolvedImageReference (a
-		// name admission leaves that the stream resolves), ImageStreamTagNotFound,
-		// ImageLookupDisabled.
+		// name admission leaves that the stream resolves), ImageStreamTagNotFound. With lookup
+		// off (ImageLookupDisabled, a warning) the name is pulled from docker.io: asked there.
 		return written, apiv1.ImageSkipped, "", ""
 	case res.Outcome == resolver.NoStream && res.Ref.Local(forced):
 		return written, "", "", res.Ref.Name

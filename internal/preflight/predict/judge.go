@@ -468,7 +468,7 @@ func summary(s *Set, nodes map[int]string, findings []stuck.Finding) apiv1.Prefl
 			Pulled: img.Pulled, Check: img.Check, Digest: digestOf(img), Answer: img.Answer})
 	}
 	for _, f := range findings {
-		if f.Namespace == out.Namespace && f.StatefulSet == out.Name && f.Severity == apiv1.SeverityError {
+		if f.Namespace == out.Namespace && f.StatefulSet == out.Name && f.Blocking() {
 			out.Status = apiv1.PreflightWouldNotFinish
 			out.Message = strings.TrimSpace(fmt.Sprintf("%s %s: %s", f.Code, f.Pod, f.Short))
 			return out
@@ -496,6 +496,11 @@ func planWords(s *Set, change apiv1.PreflightChange) string {
 		}
 	}
 	var parts []string
+	for _, p := range s.Pulls {
+		if p.Written != p.Image {
+			parts = append(parts, fmt.Sprintf("admission writes %s for %s", p.Written, p.Image))
+		}
+	}
 	if len(creates) > 0 {
 		parts = append(parts, "creates "+strings.Join(creates, ", "))
 	}
