@@ -17,9 +17,11 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
@@ -333,7 +335,7 @@ func TestPreflight(t *testing.T) {
 	for _, c := range cases {
 		fs = append(fs, preflightFeature(c))
 	}
-	fs = append(fs, preflightBadInput())
+	fs = append(fs, preflightBadInput(), preflightRBAC())
 	testenv.TestInParallel(t, fs...)
 }
 
@@ -445,6 +447,57 @@ func preflightBadInput() features.Feature {
 			pf := decodePreflight(t, result{stdout: res.Stdout, stderr: res.Stderr, code: res.Code})
 			if res.Code != 0 || len(pf.StatefulSets) != 1 || pf.StatefulSets[0].Namespace != ns || pf.StatefulSets[0].Change != apiv1.ChangeCreate {
 				t.Errorf("exit %d, %+v: want web judged in %s, exit 0", res.Code, pf.StatefulSets, ns)
+			}
+			return ctx
+		}).Feature()
+}
+
+// preflightRBAC: with exactly deploy/preflight-clusterrole.yaml (a ServiceAccount bound
+// cluster-wide), preflight judges an update and a new StatefulSet with nothing left unread: no
+// warning, the verdict of the admin.
+func preflightRBAC() features.Feature {
+	const ns, sa = "preflight-rbac", "preflight-runner"
+	return features.New("Preflight/deploy/preflight-clusterrole.yaml is enough").
+		Assess("no warning, Clear", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			cs := clientset(t, cfg)
+			if err := scenario.Namespace(ctx, cs, ns); err != nil {
+				t.Fatal(err)
+			}
+			running(ctx, t, cs, scenario.StatefulSet(ns, "web", scenario.GoodImage, 2, false))
+			objs, err := harness.Decode(filepath.Join("..", "deploy", "preflight-clusterrole.yaml"))
+			if err != nil || len(objs) != 1 {
+				t.Fatalf("deploy/preflight-clusterrole.yaml: %v", err)
+			}
+			var role rbacv1.ClusterRole
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(objs[0].Object, &role); err != nil {
+				t.Fatal(err)
+			}
+			role.Name = "e2e-" + role.Name
+			if _, err := cs.RbacV1().ClusterRoles().Create(ctx, &role, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+				t.Fatal(err)
+			}
+			if err := scenario.ServiceAccountWithClusterRole(ctx, cs, ns, sa, role.Name); err != nil {
+				t.Fatal(err)
+			}
+			token, err := scenario.ServiceAccountToken(ctx, cs, ns, sa)
+			if err != nil {
+				t.Fatal(err)
+			}
+			kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+			if err := local.WriteKubeconfig(kubeconfig, sa, token); err != nil {
+				t.Fatal(err)
+			}
+			update := scenario.StatefulSet(ns, "web", scenario.GoodImage, 2, false)
+			update.Spec.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "RELEASE", Value: "2"}}
+			file := filepath.Join(t.TempDir(), "manifest.yaml")
+			if err := writeFile(file, docs(update, scenario.StatefulSet(ns, "db", scenario.GoodImage, 1, false))); err != nil {
+				t.Fatal(err)
+			}
+			res := harness.Run(t, kubeconfig, binDir, nil, stsdiag, "preflight", "-f", file, "-o", "json", "--skip-images")
+			pf := decodePreflight(t, result{stdout: res.Stdout, stderr: res.Stderr, code: res.Code})
+			if res.Code != 0 || pf.Result != apiv1.PreflightClear || len(pf.Warnings) != 0 || strings.Contains(res.Stderr, "Warning") || len(pf.StatefulSets) != 2 ||
+				pf.StatefulSets[0].Change != apiv1.ChangeRollout || pf.StatefulSets[1].Change != apiv1.ChangeCreate {
+				t.Errorf("exit %d, %s, warnings %q, sets %+v: want exit 0, Clear, no warning, a rollout and a create", res.Code, pf.Result, pf.Warnings, pf.StatefulSets)
 			}
 			return ctx
 		}).Feature()

@@ -88,25 +88,30 @@ func Run(ctx context.Context, o Options) (*model.Preflight, error) {
 	cluster.Now = now()
 	pods := &podsOn{c: o.Clients, ctx: ctx}
 	cluster.PodsOn = pods.read
-	namespaces, more, err := o.readNamespaces(ctx, cluster.OpenShift)
+	// Each namespace's StatefulSets are asked about as soon as the namespace is read, while the
+	// others are still being read.
+	sets := make([]*predict.Set, len(o.Manifest.StatefulSets))
+	setWarnings := make([][]string, len(sets))
+	asks, actx := errgroup.WithContext(ctx)
+	asks.SetLimit(o.Parallel)
+	namespaces, more, err := o.readNamespaces(actx, cluster.OpenShift, func(ns *predict.Namespace) {
+		for i, ms := range o.Manifest.StatefulSets {
+			if ms.Typed.Namespace == ns.Name {
+				asks.Go(func() error {
+					var err error
+					sets[i], setWarnings[i], err = o.ask(actx, cluster, ns, ms)
+					return err
+				})
+			}
+		}
+	})
+	if err := asks.Wait(); err != nil {
+		return nil, err
+	}
 	if err != nil {
 		return nil, err
 	}
 	warnings = append(warnings, more...)
-	sets := make([]*predict.Set, len(o.Manifest.StatefulSets))
-	setWarnings := make([][]string, len(sets))
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(o.Parallel)
-	for i, ms := range o.Manifest.StatefulSets {
-		g.Go(func() error {
-			var err error
-			sets[i], setWarnings[i], err = o.ask(gctx, cluster, namespaces[ms.Typed.Namespace], ms)
-			return err
-		})
-	}
-	if err := g.Wait(); err != nil {
-		return nil, err
-	}
 	for _, w := range setWarnings {
 		warnings = append(warnings, w...)
 	}
@@ -116,50 +121,28 @@ func Run(ctx context.Context, o Options) (*model.Preflight, error) {
 		Server: &apiv1.ServerInfo{Version: cluster.ServerVersion, Rules: res.Rules.Version, AssumedFeatureGates: res.Rules.Gates}}, nil
 }
 
-// readNamespaces reads each namespace of the input once, with what the manifests add to it.
-func (o Options) readNamespaces(ctx context.Context, openShift bool) (map[string]*predict.Namespace, []string, error) {
-	var names []string
+// readNamespaces reads each namespace of the input once, adds what the manifests add to it and
+// hands it to ready.
+func (o Options) readNamespaces(ctx context.Context, openShift bool, ready func(*predict.Namespace)) (map[string]*predict.Namespace, []string, error) {
+	sets := map[string][]*appsv1.StatefulSet{}
 	for _, s := range o.Manifest.StatefulSets {
-		if !slices.Contains(names, s.Typed.Namespace) {
-			names = append(names, s.Typed.Namespace)
-		}
+		sets[s.Typed.Namespace] = append(sets[s.Typed.Namespace], s.Typed)
 	}
-	out := make(map[string]*predict.Namespace, len(names))
-	warnings := make([][]string, len(names))
 	var mu sync.Mutex
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(8)
-	for i, name := range names {
-		g.Go(func() error {
-			ns, w, err := readNamespace(gctx, o.Clients, name, openShift)
-			if err != nil {
-				if apierrors.IsForbidden(errors.Unwrap(err)) {
-					return &ForbiddenError{err}
-				}
-				return err
-			}
-			ns.ManifestServices = o.Manifest.Services[name]
-			ns.ManifestQuotas = o.Manifest.Quotas[name]
-			ns.ManifestStreams = o.Manifest.ImageStreams[name]
-			if !ns.Exists {
-				if slices.Contains(o.Manifest.Namespaces, name) {
-					w = append(w, fmt.Sprintf("namespace %s does not exist yet (the manifests create it): the API server's validation and admission were not asked about its StatefulSets and pods", name))
-				}
-			}
+	var warnings []string
+	out, more, err := readNamespaces(ctx, o.Clients, sets, openShift, func(ns *predict.Namespace) {
+		name := ns.Name
+		ns.ManifestServices = o.Manifest.Services[name]
+		ns.ManifestQuotas = o.Manifest.Quotas[name]
+		ns.ManifestStreams = o.Manifest.ImageStreams[name]
+		if !ns.Exists && slices.Contains(o.Manifest.Namespaces, name) {
 			mu.Lock()
-			out[name], warnings[i] = ns, w
+			warnings = append(warnings, fmt.Sprintf("namespace %s does not exist yet (the manifests create it): the API server's validation and admission were not asked about its StatefulSets and pods", name))
 			mu.Unlock()
-			return nil
-		})
-	}
-	if err := g.Wait(); err != nil {
-		return nil, nil, err
-	}
-	var all []string
-	for _, w := range warnings {
-		all = append(all, w...)
-	}
-	return out, all, nil
+		}
+		ready(ns)
+	})
+	return out, append(more, warnings...), err
 }
 
 // ask asks the API server about one StatefulSet of the input (a dry-run apply, a dry-run create
@@ -249,7 +232,7 @@ func applyRefusal(err error, ns *predict.Namespace) (*predict.ApplyRefusal, erro
 		return nil, fmt.Errorf("cannot reach the API server: %w", err)
 	}
 	if noPermission(err) {
-		return nil, &ForbiddenError{fmt.Errorf("%s (preflight needs patch statefulsets, with dryRun)", firstLine(err))}
+		return nil, &ForbiddenError{fmt.Errorf("%s (preflight dry-runs the apply: create and patch statefulsets, deploy/preflight-clusterrole.yaml)", firstLine(err))}
 	}
 	r := &predict.ApplyRefusal{Error: firstLine(err), Reason: predict.ApplyOther}
 	if d := status.Status().Details; d != nil {

@@ -2,7 +2,9 @@ package preflight
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sort"
 	"sync"
 
 	imagev1 "github.com/openshift/api/image/v1"
@@ -16,6 +18,7 @@ import (
 	"github.com/stsdiag/stsdiag/internal/preflight/predict"
 	"github.com/stsdiag/stsdiag/openshift"
 	"github.com/stsdiag/stsdiag/stuck"
+	"github.com/stsdiag/stsdiag/stuck/controller"
 	"github.com/stsdiag/stsdiag/stuck/read"
 )
 
@@ -68,118 +71,274 @@ func readCluster(ctx context.Context, c read.Clients, mode openshift.Mode) (pred
 	return out, warnings, nil
 }
 
-// readNamespace reads what the StatefulSets of one namespace meet. A namespace that does not
-// exist holds nothing.
-func readNamespace(ctx context.Context, c read.Clients, name string, openShift bool) (*predict.Namespace, []string, error) {
-	ns := &predict.Namespace{Name: name, Objects: &stuck.Objects{}}
-	got, err := c.Kube.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		return ns, nil, nil
-	case err == nil:
-		ns.Exists = true
-		got.ManagedFields = nil
-		ns.Objects.Namespaces = []corev1.Namespace{*got}
-	case apierrors.IsForbidden(err):
-		ns.Exists = true // cannot tell; the LISTs below say whether it can be read
-	default:
-		return nil, nil, fmt.Errorf("cannot reach the API server: %w", err)
+// wholeClusterAbove: an input spanning more namespaces than this reads the small kinds
+// (Namespaces, Services, ResourceQuotas, LimitRanges, ImageStreams) with one LIST each over the
+// cluster rather than one per namespace: fewer requests, and none of them lists pods.
+const wholeClusterAbove = 8
+
+// readNamespaces reads what the StatefulSets of each namespace of the input meet: per namespace
+// its StatefulSets, pods and ControllerRevisions, and the Warning Events where a
+// StatefulSet of the input is not settled (check's words for a pod stuck now), the claims where
+// they matter (readNamespace); the small kinds per namespace, or over the cluster for many
+// namespaces. ready is handed each namespace once it is read. A namespace that does not exist holds
+// nothing. sets are the input's StatefulSets by namespace.
+func readNamespaces(ctx context.Context, c read.Clients, sets map[string][]*appsv1.StatefulSet, openShift bool, ready func(*predict.Namespace)) (map[string]*predict.Namespace, []string, error) {
+	out := map[string]*predict.Namespace{}
+	for name := range sets {
+		out[name] = &predict.Namespace{Name: name, Objects: &stuck.Objects{}}
 	}
-	var mu sync.Mutex
-	var warnings []string
-	optional := func(resource string, err error) error {
-		if err == nil {
-			return nil
+	r := &reads{}
+	perNamespace := len(sets) <= wholeClusterAbove
+	if !perNamespace {
+		// Someone who may read some namespaces only reads them one by one.
+		whole := &reads{}
+		var forbidden *ForbiddenError
+		if err := readSmallKinds(ctx, c, "", out, openShift, whole); errors.As(err, &forbidden) || (err == nil && len(whole.warnings) > 0) {
+			perNamespace = true
+			for name := range out {
+				out[name] = &predict.Namespace{Name: name, Objects: &stuck.Objects{}}
+			}
+		} else if err != nil {
+			return nil, nil, err
 		}
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(2 * wholeClusterAbove)
+	for name, ns := range out {
+		g.Go(func() error {
+			if perNamespace {
+				if err := readSmallKinds(gctx, c, name, out, openShift, r); err != nil {
+					return err
+				}
+			}
+			if ns.Exists {
+				if err := readNamespace(gctx, c, ns, sets[name], r); err != nil {
+					return err
+				}
+			}
+			ready(ns)
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, nil, err
+	}
+	sort.Strings(r.warnings)
+	return out, r.warnings, nil
+}
+
+// reads collects the warnings of what could not be read.
+type reads struct {
+	mu       sync.Mutex
+	warnings []string
+}
+
+// optional records a kind that could not be read; the judgement goes on without it.
+func (r *reads) optional(resource, where string, err error) error {
+	if err == nil {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.warnings = append(r.warnings, fmt.Sprintf("listing %s %s: %s", resource, where, firstLine(err)))
+	return nil
+}
+
+// required fails the read for a kind no judgement can do without.
+func required(resource, where string, err error) error {
+	if err != nil {
+		return fmt.Errorf("listing %s %s: %w", resource, where, err)
+	}
+	return nil
+}
+
+func where(namespace string) string {
+	if namespace == "" {
+		return "in all namespaces"
+	}
+	return "in namespace " + namespace
+}
+
+// readSmallKinds reads the Namespaces (whether each exists, its labels), Services,
+// ResourceQuotas, LimitRanges and ImageStreams of namespace ("" for all of them) into out.
+func readSmallKinds(ctx context.Context, c read.Clients, namespace string, out map[string]*predict.Namespace, openShift bool, r *reads) error {
+	var mu sync.Mutex
+	each := func(ns string, fn func(*predict.Namespace)) {
 		mu.Lock()
 		defer mu.Unlock()
-		warnings = append(warnings, fmt.Sprintf("listing %s in namespace %s: %s", resource, name, firstLine(err)))
-		return nil
+		if n := out[ns]; n != nil {
+			fn(n)
+		}
 	}
-	required := func(resource string, err error) error {
-		if err != nil {
-			return fmt.Errorf("listing %s in namespace %s: %w", resource, name, err)
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		var items []corev1.Namespace
+		if namespace == "" {
+			l, err := c.Kube.CoreV1().Namespaces().List(gctx, metav1.ListOptions{})
+			if err != nil {
+				return unreachable(err)
+			}
+			items = l.Items
+		} else {
+			got, err := c.Kube.CoreV1().Namespaces().Get(gctx, namespace, metav1.GetOptions{})
+			switch {
+			case apierrors.IsNotFound(err):
+				return nil
+			case apierrors.IsForbidden(err):
+				// Cannot tell: the LISTs say whether it can be read.
+				each(namespace, func(n *predict.Namespace) { n.Exists = true })
+				return nil
+			case err != nil:
+				return unreachable(err)
+			}
+			items = []corev1.Namespace{*got}
+		}
+		for _, item := range slim(items) {
+			each(item.Name, func(n *predict.Namespace) { n.Exists, n.Objects.Namespaces = true, []corev1.Namespace{item} })
 		}
 		return nil
+	})
+	g.Go(func() error {
+		l, err := c.Kube.CoreV1().Services(namespace).List(gctx, metav1.ListOptions{})
+		if err != nil {
+			return r.optional("services", where(namespace), err)
+		}
+		for _, item := range slim(l.Items) {
+			each(item.Namespace, func(n *predict.Namespace) {
+				n.Objects.Services, n.Objects.ServicesListed = append(n.Objects.Services, item), true
+			})
+		}
+		for ns := range out {
+			if namespace == "" || ns == namespace {
+				each(ns, func(n *predict.Namespace) { n.Objects.ServicesListed = true })
+			}
+		}
+		return nil
+	})
+	g.Go(func() error {
+		l, err := c.Kube.CoreV1().ResourceQuotas(namespace).List(gctx, metav1.ListOptions{})
+		if err != nil {
+			return r.optional("resourcequotas (quota not counted)", where(namespace), err)
+		}
+		for _, item := range slim(l.Items) {
+			each(item.Namespace, func(n *predict.Namespace) { n.Quotas = append(n.Quotas, item) })
+		}
+		return nil
+	})
+	g.Go(func() error {
+		l, err := c.Kube.CoreV1().LimitRanges(namespace).List(gctx, metav1.ListOptions{})
+		if err != nil {
+			return r.optional("limitranges", where(namespace), err)
+		}
+		for _, item := range slim(l.Items) {
+			each(item.Namespace, func(n *predict.Namespace) { n.LimitRanges = append(n.LimitRanges, item) })
+		}
+		return nil
+	})
+	if openShift {
+		g.Go(func() error {
+			streams, err := openshift.ListImageStreams(gctx, c.Image, namespace)
+			if err != nil {
+				return r.optional("imagestreams", where(namespace), err)
+			}
+			for _, item := range streams {
+				each(item.Namespace, func(n *predict.Namespace) { n.Objects.ImageStreams = append(n.Objects.ImageStreams, item) })
+			}
+			return nil
+		})
 	}
-	o := ns.Objects
-	list := metav1.ListOptions{}
+	return g.Wait()
+}
+
+// readNamespace reads one namespace's StatefulSets, pods and ControllerRevisions, then its
+// claims and Warning Events where a judgement needs them: where a StatefulSet of the input is not
+// settled (check's rules over pods stuck now read both), and the claims where the controller
+// would create a pod with claim templates.
+func readNamespace(ctx context.Context, c read.Clients, ns *predict.Namespace, input []*appsv1.StatefulSet, r *reads) error {
+	o, name, list := ns.Objects, ns.Name, metav1.ListOptions{}
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
 		l, err := c.Kube.AppsV1().StatefulSets(name).List(gctx, list)
 		if err == nil {
 			o.StatefulSets = slim(l.Items)
 		}
-		return required("statefulsets", err)
+		return required("statefulsets", where(name), err)
 	})
 	g.Go(func() error {
 		l, err := c.Kube.CoreV1().Pods(name).List(gctx, list)
 		if err == nil {
 			o.Pods = slim(l.Items)
 		}
-		return required("pods", err)
+		return required("pods", where(name), err)
 	})
 	g.Go(func() error {
 		l, err := c.Kube.AppsV1().ControllerRevisions(name).List(gctx, list)
 		if err == nil {
 			o.Revisions = slim(l.Items)
 		}
-		return required("controllerrevisions", err)
+		return required("controllerrevisions", where(name), err)
 	})
-	g.Go(func() error {
-		l, err := c.Kube.CoreV1().PersistentVolumeClaims(name).List(gctx, list)
-		if err == nil {
-			o.PVCs = slim(l.Items)
-		}
-		return required("persistentvolumeclaims", err)
-	})
-	g.Go(func() error {
-		l, err := c.Kube.CoreV1().Events(name).List(gctx, metav1.ListOptions{FieldSelector: "type=" + corev1.EventTypeWarning})
-		if err == nil {
-			o.Events = slim(l.Items)
-		}
-		return optional("events", err)
-	})
-	g.Go(func() error {
-		l, err := c.Kube.CoreV1().Services(name).List(gctx, list)
-		if err == nil {
-			o.Services, o.ServicesListed = slim(l.Items), true
-		}
-		return optional("services", err)
-	})
-	g.Go(func() error {
-		l, err := c.Kube.CoreV1().ResourceQuotas(name).List(gctx, list)
-		if err == nil {
-			ns.Quotas = slim(l.Items)
-		}
-		return optional("resourcequotas (quota not counted)", err)
-	})
-	g.Go(func() error {
-		l, err := c.Kube.CoreV1().LimitRanges(name).List(gctx, list)
-		if err == nil {
-			ns.LimitRanges = slim(l.Items)
-		}
-		return optional("limitranges", err)
-	})
-	if openShift {
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	unsettled, creates := needs(o.StatefulSets, input)
+	g, gctx = errgroup.WithContext(ctx)
+	if unsettled || creates {
 		g.Go(func() error {
-			streams, err := openshift.ListImageStreams(gctx, c.Image, name)
+			l, err := c.Kube.CoreV1().PersistentVolumeClaims(name).List(gctx, list)
 			if err == nil {
-				o.ImageStreams = streams
+				o.PVCs = slim(l.Items)
 			}
-			return optional("imagestreams", err)
+			return required("persistentvolumeclaims", where(name), err)
 		})
 	}
-	if err := g.Wait(); err != nil {
-		return nil, nil, err
+	if unsettled {
+		g.Go(func() error {
+			l, err := c.Kube.CoreV1().Events(name).List(gctx, metav1.ListOptions{FieldSelector: "type=" + corev1.EventTypeWarning})
+			if err == nil {
+				o.Events = slim(l.Items)
+			}
+			return r.optional("events (findings carry no pod events)", where(name), err)
+		})
 	}
-	return ns, warnings, nil
+	return g.Wait()
+}
+
+// needs says whether a StatefulSet of the input is live and not settled (controller.StatusSettled:
+// it may hold a pod stuck now), and whether the controller would create a pod with claims: a new
+// StatefulSet with claim templates, or one with more replicas than pods. A settled StatefulSet
+// has every replica on its update revision, so its pods are only replaced, their claims kept.
+func needs(live []appsv1.StatefulSet, input []*appsv1.StatefulSet) (unsettled, creates bool) {
+	for _, in := range input {
+		var set *appsv1.StatefulSet
+		for i := range live {
+			if live[i].Name == in.Name {
+				set = &live[i]
+			}
+		}
+		switch {
+		case set == nil:
+			creates = creates || len(in.Spec.VolumeClaimTemplates) > 0
+		case !controller.StatusSettled(set):
+			unsettled = true
+		case len(in.Spec.VolumeClaimTemplates) > 0 && controller.Replicas(in) > set.Status.Replicas:
+			creates = true
+		}
+	}
+	return unsettled, creates
+}
+
+func unreachable(err error) error {
+	if apierrors.IsForbidden(err) {
+		return &ForbiddenError{err}
+	}
+	return fmt.Errorf("cannot reach the API server: %w", err)
 }
 
 // object is what slim clears managed fields of.
 type object interface {
 	appsv1.StatefulSet | corev1.Pod | appsv1.ControllerRevision | corev1.PersistentVolumeClaim | corev1.Event |
-		corev1.Service | corev1.ResourceQuota | corev1.LimitRange | storagev1.StorageClass | imagev1.ImageStream
+		corev1.Service | corev1.ResourceQuota | corev1.LimitRange | corev1.Namespace | storagev1.StorageClass | imagev1.ImageStream
 }
 
 // slim drops managed fields, which no judgement reads.

@@ -136,7 +136,7 @@ func Judge(c Cluster, namespaces map[string]*Namespace, sets []*Set, opts Option
 			continue
 		}
 		var findings []stuck.Finding
-		findings, placements[s] = createPods(c, ns, s, quotas[ns.Name], sched)
+		findings, placements[s] = createPods(c, ns, s, quotas[ns.Name], sched, func(w string) { res.Warnings = append(res.Warnings, w) })
 		findings = append(findings, imageFindings(s)...)
 		if f := partitionHolds(s); f != nil {
 			findings = append(findings, *f)
@@ -176,7 +176,7 @@ func findingKey(f stuck.Finding) string {
 // the quota count, its claims' classes and the scheduler; it reports the first pod that would
 // not come up (under OrderedReady the controller goes no further; under Parallel the others are
 // created, and a finding on the first is what keeps the rollout from finishing).
-func createPods(c Cluster, ns *Namespace, s *Set, q *Quotas, sched *Scheduler) ([]stuck.Finding, map[int]string) {
+func createPods(c Cluster, ns *Namespace, s *Set, q *Quotas, sched *Scheduler, warn func(string)) ([]stuck.Finding, map[int]string) {
 	nodes := map[int]string{}
 	ordered := s.Applied.Spec.PodManagementPolicy != appsv1.ParallelPodManagement
 	asked := map[string]bool{}
@@ -216,7 +216,8 @@ func createPods(c Cluster, ns *Namespace, s *Set, q *Quotas, sched *Scheduler) (
 		}
 		place, err := sched.Place(pod, p.Old)
 		if err != nil {
-			continue // a node's pods could not be read: not judged
+			warn(fmt.Sprintf("scheduling of %s/%s not judged: %s", ns.Name, p.Name, firstLine(err)))
+			continue
 		}
 		if place.Node == "" {
 			f := newFinding(s, p.Name, &p, apiv1.SeverityError, "Unschedulable", Unschedulable{Pod: p.Name, Ordinal: p.Ordinal,
@@ -623,4 +624,12 @@ func newRevisionObject(set *appsv1.StatefulSet, r Revision, existing []appsv1.Co
 		Data:     runtime.RawExtension{Raw: r.Data},
 		Revision: next,
 	}
+}
+
+func firstLine(err error) string {
+	msg := err.Error()
+	if i := strings.IndexByte(msg, '\n'); i >= 0 {
+		msg = msg[:i]
+	}
+	return msg
 }
