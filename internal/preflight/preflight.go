@@ -94,7 +94,8 @@ func Run(ctx context.Context, o Options) (*model.Preflight, error) {
 	setWarnings := make([][]string, len(sets))
 	asks, actx := errgroup.WithContext(ctx)
 	asks.SetLimit(o.Parallel)
-	namespaces, more, err := o.readNamespaces(actx, cluster.OpenShift, func(ns *predict.Namespace) {
+	trust := cluster.ControllerManager == nil || cluster.ControllerManager.State(cluster.Now) != stuck.LeaseNotRenewed
+	namespaces, more, err := o.readNamespaces(actx, cluster.OpenShift, trust, func(ns *predict.Namespace) {
 		for i, ms := range o.Manifest.StatefulSets {
 			if ms.Typed.Namespace == ns.Name {
 				asks.Go(func() error {
@@ -123,18 +124,20 @@ func Run(ctx context.Context, o Options) (*model.Preflight, error) {
 
 // readNamespaces reads each namespace of the input once, adds what the manifests add to it and
 // hands it to ready.
-func (o Options) readNamespaces(ctx context.Context, openShift bool, ready func(*predict.Namespace)) (map[string]*predict.Namespace, []string, error) {
+func (o Options) readNamespaces(ctx context.Context, openShift, trustStatuses bool, ready func(*predict.Namespace)) (map[string]*predict.Namespace, []string, error) {
 	sets := map[string][]*appsv1.StatefulSet{}
 	for _, s := range o.Manifest.StatefulSets {
 		sets[s.Typed.Namespace] = append(sets[s.Typed.Namespace], s.Typed)
 	}
 	var mu sync.Mutex
 	var warnings []string
-	out, more, err := readNamespaces(ctx, o.Clients, sets, openShift, func(ns *predict.Namespace) {
+	seed := func(ns *predict.Namespace) {
+		ns.ManifestServices = o.Manifest.Services[ns.Name]
+		ns.ManifestQuotas = o.Manifest.Quotas[ns.Name]
+		ns.ManifestStreams = o.Manifest.ImageStreams[ns.Name]
+	}
+	out, more, err := readNamespaces(ctx, o.Clients, sets, openShift, trustStatuses, seed, func(ns *predict.Namespace) {
 		name := ns.Name
-		ns.ManifestServices = o.Manifest.Services[name]
-		ns.ManifestQuotas = o.Manifest.Quotas[name]
-		ns.ManifestStreams = o.Manifest.ImageStreams[name]
 		if !ns.Exists && slices.Contains(o.Manifest.Namespaces, name) {
 			mu.Lock()
 			warnings = append(warnings, fmt.Sprintf("namespace %s does not exist yet (the manifests create it): the API server's validation and admission were not asked about its StatefulSets and pods", name))

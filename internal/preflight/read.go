@@ -57,6 +57,19 @@ func readCluster(ctx context.Context, c read.Clients, mode openshift.Mode) (pred
 		return nil
 	})
 	g.Go(func() error {
+		// The statuses a triaged read trusts are current only while kube-controller-manager leads.
+		l, err := c.Kube.CoordinationV1().Leases(stuck.ControllerManagerLeaseNamespace).Get(gctx, stuck.ControllerManagerLeaseName, metav1.GetOptions{})
+		switch {
+		case err == nil:
+			out.ControllerManager = &stuck.ControllerManagerLease{Lease: l}
+		case apierrors.IsNotFound(err):
+			out.ControllerManager = &stuck.ControllerManagerLease{NotFound: true}
+		default:
+			out.ControllerManager = &stuck.ControllerManagerLease{Err: firstLine(err)}
+		}
+		return nil
+	})
+	g.Go(func() error {
 		l, err := c.Kube.StorageV1().StorageClasses().List(gctx, metav1.ListOptions{})
 		if err != nil {
 			warn("storageclasses (claims' classes not judged)", err)
@@ -80,12 +93,18 @@ const wholeClusterAbove = 8
 // its StatefulSets, pods and ControllerRevisions, and the Warning Events where a
 // StatefulSet of the input is not settled (check's words for a pod stuck now), the claims where
 // they matter (readNamespace); the small kinds per namespace, or over the cluster for many
-// namespaces. ready is handed each namespace once it is read. A namespace that does not exist holds
+// namespaces. seed adds what the manifests add to each namespace before it is read; ready is
+// handed each namespace once it is read. A namespace that does not exist holds
 // nothing. sets are the input's StatefulSets by namespace.
-func readNamespaces(ctx context.Context, c read.Clients, sets map[string][]*appsv1.StatefulSet, openShift bool, ready func(*predict.Namespace)) (map[string]*predict.Namespace, []string, error) {
+func readNamespaces(ctx context.Context, c read.Clients, sets map[string][]*appsv1.StatefulSet, openShift, trustStatuses bool, seed, ready func(*predict.Namespace)) (map[string]*predict.Namespace, []string, error) {
 	out := map[string]*predict.Namespace{}
+	fresh := func(name string) *predict.Namespace {
+		ns := &predict.Namespace{Name: name, Objects: &stuck.Objects{}}
+		seed(ns)
+		return ns
+	}
 	for name := range sets {
-		out[name] = &predict.Namespace{Name: name, Objects: &stuck.Objects{}}
+		out[name] = fresh(name)
 	}
 	r := &reads{}
 	perNamespace := len(sets) <= wholeClusterAbove
@@ -96,7 +115,7 @@ func readNamespaces(ctx context.Context, c read.Clients, sets map[string][]*apps
 		if err := readSmallKinds(ctx, c, "", out, openShift, whole); errors.As(err, &forbidden) || (err == nil && len(whole.warnings) > 0) {
 			perNamespace = true
 			for name := range out {
-				out[name] = &predict.Namespace{Name: name, Objects: &stuck.Objects{}}
+				out[name] = fresh(name)
 			}
 		} else if err != nil {
 			return nil, nil, err
@@ -112,7 +131,7 @@ func readNamespaces(ctx context.Context, c read.Clients, sets map[string][]*apps
 				}
 			}
 			if ns.Exists {
-				if err := readNamespace(gctx, c, ns, sets[name], r); err != nil {
+				if err := readNamespace(gctx, c, ns, sets[name], trustStatuses, r); err != nil {
 					return err
 				}
 			}
@@ -250,11 +269,17 @@ func readSmallKinds(ctx context.Context, c read.Clients, namespace string, out m
 	return g.Wait()
 }
 
-// readNamespace reads one namespace's StatefulSets, pods and ControllerRevisions, then its
-// claims and Warning Events where a judgement needs them: where a StatefulSet of the input is not
-// settled (check's rules over pods stuck now read both), and the claims where the controller
-// would create a pod with claim templates.
-func readNamespace(ctx context.Context, c read.Clients, ns *predict.Namespace, input []*appsv1.StatefulSet, r *reads) error {
+// readNamespace reads one namespace's StatefulSets and ControllerRevisions, its pods unless every
+// StatefulSet of the input there is settled, then its claims and Warning Events where a judgement
+// needs them: where a StatefulSet of the input is not settled (check's rules over pods stuck now
+// read both), and the claims where the controller would create a pod with claim templates.
+//
+// A settled StatefulSet (controller.StatusSettled, its status trusted while kube-controller-manager
+// renews its Lease) runs one pod per ordinal, each Ready on the update revision, from the
+// template: its pods are predicted from its status (predict.SettledPods) rather than read, as
+// check -A triages (docs/usage.md). The manifests' ResourceQuotas count the pods read, so a
+// namespace they name is read whole.
+func readNamespace(ctx context.Context, c read.Clients, ns *predict.Namespace, input []*appsv1.StatefulSet, trustStatuses bool, r *reads) error {
 	o, name, list := ns.Objects, ns.Name, metav1.ListOptions{}
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
@@ -263,13 +288,6 @@ func readNamespace(ctx context.Context, c read.Clients, ns *predict.Namespace, i
 			o.StatefulSets = slim(l.Items)
 		}
 		return required("statefulsets", where(name), err)
-	})
-	g.Go(func() error {
-		l, err := c.Kube.CoreV1().Pods(name).List(gctx, list)
-		if err == nil {
-			o.Pods = slim(l.Items)
-		}
-		return required("pods", where(name), err)
 	})
 	g.Go(func() error {
 		l, err := c.Kube.AppsV1().ControllerRevisions(name).List(gctx, list)
@@ -283,6 +301,24 @@ func readNamespace(ctx context.Context, c read.Clients, ns *predict.Namespace, i
 	}
 	unsettled, creates := needs(o.StatefulSets, input)
 	g, gctx = errgroup.WithContext(ctx)
+	if unsettled || creates || !trustStatuses || len(ns.ManifestQuotas) > 0 {
+		g.Go(func() error {
+			l, err := c.Kube.CoreV1().Pods(name).List(gctx, list)
+			if err == nil {
+				o.Pods = slim(l.Items)
+			}
+			return required("pods", where(name), err)
+		})
+	} else {
+		ns.PodsFromStatus = true
+		for _, in := range input {
+			for i := range o.StatefulSets {
+				if o.StatefulSets[i].Name == in.Name {
+					o.Pods = append(o.Pods, predict.SettledPods(&o.StatefulSets[i], ns.LimitRanges)...)
+				}
+			}
+		}
+	}
 	if unsettled || creates {
 		g.Go(func() error {
 			l, err := c.Kube.CoreV1().PersistentVolumeClaims(name).List(gctx, list)
@@ -305,9 +341,9 @@ func readNamespace(ctx context.Context, c read.Clients, ns *predict.Namespace, i
 }
 
 // needs says whether a StatefulSet of the input is live and not settled (controller.StatusSettled:
-// it may hold a pod stuck now), and whether the controller would create a pod with claims: a new
-// StatefulSet with claim templates, or one with more replicas than pods. A settled StatefulSet
-// has every replica on its update revision, so its pods are only replaced, their claims kept.
+// it may hold a pod stuck now), and whether the controller would create a pod: a new
+// StatefulSet, or one with more replicas than pods. A settled StatefulSet has every replica on
+// its update revision, so its pods are only replaced, their claims kept.
 func needs(live []appsv1.StatefulSet, input []*appsv1.StatefulSet) (unsettled, creates bool) {
 	for _, in := range input {
 		var set *appsv1.StatefulSet
@@ -318,10 +354,10 @@ func needs(live []appsv1.StatefulSet, input []*appsv1.StatefulSet) (unsettled, c
 		}
 		switch {
 		case set == nil:
-			creates = creates || len(in.Spec.VolumeClaimTemplates) > 0
+			creates = true
 		case !controller.StatusSettled(set):
 			unsettled = true
-		case len(in.Spec.VolumeClaimTemplates) > 0 && controller.Replicas(in) > set.Status.Replicas:
+		case controller.Replicas(in) > set.Status.Replicas:
 			creates = true
 		}
 	}

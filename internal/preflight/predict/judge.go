@@ -33,6 +33,9 @@ type Cluster struct {
 	PodsOn               func(node string) ([]corev1.Pod, error)
 	StorageClasses       []storagev1.StorageClass
 	StorageClassesListed bool
+	// ControllerManager is kube-controller-manager's leader Lease as read (nil: not read): not
+	// renewed, no rollout progresses (check's ControllerManagerNotRunning).
+	ControllerManager *stuck.ControllerManagerLease
 }
 
 // Namespace is one namespace of the input: what it holds now, and what the manifests add.
@@ -44,6 +47,9 @@ type Namespace struct {
 	Objects     *stuck.Objects
 	Quotas      []corev1.ResourceQuota
 	LimitRanges []corev1.LimitRange
+	// PodsFromStatus: the pods of the input's StatefulSets were not read but predicted from their
+	// settled statuses (SettledPods); no other pod of the namespace is known.
+	PodsFromStatus bool
 	// The manifests' Services, ResourceQuotas and ImageStreams count as existing.
 	ManifestServices []corev1.Service
 	ManifestQuotas   []corev1.ResourceQuota
@@ -143,6 +149,11 @@ func Judge(c Cluster, namespaces map[string]*Namespace, sets []*Set, opts Option
 		}
 		res.Findings = append(res.Findings, findings...)
 	}
+	if c.ControllerManager != nil && c.ControllerManager.State(c.Now) == stuck.LeaseNotRenewed {
+		// No StatefulSet controller runs: no rollout the apply starts progresses (check's words).
+		lease := stuck.Diagnose(&stuck.Objects{Now: c.Now, ServerVersion: c.ServerVersion, ControllerManager: c.ControllerManager}, opts.Diagnosis)
+		res.Findings = append(res.Findings, lease.Findings...)
+	}
 	trap, rules := trapFindings(c, namespaces, sets, opts.Diagnosis, cli)
 	res.Rules = rules
 	own := map[string]bool{}
@@ -219,7 +230,7 @@ func createPods(c Cluster, ns *Namespace, s *Set, q *Quotas, sched *Scheduler, w
 			warn(fmt.Sprintf("scheduling of %s/%s not judged: %s", ns.Name, p.Name, firstLine(err)))
 			continue
 		}
-		if place.Node == "" {
+		if !place.Fits {
 			f := newFinding(s, p.Name, &p, apiv1.SeverityError, "Unschedulable", Unschedulable{Pod: p.Name, Ordinal: p.Ordinal,
 				Message: place.Message, Reasons: place.Reasons, Blocked: blocked, Ordered: ordered, Replace: p.Action == apiv1.PodReplace})
 			f.Details.NodeReasons = place.Reasons
@@ -469,7 +480,8 @@ func summary(s *Set, nodes map[int]string, findings []stuck.Finding) apiv1.Prefl
 			Pulled: img.Pulled, Check: img.Check, Digest: digestOf(img), Answer: img.Answer})
 	}
 	for _, f := range findings {
-		if f.Namespace == out.Namespace && f.StatefulSet == out.Name && f.Blocking() {
+		// A finding of no StatefulSet (no controller runs) holds every one back.
+		if ((f.Namespace == out.Namespace && f.StatefulSet == out.Name) || f.StatefulSet == "") && f.Blocking() {
 			out.Status = apiv1.PreflightWouldNotFinish
 			out.Message = strings.TrimSpace(fmt.Sprintf("%s %s: %s", f.Code, f.Pod, f.Short))
 			return out

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -36,6 +37,7 @@ type scenario struct {
 	images  []Image
 	refused *ApplyRefusal
 	classes []storagev1.StorageClass
+	lease   *stuck.ControllerManagerLease
 }
 
 // judge plans the manifest (webSet edited) against the scenario and judges it, as the use case
@@ -74,7 +76,8 @@ func (sc scenario) judge(t *testing.T) Result {
 		}
 	}
 	c := Cluster{Now: now, ServerVersion: "v1.37.2", Nodes: []corev1.Node{node("n", list("cpu", "4", "pods", "110"), nil)}, NodesListed: true,
-		PodsOn: func(string) ([]corev1.Pod, error) { return nil, nil }, StorageClasses: sc.classes, StorageClassesListed: true}
+		PodsOn: func(string) ([]corev1.Pod, error) { return nil, nil }, StorageClasses: sc.classes, StorageClassesListed: true,
+		ControllerManager: sc.lease}
 	return Judge(c, map[string]*Namespace{"shop": ns}, []*Set{s}, Options{Diagnosis: stuck.DefaultOptions()})
 }
 
@@ -168,6 +171,11 @@ func TestJudge(t *testing.T) {
 			Error:  `StatefulSet.apps "web" is invalid: spec.volumeClaimTemplates: Invalid value: ...: field is immutable`,
 			Causes: []string{"spec.volumeClaimTemplates: Invalid value: ...: field is immutable"}}},
 		want: []string{"error ApplyRefused  Immutable"}, status: apiv1.PreflightWouldNotFinish, change: apiv1.ChangeRefused,
+	}, {
+		name: "kube-controller-manager's Lease not renewed for an hour: no rollout progresses",
+		sc: scenario{lease: &stuck.ControllerManagerLease{Lease: &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "kube-controller-manager", Namespace: "kube-system"},
+			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("cp-1"), LeaseDurationSeconds: ptr.To(int32(15)), RenewTime: &metav1.MicroTime{Time: now.Add(-time.Hour)}}}}},
+		want: []string{"error ControllerManagerNotRunning  LeaseNotRenewed"}, status: apiv1.PreflightWouldNotFinish, change: apiv1.ChangeCreate,
 	}, {
 		name: "too much cpu for the node: web-0 would not be scheduled, blocking the others",
 		sc:   scenario{edit: func(s *appsv1.StatefulSet) { s.Spec.Template.Spec.Containers[0].Resources.Requests = list("cpu", "8") }},

@@ -160,3 +160,24 @@ func NewClaims(set *appsv1.StatefulSet, ordinal int) []corev1.PersistentVolumeCl
 	}
 	return out
 }
+
+// SettledPods are the pods a settled StatefulSet runs (controller.StatusSettled: status.replicas
+// pods, each on the update revision, Running and Ready, none terminating), predicted from its
+// status and template, with the LimitRange defaults admission gave them (DefaultResources): what
+// a judgement reads of them — their ordinals, revision and requests — without a LIST of the
+// namespace's pods. Their nodes are not known.
+func SettledPods(set *appsv1.StatefulSet, limitRanges []corev1.LimitRange) []corev1.Pod {
+	start := 0
+	if set.Spec.Ordinals != nil {
+		start = int(set.Spec.Ordinals.Start)
+	}
+	var out []corev1.Pod
+	for o := start; o < start+int(set.Status.Replicas); o++ {
+		pod := NewPod(set, &set.Spec.Template, set.Status.UpdateRevision, o)
+		pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue,
+			LastTransitionTime: set.CreationTimestamp}}}
+		DefaultResources(pod, limitRanges)
+		out = append(out, *pod)
+	}
+	return out
+}

@@ -106,3 +106,20 @@ func TestPlan(t *testing.T) {
 		}
 	})
 }
+
+func TestSettledPods(t *testing.T) {
+	set := webSet(2)
+	set.Status = appsv1.StatefulSetStatus{Replicas: 2, UpdateRevision: "web-cur"}
+	set.Spec.Template.Spec.Containers[0].Resources = corev1.ResourceRequirements{}
+	lr := []corev1.LimitRange{{Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{{Type: corev1.LimitTypeContainer,
+		Default: list("cpu", "500m"), DefaultRequest: list("cpu", "100m")}}}}}
+	pods := SettledPods(set, lr)
+	if len(pods) != 2 || pods[1].Name != "web-1" || pods[1].Labels[appsv1.ControllerRevisionHashLabelKey] != "web-cur" ||
+		pods[1].Status.Phase != corev1.PodRunning || pods[1].Spec.NodeName != "" {
+		t.Fatalf("pods %+v", pods)
+	}
+	r := pods[0].Spec.Containers[0].Resources
+	if got, want := r.Requests.Cpu().String()+"/"+r.Limits.Cpu().String(), "100m/500m"; got != want {
+		t.Errorf("resources %s, want the LimitRange's defaults %s", got, want)
+	}
+}

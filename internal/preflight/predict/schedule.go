@@ -7,6 +7,7 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	resourcehelper "k8s.io/component-helpers/resource"
 	schedulingcorev1 "k8s.io/component-helpers/scheduling/corev1"
@@ -29,7 +30,9 @@ const (
 
 // Placement is where the scheduler could put one pod.
 type Placement struct {
-	// Node is a node that takes the pod; "" when none does.
+	// Fits: a node takes the pod; Node names it when known ("" for a replacement predicted to take
+	// its predecessor's room on a node not read).
+	Fits bool
 	Node string
 	// Message is the scheduler's own sentence when no node takes it ("0/3 nodes are available:
 	// 1 Insufficient cpu, 2 node(s) didn't match Pod's node affinity/selector."); Reasons its
@@ -68,13 +71,19 @@ type nodeUse struct {
 // It fails when a node's pods cannot be read: the pod is then not judged.
 func (s *Scheduler) Place(pod, old *corev1.Pod) (Placement, error) {
 	if pod.Spec.NodeName != "" {
-		return Placement{Node: pod.Spec.NodeName}, nil // the scheduler is bypassed
+		return Placement{Fits: true, Node: pod.Spec.NodeName}, nil // the scheduler is bypassed
 	}
 	if s.use == nil {
 		s.use, s.gone, s.pending = map[string]*nodeUse{}, map[string]bool{}, map[string][]corev1.ResourceList{}
 	}
 	requests := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
 	nodes := append([]corev1.Node(nil), s.Nodes...)
+	if old != nil && old.Spec.NodeName == "" && sameConstraints(pod, old) &&
+		within(requests, resourcehelper.PodRequests(old, resourcehelper.PodResourcesOptions{})) {
+		// A pod predicted from its StatefulSet's status (SettledPods), node unknown: its successor,
+		// asking no more and placed under the same constraints, takes the room it leaves.
+		return Placement{Fits: true}, nil
+	}
 	if old != nil && old.Spec.NodeName != "" {
 		s.gone[old.Namespace+"/"+old.Name] = true
 		u, read := s.use[old.Spec.NodeName]
@@ -93,7 +102,7 @@ func (s *Scheduler) Place(pod, old *corev1.Pod) (Placement, error) {
 				} else {
 					s.pending[old.Spec.NodeName] = append(s.pending[old.Spec.NodeName], requests)
 				}
-				return Placement{Node: old.Spec.NodeName}, nil
+				return Placement{Fits: true, Node: old.Spec.NodeName}, nil
 			}
 			// Otherwise its node is the first tried.
 			nodes[0], nodes[i] = nodes[i], nodes[0]
@@ -108,7 +117,7 @@ func (s *Scheduler) Place(pod, old *corev1.Pod) (Placement, error) {
 		}
 		if len(reasons) == 0 {
 			s.use[node.Name].add(requests)
-			return Placement{Node: node.Name}, nil
+			return Placement{Fits: true, Node: node.Name}, nil
 		}
 		for _, r := range reasons {
 			counts[r]++
@@ -227,6 +236,16 @@ func (s *Scheduler) nodeUse(node string) (*nodeUse, error) {
 	delete(s.pending, node)
 	s.use[node] = u
 	return u, nil
+}
+
+// sameConstraints reports whether two pods meet the same scheduling filters: the fields the
+// modelled filters read (nodeSelector, affinity, tolerations), and those of the ones not modelled
+// (topology spread, scheduler, runtime class and its overhead).
+func sameConstraints(a, b *corev1.Pod) bool {
+	x, y := a.Spec, b.Spec
+	return apiequality.Semantic.DeepEqual(
+		[]any{x.NodeSelector, x.Affinity, x.Tolerations, x.TopologySpreadConstraints, x.SchedulerName, x.RuntimeClassName, x.Overhead},
+		[]any{y.NodeSelector, y.Affinity, y.Tolerations, y.TopologySpreadConstraints, y.SchedulerName, y.RuntimeClassName, y.Overhead})
 }
 
 // within reports whether every request of a is at most b's.

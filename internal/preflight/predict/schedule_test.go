@@ -53,7 +53,7 @@ func TestSchedulerMessage(t *testing.T) {
 			c.pod(pod)
 			s := &Scheduler{Nodes: nodes, PodsOn: func(string) ([]corev1.Pod, error) { return nil, nil }}
 			p, err := s.Place(pod, nil)
-			if err != nil || p.Message != c.want || (c.want == "") != (p.Node != "") {
+			if err != nil || p.Message != c.want || (c.want == "") != p.Fits || (p.Fits && p.Node == "") {
 				t.Errorf("Place = %+v, %v; want %q", p, err, c.want)
 			}
 		})
@@ -109,6 +109,19 @@ func TestSchedulerCountsRoom(t *testing.T) {
 			PodsOn: func(string) ([]corev1.Pod, error) { return []corev1.Pod{onNode("x", "n", nil)}, nil }}
 		if p, _ := s.Place(quotaPod("web-0", nil, nil), nil); p.Message != "0/1 nodes are available: 1 Too many pods." {
 			t.Errorf("%+v", p)
+		}
+	})
+	t.Run("a replacement of a pod predicted from its status (node unknown)", func(t *testing.T) {
+		s := &Scheduler{Nodes: []corev1.Node{node("n", list("cpu", "1", "pods", "1"), map[string]string{"disk": "hdd"})},
+			PodsOn: func(string) ([]corev1.Pod, error) { return []corev1.Pod{onNode("x", "n", list("cpu", "1"))}, nil }}
+		old := quotaPod("web-0", list("cpu", "1"), nil)
+		if p, _ := s.Place(quotaPod("web-0", list("cpu", "1"), nil), old); !p.Fits || p.Node != "" {
+			t.Errorf("same constraints and requests: %+v, want it to fit in its predecessor's room", p)
+		}
+		moved := quotaPod("web-0", list("cpu", "1"), nil)
+		moved.Spec.NodeSelector = map[string]string{"disk": "ssd"}
+		if p, _ := s.Place(moved, old); p.Fits || p.Message != "0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector." {
+			t.Errorf("another nodeSelector: %+v, want the filters to judge it", p)
 		}
 	})
 }
