@@ -424,13 +424,18 @@ func preflightBadInput() features.Feature {
 			}
 			return ctx
 		}).
-		Assess("a StatefulSet without a namespace is judged in the kubeconfig's", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+		Assess("a StatefulSet without a namespace, in a JSON List, is judged in the kubeconfig's", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			if err := scenario.Namespace(ctx, clientset(t, cfg), ns); err != nil {
 				t.Fatal(err)
 			}
 			set := scenario.StatefulSet("", "web", scenario.GoodImage, 1, false)
-			file := filepath.Join(t.TempDir(), "web.yaml")
-			if err := writeFile(file, docs(set)); err != nil {
+			set.TypeMeta = metav1.TypeMeta{APIVersion: "apps/v1", Kind: "StatefulSet"}
+			list, err := json.Marshal(map[string]any{"apiVersion": "v1", "kind": "List", "items": []any{set}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			file := filepath.Join(t.TempDir(), "web.json")
+			if err := writeFile(file, string(list)); err != nil {
 				t.Fatal(err)
 			}
 			kubeconfig := preflightKubeconfig(t)

@@ -162,7 +162,7 @@ func (o Options) ask(ctx context.Context, c predict.Cluster, ns *predict.Namespa
 	switch {
 	case err != nil && !ns.Exists && slices.Contains(o.Manifest.Namespaces, ns.Name):
 		// The namespace comes with the manifests: nothing to ask yet; judge the manifest as written.
-		applied, template = ms.Typed.DeepCopy(), nil
+		applied, template, s.Unasked = ms.Typed.DeepCopy(), nil, true
 		if raw, ok, _ := unstructured.NestedFieldNoCopy(ms.Object.Object, "spec", "template"); ok {
 			template, _ = json.Marshal(raw)
 		}

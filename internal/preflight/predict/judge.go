@@ -67,6 +67,9 @@ type Set struct {
 	// StatefulSet as the dry run returned it (defaults and admission's changes).
 	Refused *ApplyRefusal
 	Applied *appsv1.StatefulSet
+	// Unasked: the namespace does not exist yet, so the API server was not asked; Applied is the
+	// manifest as written (no defaults, no admission).
+	Unasked bool
 	// Revision is the update revision the controller makes for the applied template; Current
 	// the revision pods below the partition are created from.
 	Revision Revision
@@ -472,8 +475,15 @@ func summary(s *Set, nodes map[int]string, findings []stuck.Finding) apiv1.Prefl
 		out.Replicas = controller.Replicas(s.Applied)
 		out.UpdateRevision = s.Revision.Name
 	}
+	if s.Unasked {
+		out.UpdateRevision = "" // named from the manifest without the API server's defaults: not the controller's
+	}
 	for _, p := range s.Plan {
-		out.Pods = append(out.Pods, apiv1.PreflightPod{Name: p.Name, Ordinal: p.Ordinal, Action: p.Action, Revision: p.Revision, Node: nodes[p.Ordinal]})
+		pod := apiv1.PreflightPod{Name: p.Name, Ordinal: p.Ordinal, Action: p.Action, Revision: p.Revision, Node: nodes[p.Ordinal]}
+		if s.Unasked {
+			pod.Revision = ""
+		}
+		out.Pods = append(out.Pods, pod)
 	}
 	for _, img := range s.Images {
 		out.Images = append(out.Images, apiv1.PreflightImage{Container: img.Container, InitContainer: img.Init, Image: img.Image,
@@ -483,7 +493,7 @@ func summary(s *Set, nodes map[int]string, findings []stuck.Finding) apiv1.Prefl
 		// A finding of no StatefulSet (no controller runs) holds every one back.
 		if ((f.Namespace == out.Namespace && f.StatefulSet == out.Name) || f.StatefulSet == "") && f.Blocking() {
 			out.Status = apiv1.PreflightWouldNotFinish
-			out.Message = strings.TrimSpace(fmt.Sprintf("%s %s: %s", f.Code, f.Pod, f.Short))
+			out.Message = strings.Join(strings.Fields(string(f.Code)+" "+f.Pod), " ") + ": " + f.Short
 			return out
 		}
 	}
