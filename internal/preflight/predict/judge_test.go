@@ -177,6 +177,22 @@ func TestJudge(t *testing.T) {
 			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("cp-1"), LeaseDurationSeconds: ptr.To(int32(15)), RenewTime: &metav1.MicroTime{Time: now.Add(-time.Hour)}}}}},
 		want: []string{"error ControllerManagerNotRunning  LeaseNotRenewed"}, status: apiv1.PreflightWouldNotFinish, change: apiv1.ChangeCreate,
 	}, {
+		name: "a canary stsdiag watch paused, the template applied unchanged: nothing goes on",
+		sc: func() scenario {
+			live := liveSet("web-old", "web-new", 3)
+			live.Annotations = map[string]string{apiv1.AnnotationCanarySteps: "1,100%"}
+			live.Spec.UpdateStrategy.RollingUpdate = &appsv1.RollingUpdateStatefulSetStrategy{Partition: ptr.To(int32(2))}
+			live.Status.Conditions = []appsv1.StatefulSetCondition{{Type: apiv1.ConditionReconciling, Status: corev1.ConditionTrue,
+				Reason: apiv1.ReasonCanaryPaused, Message: "analysis inconclusive", LastTransitionTime: metav1.NewTime(now.Add(-10 * time.Minute))}}
+			return scenario{live: live, revs: []appsv1.ControllerRevision{revision("web-old", 1), revision("web-new", 2)},
+				pods: []corev1.Pod{livePod("web-0", "web-old", true), livePod("web-1", "web-old", true), livePod("web-2", "web-new", true)},
+				edit: func(s *appsv1.StatefulSet) {
+					s.Annotations = live.Annotations
+					s.Spec.UpdateStrategy.RollingUpdate.Partition = ptr.To(int32(2))
+				}}
+		}(),
+		want: []string{"error RolloutBlocked  CanaryPaused"}, status: apiv1.PreflightWouldNotFinish, change: apiv1.ChangeNoRollout,
+	}, {
 		name: "too much cpu for the node: web-0 would not be scheduled, blocking the others",
 		sc:   scenario{edit: func(s *appsv1.StatefulSet) { s.Spec.Template.Spec.Containers[0].Resources.Requests = list("cpu", "8") }},
 		want: []string{"error PodUnschedulable web-0 Unschedulable"}, status: apiv1.PreflightWouldNotFinish, change: apiv1.ChangeCreate,
