@@ -55,6 +55,9 @@ type Options struct {
 	// Parallel bounds the StatefulSets asked about at once.
 	Parallel int
 	Now      func() time.Time
+
+	// asked holds the registries' answers by image and pull secrets (head).
+	asked *sync.Map
 }
 
 // ForbiddenError is a read or dry run the API server refused for lack of permission.
@@ -74,6 +77,7 @@ func Run(ctx context.Context, o Options) (*model.Preflight, error) {
 	if o.Parallel <= 0 {
 		o.Parallel = 16
 	}
+	o.asked = &sync.Map{}
 	now := time.Now
 	if o.Now != nil {
 		now = o.Now
@@ -370,7 +374,7 @@ func (o Options) images(ctx context.Context, ns *predict.Namespace, s *predict.S
 			continue
 		}
 		g.Go(func() error {
-			a := o.Registry.Head(ctx, p.Written, secrets)
+			a := o.head(ctx, p.Written, secrets)
 			out[i].Check, out[i].Registry, out[i].Pulled, out[i].Answer = a.Check, a.Registry, a.Pulled, a.Answer
 			if a.Digest != "" && !strings.Contains(out[i].Pulled, "@") {
 				out[i].Pulled += "@" + a.Digest
@@ -381,6 +385,25 @@ func (o Options) images(ctx context.Context, ns *predict.Namespace, s *predict.S
 	}
 	_ = g.Wait()
 	return out
+}
+
+// head asks the registry once per image and set of pull secrets, however many StatefulSets
+// use it.
+func (o Options) head(ctx context.Context, image string, secrets []corev1.Secret) RegistryAnswer {
+	key := image
+	for _, s := range secrets {
+		key += " " + s.Namespace + "/" + s.Name
+	}
+	call, _ := o.asked.LoadOrStore(key, &headCall{})
+	c := call.(*headCall)
+	c.once.Do(func() { c.answer = o.Registry.Head(ctx, image, secrets) })
+	return c.answer
+}
+
+// headCall is one question to a registry, asked once.
+type headCall struct {
+	once   sync.Once
+	answer RegistryAnswer
 }
 
 // pullSecrets are the Secrets the kubelet would pull the pods' images with: the admitted pod's
