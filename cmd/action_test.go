@@ -88,9 +88,10 @@ var (
 )
 
 // TestActionSchema: action.yml is a composite action whose every run step names its shell and
-// splices no expression into its script, whose outputs come from the wait step, and whose every
-// input reaches a flag of `wait` (or of kubectl, for kubeconfig and context), the names and the
-// installer's inputs aside, with the flag's default as its default.
+// splices no expression into its script, whose outputs come from the wait or the preflight step,
+// and whose every input reaches a flag of the command of each step it reaches (wait, preflight;
+// kubectl's for kubeconfig and context), the names, the manifests, the command and the installer's
+// inputs aside, with the flag's default as its default.
 func TestActionSchema(t *testing.T) {
 	a := readAction(t)
 	if a.Name == "" || a.Description == "" || a.Runs.Using != "composite" || len(a.Runs.Steps) == 0 {
@@ -110,62 +111,69 @@ func TestActionSchema(t *testing.T) {
 		}
 	}
 	for name, o := range a.Outputs {
-		if o.Value != "${{ steps.wait.outputs."+name+" }}" {
+		if o.Value != "${{ steps.wait.outputs."+name+" || steps.preflight.outputs."+name+" }}" {
 			t.Errorf("output %s = %q", name, o.Value)
 		}
 	}
-	wait := a.step(t, "stsdiag wait")
-	c, _, err := NewRootCommand(genericiooptions.NewTestIOStreamsDiscard()).Find([]string{"wait"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	envOf := map[string]string{}
-	for env, v := range wait.Env {
-		m := envInput.FindStringSubmatch(v)
-		if m == nil {
-			t.Errorf("env %s=%s is not one input", env, v)
-			continue
+	reached := map[string]bool{}
+	for _, command := range []string{"wait", "preflight"} {
+		step := a.step(t, "stsdiag "+command)
+		if step.If != "inputs.command == '"+command+"'" {
+			t.Errorf("step %q runs if %q", step.Name, step.If)
 		}
-		envOf[m[1]] = env
+		c, _, err := NewRootCommand(genericiooptions.NewTestIOStreamsDiscard()).Find([]string{command})
+		if err != nil {
+			t.Fatal(err)
+		}
+		flagOf := map[string]string{}
+		for _, m := range flagFromEnv.FindAllStringSubmatch(step.Run, -1) {
+			flagOf[m[2]] = m[1]
+		}
+		for env, v := range step.Env {
+			m := envInput.FindStringSubmatch(v)
+			if m == nil {
+				t.Errorf("step %q: env %s=%s is not one input", step.Name, env, v)
+				continue
+			}
+			name, in := m[1], a.Inputs[m[1]]
+			reached[name] = true
+			switch name {
+			case "statefulsets":
+				if !strings.Contains(step.Run, `"$`+env+`"`) || !strings.Contains(step.Run, `wait "${names[@]}"`) {
+					t.Errorf("the names are not wait's arguments")
+				}
+				continue
+			case "manifests":
+				if !strings.Contains(step.Run, `"$`+env+`"`) || !strings.Contains(step.Run, `args+=(--filename="$f")`) {
+					t.Errorf("the manifests are not preflight's --filename flags")
+				}
+				continue
+			}
+			flag, ok := flagOf[env]
+			if !ok {
+				t.Errorf("input %s: $%s is passed to no flag of %s", name, env, command)
+				continue
+			}
+			f := c.Flags().Lookup(flag)
+			if f == nil {
+				f = c.InheritedFlags().Lookup(flag)
+			}
+			if f == nil {
+				t.Errorf("input %s: %s has no flag --%s", name, command, flag)
+				continue
+			}
+			if !sameFlagDefault(f.Value.Type(), f.DefValue, in.Default) {
+				t.Errorf("input %s: default %q, %s --%s defaults to %q", name, in.Default, command, flag, f.DefValue)
+			}
+		}
 	}
-	flagOf := map[string]string{}
-	for _, m := range flagFromEnv.FindAllStringSubmatch(wait.Run, -1) {
-		flagOf[m[2]] = m[1]
-	}
-	installer := map[string]bool{"version": true, "install-from": true}
+	special := map[string]bool{"version": true, "install-from": true, "command": true}
 	for name, in := range a.Inputs {
 		if in.Description == "" {
 			t.Errorf("input %s: no description", name)
 		}
-		if installer[name] {
-			continue
-		}
-		env, ok := envOf[name]
-		if !ok {
-			t.Errorf("input %s reaches no env variable of the wait step", name)
-			continue
-		}
-		if name == "statefulsets" {
-			if !strings.Contains(wait.Run, `"$`+env+`"`) || !strings.Contains(wait.Run, `wait "${names[@]}"`) {
-				t.Errorf("the names are not wait's arguments")
-			}
-			continue
-		}
-		flag, ok := flagOf[env]
-		if !ok {
-			t.Errorf("input %s: $%s is passed to no flag", name, env)
-			continue
-		}
-		f := c.Flags().Lookup(flag)
-		if f == nil {
-			f = c.InheritedFlags().Lookup(flag)
-		}
-		if f == nil {
-			t.Errorf("input %s: wait has no flag --%s", name, flag)
-			continue
-		}
-		if !sameFlagDefault(f.Value.Type(), f.DefValue, in.Default) {
-			t.Errorf("input %s: default %q, --%s defaults to %q", name, in.Default, flag, f.DefValue)
+		if !special[name] && !reached[name] {
+			t.Errorf("input %s reaches no env variable of the wait or preflight step", name)
 		}
 	}
 }
@@ -254,6 +262,53 @@ func TestActionWaitStep(t *testing.T) {
 		"--rollback=false", "--disruption=delete", "--junit-file=", "--context=prod", "-o", "yaml"}
 	if got := strings.Split(strings.TrimSpace(string(args)), "\n"); !slices.Equal(got, want) {
 		t.Errorf("wait ran with\n%q, want\n%q", got, want)
+	}
+}
+
+// TestActionPreflightStep runs the preflight step's script with a fake kubectl-stsdiag that
+// prints preflight's real YAML document: the manifests become -f flags, the inputs reach their
+// flags, the outputs carry the verdict, the step exits with preflight's code.
+func TestActionPreflightStep(t *testing.T) {
+	a := readAction(t)
+	step := a.step(t, "stsdiag preflight")
+	doc := apiv1.NewPreflight()
+	doc.Result = apiv1.PreflightWouldNotFinish
+	doc.Findings = []apiv1.Finding{{Code: apiv1.PodCreateFailed, Severity: apiv1.SeverityError, Namespace: "shop", StatefulSet: "web", Pod: "web-2", Message: "quota"}}
+	flags := render.NewPrintFlags()
+	flags.OutputFormat = "yaml"
+	var report bytes.Buffer
+	if err := flags.PrintDocument(doc, &report); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "report"), report.Bytes(), 0o644)
+	fake := "#!/bin/sh\nfor a in \"$@\"; do printf '%s\\n' \"$a\"; done >\"" + dir + "/args\"\ncat \"" + dir + "/report\"\nexit 1\n"
+	if err := os.WriteFile(filepath.Join(dir, "kubectl-stsdiag"), []byte(fake), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	inputs := map[string]string{"manifests": "k8s/web.yaml, k8s/db\nbase", "recursive": "true", "namespace": "shop"}
+	env := []string{"PATH=" + dir + ":/usr/bin:/bin", "GITHUB_OUTPUT=" + filepath.Join(dir, "output")}
+	for name, v := range step.Env {
+		input := envInput.FindStringSubmatch(v)[1]
+		value, ok := inputs[input]
+		if !ok {
+			value = a.Inputs[input].Default
+		}
+		env = append(env, name+"="+value)
+	}
+	stdout, stderr, exit := runActionStep(t, step, env, dir)
+	if exit != 1 || stderr != "" || !strings.Contains(stdout, report.String()) {
+		t.Errorf("exit %d, stderr %q, stdout %q: want 1, the report in the log", exit, stderr, stdout)
+	}
+	out, _ := os.ReadFile(filepath.Join(dir, "output"))
+	if string(out) != "verdict=WouldNotFinish\nfindings=1\nexit-code=1\n" {
+		t.Errorf("GITHUB_OUTPUT %q", out)
+	}
+	args, _ := os.ReadFile(filepath.Join(dir, "args"))
+	want := []string{"preflight", "--filename=k8s/web.yaml", "--filename=k8s/db", "--filename=base", "--recursive=true", "--skip-images=false",
+		"--field-manager=stsdiag-preflight", "--fail-on=error", "--namespace=shop", "--junit-file=", "-o", "yaml"}
+	if got := strings.Split(strings.TrimSpace(string(args)), "\n"); !slices.Equal(got, want) {
+		t.Errorf("preflight ran with\n%q, want\n%q", got, want)
 	}
 }
 

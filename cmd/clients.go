@@ -41,6 +41,9 @@ var (
 	// a burst of 100 the limiter, not the server, set its time (docs/development.md). The burst
 	// covers such a read; the server's API Priority and Fairness still bounds the load.
 	reads = profile{timeout: defaultRequestTimeout, qps: 200, burst: 400}
+	// dryRuns: preflight, one-shot, reads and dry runs only: a bounded number of requests per
+	// StatefulSet of the input (about 3, and a LIST per namespace and kind), sent at once.
+	dryRuns = profile{timeout: defaultRequestTimeout, qps: 500, burst: 1000}
 	// writes: fix, one-shot, deletes and patches: kubectl's own pace.
 	writes = profile{timeout: defaultRequestTimeout, qps: 50, burst: 100}
 	// following: wait, canary and watch run for long and hold watches open; watch writes Stalled

@@ -30,6 +30,7 @@ func ExitCodes() []ExitCodeDoc {
 	return []ExitCodeDoc{
 		{ExitOK, "success", []CommandMeaning{
 			{"check", "no finding at or above --fail-on (default error)"},
+			{"preflight", "every rollout the apply starts would finish by itself, and no finding at or above --fail-on"},
 			{"explain", "the rollout is not stuck"},
 			{"fix", "every planned action done (with --wait, the rollout complete too); --dry-run: the plan printed"},
 			{"wait", "every rollout complete"},
@@ -40,6 +41,7 @@ func ExitCodes() []ExitCodeDoc {
 		}},
 		{ExitFindings, "a verdict that fails: findings, stuck, or something not done", []CommandMeaning{
 			{"check", "a finding at or above --fail-on"},
+			{"preflight", "a rollout the apply starts would not finish by itself (an error finding, an ImageStream tag not imported yet, OnDelete pods left on an older revision: what wait would wait on forever), or a finding at or above --fail-on"},
 			{"explain", "the rollout is stuck"},
 			{"fix", "something left unrepaired, skipped or refused (a forbidden write or a PodDisruptionBudget included), a patch the controller never observed, or no consent (no --yes and no terminal, or not answered yes)"},
 			{"wait", "stuck (a finding held for --hold), rolled back (--fix --rollback: RolledBack), or a patch the controller never observed (--fix: NotObserved)"},
@@ -49,6 +51,7 @@ func ExitCodes() []ExitCodeDoc {
 		{ExitError, "no verdict: bad input or the cluster could not be read", []CommandMeaning{
 			{"every command", "bad flags or arguments, unreadable kubeconfig, unknown context, API server unreachable, a read forbidden, namespace or StatefulSet not found; one error: line on stderr"},
 			{"check", "also a fleet member (--contexts, --cluster-profiles) that could not be checked: the document lists it and says partial"},
+			{"preflight", "also manifests that cannot be read or decoded, or a dry run the API server refused for lack of permission (deploy/preflight-clusterrole.yaml)"},
 			{"wait", "also a StatefulSet deleted while waiting (NotFound) or no longer readable (Unevaluable)"},
 			{"canary", "also a StatefulSet a canary cannot step (OnDelete, nothing to roll out), an analysis template it cannot run"},
 		}},

@@ -131,8 +131,8 @@ OrderedReady + RollingUpdate), image references an OpenShift ImageStream should 
 stale revisions of deleted owners, and the other reasons StatefulSet pods do not start.
 
 Run it as a kubectl or oc plugin: kubectl stsdiag check to diagnose, fix to repair safely,
-wait as a CI gate, migrate to change the fields Kubernetes forbids changing in place; watch runs
-in the cluster.`,
+wait as a CI gate, preflight before an apply, migrate to change the fields Kubernetes forbids
+changing in place; watch runs in the cluster.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Annotations: map[string]string{
@@ -148,6 +148,7 @@ in the cluster.`,
 	root.PersistentFlags().IntVarP(&verbosity, "v", "v", 0, "Log level of client-go's log on stderr, as kubectl's -v: 6 each request with its status and time, 8 the bodies too (0: none)")
 	root.PersistentPreRun = func(*cobra.Command, []string) { klogTo(streams.ErrOut, verbosity) }
 	root.AddCommand(newCheckCommand(configFlags, streams))
+	root.AddCommand(newPreflightCommand(configFlags, streams))
 	root.AddCommand(newFixCommand(configFlags, streams))
 	root.AddCommand(newWaitCommand(configFlags, streams))
 	root.AddCommand(newCanaryCommand(configFlags, streams))

@@ -23,13 +23,16 @@ func cliFor(opts Options, openshift bool) string {
 // wordFindings words every finding in place.
 func wordFindings(findings []Finding, cli string) {
 	for i := range findings {
-		findings[i].word(cli)
+		findings[i].Word(cli)
 	}
 }
 
-// word fills the finding's Message, Short, Remedy and worded details from its facts. A finding
-// without facts keeps its words.
-func (f *Finding) word(cli string) {
+// Word fills the finding's Message, Short, Remedy and the details that are sentences from its
+// Facts, as Diagnose does; cli is the command remedies name ("kubectl" or "oc"). A program that
+// builds a finding from facts itself (stsdiag preflight does, for a pod the API server refuses
+// in a dry run) gets check's words this way. A finding without facts, or with facts of a type
+// this package does not word, keeps its words.
+func (f *Finding) Word(cli string) {
 	w := words{f: f, cli: cli}
 	switch fx := f.Facts.(type) {
 	case nil:

@@ -24,7 +24,7 @@ func TestCLI(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			f := Finding{Finding: apiv1.Finding{Code: apiv1.OnDeleteStale, Namespace: "shop", StatefulSet: "web"},
 				Facts: facts.OnDeleteOld{Pods: []string{"web-0", "web-1"}, UpdateRevision: "web-b"}}
-			f.word(cliFor(c.opts, c.openshift))
+			f.Word(cliFor(c.opts, c.openshift))
 			if f.Remedy != c.want {
 				t.Errorf("remedy %q, want %q", f.Remedy, c.want)
 			}
@@ -35,7 +35,7 @@ func TestCLI(t *testing.T) {
 // TestNoFacts: a finding built without facts keeps its words.
 func TestNoFacts(t *testing.T) {
 	f := Finding{Finding: apiv1.Finding{Code: apiv1.OnDeleteStale, Message: "as written", Remedy: "by hand"}}
-	f.word("kubectl")
+	f.Word("kubectl")
 	if f.Message != "as written" || f.Remedy != "by hand" {
 		t.Errorf("words changed: %+v", f.Finding)
 	}

@@ -133,6 +133,9 @@ func TestDetailKeysWritten(t *testing.T) {
 		"reusedBy":      "no scenario has a pod of a terminating StatefulSet's name owned by another controller",
 		"templateImage": "no scenario has an image only pods use",
 	}
+	for _, key := range []string{"applyError", "causes", "nodeReasons", "partition", "registry", "registryAnswer", "replicas", "storageClass"} {
+		unwritten[key] = "written by preflight's findings (internal/preflight/predict's tests), not by diagnosis"
+	}
 	seen := map[string]bool{}
 	for _, findings := range scenarioFindings(t) {
 		for _, key := range detailKeys(t, model.PublicFindings(findings)) {

@@ -93,7 +93,7 @@ func mutate(v reflect.Value, depth int) {
 // TestDeepCopyObjectIsDeep: every document's DeepCopyObject shares nothing with its original:
 // changing every value reachable from the copy leaves the original's JSON as it was.
 func TestDeepCopyObjectIsDeep(t *testing.T) {
-	for _, obj := range []runtime.Object{&Report{}, &FixResult{}, &WaitResult{}, &CanaryResult{}, &Explanation{}, &Version{}, &MigrationResult{}} {
+	for _, obj := range []runtime.Object{&Report{}, &FixResult{}, &WaitResult{}, &CanaryResult{}, &Explanation{}, &Version{}, &MigrationResult{}, &Preflight{}} {
 		fill(reflect.ValueOf(obj).Elem(), 0)
 		before, err := json.Marshal(obj)
 		if err != nil {

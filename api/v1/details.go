@@ -14,6 +14,9 @@ type FindingDetails struct {
 	// AdmissionError is the API server's refusal of the object the controller tried to create,
 	// as its FailedCreate Event quotes it (PodCreateFailed).
 	AdmissionError string `json:"admissionError,omitempty"`
+	// ApplyError is the API server's refusal of the StatefulSet's server-side dry-run apply, its
+	// first line (ApplyRefused).
+	ApplyError string `json:"applyError,omitempty"`
 	// BlockedBy is the lower pod whose refusal stops the controller's slow-start batch before it
 	// tries this one (PodCreateFailed under Parallel; the refusal's reason and details are that
 	// pod's).
@@ -25,6 +28,9 @@ type FindingDetails struct {
 	// Cause is why admission did not rewrite the image: StreamCreatedAfterTemplate,
 	// TagCreatedAfterTemplate or Unknown (UnresolvedImageReference).
 	Cause string `json:"cause,omitempty"`
+	// Causes are the fields the API server names in that refusal, each as "field: message"
+	// (ApplyRefused).
+	Causes []string `json:"causes,omitempty"`
 	// Checks are the PodSecurity checks the pod fails, each with what to set (PodCreateFailed,
 	// reason PodSecurity).
 	Checks []string `json:"checks,omitempty"`
@@ -114,6 +120,9 @@ type FindingDetails struct {
 	// NodeReason is the reason of the node's Ready condition (PodStuckTerminating;
 	// RolloutBlocked on a lost node).
 	NodeReason string `json:"nodeReason,omitempty"`
+	// NodeReasons say why no node takes the pod, as the scheduler counts them: "N <reason>",
+	// sorted (PodUnschedulable of preflight).
+	NodeReasons []string `json:"nodeReasons,omitempty"`
 	// NotRenewedFor is how long the leader Lease has not been renewed
 	// (ControllerManagerNotRunning).
 	NotRenewedFor string `json:"notRenewedFor,omitempty"`
@@ -133,6 +142,8 @@ type FindingDetails struct {
 	// OwnerUID is the UID in the owner reference: of the terminating StatefulSet's owner
 	// (StatefulSetTerminating) or of the orphan's StatefulSet (OrphanedRevision).
 	OwnerUID string `json:"ownerUID,omitempty"`
+	// Partition is the rolling update's partition after the apply (UpdateHeldByPartition).
+	Partition *int `json:"partition,omitempty"`
 	// Patch is the template image change that repairs the finding (UnresolvedImageReference,
 	// ImageTriggerStale).
 	Patch *ImagePatchDetails `json:"patch,omitempty"`
@@ -162,8 +173,16 @@ type FindingDetails struct {
 	// Reason repeats the finding's reason (ServiceMissing, ImageResolutionSkipped,
 	// ImageTriggerInvalid).
 	Reason string `json:"reason,omitempty"`
+	// Registry is the registry host asked for the image (CurrentRevisionFailing and
+	// ImageUnverified of preflight).
+	Registry string `json:"registry,omitempty"`
+	// RegistryAnswer is what the registry answered the HEAD of the image's manifest, or why it
+	// could not be asked (CurrentRevisionFailing and ImageUnverified of preflight).
+	RegistryAnswer string `json:"registryAnswer,omitempty"`
 	// RenewTime is the leader Lease's spec.renewTime, RFC 3339 (ControllerManagerNotRunning).
 	RenewTime string `json:"renewTime,omitempty"`
+	// Replicas is spec.replicas after the apply (UpdateHeldByPartition).
+	Replicas *int `json:"replicas,omitempty"`
 	// RestartCount is the container's restart count (findings of a pod stuck at startup
 	// because a container exits: reason CrashLoopBackOff; RolloutBlocked of a pod whose init
 	// container exited non-zero).
@@ -197,6 +216,8 @@ type FindingDetails struct {
 	ShortBy []string `json:"shortBy,omitempty"`
 	// Skipped says in words why admission never resolves the name (ImageResolutionSkipped).
 	Skipped string `json:"skipped,omitempty"`
+	// StorageClass is the claim's StorageClass, "" for none (VolumeClaimPending of preflight).
+	StorageClass string `json:"storageClass,omitempty"`
 	// Tag is the ImageStream tag the image name refers to (image lookup findings).
 	Tag string `json:"tag,omitempty"`
 	// TargetRevision is the revision a deleted pod is recreated from, "" when the controller has
@@ -271,8 +292,8 @@ type AdmissionCheck struct {
 // DeepCopy copies the details.
 func (d FindingDetails) DeepCopy() FindingDetails {
 	c := d
-	for _, s := range []*[]string{&c.Blocks, &c.Checks, &c.ClaimEvents, &c.Events, &c.FailingPods, &c.Finalizers, &c.Logs,
-		&c.NewOwnerRevisions, &c.Pods, &c.ReusedBy, &c.Revisions, &c.ShortBy} {
+	for _, s := range []*[]string{&c.Blocks, &c.Causes, &c.Checks, &c.ClaimEvents, &c.Events, &c.FailingPods, &c.Finalizers, &c.Logs,
+		&c.NewOwnerRevisions, &c.NodeReasons, &c.Pods, &c.ReusedBy, &c.Revisions, &c.ShortBy} {
 		if *s != nil {
 			*s = append([]string(nil), (*s)...)
 		}
@@ -280,7 +301,7 @@ func (d FindingDetails) DeepCopy() FindingDetails {
 	for _, p := range []**string{&c.ClusterIP, &c.FieldPath, &c.From, &c.Node, &c.PodResourceVersion, &c.PodRevision, &c.PodUID, &c.TargetRevision} {
 		*p = clonePtr(*p)
 	}
-	for _, p := range []**int{&c.MaxUnavailable, &c.Ordinal, &c.Trigger, &c.UnavailablePods} {
+	for _, p := range []**int{&c.MaxUnavailable, &c.Ordinal, &c.Partition, &c.Replicas, &c.Trigger, &c.UnavailablePods} {
 		*p = clonePtr(*p)
 	}
 	c.Admission = clonePtr(d.Admission)

@@ -13,12 +13,14 @@ import (
 
 // detailKeys are the public keys of details: scripts read them, so they change only additively.
 var detailKeys = []string{
-	"admission", "admissionError", "blockedBy", "blocks", "cause", "checks", "claim", "claimEvents", "clusterIP", "currentOwnerUID", "currentUID", "events", "expected", "expectedBy",
+	"admission", "admissionError", "applyError", "blockedBy", "blocks", "cause", "causes", "checks", "claim", "claimEvents", "clusterIP", "currentOwnerUID", "currentUID", "events", "expected", "expectedBy",
 	"failingPods", "fieldPath", "finalizers", "from", "holder", "imageStream", "initContainer", "kind",
 	"lastExitCode", "lastExitMessage", "lastExitReason", "lease", "logs", "maxUnavailable", "missing", "missingFor", "missingKey", "newOwnerRevisions", "node",
-	"nodeCondition", "nodeReady", "nodeReadySince", "nodeReason", "notRenewedFor", "object", "ordinal", "overdue", "ownerKind", "ownerName", "ownerUID", "patch",
-	"podLabels", "podResourceVersion", "podRevision", "podUID", "pods", "policy", "quota", "readinessGate", "readinessGateStatus", "reason", "renewTime", "restartCount", "reusedBy",
-	"revision", "revisions", "rollback", "runningFor", "savedCopy", "selector", "service", "serviceAccount", "shortBy", "skipped", "tag", "targetRevision", "templateImage",
+	"nodeCondition", "nodeReady", "nodeReadySince", "nodeReason", "nodeReasons", "notRenewedFor", "object", "ordinal", "overdue", "ownerKind",
+	"ownerName", "ownerUID", "partition", "patch", "podLabels", "podResourceVersion", "podRevision", "podUID", "pods", "policy", "quota",
+	"readinessGate", "readinessGateStatus", "reason", "registry", "registryAnswer", "renewTime", "replicas", "restartCount", "reusedBy", "revision",
+	"revisions", "rollback", "runningFor", "savedCopy", "selector", "service", "serviceAccount", "shortBy", "skipped", "storageClass", "tag",
+	"targetRevision", "templateImage",
 	"terminatingFor", "trigger", "uid", "unavailablePods", "updateRevision", "volume", "waitedFor", "waitingFor",
 }
 

@@ -31,7 +31,12 @@ import (
 
 func readTask(t *testing.T) *v1.Task {
 	t.Helper()
-	data, err := os.ReadFile("stsdiag-wait.yaml")
+	return readTaskFile(t, "stsdiag-wait.yaml")
+}
+
+func readTaskFile(t *testing.T, name string) *v1.Task {
+	t.Helper()
+	data, err := os.ReadFile(name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -308,11 +313,24 @@ func TestPipelineExample(t *testing.T) {
 			gate = &p.Spec.Tasks[i]
 		}
 	}
-	if !slices.Equal(order, []string{"clone", "build", "import", "apply", "rollout-gate"}) {
+	if !slices.Equal(order, []string{"clone", "build", "import", "preflight", "apply", "rollout-gate"}) {
 		t.Errorf("tasks %v", order)
 	}
 	if gate == nil || !slices.Equal(gate.RunAfter, []string{"apply"}) {
 		t.Fatalf("no stsdiag-wait gate after apply: %+v", gate)
+	}
+	preflight, apply := p.Spec.Tasks[3], p.Spec.Tasks[4]
+	if preflight.TaskRef == nil || preflight.TaskRef.Name != "stsdiag-preflight" || !slices.Equal(apply.RunAfter, []string{"preflight"}) {
+		t.Errorf("no stsdiag-preflight before apply: %+v, apply after %v", preflight.TaskRef, apply.RunAfter)
+	}
+	preflightParams := map[string]bool{}
+	for _, param := range readTaskFile(t, "stsdiag-preflight.yaml").Spec.Params {
+		preflightParams[param.Name] = true
+	}
+	for _, param := range preflight.Params {
+		if !preflightParams[param.Name] {
+			t.Errorf("the preflight task passes %s, which stsdiag-preflight does not declare", param.Name)
+		}
 	}
 	for _, param := range gate.Params {
 		if !declared[param.Name] {
@@ -403,5 +421,97 @@ func TestStepAction(t *testing.T) {
 	if sa.Spec.Image != step.Image || !slices.Equal(sa.Spec.Args, step.Args) || !reflect.DeepEqual(sa.Spec.Env, step.Env) ||
 		strings.ReplaceAll(sa.Spec.Script, "$(step.results.", "$(results.") != step.Script {
 		t.Error("the StepAction's image, args, env or script differ from the Task's step")
+	}
+}
+
+// TestPreflightTask: stsdiag-preflight validates with Tekton; its every parameter but the image
+// reaches a flag of `preflight` through an environment variable, with the flag's default; its
+// script, run on preflight's real YAML document with a fake binary, writes the results and exits
+// with preflight's code.
+func TestPreflightTask(t *testing.T) {
+	task := readTaskFile(t, "stsdiag-preflight.yaml")
+	ctx := context.Background()
+	task.SetDefaults(ctx)
+	if err := task.Validate(ctx); err != nil || task.Name != "stsdiag-preflight" || len(task.Spec.Steps) != 1 {
+		t.Fatalf("Tekton rejects the Task (%v), or it is not one step named stsdiag-preflight", err)
+	}
+	step := task.Spec.Steps[0]
+	root := cmd.NewRootCommand(genericiooptions.NewTestIOStreamsDiscard())
+	preflight, _, err := root.Find([]string{"preflight"})
+	if err != nil || preflight.Name() != "preflight" {
+		t.Fatalf("no preflight command: %v", err)
+	}
+	envOf := map[string]string{}
+	for _, e := range step.Env {
+		if m := envParam.FindStringSubmatch(e.Value); m != nil {
+			envOf[m[1]] = e.Name
+		}
+	}
+	flagOf := map[string]string{}
+	for _, m := range flagEnv.FindAllStringSubmatch(step.Script, -1) {
+		flagOf[m[2]] = m[1]
+	}
+	for _, p := range task.Spec.Params {
+		if p.Name == "image" {
+			continue
+		}
+		flag := flagOf[envOf[p.Name]]
+		f := preflight.Flags().Lookup(flag)
+		if f == nil {
+			f = preflight.InheritedFlags().Lookup(flag)
+		}
+		if f == nil {
+			t.Errorf("param %s reaches no flag of preflight (env %q, flag %q)", p.Name, envOf[p.Name], flag)
+			continue
+		}
+		if p.Name != "manifests" && (p.Default == nil || !sameDefault(f, p.Default.StringVal)) {
+			t.Errorf("param %s: default %v, flag --%s defaults to %q", p.Name, p.Default, flag, f.DefValue)
+		}
+	}
+	doc := apiv1.NewPreflight()
+	doc.Result = apiv1.PreflightWouldNotFinish
+	doc.Findings = []apiv1.Finding{{Code: apiv1.PodUnschedulable, Severity: apiv1.SeverityError, Namespace: "shop", StatefulSet: "web", Pod: "web-0", Message: "no node"}}
+	flags := render.NewPrintFlags()
+	flags.OutputFormat = "yaml"
+	var report bytes.Buffer
+	if err := flags.PrintDocument(doc, &report); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "report"), report.Bytes(), 0o644)
+	fake := "#!/bin/sh\nfor a in \"$@\"; do printf '%s\\n' \"$a\"; done >\"" + dir + "/args\"\ncat \"" + dir + "/report\"\nexit 1\n"
+	os.WriteFile(filepath.Join(dir, "kubectl-stsdiag"), []byte(fake), 0o755)
+	script := step.Script
+	for _, r := range task.Spec.Results {
+		script = strings.ReplaceAll(script, "$(results."+r.Name+".path)", filepath.Join(dir, "result-"+r.Name))
+	}
+	c := exec.Command("/bin/sh", "-c", script, "stsdiag-preflight")
+	c.Env = []string{"PATH=" + dir + ":/usr/bin:/bin"}
+	values := map[string]string{"manifests": "k8s/", "recursive": "true"}
+	for _, p := range task.Spec.Params {
+		if _, ok := values[p.Name]; !ok && p.Default != nil {
+			values[p.Name] = p.Default.StringVal
+		}
+	}
+	for _, e := range step.Env {
+		c.Env = append(c.Env, e.Name+"="+values[envParam.FindStringSubmatch(e.Value)[1]])
+	}
+	out, err := c.Output()
+	exit := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		exit = ee.ExitCode()
+	}
+	if exit != 1 || !strings.Contains(string(out), report.String()) {
+		t.Errorf("exit %d, log %q: want 1 and the document", exit, out)
+	}
+	for name, want := range map[string]string{"verdict": "WouldNotFinish", "findings": "1", "exit-code": "1"} {
+		if got, _ := os.ReadFile(filepath.Join(dir, "result-"+name)); string(got) != want {
+			t.Errorf("result %s = %q, want %q", name, got, want)
+		}
+	}
+	args, _ := os.ReadFile(filepath.Join(dir, "args"))
+	want := []string{"preflight", "--filename=k8s/", "--recursive=true", "--namespace=", "--skip-images=false", "--fail-on=error", "-o", "yaml"}
+	if got := strings.Split(strings.TrimSpace(string(args)), "\n"); !slices.Equal(got, want) {
+		t.Errorf("preflight ran with %q, want %q", got, want)
 	}
 }

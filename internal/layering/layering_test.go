@@ -23,13 +23,13 @@ const module = "github.com/stsdiag/stsdiag/"
 // the API themselves.
 var core = []string{
 	"internal/canary/engine", "internal/diagnose", "internal/explain", "internal/hold", "internal/model",
-	"internal/plan", "internal/rollout", "internal/snapshot", "internal/until", "internal/verdict", "internal/migration",
+	"internal/plan", "internal/preflight/predict", "internal/rollout", "internal/snapshot", "internal/until", "internal/verdict", "internal/migration",
 	"stuck", "stuck/facts", "stuck/controller", "resolver", // the public rule engine and image lookup model
 }
 
-// useCases are the commands' own packages (watch's is monitor, migrate's pure core is migration):
-// side by side, none imports another.
-var useCases = []string{"internal/check", "internal/fix", "internal/wait", "internal/canary", "internal/monitor", "internal/migrate"}
+// useCases are the commands' own packages (watch's is monitor, migrate's pure core is migration,
+// preflight's predict): side by side, none imports another.
+var useCases = []string{"internal/check", "internal/fix", "internal/wait", "internal/canary", "internal/monitor", "internal/migrate", "internal/preflight"}
 
 // clientMachinery are the client-go packages that talk to an API server: the clientsets, the
 // dynamic client, informers and their caches (k8s.io/client-go/kubernetes/scheme, a type

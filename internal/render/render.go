@@ -77,6 +77,26 @@ func stuckNames(w io.Writer, r *model.Report) error {
 
 // PrintTable writes one row per finding, severity first, then a one-line summary.
 func PrintTable(w io.Writer, r *model.Report, opts TableOptions) error {
+	text, err := findingsTable(r, opts)
+	if err != nil {
+		return err
+	}
+	if _, err := w.Write(text); err != nil {
+		return err
+	}
+	if len(r.Findings) > 0 {
+		fmt.Fprintln(w)
+	}
+	PreviousLogs(w, r.Findings)
+	for _, warning := range r.Warnings {
+		fmt.Fprintf(w, "Warning: %s\n", warning)
+	}
+	_, err = fmt.Fprintln(w, Summary(r))
+	return err
+}
+
+// findingsTable lays out one row per finding, severity first (coloured on a terminal).
+func findingsTable(r *model.Report, opts TableOptions) ([]byte, error) {
 	table := &metav1.Table{ColumnDefinitions: []metav1.TableColumnDefinition{
 		{Name: "Severity", Type: "string"},
 		{Name: "Code", Type: "string"},
@@ -116,20 +136,9 @@ func PrintTable(w io.Writer, r *model.Report, opts TableOptions) error {
 	}
 	text, err := formatTable(table, opts.Wide)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if _, err := w.Write(colorizeRows(text, opts.Color)); err != nil {
-		return err
-	}
-	if len(r.Findings) > 0 {
-		fmt.Fprintln(w)
-	}
-	PreviousLogs(w, r.Findings)
-	for _, warning := range r.Warnings {
-		fmt.Fprintf(w, "Warning: %s\n", warning)
-	}
-	_, err = fmt.Fprintln(w, Summary(r))
-	return err
+	return colorizeRows(text, opts.Color), nil
 }
 
 // Summary is the one-line verdict printed under the table.

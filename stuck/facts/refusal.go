@@ -102,6 +102,17 @@ func ParseEvent(message string) (r Refusal, ok bool) {
 	return r, true
 }
 
+// NewRefusal is the refusal of an object the API server refused with apiError (its error text,
+// "pods \"web-0\" is forbidden: ..."): kind is KindPod or KindClaim, name the object's name, pod
+// the pod it is for. Its reason and details are read as ParseEvent reads an Event's: a program
+// that asks the API server itself (stsdiag preflight's dry runs) classifies its answer as check
+// classifies the controller's Events.
+func NewRefusal(kind, name, pod, statefulSet, apiError string) Refusal {
+	r := Refusal{Kind: kind, Name: name, Pod: pod, StatefulSet: statefulSet, Error: apiError}
+	classify(&r)
+	return r
+}
+
 var wrappedClaim = regexp.MustCompile(`(?s)^failed to create PVC (\S+): (.*)$`)
 
 // The admission errors, each from its plugin:

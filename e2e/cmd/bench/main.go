@@ -81,6 +81,7 @@ func run() error {
 	kubectlMaxPods := flag.Int("kubectl-max-pods", 20000, "skip the kubectl baseline above this many pods (kubectl get -o json needed 12 GiB at 100k pods)")
 	mix := flag.String("mix", "statefulsets", "the synthetic cluster: statefulsets (every pod a StatefulSet's: synth.Generate) or realistic (issue 36: synth.Realistic, 5 × sets × replicas pods, 20% of them StatefulSets', 1% of StatefulSets unsettled; no kubectl baseline, no watch)")
 	gzip := flag.Bool("gzip", false, "let the measured commands ask for gzip (the API server compresses answers over 128 KiB); off, they read a copy of the kubeconfig with disable-compression, so the bytes measured are the objects' own")
+	preflightSets := flag.Int("preflight-sets", 200, "StatefulSets in the manifest stream preflight judges against the cluster (0: skip; -mix statefulsets only)")
 	timingTargets := flag.Bool("timing-targets", true, "fail on the realistic mix's time, CPU and memory targets (issue 36) too, not only on its bytes, requests and findings")
 	flag.Parse()
 	realistic := *mix == "realistic"
@@ -229,7 +230,13 @@ func run() error {
 		watchEnv = append(watchEnv[:len(watchEnv):len(watchEnv)], strings.Split(*watchGoEnv, ",")...)
 		fmt.Printf("watch runs with %s\n", *watchGoEnv)
 	}
-	// After the check measurements: the load changes pods, and so the findings.
+	// After the check measurements: preflight adds nodes, the watch load changes pods.
+	var preflightFailures []string
+	if *preflightSets > 0 && !realistic {
+		if preflightFailures, err = measurePreflight(ctx, tl, srv, cfg, env, *stsdiag, syn, *preflightSets, *reps); err != nil {
+			return fmt.Errorf("preflight: %w", err)
+		}
+	}
 	var w *watchResult
 	if *watchSeconds > 0 {
 		w, err = measureWatch(ctx, cfg, watchEnv, *stsdiag, syn, load)
@@ -320,6 +327,7 @@ func run() error {
 		}
 	}
 	failures = append(failures, requestTargets(syn, decoded[0].requests, check, full)...)
+	failures = append(failures, preflightFailures...)
 	if w != nil {
 		if w.updateRate < 100 {
 			failures = append(failures, fmt.Sprintf("watch load: %.0f pod updates/s (target ≥ 100/s)", w.updateRate))

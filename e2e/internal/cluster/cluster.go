@@ -405,7 +405,7 @@ func (c *Cluster) writeFiles() error {
 	files := map[string][]byte{
 		"sa.key":            pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}),
 		"sa.pub":            pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub}),
-		"tokens.csv":        []byte(c.token + ",admin,admin-uid,system:masters\n"),
+		"tokens.csv":        []byte(c.token + ",admin,admin-uid,system:masters\n" + c.token + "-preflight," + PreflightUser + "," + PreflightUser + "-uid,system:masters\n"),
 		"stages.yaml":       stages,
 		"audit-policy.yaml": []byte(auditPolicy),
 	}
@@ -418,16 +418,26 @@ func (c *Cluster) writeFiles() error {
 	return c.WriteKubeconfig(c.kubeconfig, "admin", c.token)
 }
 
-// auditPolicy records the requests of deploy/watch's ServiceAccount only (no bodies): what
-// e2e/deploy_test.go compares with its RBAC.
+// auditPolicy records the requests of deploy/watch's ServiceAccount (what e2e/deploy_test.go
+// compares with its RBAC) and of PreflightUser (e2e/preflight_test.go: reads and dry runs only),
+// no bodies.
 const auditPolicy = `apiVersion: audit.k8s.io/v1
 kind: Policy
 omitStages: [RequestReceived]
 rules:
 - level: Metadata
-  users: ["system:serviceaccount:stsdiag:stsdiag"]
+  users: ["system:serviceaccount:stsdiag:stsdiag", "` + PreflightUser + `"]
 - level: None
 `
+
+// PreflightUser is a cluster admin whose every request the audit log records: preflight runs as
+// it, so that a test can prove it only read and dry-ran.
+const PreflightUser = "e2e-preflight"
+
+// WritePreflightKubeconfig writes a kubeconfig for PreflightUser.
+func (c *Cluster) WritePreflightKubeconfig(path string) error {
+	return c.WriteKubeconfig(path, PreflightUser, c.token+"-preflight")
+}
 
 // AuditLog is the kube-apiserver's audit log (JSON lines, see auditPolicy).
 func (c *Cluster) AuditLog() string { return filepath.Join(c.logDir, "audit.log") }

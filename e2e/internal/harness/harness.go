@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -353,4 +354,58 @@ func caughtUp(ctx context.Context, cs kubernetes.Interface, ns, name string) {
 			return
 		}
 	}
+}
+
+// NamespaceState is every object of a namespace a command could have written (preflight's
+// tests compare it before and after), each with its
+// UID and resourceVersion; pods with their UID, generation, labels and annotations instead (the
+// simulated kubelet rewrites the status of a pod whose image pull fails every few seconds). No
+// Event is compared: the controllers and the scheduler post theirs; the audit log shows
+// preflight posts none.
+func NamespaceState(ctx context.Context, t *testing.T, cs kubernetes.Interface, ns string) string {
+	t.Helper()
+	var lines []string
+	add := func(kind string, items []metav1.Object, err error) {
+		if err != nil {
+			t.Fatalf("listing %s: %v", kind, err)
+		}
+		for _, o := range items {
+			lines = append(lines, fmt.Sprintf("%s/%s uid=%s rv=%s", kind, o.GetName(), o.GetUID(), o.GetResourceVersion()))
+		}
+	}
+	objects := func(n int, at func(int) metav1.Object) []metav1.Object {
+		out := make([]metav1.Object, n)
+		for i := range out {
+			out[i] = at(i)
+		}
+		return out
+	}
+	opts := metav1.ListOptions{}
+	sets, err := cs.AppsV1().StatefulSets(ns).List(ctx, opts)
+	add("statefulset", objects(len(sets.Items), func(i int) metav1.Object { return &sets.Items[i] }), err)
+	revs, err := cs.AppsV1().ControllerRevisions(ns).List(ctx, opts)
+	add("controllerrevision", objects(len(revs.Items), func(i int) metav1.Object { return &revs.Items[i] }), err)
+	pvcs, err := cs.CoreV1().PersistentVolumeClaims(ns).List(ctx, opts)
+	add("pvc", objects(len(pvcs.Items), func(i int) metav1.Object { return &pvcs.Items[i] }), err)
+	svcs, err := cs.CoreV1().Services(ns).List(ctx, opts)
+	add("service", objects(len(svcs.Items), func(i int) metav1.Object { return &svcs.Items[i] }), err)
+	sas, err := cs.CoreV1().ServiceAccounts(ns).List(ctx, opts)
+	add("serviceaccount", objects(len(sas.Items), func(i int) metav1.Object { return &sas.Items[i] }), err)
+	quotas, err := cs.CoreV1().ResourceQuotas(ns).List(ctx, opts)
+	add("resourcequota", objects(len(quotas.Items), func(i int) metav1.Object { return &quotas.Items[i] }), err)
+	cms, err := cs.CoreV1().ConfigMaps(ns).List(ctx, opts)
+	add("configmap", objects(len(cms.Items), func(i int) metav1.Object { return &cms.Items[i] }), err)
+	secrets, err := cs.CoreV1().Secrets(ns).List(ctx, opts)
+	add("secret", objects(len(secrets.Items), func(i int) metav1.Object { return &secrets.Items[i] }), err)
+	n, err := cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+	add("namespace", []metav1.Object{n}, err)
+	pods, err := cs.CoreV1().Pods(ns).List(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		lines = append(lines, fmt.Sprintf("pod/%s uid=%s generation=%d labels=%v annotations=%v", p.Name, p.UID, p.Generation, p.Labels, p.Annotations))
+	}
+	sort.Strings(lines)
+	return strings.Join(lines, "; ")
 }

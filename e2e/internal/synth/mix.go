@@ -386,3 +386,13 @@ func node(name string, i int, now time.Time) corev1.Node {
 				KubeletVersion: "v1.37.2", OperatingSystem: "linux", Architecture: "amd64"},
 			Images: images}}
 }
+
+// Nodes are n nodes as a kubelet reports them (the realistic mix's), named node-0000 on; each
+// takes PodsPerNode+10 pods (the kubelet's default maximum, 110).
+func Nodes(n int, now time.Time) []corev1.Node {
+	out := make([]corev1.Node, n)
+	for i := range out {
+		out[i] = node(fmt.Sprintf("node-%04d", i), i, now)
+	}
+	return out
+}
