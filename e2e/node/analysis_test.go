@@ -473,7 +473,7 @@ func analysisGoodFeature() features.Feature {
 			cs := clientset(t, cfg)
 			newImage := local.Image(cluster.AppImage2)
 			start := time.Now()
-			r := run(t, cfg, "canary", name, "-n", ns, "--steps", "1,50%", "--image", "web="+newImage, "--analysis", file,
+			r := run(t, cfg, "canary", "--yes", name, "-n", ns, "--steps", "1,50%", "--image", "web="+newImage, "--analysis", file,
 				"--prometheus", promURL, "--hold", "5s", "--settle", "5s", "--timeout", "3m", "-o", "json")
 			t.Logf("canary --analysis (good) took %s", time.Since(start).Round(100*time.Millisecond))
 			doc := decodeAnalysis(t, r.Stdout)
@@ -572,7 +572,7 @@ func analysisBadFeature() features.Feature {
 		Assess("exit 1 RolledBack naming error-ratio and its query; web-0..2 and the PVCs the same objects; template back on the old revision", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			cs := clientset(t, cfg)
 			start := time.Now()
-			r := run(t, cfg, "canary", name, "-n", ns, "--steps", "1,50%", "--analysis", file, "--prometheus", promURL,
+			r := run(t, cfg, "canary", "--yes", name, "-n", ns, "--steps", "1,50%", "--analysis", file, "--prometheus", promURL,
 				"--hold", "5s", "--settle", "5s", "--timeout", "3m", "-o", "json")
 			t.Logf("canary --analysis (bad) took %s", time.Since(start).Round(100*time.Millisecond))
 			doc := decodeAnalysis(t, r.Stdout)
@@ -640,7 +640,7 @@ func analysisPrometheusDownFeature() features.Feature {
 			// premise: Prometheus works before it is stopped
 			promValue(ctx, t, promURL, errorRatioQuery(ns, "web-0|web-1|web-2|web-3"), 60*time.Second, equals(0))
 			newImage := local.Image(cluster.AppImage2)
-			bg := startStsdiag(t, cfg, "canary", name, "-n", ns, "--steps", "1,50%", "--image", "web="+newImage, "--analysis", file,
+			bg := startStsdiag(t, cfg, "canary", "--yes", name, "-n", ns, "--steps", "1,50%", "--image", "web="+newImage, "--analysis", file,
 				"--prometheus", promURL, "--hold", "5s", "--settle", "5s", "--timeout", "3m", "-o", "json")
 			bg.waitPod(ctx, t, cs, ns, "web-3", 2*time.Minute, "Ready on the new image", func(p *corev1.Pod) bool {
 				return p.DeletionTimestamp == nil && p.Spec.Containers[0].Image == newImage && harness.PodReady(p)
@@ -718,7 +718,7 @@ func analysisArgoExampleFeature() features.Feature {
 		Assess("exit 0 Complete, every step's success-rate analysis Successful", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			cs := clientset(t, cfg)
 			newImage := local.Image(cluster.AppImage2)
-			r := run(t, cfg, "canary", name, "-n", ns, "--steps", "1,50%", "--image", "web="+newImage, "--analysis", file,
+			r := run(t, cfg, "canary", "--yes", name, "-n", ns, "--steps", "1,50%", "--image", "web="+newImage, "--analysis", file,
 				"--prometheus", promURL, "--arg", "service-name="+service, "--hold", "5s", "--settle", "5s", "--timeout", "3m", "-o", "json")
 			doc := decodeAnalysis(t, r.Stdout)
 			if r.Code != 0 || doc.Result != "Complete" || len(doc.Steps) != 3 {
@@ -760,7 +760,7 @@ func analysisWebProviderFeature() features.Feature {
 		Assess("exit 2, one line error: naming the provider; generation, partition, template and pods unchanged", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			cs := clientset(t, cfg)
 			before, pods := stateOf(ctx, t, cs, ns, name), podStates(ctx, t, cs, ns, name)
-			r := run(t, cfg, "canary", name, "-n", ns, "--steps", "1", "--image", "db="+local.Image(cluster.AppImage2), "--analysis", file,
+			r := run(t, cfg, "canary", "--yes", name, "-n", ns, "--steps", "1", "--image", "db="+local.Image(cluster.AppImage2), "--analysis", file,
 				"--prometheus", promURL, "--arg", "service-name=db", "--hold", "5s", "--settle", "5s", "--timeout", "1m", "-o", "json")
 			msg := strings.TrimRight(r.Stderr, "\n")
 			if r.Code != 2 || strings.Contains(msg, "\n") || !strings.HasPrefix(msg, "error: ") || !strings.Contains(msg, "web") {
