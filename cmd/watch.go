@@ -17,7 +17,7 @@ import (
 	clientfeatures "k8s.io/client-go/features"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
-	"github.com/stsdiag/stsdiag/internal/monitor"
+	"github.com/stsdiag/stsdiag/internal/watch"
 )
 
 // watchGCPercent is watch's GOGC unless the environment sets one.
@@ -58,7 +58,7 @@ type watchFlags struct {
 type watchOptions struct {
 	configFlags *genericclioptions.ConfigFlags
 	genericiooptions.IOStreams
-	serve monitor.ServeOptions
+	serve watch.ServeOptions
 }
 
 const watchExample = `  # Report only: Events on StatefulSets and Prometheus metrics for every namespace
@@ -180,9 +180,9 @@ func (f *watchFlags) ToOptions(args []string) (*watchOptions, error) {
 	if err != nil {
 		identity = "stsdiag" // the process ID below still tells replicas apart on one host
 	}
-	return &watchOptions{configFlags: f.configFlags, IOStreams: f.IOStreams, serve: monitor.ServeOptions{
+	return &watchOptions{configFlags: f.configFlags, IOStreams: f.IOStreams, serve: watch.ServeOptions{
 		Scope: scope.Scope,
-		Monitor: monitor.Options{Fix: f.Fix, Rollback: f.Rollback, Disruption: disruption, Hold: hold, Steady: steady, MaxRepairsPerHour: f.MaxRepairsPerHour, Log: f.ErrOut,
+		Monitor: watch.Options{Fix: f.Fix, Rollback: f.Rollback, Disruption: disruption, Hold: hold, Steady: steady, MaxRepairsPerHour: f.MaxRepairsPerHour, Log: f.ErrOut,
 			Diagnosis: diagnosis, NoConditions: f.NoConditions, Prometheus: dialer.Querier, PrometheusOverride: f.Prometheus.Prometheus != ""},
 		MetricsAddr: f.MetricsAddr, MetricsInsecure: f.MetricsInsecure, MetricsCertDir: f.MetricsCertDir, HealthAddr: f.HealthAddr,
 		LeaderElect: f.LeaderElect, LeaseNamespace: leaseNamespace, LeaseName: f.LeaseName,
@@ -220,7 +220,7 @@ func (g listInformers) Enabled(f clientfeatures.Feature) bool {
 
 var listInformersOnce sync.Once
 
-// Run serves the monitor (monitor.Serve) until SIGTERM.
+// Run serves the monitor (watch.Serve) until SIGTERM.
 func (o *watchOptions) Run(ctx context.Context) error {
 	listInformersOnce.Do(func() { clientfeatures.ReplaceFeatureGates(listInformers{clientfeatures.FeatureGates()}) })
 	// In a container with a memory limit, the Go heap is held to 90% of it (unless GOMEMLIMIT or
@@ -250,7 +250,7 @@ func (o *watchOptions) Run(ctx context.Context) error {
 		}
 		o.serve.RESTConfig.UserAgent = "kubectl-stsdiag/" + version
 	}
-	if err := monitor.Serve(ctx, o.serve); err != nil {
+	if err := watch.Serve(ctx, o.serve); err != nil {
 		return withCode(ExitError, err)
 	}
 	return nil

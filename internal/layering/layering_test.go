@@ -27,9 +27,9 @@ var core = []string{
 	"stuck", "stuck/facts", "stuck/controller", "resolver", // the public rule engine and image lookup model
 }
 
-// useCases are the commands' own packages (watch's is monitor, migrate's pure core is migration):
+// useCases are the commands' own packages (migrate's pure core is migration):
 // side by side, none imports another.
-var useCases = []string{"internal/check", "internal/fix", "internal/wait", "internal/canary", "internal/monitor", "internal/migrate"}
+var useCases = []string{"internal/check", "internal/fix", "internal/wait", "internal/canary", "internal/watch", "internal/migrate"}
 
 // clientMachinery are the client-go packages that talk to an API server: the clientsets, the
 // dynamic client, informers and their caches (k8s.io/client-go/kubernetes/scheme, a type

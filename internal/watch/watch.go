@@ -1,7 +1,7 @@
-// Package monitor diagnoses StatefulSets continuously from shared informers, reports new findings
+// Package watch is the watch use case: it diagnoses StatefulSets continuously from shared informers, reports new findings
 // as Kubernetes Events and metrics, and, when enabled, repairs findings that have held long
 // enough through the same code path as `stsdiag fix`.
-package monitor
+package watch
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package monitor_test
+package watch_test
 
 import (
 	"context"
@@ -25,7 +25,7 @@ import (
 	certutil "k8s.io/client-go/util/cert"
 
 	"github.com/stsdiag/stsdiag/internal/gather"
-	"github.com/stsdiag/stsdiag/internal/monitor"
+	"github.com/stsdiag/stsdiag/internal/watch"
 	"github.com/stsdiag/stsdiag/openshift"
 	"github.com/stsdiag/stsdiag/stuck/read"
 )
@@ -72,13 +72,13 @@ func freeAddr(t *testing.T) string {
 	return l.Addr().String()
 }
 
-func serve(t *testing.T, o monitor.ServeOptions) {
+func serve(t *testing.T, o watch.ServeOptions) {
 	t.Helper()
 	o.Clients = gather.Clients{Clients: read.Clients{Kube: fake.NewClientset(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}})}}
 	o.Scope = gather.Scope{Namespace: "shop", OpenShift: openshift.ModeNever}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- monitor.Serve(ctx, o) }()
+	go func() { done <- watch.Serve(ctx, o) }()
 	t.Cleanup(func() { cancel(); <-done })
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -116,7 +116,7 @@ func get(t *testing.T, client *http.Client, url, token string) (int, string) {
 func TestSecureMetrics(t *testing.T) {
 	var sars []authorizationv1.SubjectAccessReviewSpec
 	api := fakeReviewer(t, &sars)
-	o := monitor.ServeOptions{MetricsAddr: freeAddr(t), HealthAddr: freeAddr(t), RESTConfig: &rest.Config{Host: api.URL}}
+	o := watch.ServeOptions{MetricsAddr: freeAddr(t), HealthAddr: freeAddr(t), RESTConfig: &rest.Config{Host: api.URL}}
 	serve(t, o)
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} // self-signed
 	url := "https://" + o.MetricsAddr + "/metrics"
@@ -168,7 +168,7 @@ func TestMetricsCertificateFromDir(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "tls.key"), key, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	o := monitor.ServeOptions{MetricsAddr: freeAddr(t), HealthAddr: freeAddr(t), MetricsCertDir: dir, RESTConfig: &rest.Config{Host: api.URL}}
+	o := watch.ServeOptions{MetricsAddr: freeAddr(t), HealthAddr: freeAddr(t), MetricsCertDir: dir, RESTConfig: &rest.Config{Host: api.URL}}
 	serve(t, o)
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(cert)
@@ -177,7 +177,7 @@ func TestMetricsCertificateFromDir(t *testing.T) {
 		t.Errorf("with the mounted certificate: %d %s", code, body)
 	}
 
-	empty := monitor.ServeOptions{MetricsAddr: freeAddr(t), HealthAddr: freeAddr(t), MetricsCertDir: t.TempDir(), RESTConfig: &rest.Config{Host: api.URL}}
+	empty := watch.ServeOptions{MetricsAddr: freeAddr(t), HealthAddr: freeAddr(t), MetricsCertDir: t.TempDir(), RESTConfig: &rest.Config{Host: api.URL}}
 	serve(t, empty)
 	conn, err := tls.Dial("tcp", empty.MetricsAddr, &tls.Config{InsecureSkipVerify: true})
 	if err != nil {
@@ -197,7 +197,7 @@ func TestMetricsCertificateFromDir(t *testing.T) {
 // former behaviour: one plain listener, /metrics to anyone.
 func TestMetricsInsecureOneAddress(t *testing.T) {
 	addr := freeAddr(t)
-	serve(t, monitor.ServeOptions{MetricsAddr: addr, HealthAddr: addr, MetricsInsecure: true})
+	serve(t, watch.ServeOptions{MetricsAddr: addr, HealthAddr: addr, MetricsInsecure: true})
 	if code, body := get(t, http.DefaultClient, "http://"+addr+"/metrics", ""); code != 200 || !strings.Contains(body, "stsdiag_") {
 		t.Errorf("/metrics: %d %s", code, body)
 	}
@@ -206,7 +206,7 @@ func TestMetricsInsecureOneAddress(t *testing.T) {
 // TestSecureMetricsNeedTwoAddresses: TLS /metrics and plain probes cannot share a listener.
 func TestSecureMetricsNeedTwoAddresses(t *testing.T) {
 	addr := freeAddr(t)
-	err := monitor.Serve(context.Background(), monitor.ServeOptions{MetricsAddr: addr, HealthAddr: addr})
+	err := watch.Serve(context.Background(), watch.ServeOptions{MetricsAddr: addr, HealthAddr: addr})
 	if err == nil || !strings.Contains(err.Error(), "two addresses") {
 		t.Fatalf("got %v", err)
 	}

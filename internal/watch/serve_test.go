@@ -1,4 +1,4 @@
-package monitor_test
+package watch_test
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/stsdiag/stsdiag/internal/gather"
-	"github.com/stsdiag/stsdiag/internal/monitor"
+	"github.com/stsdiag/stsdiag/internal/watch"
 	"github.com/stsdiag/stsdiag/openshift"
 	"github.com/stsdiag/stsdiag/stuck/read"
 )
@@ -31,7 +31,7 @@ func TestLeaderThatCannotStartGivesTheLeaseBack(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	start := time.Now()
-	err := monitor.Serve(ctx, monitor.ServeOptions{
+	err := watch.Serve(ctx, watch.ServeOptions{
 		Clients: gather.Clients{Clients: read.Clients{Kube: kube}}, Scope: gather.Scope{Namespace: "shop", OpenShift: openshift.ModeNever},
 		LeaderElect: true, LeaseNamespace: "stsdiag", LeaseName: "stsdiag-watch", Identity: "replica-a",
 	})
