@@ -105,6 +105,25 @@ func TestExecutorReadsNothing(t *testing.T) {
 	}
 }
 
+// plumbing are watch's HTTP server (TLS, TokenReview, SubjectAccessReview, probes) and its
+// leader election: they serve and campaign for what they are given, and depend on no package of
+// this module — no reader, no diagnosis, no repair.
+var plumbing = []string{"internal/watch/serve", "internal/watch/leader"}
+
+func TestPlumbingKnowsNoDiagnosis(t *testing.T) {
+	pkgs := list(t, prefixed(plumbing)...)
+	for _, name := range plumbing {
+		if _, ok := pkgs[name]; !ok {
+			t.Fatalf("package %s not listed", name)
+		}
+		for _, dep := range pkgs[name].Deps {
+			if own := strings.TrimPrefix(dep, module); own != dep {
+				t.Errorf("%s depends on %s: it serves or elects, it knows nothing of stsdiag's work", name, own)
+			}
+		}
+	}
+}
+
 // TestRenderImportsItsInputsOnly: the printer depends on what it prints (model, the findings of
 // stuck, api/v1), the words (explain) and text helpers — never on a reader, an applier or a workflow.
 func TestRenderImportsItsInputsOnly(t *testing.T) {

@@ -1,4 +1,8 @@
-package watch
+// Package serve is the HTTP server of `stsdiag watch`: /metrics over TLS to a bearer token the
+// API server authenticates (TokenReview) and authorizes for GET on the /metrics non-resource URL
+// (SubjectAccessReview), or over plain HTTP to anyone when asked; /healthz and /readyz over plain
+// HTTP for the kubelet's probes. It serves what it is given and knows nothing of diagnosis.
+package serve
 
 import (
 	"context"
@@ -12,34 +16,25 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apiserver/pkg/apis/apiserver"
+	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authentication/authenticatorfactory"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
 	authenticationv1 "k8s.io/client-go/kubernetes/typed/authentication/v1"
 	authorizationv1 "k8s.io/client-go/kubernetes/typed/authorization/v1"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/leaderelection"
-	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	certutil "k8s.io/client-go/util/cert"
 	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
-
-	"github.com/stsdiag/stsdiag/internal/gather"
 )
 
-// ServeOptions are what `stsdiag watch` runs: the monitor, its HTTP endpoints and, optionally,
-// leader election.
-type ServeOptions struct {
-	Clients gather.Clients
-	Scope   gather.Scope
-	Monitor Options
+// Options say where and how the endpoints are served (watch's --metrics-* and --health-addr).
+type Options struct {
 	// MetricsAddr serves /metrics ("" for none): over TLS, to a bearer token that the API server
 	// authenticates (TokenReview) and authorizes for GET on the /metrics non-resource URL
 	// (SubjectAccessReview), unless MetricsInsecure.
@@ -54,147 +49,41 @@ type ServeOptions struct {
 	// HealthAddr serves /healthz and /readyz over plain HTTP for the kubelet's probes ("" for
 	// none). Equal to MetricsAddr only with MetricsInsecure: one listener serves all three.
 	HealthAddr string
-	// LeaderElect runs the monitor only while this process holds the Lease.
-	LeaderElect    bool
-	LeaseNamespace string
-	LeaseName      string
-	// Identity of this process in the Lease.
-	Identity string
-	// Log receives one line per state change.
-	Log io.Writer
 }
 
-// Lease timings: client-go's defaults for controllers (kube-controller-manager uses the same).
-const (
-	leaseDuration = 15 * time.Second
-	renewDeadline = 10 * time.Second
-	retryPeriod   = 2 * time.Second
-)
-
-// Serve runs the monitor until ctx ends. With leader election it campaigns for the Lease, runs
-// the monitor while leading and campaigns again after losing it; if the monitor itself fails,
-// the Lease is released and the error returned (the Deployment restarts the process).
-func Serve(ctx context.Context, o ServeOptions) error {
-	if o.Log == nil {
-		o.Log = io.Discard
-	}
-	metrics := NewMetrics()
-	var current atomic.Pointer[Controller]
-	var healthz *leaderelection.HealthzAdaptor
-	if o.LeaderElect {
-		healthz = leaderelection.NewLeaderHealthzAdaptor(renewDeadline)
-	}
-	stop, err := serveHTTP(ctx, o, metrics, healthz, func() bool {
-		if c := current.Load(); c != nil {
-			return c.Ready()
-		}
-		return o.LeaderElect // a standby that has not led yet is ready to take over
-	})
-	if err != nil {
-		return err
-	}
-	defer stop()
-	if !o.LeaderElect {
-		ctrl := New(o.Clients, o.Scope, o.Monitor, metrics)
-		current.Store(ctrl)
-		return ctrl.Run(ctx)
-	}
-	lock := &resourcelock.LeaseLock{
-		LeaseMeta:  metav1.ObjectMeta{Name: o.LeaseName, Namespace: o.LeaseNamespace},
-		Client:     o.Clients.Kube.CoordinationV1(),
-		LockConfig: resourcelock.ResourceLockConfig{Identity: o.Identity},
-	}
-	var (
-		mu     sync.Mutex
-		runErr error
-	)
-	failed := func() error {
-		mu.Lock()
-		defer mu.Unlock()
-		return runErr
-	}
-	for ctx.Err() == nil && failed() == nil {
-		campaign, cancel := context.WithCancel(ctx)
-		elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-			Lock: lock, LeaseDuration: leaseDuration, RenewDeadline: renewDeadline, RetryPeriod: retryPeriod,
-			ReleaseOnCancel: true, Name: o.LeaseName, WatchDog: healthz,
-			Callbacks: leaderelection.LeaderCallbacks{
-				OnStartedLeading: func(leading context.Context) {
-					fmt.Fprintf(o.Log, "%s leads (Lease %s/%s)\n", o.Identity, o.LeaseNamespace, o.LeaseName)
-					ctrl := New(o.Clients, o.Scope, o.Monitor, metrics)
-					current.Store(ctrl)
-					if err := ctrl.Run(leading); err != nil && leading.Err() == nil {
-						fmt.Fprintf(o.Log, "%s: the monitor failed, giving the Lease back: %v\n", o.Identity, err)
-						mu.Lock()
-						runErr = err
-						mu.Unlock()
-						cancel()
-					}
-				},
-				OnStoppedLeading: func() {
-					current.Store(nil)
-					fmt.Fprintf(o.Log, "%s stopped leading\n", o.Identity)
-				},
-			},
-		})
-		if err != nil {
-			cancel()
-			return err
-		}
-		elector.Run(campaign)
-		cancel()
-	}
-	return failed()
+// Endpoints are what the server answers with.
+type Endpoints struct {
+	// Metrics is gathered for each GET of /metrics.
+	Metrics prometheus.Gatherer
+	// Healthy, if set, decides /healthz (the leader election's watchdog); nil: always ok.
+	Healthy func(*http.Request) error
+	// Ready decides /readyz.
+	Ready func() bool
 }
 
-// serveHTTP serves /metrics on o.MetricsAddr and /healthz (the leader-election watchdog when
-// electing) and /readyz on o.HealthAddr.
-func serveHTTP(ctx context.Context, o ServeOptions, metrics *Metrics, healthz *leaderelection.HealthzAdaptor, ready func() bool) (stop func(), err error) {
+// Start serves the endpoints on o's addresses until stop is called. log receives one line per
+// listener and each refused scrape.
+func Start(ctx context.Context, o Options, e Endpoints, log io.Writer) (stop func(), err error) {
 	if o.MetricsAddr != "" && o.MetricsAddr == o.HealthAddr && !o.MetricsInsecure {
 		return nil, errors.New("/metrics over TLS and the plain /healthz and /readyz need two addresses")
 	}
-	health := http.NewServeMux()
-	health.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
-		if healthz != nil {
-			if err := healthz.Check(r); err != nil {
-				http.Error(w, err.Error(), http.StatusInternalServerError)
-				return
-			}
-		}
-		fmt.Fprintln(w, "ok")
-	})
-	health.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
-		if ready() {
-			fmt.Fprintln(w, "ok")
-			return
-		}
-		http.Error(w, "informers not synced", http.StatusServiceUnavailable)
-	})
+	health := probes(e)
 	var stops []func()
 	stopAll := func() {
 		for _, s := range stops {
 			s()
 		}
 	}
-	var metricsHandler http.Handler = promhttp.HandlerFor(metrics.Registry, promhttp.HandlerOpts{})
 	if o.MetricsAddr != "" {
+		metricsHandler := promhttp.HandlerFor(e.Metrics, promhttp.HandlerOpts{})
 		if o.MetricsAddr == o.HealthAddr { // --metrics-insecure on one address: all three, plain
 			health.Handle("/metrics", metricsHandler)
 		} else {
-			listener, what, err := metricsListener(ctx, o)
+			s, err := serveMetrics(ctx, o, metricsHandler, log)
 			if err != nil {
 				return nil, err
 			}
-			if !o.MetricsInsecure {
-				if metricsHandler, err = authorizeMetrics(o, metricsHandler); err != nil {
-					_ = listener.Close() // the error to return is authorizeMetrics'
-					return nil, err
-				}
-			}
-			mux := http.NewServeMux()
-			mux.Handle("/metrics", metricsHandler)
-			stops = append(stops, serveOn(listener, mux, o.Log))
-			fmt.Fprintf(o.Log, "serving /metrics on %s (%s)\n", listener.Addr(), what)
+			stops = append(stops, s)
 		}
 	}
 	if o.HealthAddr != "" {
@@ -203,14 +92,56 @@ func serveHTTP(ctx context.Context, o ServeOptions, metrics *Metrics, healthz *l
 			stopAll()
 			return nil, fmt.Errorf("--health-addr: %w", err)
 		}
-		stops = append(stops, serveOn(listener, health, o.Log))
+		stops = append(stops, serveOn(listener, health, log))
 		if o.MetricsAddr == o.HealthAddr {
-			fmt.Fprintf(o.Log, "serving /metrics, /healthz and /readyz on %s (plain HTTP, no authentication)\n", listener.Addr())
+			fmt.Fprintf(log, "serving /metrics, /healthz and /readyz on %s (plain HTTP, no authentication)\n", listener.Addr())
 		} else {
-			fmt.Fprintf(o.Log, "serving /healthz and /readyz on %s (plain HTTP)\n", listener.Addr())
+			fmt.Fprintf(log, "serving /healthz and /readyz on %s (plain HTTP)\n", listener.Addr())
 		}
 	}
 	return stopAll, nil
+}
+
+// probes answers /healthz and /readyz.
+func probes(e Endpoints) *http.ServeMux {
+	health := http.NewServeMux()
+	health.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		if e.Healthy != nil {
+			if err := e.Healthy(r); err != nil {
+				http.Error(w, err.Error(), http.StatusInternalServerError)
+				return
+			}
+		}
+		fmt.Fprintln(w, "ok")
+	})
+	health.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if e.Ready() {
+			fmt.Fprintln(w, "ok")
+			return
+		}
+		http.Error(w, "informers not synced", http.StatusServiceUnavailable)
+	})
+	return health
+}
+
+// serveMetrics serves /metrics alone on o.MetricsAddr: over TLS behind the API server's
+// authentication and authorization, or plain with MetricsInsecure.
+func serveMetrics(ctx context.Context, o Options, handler http.Handler, log io.Writer) (stop func(), err error) {
+	listener, what, err := metricsListener(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	if !o.MetricsInsecure {
+		if handler, err = authorizeMetrics(o, handler, log); err != nil {
+			_ = listener.Close() // the error to return is authorizeMetrics'
+			return nil, err
+		}
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", handler)
+	stop = serveOn(listener, mux, log)
+	fmt.Fprintf(log, "serving /metrics on %s (%s)\n", listener.Addr(), what)
+	return stop, nil
 }
 
 // metricsListener listens on o.MetricsAddr: plain with MetricsInsecure, else TLS as
@@ -218,7 +149,7 @@ func serveHTTP(ctx context.Context, o ServeOptions, metrics *Metrics, healthz *l
 // key pair of MetricsCertDir, reloaded by its certwatcher when the Secret changes, else a
 // self-signed certificate for localhost/127.0.0.1 made in memory at start (it encrypts; a scraper
 // cannot verify it). HTTP/2 is off, as kubebuilder's scaffold does (CVE-2023-44487).
-func metricsListener(ctx context.Context, o ServeOptions) (net.Listener, string, error) {
+func metricsListener(ctx context.Context, o Options) (net.Listener, string, error) {
 	if o.MetricsInsecure {
 		l, err := net.Listen("tcp", o.MetricsAddr)
 		if err != nil {
@@ -233,13 +164,9 @@ func metricsListener(ctx context.Context, o ServeOptions) (net.Listener, string,
 	_, keyErr := os.Stat(keyPath)
 	switch {
 	case o.MetricsCertDir == "" || (os.IsNotExist(certErr) && os.IsNotExist(keyErr)):
-		cert, key, err := certutil.GenerateSelfSignedCertKeyWithFixtures("localhost", []net.IP{{127, 0, 0, 1}}, nil, "")
+		pair, err := selfSigned()
 		if err != nil {
-			return nil, "", fmt.Errorf("self-signed certificate for /metrics: %w", err)
-		}
-		pair, err := tls.X509KeyPair(cert, key)
-		if err != nil {
-			return nil, "", fmt.Errorf("self-signed certificate for /metrics: %w", err)
+			return nil, "", err
 		}
 		cfg.Certificates = []tls.Certificate{pair}
 	default:
@@ -258,6 +185,19 @@ func metricsListener(ctx context.Context, o ServeOptions) (net.Listener, string,
 	return tls.NewListener(l, cfg), what + ", bearer token authorized by the API server", nil
 }
 
+// selfSigned makes a certificate for localhost and 127.0.0.1, in memory.
+func selfSigned() (tls.Certificate, error) {
+	cert, key, err := certutil.GenerateSelfSignedCertKeyWithFixtures("localhost", []net.IP{{127, 0, 0, 1}}, nil, "")
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("self-signed certificate for /metrics: %w", err)
+	}
+	pair, err := tls.X509KeyPair(cert, key)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("self-signed certificate for /metrics: %w", err)
+	}
+	return pair, nil
+}
+
 // authorizeMetrics puts the API server's delegated authentication and authorization in front of
 // /metrics, as an aggregated API server or kube-rbac-proxy does: a request without a token, or
 // with one the TokenReview rejects (or that cannot be reviewed) → 401, as the API server's own
@@ -265,21 +205,53 @@ func metricsListener(ctx context.Context, o ServeOptions) (net.Listener, string,
 // user who may not GET the /metrics non-resource URL → 403; a SubjectAccessReview that fails →
 // 500. Decisions are cached (allow 5 min, deny 30 s, tokens 1 min), with the API server's
 // retry back-off.
-func authorizeMetrics(o ServeOptions, handler http.Handler) (http.Handler, error) {
-	if o.RESTConfig == nil {
-		return nil, errors.New("secure /metrics needs a client of the API server")
-	}
-	httpClient, err := rest.HTTPClientFor(o.RESTConfig)
+func authorizeMetrics(o Options, handler http.Handler, log io.Writer) (http.Handler, error) {
+	authenticate, authorize, err := delegated(o.RESTConfig)
 	if err != nil {
 		return nil, err
 	}
-	authn, err := authenticationv1.NewForConfigAndClient(o.RESTConfig, httpClient)
-	if err != nil {
-		return nil, err
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		res, ok, err := authenticate.AuthenticateRequest(req)
+		if err != nil || !ok {
+			if err != nil {
+				fmt.Fprintf(log, "metrics: %s: unauthorized: %v\n", req.RemoteAddr, err)
+			}
+			http.Error(w, "Unauthorized", http.StatusUnauthorized)
+			return
+		}
+		user := res.User.GetName()
+		decision, reason, err := authorize.Authorize(req.Context(), authorizer.AttributesRecord{
+			User: res.User, Verb: strings.ToLower(req.Method), Path: req.URL.Path})
+		switch {
+		case err != nil:
+			fmt.Fprintf(log, "metrics: authorizing %s: %v\n", user, err)
+			http.Error(w, fmt.Sprintf("Authorization for user %s failed", user), http.StatusInternalServerError)
+		case decision != authorizer.DecisionAllow:
+			fmt.Fprintf(log, "metrics: %s may not %s %s: %s\n", user, req.Method, req.URL.Path, reason)
+			http.Error(w, fmt.Sprintf("Authorization denied for user %s", user), http.StatusForbidden)
+		default:
+			handler.ServeHTTP(w, req)
+		}
+	}), nil
+}
+
+// delegated builds the TokenReview authenticator and the SubjectAccessReview authorizer that
+// authorizeMetrics asks, both as the identity of config.
+func delegated(config *rest.Config) (authenticator.Request, authorizer.Authorizer, error) {
+	if config == nil {
+		return nil, nil, errors.New("secure /metrics needs a client of the API server")
 	}
-	authz, err := authorizationv1.NewForConfigAndClient(o.RESTConfig, httpClient)
+	httpClient, err := rest.HTTPClientFor(config)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	authn, err := authenticationv1.NewForConfigAndClient(config, httpClient)
+	if err != nil {
+		return nil, nil, err
+	}
+	authz, err := authorizationv1.NewForConfigAndClient(config, httpClient)
+	if err != nil {
+		return nil, nil, err
 	}
 	// The API server's DefaultAuthWebhookRetryBackoff (pkg/server/options/authentication.go:46,
 	// k8s.io/apiserver@v0.35.4), not imported: that package pulls in the whole server.
@@ -292,7 +264,7 @@ func authorizeMetrics(o ServeOptions, handler http.Handler) (http.Handler, error
 		WebhookRetryBackoff:      retry,
 	}.New()
 	if err != nil {
-		return nil, fmt.Errorf("metrics authentication: %w", err)
+		return nil, nil, fmt.Errorf("metrics authentication: %w", err)
 	}
 	authorize, err := authorizerfactory.DelegatingAuthorizerConfig{
 		SubjectAccessReviewClient: authz,
@@ -301,31 +273,9 @@ func authorizeMetrics(o ServeOptions, handler http.Handler) (http.Handler, error
 		WebhookRetryBackoff:       retry,
 	}.New()
 	if err != nil {
-		return nil, fmt.Errorf("metrics authorization: %w", err)
+		return nil, nil, fmt.Errorf("metrics authorization: %w", err)
 	}
-	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		res, ok, err := authenticate.AuthenticateRequest(req)
-		if err != nil || !ok {
-			if err != nil {
-				fmt.Fprintf(o.Log, "metrics: %s: unauthorized: %v\n", req.RemoteAddr, err)
-			}
-			http.Error(w, "Unauthorized", http.StatusUnauthorized)
-			return
-		}
-		user := res.User.GetName()
-		decision, reason, err := authorize.Authorize(req.Context(), authorizer.AttributesRecord{
-			User: res.User, Verb: strings.ToLower(req.Method), Path: req.URL.Path})
-		switch {
-		case err != nil:
-			fmt.Fprintf(o.Log, "metrics: authorizing %s: %v\n", user, err)
-			http.Error(w, fmt.Sprintf("Authorization for user %s failed", user), http.StatusInternalServerError)
-		case decision != authorizer.DecisionAllow:
-			fmt.Fprintf(o.Log, "metrics: %s may not %s %s: %s\n", user, req.Method, req.URL.Path, reason)
-			http.Error(w, fmt.Sprintf("Authorization denied for user %s", user), http.StatusForbidden)
-		default:
-			handler.ServeHTTP(w, req)
-		}
-	}), nil
+	return authenticate, authorize, nil
 }
 
 func serveOn(listener net.Listener, handler http.Handler, log io.Writer) (stop func()) {
