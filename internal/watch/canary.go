@@ -38,10 +38,6 @@ import (
 // current revisions equal no pod moves whatever the partition, and the next template change then
 // moves no pod until watch sets the first step's partition.
 
-// ConditionReconciling is the kstatus condition written while a canary runs (kstatus reports
-// InProgress for Reconciling=True).
-const ConditionReconciling appsv1.StatefulSetConditionType = apiv1.ConditionReconciling
-
 // canaryMemory is what watch remembers of one annotated StatefulSet between syncs.
 type canaryMemory struct {
 	healthy hold.Tracker // "revision/partition" → when the step first looked healthy
@@ -72,6 +68,21 @@ func (c *Controller) forgetCanary(key string) {
 		m.stopAnalysis()
 	}
 	delete(c.canaries, key)
+}
+
+// driveCanary drives the canary declared on a StatefulSet (a set gone, or declaring none, is
+// forgotten, and a partition it parked given back). running is true while the canary owns the
+// StatefulSet: while it runs it is the only writer of the set's template and pods (no second
+// repair path acts on it).
+func (c *Controller) driveCanary(ctx context.Context, key string, set *appsv1.StatefulSet, snap *stuck.Objects, rep *model.Report, state *setState, now time.Time) (running bool, err error) {
+	if set != nil && annotated(set) {
+		return c.syncCanary(ctx, key, set, snap, rep, state, now)
+	}
+	c.forgetCanary(key)
+	if set == nil {
+		return false, nil
+	}
+	return false, c.releaseCanary(ctx, key, set)
 }
 
 // annotated reports whether a canary is declared on the StatefulSet.
@@ -299,34 +310,6 @@ func (c *Controller) canaryWarning(key string, set *appsv1.StatefulSet, mem *can
 	mem.warned = message
 	c.recorder.Event(set, corev1.EventTypeWarning, reason, truncate(message))
 	c.logf("%s: canary: %s", key, message)
-}
-
-// setReconciling writes the kstatus Reconciling condition (unless --no-conditions) when it differs.
-func (c *Controller) setReconciling(ctx context.Context, key string, set *appsv1.StatefulSet, status corev1.ConditionStatus, reason, message string) {
-	if c.opts.NoConditions {
-		return
-	}
-	var have *appsv1.StatefulSetCondition
-	for i := range set.Status.Conditions {
-		if set.Status.Conditions[i].Type == ConditionReconciling {
-			have = &set.Status.Conditions[i]
-		}
-	}
-	if (have == nil && status == corev1.ConditionFalse) || (have != nil && have.Status == status && have.Reason == reason && have.Message == message) {
-		return
-	}
-	cond := appsv1.StatefulSetCondition{Type: ConditionReconciling, Status: status, Reason: reason, Message: truncate(message), LastTransitionTime: metav1.NewTime(c.clock.Now())}
-	if have != nil && have.Status == status {
-		cond.LastTransitionTime = have.LastTransitionTime
-	}
-	body, err := stalledPatch(cond)
-	if err == nil {
-		_, err = c.clients.Kube.AppsV1().StatefulSets(set.Namespace).Patch(ctx, set.Name, types.StrategicMergePatchType, body,
-			metav1.PatchOptions{FieldManager: "stsdiag"}, "status")
-	}
-	if err != nil && !apierrors.IsNotFound(err) {
-		c.logf("%s: Reconciling condition: %v", key, err)
-	}
 }
 
 // releaseCanary gives the partition back when the canary annotation is removed: a StatefulSet that

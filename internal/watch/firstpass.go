@@ -116,17 +116,6 @@ func (c *Controller) diagnoseNamespace(snap *stuck.Objects) []string {
 	return keys
 }
 
-// enqueue queues a StatefulSet whose objects changed: a first-pass verdict of it no longer
-// stands.
-func (c *Controller) enqueue(key string) {
-	c.mu.Lock()
-	if c.touched != nil {
-		c.touched[key] = true
-	}
-	c.mu.Unlock()
-	c.queue.Add(key)
-}
-
 // verdict takes the first pass's verdict of a StatefulSet: ok when there was one and it still
 // stands (nothing of the StatefulSet changed since the first pass read the caches, and no
 // time-based rule matured since), so that sync need not diagnose it again.

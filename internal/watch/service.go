@@ -61,6 +61,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		current.Store(ctrl)
 		err := ctrl.Run(leading)
 		if err != nil && leading.Err() == nil {
+			// The words of this line predate the package's name: kept, as every log line of watch.
 			fmt.Fprintf(o.Log, "%s: the monitor failed, giving the Lease back: %v\n", o.Lease.Identity, err)
 		}
 		return err
