@@ -146,7 +146,14 @@ func (c *Controller) syncCondition(ctx context.Context, key string, set *appsv1.
 	if have != nil && have.Status == want.Status {
 		want.LastTransitionTime = have.LastTransitionTime
 	}
-	body, err := stalledPatch(*want)
+	c.writeStalled(ctx, key, set, *want, have, serverVersion)
+}
+
+// writeStalled patches the Stalled condition want onto the StatefulSet's status (have: the one
+// it carries) and records and says what it wrote. Without the right to, the condition is off from
+// then on, said once.
+func (c *Controller) writeStalled(ctx context.Context, key string, set *appsv1.StatefulSet, want appsv1.StatefulSetCondition, have *appsv1.StatefulSetCondition, serverVersion string) {
+	body, err := stalledPatch(want)
 	if err != nil {
 		c.logf("%s: Stalled condition: %v", key, err)
 		return
