@@ -1,8 +1,8 @@
 // Package watch is the watch use case (`stsdiag watch`): it diagnoses StatefulSets continuously
 // from shared informers and says what it finds as Kubernetes Events, Prometheus metrics and the
 // kstatus Stalled condition; with --fix it repairs findings that held through fix's planner and
-// executor, and it steps the canaries declared on StatefulSets with the canary engine
-// (internal/canary/engine). One file per job:
+// executor, and it steps the canaries declared on StatefulSets with the step machine `stsdiag
+// canary` drives too (engine.Turn). One file per job:
 //
 //   - watch.go: the controller — start-up (the first diagnosis of every StatefulSet) and workers;
 //   - route.go: which StatefulSets an informer event concerns;
@@ -11,7 +11,8 @@
 //   - events.go, metrics.go, conditions.go: what watch says (Events, metrics, Stalled and
 //     Reconciling);
 //   - repair.go, prove.go: --fix's repairs, their budget and their proofs on the caches;
-//   - canary.go, analysis.go: the canaries declared by annotations, and their analyses;
+//   - canary.go, analysis.go: the canaries declared by annotations — watch's port of the step
+//     machine — and their analyses, measured in the background;
 //   - service.go: Serve, the controller with its HTTP server (package serve) and leader
 //     election (package leader).
 package watch
