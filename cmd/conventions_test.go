@@ -124,7 +124,7 @@ func TestHoldFlag(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return o.serve.Monitor.Hold
+		return o.serve.Watch.Hold
 	}
 	cases := []struct {
 		name string

@@ -17,7 +17,9 @@ import (
 	clientfeatures "k8s.io/client-go/features"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
-	"github.com/stsdiag/stsdiag/internal/monitor"
+	"github.com/stsdiag/stsdiag/internal/watch"
+	"github.com/stsdiag/stsdiag/internal/watch/leader"
+	"github.com/stsdiag/stsdiag/internal/watch/serve"
 )
 
 // watchGCPercent is watch's GOGC unless the environment sets one.
@@ -58,7 +60,7 @@ type watchFlags struct {
 type watchOptions struct {
 	configFlags *genericclioptions.ConfigFlags
 	genericiooptions.IOStreams
-	serve monitor.ServeOptions
+	serve watch.ServeOptions
 }
 
 const watchExample = `  # Report only: Events on StatefulSets and Prometheus metrics for every namespace
@@ -180,15 +182,17 @@ func (f *watchFlags) ToOptions(args []string) (*watchOptions, error) {
 	if err != nil {
 		identity = "stsdiag" // the process ID below still tells replicas apart on one host
 	}
-	return &watchOptions{configFlags: f.configFlags, IOStreams: f.IOStreams, serve: monitor.ServeOptions{
+	o := &watchOptions{configFlags: f.configFlags, IOStreams: f.IOStreams, serve: watch.ServeOptions{
 		Scope: scope.Scope,
-		Monitor: monitor.Options{Fix: f.Fix, Rollback: f.Rollback, Disruption: disruption, Hold: hold, Steady: steady, MaxRepairsPerHour: f.MaxRepairsPerHour, Log: f.ErrOut,
+		Watch: watch.Options{Fix: f.Fix, Rollback: f.Rollback, Disruption: disruption, Hold: hold, Steady: steady, MaxRepairsPerHour: f.MaxRepairsPerHour, Log: f.ErrOut,
 			Diagnosis: diagnosis, NoConditions: f.NoConditions, Prometheus: dialer.Querier, PrometheusOverride: f.Prometheus.Prometheus != ""},
-		MetricsAddr: f.MetricsAddr, MetricsInsecure: f.MetricsInsecure, MetricsCertDir: f.MetricsCertDir, HealthAddr: f.HealthAddr,
-		LeaderElect: f.LeaderElect, LeaseNamespace: leaseNamespace, LeaseName: f.LeaseName,
-		Identity: fmt.Sprintf("%s_%d", identity, os.Getpid()),
-		Log:      f.ErrOut,
-	}}, nil
+		HTTP: serve.Options{MetricsAddr: f.MetricsAddr, MetricsInsecure: f.MetricsInsecure, MetricsCertDir: f.MetricsCertDir, HealthAddr: f.HealthAddr},
+		Log:  f.ErrOut,
+	}}
+	if f.LeaderElect {
+		o.serve.Lease = &leader.Lease{Namespace: leaseNamespace, Name: f.LeaseName, Identity: fmt.Sprintf("%s_%d", identity, os.Getpid())}
+	}
+	return o, nil
 }
 
 // leaseNamespace is --leader-elect-namespace, else $POD_NAMESPACE, else the current namespace.
@@ -220,7 +224,7 @@ func (g listInformers) Enabled(f clientfeatures.Feature) bool {
 
 var listInformersOnce sync.Once
 
-// Run serves the monitor (monitor.Serve) until SIGTERM.
+// Run serves watch (watch.Serve) until SIGTERM.
 func (o *watchOptions) Run(ctx context.Context) error {
 	listInformersOnce.Do(func() { clientfeatures.ReplaceFeatureGates(listInformers{clientfeatures.FeatureGates()}) })
 	// In a container with a memory limit, the Go heap is held to 90% of it (unless GOMEMLIMIT or
@@ -240,17 +244,17 @@ func (o *watchOptions) Run(ctx context.Context) error {
 		return withCode(ExitError, err)
 	}
 	o.serve.Clients = c
-	if o.serve.Monitor.Events, err = eventsClient(o.configFlags); err != nil {
+	if o.serve.Watch.Events, err = eventsClient(o.configFlags); err != nil {
 		return withCode(ExitError, err)
 	}
-	if !o.serve.MetricsInsecure && o.serve.MetricsAddr != "" {
+	if !o.serve.HTTP.MetricsInsecure && o.serve.HTTP.MetricsAddr != "" {
 		// TokenReviews and SubjectAccessReviews for /metrics, as the same identity.
-		if o.serve.RESTConfig, err = o.configFlags.ToRESTConfig(); err != nil {
+		if o.serve.HTTP.RESTConfig, err = o.configFlags.ToRESTConfig(); err != nil {
 			return withCode(ExitError, err)
 		}
-		o.serve.RESTConfig.UserAgent = "kubectl-stsdiag/" + version
+		o.serve.HTTP.RESTConfig.UserAgent = "kubectl-stsdiag/" + version
 	}
-	if err := monitor.Serve(ctx, o.serve); err != nil {
+	if err := watch.Serve(ctx, o.serve); err != nil {
 		return withCode(ExitError, err)
 	}
 	return nil

@@ -301,7 +301,7 @@ spec:
 var notExercised = map[string]string{
 	"/pods/eviction create": "watch --fix --disruption=evict (internal/repair/evict.go evictPod); this scenario runs the default --disruption=delete, TestDisruptionBudget evicts with deploy/fix-clusterrole.yaml's same rule",
 	"/events patch":         "client-go tools/record/event.go:330-334@v0.35.4: a repeated Event is patched (count, lastTimestamp), not created again",
-	"/namespaces get":       "watch -n reads the namespace it watches (gather.checkNamespace); this scenario watches -A, whose repairs prove on the informer caches (internal/monitor/prove.go), not on a LIST of one namespace",
+	"/namespaces get":       "watch -n reads the namespace it watches (gather.checkNamespace); this scenario watches -A, whose repairs prove on the informer caches (internal/watch/prove.go), not on a LIST of one namespace",
 }
 
 func keys(m map[string]bool) []string {

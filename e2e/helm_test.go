@@ -240,7 +240,7 @@ func kubePrometheusStackScrape(ctx context.Context, t *testing.T, cfg *envconf.C
 		t.Fatal(err)
 	}
 	for _, c := range []struct{ name, token string }{{"kube-prometheus-stack's Prometheus", prometheus}, {"the ServiceMonitor's credentials (" + secretSA[credentials] + ")", scraper}} {
-		// watch's delegated authorizer caches a refusal for 30 s (internal/monitor/serve.go
+		// watch's delegated authorizer caches a refusal for 30 s (internal/watch/serve/serve.go
 		// DenyCacheTTL): the premise's 403 holds that long.
 		var code int
 		var body string

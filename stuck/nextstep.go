@@ -281,7 +281,7 @@ func (ix *index) initWait(pod *corev1.Pod) *facts.InitWait {
 // whose new revision has waited longer than missingAfter with the partition at or above
 // spec.replicas: the controller updates only the pods at or above the partition
 // (stateful_set_control.go:744-750@v1.37.2), so none moves until `stsdiag watch` sets the first
-// step's partition, which it does within seconds of the change (internal/monitor/canary.go). Nobody
+// step's partition, which it does within seconds of the change (internal/watch/canary.go). Nobody
 // steps it: no watch runs, or it lacks the rights of deploy/watch-fix. A partition held on purpose
 // without the annotation is a user's canary and not reported.
 func (d *diagnosis) canaryNotStarted(set *appsv1.StatefulSet) {
@@ -317,7 +317,7 @@ func (d *diagnosis) canaryNotStarted(set *appsv1.StatefulSet) {
 
 // canaryPaused reports a canary stsdiag watch paused (rollout.CanaryUnderWay, with the
 // Reconciling condition watch writes, reason apiv1.ReasonCanaryPaused: its step's analysis
-// could not tell, internal/monitor/analysis.go). Watch takes no step until its analysis, its
+// could not tell, internal/watch/analysis.go). Watch takes no step until its analysis, its
 // template or its partition changes, and the controller moves no pod below the partition
 // (stateful_set_control.go:744-750@v1.37.2): nothing goes on without a person, while the
 // controller's status, partition respected, says complete. Not reported once the condition

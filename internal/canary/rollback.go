@@ -56,16 +56,29 @@ func (r *runner) failedAnalysis(ctx context.Context, step engine.Resolved, run *
 		})
 }
 
-// rollBack rolls a failed step back with the actions planned for it (why: what failed).
+// rollBack rolls a failed step back with the actions planned for it (why: what failed), then
+// follows the canary pods back to the earlier revision.
 func (r *runner) rollBack(ctx context.Context, failed model.FailedStep, why string, planned func(*model.Report, *stuck.Objects, *appsv1.StatefulSet) ([]model.Action, model.Unrollable)) error {
 	if r.o.NoRollback {
 		r.end = model.CanaryHalted{FailedStep: failed, Partition: r.partition}
 		return nil
 	}
 	fmt.Fprintf(r.o.Log, "statefulset %s/%s: step %s failed: %s: rolling back\n", r.o.Namespace, r.o.Name, failed.Step, why)
+	set, rolled, err := r.applyRollback(ctx, failed, planned)
+	if err != nil || rolled == nil {
+		return err
+	}
+	return r.followRollback(ctx, failed, set, *rolled)
+}
+
+// applyRollback plans the rollback on a fresh read and applies it through the repair executor,
+// each delete proven on a fresh LIST of the StatefulSet, as fix proves. It returns the
+// StatefulSet as planned from and the rollback done; none when the canary ended otherwise
+// (someone else changed the StatefulSet, no safe rollback, the rollback failed: runner.end).
+func (r *runner) applyRollback(ctx context.Context, failed model.FailedStep, planned func(*model.Report, *stuck.Objects, *appsv1.StatefulSet) ([]model.Action, model.Unrollable)) (*appsv1.StatefulSet, *apiv1.RolledBack, error) {
 	rep, snap, err := diagnose.FromSource(ctx, r.live, r.o.Diagnosis)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	set := find(snap, r.o.Namespace, r.o.Name)
 	if set == nil || r.changed(set) {
@@ -73,16 +86,14 @@ func (r *runner) rollBack(ctx context.Context, failed model.FailedStep, why stri
 		if stopped, ok := r.stopFor(set); ok {
 			r.end = stopped
 		}
-		return nil
+		return nil, nil, nil
 	}
 	actions, unrollable := planned(rep, snap, set)
 	if actions == nil {
 		r.end = model.CanaryUnrollable{FailedStep: failed, Why: unrollable, Partition: r.partition}
-		return nil
+		return nil, nil, nil
 	}
-	canary := engine.CanaryPods(set, r.partition)
 	scope := gather.Scope{Namespace: r.o.Namespace, Names: []string{r.o.Name}}
-	// Each delete is proven on a fresh LIST of the StatefulSet, as fix proves.
 	prove := func(ctx context.Context, _ []repair.Write) (*model.Report, *stuck.Objects, error) {
 		return diagnose.FromSource(ctx, gather.Lister{Clients: r.c, Scope: scope}, r.o.Diagnosis)
 	}
@@ -91,13 +102,21 @@ func (r *runner) rollBack(ctx context.Context, failed model.FailedStep, why stri
 	applied, err := exec.Apply(ctx, actions)
 	r.actions = append(r.actions, applied...)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	rolled := verdict.RollbacksDone(applied)
 	if len(rolled) == 0 {
 		r.end = model.CanaryRollbackFailed{FailedStep: failed, Action: applied[0]}
-		return nil
+		return nil, nil, nil
 	}
+	return set, &rolled[0], nil
+}
+
+// followRollback follows a rollback done from set until the canary pods are Ready on the earlier
+// revision, then restores the partition to its value before the canary (failed's comment says
+// why only then), and ends the canary RolledBack — or Stopped, or with the follow's verdict.
+func (r *runner) followRollback(ctx context.Context, failed model.FailedStep, set *appsv1.StatefulSet, rolled apiv1.RolledBack) error {
+	canary := engine.CanaryPods(set, r.partition)
 	// The rollback wrote the template: from now on it is the one canary relies on. Its patch
 	// tested the generation planned from, so the write made the next one; wait for the cache to
 	// show it (an older object would be taken for someone else's change).
@@ -111,15 +130,24 @@ func (r *runner) rollBack(ctx context.Context, failed model.FailedStep, why stri
 		return nil
 	}
 	r.remember(after)
-	fmt.Fprintf(r.o.Log, "statefulset %s/%s: template rolled back to revision %s; waiting for %s Ready on it\n", r.o.Namespace, r.o.Name, rolled[0].Revision, strings.Join(canary, ", "))
+	fmt.Fprintf(r.o.Log, "statefulset %s/%s: template rolled back to revision %s; waiting for %s Ready on it\n", r.o.Namespace, r.o.Name, rolled.Revision, strings.Join(canary, ", "))
 	res, err := follow.Run(ctx, r.live, follow.Options{Stepping: true, Diagnosis: r.o.Diagnosis, Hold: r.o.Hold, Steady: r.o.Steady, Log: r.o.Log, Stop: r.stopIfChanged})
 	if err != nil {
 		return err
 	}
 	if res.Result != apiv1.WaitComplete {
-		r.seen, r.end = res, model.CanaryRollbackUnfinished{FailedStep: failed, Rolled: rolled[0], Then: res.Verdict()}
+		r.seen, r.end = res, model.CanaryRollbackUnfinished{FailedStep: failed, Rolled: rolled, Then: res.Verdict()}
 		return nil
 	}
+	// The verdict is about the step's findings, on the StatefulSets as they are now.
+	r.seen = &model.WaitResult{StatefulSets: res.StatefulSets, Findings: failed.Findings}
+	r.end = model.CanaryRolledBack{FailedStep: failed, Rolled: rolled, Pods: canary, Restore: r.restorePartition(ctx)}
+	return nil
+}
+
+// restorePartition sets the partition back to its value before the canary, once the rollback
+// is complete (the update revision is current) and nobody else changed the StatefulSet.
+func (r *runner) restorePartition(ctx context.Context) model.PartitionRestore {
 	restore := model.PartitionRestore{To: r.res.PartitionBefore, Stays: r.partition}
 	if set, err := r.observed(ctx); err == nil && set.Status.UpdateRevision == set.Status.CurrentRevision && controller.Partition(set) != r.res.PartitionBefore &&
 		!r.changed(set) {
@@ -130,8 +158,5 @@ func (r *runner) rollBack(ctx context.Context, failed model.FailedStep, why stri
 		}
 		restore.Err = err
 	}
-	// The verdict is about the step's findings, on the StatefulSets as they are now.
-	r.seen = &model.WaitResult{StatefulSets: res.StatefulSets, Findings: failed.Findings}
-	r.end = model.CanaryRolledBack{FailedStep: failed, Rolled: rolled[0], Pods: canary, Restore: restore}
-	return nil
+	return restore
 }

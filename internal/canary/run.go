@@ -96,8 +96,16 @@ type runner struct {
 	generation int64
 	partition  int32
 	template   *corev1.PodTemplateSpec
-	// step is the step under way.
-	step string
+	// step is the step under way, as its verdicts name it; cur is that step resolved and index
+	// its record among res.Steps (-1 when a scale re-resolved it).
+	step  string
+	cur   engine.Resolved
+	index int
+	// The step machine's turn: set is the StatefulSet as read for it; measured the step's
+	// analysis once run, and passed whether the step passed, in the gate's current pass.
+	set      *appsv1.StatefulSet
+	measured *apiv1.AnalysisRun
+	passed   bool
 }
 
 // Run runs a canary on one StatefulSet to a verdict, decided once from the state it ended in
@@ -327,77 +335,88 @@ func (r *runner) stopFor(set *appsv1.StatefulSet) (model.CanaryStopped, bool) {
 	return model.CanaryStopped{Change: changeOf(r.uid, r.generation, r.partition, r.template, set, false)}, true
 }
 
-// run gates each step and lowers the partition to the next.
+// run gates each step and turns the step machine (engine.Turn, with the runner as its port,
+// port.go) on the gate's verdict: a step whose pods held healthy goes forward (measured first
+// when an analysis gates it), a stuck one rolls back.
 func (r *runner) run(ctx context.Context, steps []engine.Resolved) error {
-	step, index := steps[0], 0
+	r.cur, r.index = steps[0], 0
 	for {
-		r.step = step.Step
+		r.step = r.cur.Step
 		res, err := follow.Run(ctx, r.live, follow.Options{Stepping: true, Diagnosis: r.o.Diagnosis, Hold: r.o.Hold, Steady: r.o.Steady, Settle: r.o.stepDuration(), Log: r.o.Log, Stop: r.stopIfChanged})
 		r.seen = res
 		if err != nil {
 			return err
 		}
+		r.measured, r.passed = nil, false
 		switch res.Result {
 		case apiv1.WaitComplete:
-			if r.o.Analysis != nil {
-				ended, err := r.stepAnalysis(ctx, index, step)
-				if err != nil || ended {
-					return err
-				}
+			if r.o.Analysis == nil {
+				r.pass() // the gate's Complete passes it; an analysis' Successful does otherwise
 			}
-			r.mark(index, step, apiv1.StepPassed)
-			fmt.Fprintf(r.o.Log, "statefulset %s/%s: step %s passed: %d pods Ready on the update revision for %s with no finding\n", r.o.Namespace, r.o.Name, step.Step, step.Pods, r.o.stepDuration())
+			if more, err := r.healthy(ctx); !more || err != nil {
+				return err
+			}
 		case apiv1.WaitStuck:
-			r.mark(index, step, apiv1.StepFailed)
-			return r.failed(ctx, step)
+			_, err := engine.Turn(ctx, r.o.Steps, stuckFacts(r.partition), r)
+			return err
 		case apiv1.WaitTimedOut:
-			r.mark(index, step, apiv1.StepStopped)
-			r.end = model.CanaryTimedOut{After: r.o.Timeout, Step: step.Step}
+			r.mark(r.index, r.cur, apiv1.StepStopped)
+			r.end = model.CanaryTimedOut{After: r.o.Timeout, Step: r.cur.Step}
 			return nil
 		default:
-			r.mark(index, step, apiv1.StepStopped)
-			r.end = model.CanaryStepEnded{Step: step.Step, Then: res.Verdict()}
+			r.mark(r.index, r.cur, apiv1.StepStopped)
+			r.end = model.CanaryStepEnded{Step: r.cur.Step, Then: res.Verdict()}
 			return nil
 		}
+	}
+}
+
+// stuckFacts are the facts of a step the gate found stuck: a blocking finding held for --hold
+// while the canary's rollout was under way, which the machine rolls back.
+func stuckFacts(partition int32) engine.Facts {
+	return engine.Facts{Partition: partition, Observed: true, Pending: true, Stuck: true}
+}
+
+// healthy turns the step machine for a step whose pods held healthy, on the StatefulSet read
+// once the controller observed it, and again after its analysis measured it Successful. more is
+// true when the canary goes on with the gate (a step forward, or the step under way still).
+func (r *runner) healthy(ctx context.Context) (more bool, err error) {
+	for {
 		set, err := r.observed(ctx)
 		if err != nil {
 			r.seen, r.end = nil, model.Failed{As: follow.VerdictOf(err), Err: err}
-			return nil
+			return false, nil
 		}
 		if stopped, ok := r.stopFor(set); ok {
-			r.end = stopped
-			return nil
-		}
-		// The step held healthy: the engine decides, the steps re-resolved against the replicas
-		// of now (a scale during the canary moves the steps).
-		facts := engine.FactsOf(set)
-		facts.Healthy = true
-		d, err := engine.Decide(r.o.Steps, facts)
-		if err != nil {
-			r.end = model.Failed{As: apiv1.WaitUnevaluable, Err: err}
-			return nil
-		}
-		if d.Verb == engine.Done {
-			r.end = model.CanaryComplete{Hold: r.o.stepDuration()}
-			return nil
-		}
-		if d.Verb != engine.Advance {
-			continue // e.g. partition 0 complete but not yet promoted: the gate follows it
-		}
-		next := d.Step
-		index = r.stepIndex(next)
-		step = next
-		body, err := engine.PartitionPatch(set, next.Partition)
-		if err != nil {
-			return err
-		}
-		if err := r.patch(ctx, set, body, next); err != nil {
-			if errors.Is(err, errStopped) {
-				return nil
+			if !r.passed {
+				r.mark(r.index, r.cur, apiv1.StepStopped)
 			}
-			return err
+			r.end = stopped
+			return false, nil
 		}
+		// The steps are re-resolved against the replicas of now (a scale during the canary
+		// moves the steps); canary took the first step itself, so nothing is parked.
+		f := engine.FactsOf(set)
+		f.Healthy, f.Parked = true, false
+		r.set = set
+		out, err := engine.Turn(ctx, r.o.Steps, f, r)
+		switch {
+		case errors.Is(err, errStopped):
+			return false, nil
+		case err != nil:
+			return false, err
+		case out == engine.Measured:
+			continue
+		}
+		return out == engine.Advanced || out == engine.Waited, nil
 	}
+}
+
+// pass records the step under way as passed.
+func (r *runner) pass() {
+	r.passed = true
+	r.mark(r.index, r.cur, apiv1.StepPassed)
+	fmt.Fprintf(r.o.Log, "statefulset %s/%s: step %s passed: %d pods Ready on the update revision for %s with no finding\n", r.o.Namespace, r.o.Name, r.cur.Step, r.cur.Pods, r.o.stepDuration())
 }
 
 // mark records a step's result (a step re-resolved after a scale is added).
@@ -412,42 +431,6 @@ func (r *runner) recorded(index int, step engine.Resolved) *apiv1.CanaryStep {
 		index = len(r.res.Steps) - 1
 	}
 	return &r.res.Steps[index]
-}
-
-// stepAnalysis runs the analysis of a step whose pods held healthy. ended is true when the
-// canary ended there: its analysis failed (rolled back, or not), could not tell (paused), or
-// someone else changed the StatefulSet.
-func (r *runner) stepAnalysis(ctx context.Context, index int, step engine.Resolved) (ended bool, err error) {
-	set, err := r.observed(ctx)
-	if err != nil {
-		r.seen, r.end = nil, model.Failed{As: follow.VerdictOf(err), Err: err}
-		return true, nil
-	}
-	if stopped, ok := r.stopFor(set); ok {
-		r.mark(index, step, apiv1.StepStopped)
-		r.end = stopped
-		return true, nil
-	}
-	run, err := r.analyze(ctx, set, step)
-	if run != nil {
-		r.recorded(index, step).Analysis = run
-	}
-	if err != nil {
-		r.mark(index, step, apiv1.StepStopped)
-		return true, err
-	}
-	switch run.Phase {
-	case apiv1.AnalysisSuccessful:
-		fmt.Fprintf(r.o.Log, "statefulset %s/%s: step %s: analysis %s successful\n", r.o.Namespace, r.o.Name, step.Step, run.Template)
-		return false, nil
-	case apiv1.AnalysisFailed:
-		r.mark(index, step, apiv1.StepFailed)
-		return true, r.failedAnalysis(ctx, step, run)
-	}
-	r.mark(index, step, apiv1.StepInconclusive)
-	r.end = model.CanaryInconclusive{Step: step.Step, Analysis: run, Partition: r.partition}
-	fmt.Fprintf(r.o.Log, "statefulset %s/%s: step %s paused: analysis %s %s: %s\n", r.o.Namespace, r.o.Name, step.Step, run.Template, run.Phase, run.Message)
-	return true, nil
 }
 
 // stepIndex finds a step in the recorded ones (-1 when the replicas changed it).

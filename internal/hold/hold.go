@@ -8,7 +8,7 @@
 //     (model.Summaries); nothing is held.
 //   - wait: the rollout is Stuck when a blocking finding (apiv1.Finding.Blocking: an error, or
 //     the info OnDeleteStale) has held for --hold (follow.Run).
-//   - watch: a StatefulSet is Stalled=True when an error finding has held for --hold (monitor's
+//   - watch: a StatefulSet is Stalled=True when an error finding has held for --hold (watch's
 //     stalledWanted); watch --fix repairs a set once a finding behind one of its planned actions
 //     has held for --hold.
 package hold

@@ -27,9 +27,9 @@ var core = []string{
 	"stuck", "stuck/facts", "stuck/controller", "resolver", // the public rule engine and image lookup model
 }
 
-// useCases are the commands' own packages (watch's is monitor, migrate's pure core is migration,
-// preflight's predict): side by side, none imports another.
-var useCases = []string{"internal/check", "internal/fix", "internal/wait", "internal/canary", "internal/monitor", "internal/migrate", "internal/preflight"}
+// useCases are the commands' own packages (migrate's pure core is migration, preflight's
+// predict): side by side, none imports another.
+var useCases = []string{"internal/check", "internal/fix", "internal/wait", "internal/canary", "internal/watch", "internal/migrate", "internal/preflight"}
 
 // clientMachinery are the client-go packages that talk to an API server: the clientsets, the
 // dynamic client, informers and their caches (k8s.io/client-go/kubernetes/scheme, a type
@@ -101,6 +101,25 @@ func TestExecutorReadsNothing(t *testing.T) {
 	for _, dep := range list(t, module+"internal/repair")["internal/repair"].Deps {
 		if own := strings.TrimPrefix(dep, module); own != dep && slices.Contains(readers, own) {
 			t.Errorf("internal/repair depends on %s: the executor proves with its injected Prover, it reads nothing itself", own)
+		}
+	}
+}
+
+// plumbing are watch's HTTP server (TLS, TokenReview, SubjectAccessReview, probes) and its
+// leader election: they serve and campaign for what they are given, and depend on no package of
+// this module — no reader, no diagnosis, no repair.
+var plumbing = []string{"internal/watch/serve", "internal/watch/leader"}
+
+func TestPlumbingKnowsNoDiagnosis(t *testing.T) {
+	pkgs := list(t, prefixed(plumbing)...)
+	for _, name := range plumbing {
+		if _, ok := pkgs[name]; !ok {
+			t.Fatalf("package %s not listed", name)
+		}
+		for _, dep := range pkgs[name].Deps {
+			if own := strings.TrimPrefix(dep, module); own != dep {
+				t.Errorf("%s depends on %s: it serves or elects, it knows nothing of stsdiag's work", name, own)
+			}
 		}
 	}
 }

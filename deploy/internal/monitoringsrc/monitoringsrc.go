@@ -136,12 +136,12 @@ func Dashboard(cluster string) ([]byte, error) {
 // rulesHeader says what the rule files hold and where they come from.
 func rulesHeader(cluster, by string) string {
 	h := `# Generated from deploy/internal/monitoringsrc/rules.yaml.tmpl by ` + "`" + by + "`" + `; do not edit.
-# Alerts on the metrics of ` + "`stsdiag watch`" + ` (internal/monitor/metrics.go):
+# Alerts on the metrics of ` + "`stsdiag watch`" + ` (internal/watch/metrics.go):
 # stsdiag_statefulset_findings{namespace,statefulset,code,reason} (findings present now, one series
 # per StatefulSet with a finding, exported by the leader), stsdiag_repairs_total{action,result,namespace},
 # the canary counters and stsdiag_diagnosis_duration_seconds. watch reports a finding only once it is
 # diagnosed; the ` + "`for:`" + ` below is how long it must then hold. Every expression is checked against
-# the metrics watch exports by internal/monitor/alerts_test.go, parsed by promtool, and the
+# the metrics watch exports by internal/watch/alerts_test.go, parsed by promtool, and the
 # alerts' behaviour unit-tested (deploy/monitoring/tests, deploy/promtool_test.go).
 `
 	if cluster != "" {

@@ -7,9 +7,10 @@ import (
 	"github.com/stsdiag/stsdiag/stuck/controller"
 )
 
-// The step engine: one decision over typed facts, driven by `stsdiag canary` (facts from its gate)
-// and by watch (facts from each sync of an annotated StatefulSet). Its state is the cluster's: the
-// partition says which step the canary is at, so a restarted watch resumes where it was.
+// The step engine: one decision over typed facts (Decide), which the step machine (machine.go)
+// carries out; `stsdiag canary` gives it facts from its gate, watch from each sync of an
+// annotated StatefulSet. Its state is the cluster's: the partition says which step the canary is
+// at, so a restarted watch resumes where it was.
 
 // Annotations of a canary declared on a StatefulSet, for watch.
 const (
@@ -35,13 +36,20 @@ type Facts struct {
 	Healthy bool
 	// Stuck: a blocking finding has held for the hold.
 	Stuck bool
+	// Parked: no step of the rollout was taken yet — the partition is where it was held before
+	// the template changed, at or above spec.replicas — so the first step is taken at once and,
+	// moving no pod, is measured by no analysis. FactsOf says so from the partition (watch keeps
+	// no other state); canary, which took its first step itself, never is.
+	Parked bool
 }
 
 // FactsOf reads the facts of a StatefulSet; the caller adds Healthy and Stuck from its hold rules.
 func FactsOf(set *appsv1.StatefulSet) Facts {
-	return Facts{Replicas: controller.Replicas(set), Partition: controller.Partition(set),
+	f := Facts{Replicas: controller.Replicas(set), Partition: controller.Partition(set),
 		Observed: set.Status.ObservedGeneration >= set.Generation && set.Status.UpdateRevision != "",
 		Pending:  set.Status.UpdateRevision != set.Status.CurrentRevision}
+	f.Parked = f.Partition >= f.Replicas
+	return f
 }
 
 // StepComplete reports whether the current step's pods are all Ready on the update revision (and
@@ -73,7 +81,7 @@ type Decision struct {
 }
 
 // Decide is the step engine. A stuck finding rolls back; a step that stayed healthy for the hold
-// advances to the next step; a partition at or above replicas (nothing moved yet, e.g. held there
+// advances to the next step; a parked partition (nothing moved yet, held at or above replicas
 // between rollouts) advances to the first step at once.
 func Decide(steps []Step, f Facts) (Decision, error) {
 	switch {
@@ -89,7 +97,7 @@ func Decide(steps []Step, f Facts) (Decision, error) {
 		return Decision{}, err
 	}
 	next, index, ok := Next(resolved, f.Partition)
-	if !ok || (!f.Healthy && f.Partition < f.Replicas) {
+	if !ok || (!f.Healthy && !f.Parked) {
 		return Decision{Verb: Wait}, nil
 	}
 	return Decision{Verb: Advance, Step: next, Index: index, Of: len(resolved)}, nil

@@ -11,10 +11,10 @@ func TestDecide(t *testing.T) {
 		verb  Verb
 		to    int32
 	}{
-		{"not observed yet", Facts{Replicas: 4, Partition: 4, Pending: true}, Wait, 0},
+		{"not observed yet", Facts{Replicas: 4, Partition: 4, Pending: true, Parked: true}, Wait, 0},
 		{"nothing pending", Facts{Replicas: 4, Partition: 0, Observed: true}, Done, 0},
-		{"held at replicas: first step at once", Facts{Replicas: 4, Partition: 4, Observed: true, Pending: true}, Advance, 3},
-		{"held above replicas: first step at once", Facts{Replicas: 4, Partition: 10, Observed: true, Pending: true}, Advance, 3},
+		{"held at replicas: first step at once", Facts{Replicas: 4, Partition: 4, Observed: true, Pending: true, Parked: true}, Advance, 3},
+		{"held above replicas: first step at once", Facts{Replicas: 4, Partition: 10, Observed: true, Pending: true, Parked: true}, Advance, 3},
 		{"step 1 not healthy yet", Facts{Replicas: 4, Partition: 3, Observed: true, Pending: true}, Wait, 0},
 		{"step 1 healthy", Facts{Replicas: 4, Partition: 3, Observed: true, Pending: true, Healthy: true}, Advance, 2},
 		{"step 50% healthy", Facts{Replicas: 4, Partition: 2, Observed: true, Pending: true, Healthy: true}, Advance, 0},

@@ -1,6 +1,8 @@
 // Package engine steps a StatefulSet's rolling-update partition so that a new template reaches
 // a few pods first, is proven healthy by wait's diagnosis and hold rules, and only then reaches
-// the others. This file is the pure arithmetic: steps, partitions and canary pods.
+// the others: the step machine that `stsdiag canary` and watch both drive (Turn over a Port,
+// machine.go), its decision (Decide, engine.go) and its guarded patches (patch.go). This file is
+// the pure arithmetic: steps, partitions and canary pods.
 //
 // The partition is an index, not an ordinal: the controller updates replicas[i] for
 // i ≥ partition, where replicas[i] is the pod of ordinal spec.ordinals.start+i

@@ -1,7 +1,7 @@
 // Package stepanalysis measures one canary step with an Argo Rollouts AnalysisTemplate
 // (internal/analysis): the arguments stsdiag fills from the StatefulSet and the step, the metrics
 // a step measures, and the run as api/v1 records it. `stsdiag canary --analysis` (internal/canary)
-// and watch's canaries declared by annotations (internal/monitor) both measure through it; it
+// and watch's canaries declared by annotations (internal/watch) both measure through it; it
 // reads nothing of the cluster itself.
 package stepanalysis
 

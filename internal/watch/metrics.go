@@ -1,4 +1,4 @@
-package monitor
+package watch
 
 import (
 	"sync"
@@ -7,11 +7,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 )
 
-// Metrics are the Prometheus metrics of the monitor, all prefixed stsdiag_.
+// Metrics are the Prometheus metrics of watch, all prefixed stsdiag_.
 type Metrics struct {
 	Registry *prometheus.Registry
 	// findings is stsdiag_findings{code,namespace} and stsdiag_statefulset_findings{namespace,
-	// statefulset,code,reason}, computed from the running monitor at scrape time.
+	// statefulset,code,reason}, computed from the running controller at scrape time.
 	findings      *findingsCollector
 	FindingsTotal *prometheus.CounterVec
 	Repairs       *prometheus.CounterVec
@@ -73,8 +73,8 @@ func NewMetrics() *Metrics {
 // sums them by code and namespace.
 type findingLabels struct{ namespace, statefulSet, code, reason string }
 
-// findingsCollector reports the findings of the monitor that runs now (a new leader term makes a
-// new monitor), read when Prometheus scrapes.
+// findingsCollector reports the findings of the controller that runs now (a new leader term makes a
+// new controller), read when Prometheus scrapes.
 type findingsCollector struct {
 	byNamespace, byStatefulSet *prometheus.Desc
 	mu                         sync.Mutex
@@ -110,4 +110,19 @@ func (f *findingsCollector) Collect(ch chan<- prometheus.Metric) {
 	for l, n := range byNamespace {
 		ch <- prometheus.MustNewConstMetric(f.byNamespace, prometheus.GaugeValue, float64(n), l.code, l.namespace)
 	}
+}
+
+// findingCounts counts the findings present now by StatefulSet, code and reason, for the
+// stsdiag_statefulset_findings and stsdiag_findings gauges (computed when Prometheus scrapes,
+// never half-filled). seen holds only the StatefulSets that have findings.
+func (c *Controller) findingCounts() map[findingLabels]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := map[findingLabels]int{}
+	for _, state := range c.seen {
+		for _, f := range state.findings {
+			out[findingLabels{namespace: f.Namespace, statefulSet: f.StatefulSet, code: string(f.Code), reason: f.Reason}]++
+		}
+	}
+	return out
 }

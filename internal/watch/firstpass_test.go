@@ -1,4 +1,4 @@
-package monitor_test
+package watch_test
 
 import (
 	"context"
@@ -21,8 +21,8 @@ import (
 
 	"github.com/stsdiag/stsdiag/internal/diagnose"
 	"github.com/stsdiag/stsdiag/internal/gather"
-	"github.com/stsdiag/stsdiag/internal/monitor"
 	"github.com/stsdiag/stsdiag/internal/snapshot/snapshottest"
+	"github.com/stsdiag/stsdiag/internal/watch"
 	"github.com/stsdiag/stsdiag/openshift"
 	"github.com/stsdiag/stsdiag/stuck"
 	"github.com/stsdiag/stsdiag/stuck/read"
@@ -106,7 +106,7 @@ func TestFirstPassVerdictStands(t *testing.T) {
 	healthy := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "shop", UID: "db-uid"}}
 	objs = append(objs, healthy)
 	kube := fake.NewClientset(objs...)
-	metrics, _ := run(t, kube, monitor.Options{Hold: time.Nanosecond})
+	metrics, _ := run(t, kube, watch.Options{Hold: time.Nanosecond})
 	waitStalled(t, kube, "web's Stalled=True from the first pass", func(c *appsv1.StatefulSetCondition) bool {
 		return c != nil && c.Status == corev1.ConditionTrue && c.Reason == "StaleRevisionStuck"
 	})
@@ -135,7 +135,7 @@ func TestFirstPassVerdictStands(t *testing.T) {
 	}
 }
 
-func histogramCount(t *testing.T, metrics *monitor.Metrics) uint64 {
+func histogramCount(t *testing.T, metrics *watch.Metrics) uint64 {
 	t.Helper()
 	families, err := metrics.Registry.Gather()
 	if err != nil {
@@ -174,9 +174,9 @@ func TestFirstPassWhileCachesFill(t *testing.T) {
 		}
 		return false, nil, nil
 	})
-	metrics := monitor.NewMetrics()
-	ctrl := monitor.New(gather.Clients{Clients: read.Clients{Kube: kube, Image: images}}, gather.Scope{OpenShift: openshift.ModeAlways},
-		monitor.Options{Hold: time.Nanosecond, NoConditions: true}, metrics)
+	metrics := watch.NewMetrics()
+	ctrl := watch.New(gather.Clients{Clients: read.Clients{Kube: kube, Image: images}}, gather.Scope{OpenShift: openshift.ModeAlways},
+		watch.Options{Hold: time.Nanosecond, NoConditions: true}, metrics)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { _ = ctrl.Run(ctx); close(done) }()

@@ -1,4 +1,4 @@
-package monitor_test
+package watch_test
 
 import (
 	"context"
@@ -19,7 +19,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 
-	"github.com/stsdiag/stsdiag/internal/monitor"
+	"github.com/stsdiag/stsdiag/internal/watch"
 )
 
 // kstatusOf runs cli-utils' kstatus status.Compute on a StatefulSet, as Flux, Helm 4 and kpt do.
@@ -40,7 +40,7 @@ func kstatusOf(t *testing.T, set *appsv1.StatefulSet) *status.Result {
 }
 
 func stalledOf(set *appsv1.StatefulSet) *appsv1.StatefulSetCondition {
-	return conditionOf(set, monitor.ConditionStalled)
+	return conditionOf(set, watch.ConditionStalled)
 }
 
 // conditionOf is the StatefulSet's condition of that type, nil when it has none.
@@ -84,7 +84,7 @@ func statusPatches(kube *fake.Clientset) []k8stesting.PatchAction {
 func TestStalledCondition(t *testing.T) {
 	kube := fake.NewClientset(stuckObjects()...)
 	start := time.Now()
-	run(t, kube, monitor.Options{Hold: 300 * time.Millisecond})
+	run(t, kube, watch.Options{Hold: 300 * time.Millisecond})
 
 	set := waitStalled(t, kube, "Stalled=True", func(c *appsv1.StatefulSetCondition) bool { return c != nil && c.Status == corev1.ConditionTrue })
 	if elapsed := time.Since(start); elapsed < 300*time.Millisecond {
@@ -130,7 +130,7 @@ func TestStalledCondition(t *testing.T) {
 		t.Fatal(err)
 	}
 	set = waitStalled(t, kube, "Stalled=False", func(c *appsv1.StatefulSetCondition) bool { return c != nil && c.Status == corev1.ConditionFalse })
-	if c := stalledOf(set); c.Reason != monitor.ReasonRecovered {
+	if c := stalledOf(set); c.Reason != watch.ReasonRecovered {
 		t.Errorf("condition %+v", c)
 	}
 	if res := kstatusOf(t, set); res.Status != status.CurrentStatus {
@@ -141,7 +141,7 @@ func TestStalledCondition(t *testing.T) {
 // TestNoConditions: --no-conditions never writes status; neither does a healthy set, ever.
 func TestNoConditions(t *testing.T) {
 	kube := fake.NewClientset(stuckObjects()...)
-	metrics, _ := run(t, kube, monitor.Options{NoConditions: true})
+	metrics, _ := run(t, kube, watch.Options{NoConditions: true})
 	waitCounted(t, metrics)
 	time.Sleep(200 * time.Millisecond)
 	if p := statusPatches(kube); len(p) != 0 {
@@ -156,7 +156,7 @@ func TestNoConditions(t *testing.T) {
 	set.Status = appsv1.StatefulSetStatus{ObservedGeneration: 2, Replicas: 1, ReadyReplicas: 1, AvailableReplicas: 1, CurrentReplicas: 1,
 		UpdatedReplicas: 1, CurrentRevision: "web-b", UpdateRevision: "web-b"}
 	healthy := fake.NewClientset(objects...)
-	run(t, healthy, monitor.Options{})
+	run(t, healthy, watch.Options{})
 	time.Sleep(500 * time.Millisecond)
 	if p := statusPatches(healthy); len(p) != 0 {
 		t.Errorf("a healthy set was patched: %+v", p)
@@ -170,7 +170,7 @@ func TestConditionsForbidden(t *testing.T) {
 	kube.PrependReactor("patch", "statefulsets", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "apps", Resource: "statefulsets/status"}, "web", nil)
 	})
-	metrics, _ := run(t, kube, monitor.Options{})
+	metrics, _ := run(t, kube, watch.Options{})
 	waitCounted(t, metrics)
 	time.Sleep(300 * time.Millisecond)
 	if p := statusPatches(kube); len(p) != 1 {
@@ -178,7 +178,7 @@ func TestConditionsForbidden(t *testing.T) {
 	}
 }
 
-func waitCounted(t *testing.T, metrics *monitor.Metrics) {
+func waitCounted(t *testing.T, metrics *watch.Metrics) {
 	t.Helper()
 	err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
 		return testutil.ToFloat64(metrics.FindingsTotal.WithLabelValues("StaleRevisionStuck", "shop")) == 1, nil

@@ -1,4 +1,4 @@
-package monitor_test
+package watch_test
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/stsdiag/stsdiag/internal/gather"
-	"github.com/stsdiag/stsdiag/internal/monitor"
+	"github.com/stsdiag/stsdiag/internal/watch"
 	"github.com/stsdiag/stsdiag/openshift"
 	"github.com/stsdiag/stsdiag/stuck/read"
 )
@@ -41,10 +41,10 @@ func stuckObjects() []runtime.Object {
 	return []runtime.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}, set, pod}
 }
 
-func run(t *testing.T, kube *fake.Clientset, opts monitor.Options) (*monitor.Metrics, context.CancelFunc) {
+func run(t *testing.T, kube *fake.Clientset, opts watch.Options) (*watch.Metrics, context.CancelFunc) {
 	t.Helper()
-	metrics := monitor.NewMetrics()
-	ctrl := monitor.New(gather.Clients{Clients: read.Clients{Kube: kube}}, gather.Scope{Namespace: "shop", OpenShift: openshift.ModeNever}, opts, metrics)
+	metrics := watch.NewMetrics()
+	ctrl := watch.New(gather.Clients{Clients: read.Clients{Kube: kube}}, gather.Scope{Namespace: "shop", OpenShift: openshift.ModeNever}, opts, metrics)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { _ = ctrl.Run(ctx); close(done) }()
@@ -67,7 +67,7 @@ func deletes(kube *fake.Clientset) int {
 
 func TestReportOnlyNeverRepairs(t *testing.T) {
 	kube := fake.NewClientset(stuckObjects()...)
-	metrics, _ := run(t, kube, monitor.Options{Hold: 0})
+	metrics, _ := run(t, kube, watch.Options{Hold: 0})
 	err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
 		return testutil.ToFloat64(metrics.FindingsTotal.WithLabelValues("StaleRevisionStuck", "shop")) == 1, nil
 	})
@@ -83,7 +83,7 @@ func TestReportOnlyNeverRepairs(t *testing.T) {
 func TestFixRepairsOnceAfterMinStuck(t *testing.T) {
 	kube := fake.NewClientset(stuckObjects()...)
 	start := time.Now()
-	metrics, _ := run(t, kube, monitor.Options{Fix: true, Hold: 300 * time.Millisecond})
+	metrics, _ := run(t, kube, watch.Options{Fix: true, Hold: 300 * time.Millisecond})
 	err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
 		return deletes(kube) == 1, nil
 	})
@@ -114,7 +114,7 @@ func TestRepairBudgetPerNamespace(t *testing.T) {
 	kube := fake.NewClientset(stuckObjects()...)
 	// Every delete "fails" as if the pod were replaced meanwhile, so the finding stays.
 	kube.PrependReactor("delete", "pods", func(k8stesting.Action) (bool, runtime.Object, error) { return true, nil, nil })
-	metrics, _ := run(t, kube, monitor.Options{Fix: true, MaxRepairsPerHour: 1})
+	metrics, _ := run(t, kube, watch.Options{Fix: true, MaxRepairsPerHour: 1})
 	err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
 		return testutil.ToFloat64(metrics.Repairs.WithLabelValues("DeletePod", "ratelimited", "shop")) >= 1, nil
 	})
@@ -142,9 +142,9 @@ func TestSelectorScopesWatch(t *testing.T) {
 			objs := stuckObjects()
 			objs[1].(*appsv1.StatefulSet).Labels = map[string]string{"app": "web"}
 			kube := fake.NewClientset(objs...)
-			metrics := monitor.NewMetrics()
-			ctrl := monitor.New(gather.Clients{Clients: read.Clients{Kube: kube}}, gather.Scope{Namespace: "shop", Selector: sel, OpenShift: openshift.ModeNever},
-				monitor.Options{Hold: 0, Fix: true, MaxRepairsPerHour: 10}, metrics)
+			metrics := watch.NewMetrics()
+			ctrl := watch.New(gather.Clients{Clients: read.Clients{Kube: kube}}, gather.Scope{Namespace: "shop", Selector: sel, OpenShift: openshift.ModeNever},
+				watch.Options{Hold: 0, Fix: true, MaxRepairsPerHour: 10}, metrics)
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan struct{})
 			go func() { _ = ctrl.Run(ctx); close(done) }()
@@ -173,7 +173,7 @@ func TestOnePodPerPass(t *testing.T) {
 	kube := fake.NewClientset(append(objs, second)...)
 	// Deletes are recorded, not carried out: the pod stays as it was.
 	kube.PrependReactor("delete", "pods", func(k8stesting.Action) (bool, runtime.Object, error) { return true, nil, nil })
-	run(t, kube, monitor.Options{Fix: true, Hold: 50 * time.Millisecond})
+	run(t, kube, watch.Options{Fix: true, Hold: 50 * time.Millisecond})
 	deleted := func() []string {
 		var out []string
 		for _, a := range kube.Actions() {
@@ -225,7 +225,7 @@ func TestOnePodPerPass(t *testing.T) {
 func TestStartupSecondsAndEventsClient(t *testing.T) {
 	kube := fake.NewClientset(stuckObjects()...)
 	events := fake.NewClientset()
-	metrics, _ := run(t, kube, monitor.Options{Events: events.CoreV1()})
+	metrics, _ := run(t, kube, watch.Options{Events: events.CoreV1()})
 	err := wait.PollUntilContextTimeout(context.Background(), 5*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
 		return testutil.ToFloat64(metrics.Startup.WithLabelValues("diagnosed")) > 0, nil
 	})
@@ -258,7 +258,7 @@ func TestStartupSecondsAndEventsClient(t *testing.T) {
 // (the caches synced) and the delete.
 func TestFixProvesOnTheCaches(t *testing.T) {
 	kube := fake.NewClientset(stuckObjects()...)
-	metrics, _ := run(t, kube, monitor.Options{Fix: true, Hold: 300 * time.Millisecond})
+	metrics, _ := run(t, kube, watch.Options{Fix: true, Hold: 300 * time.Millisecond})
 	podLists := func() int {
 		n := 0
 		for _, a := range kube.Actions() {

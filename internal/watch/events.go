@@ -1,13 +1,19 @@
-package monitor
+package watch
 
 import (
 	"context"
+	"fmt"
 	"hash/fnv"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/record"
+
+	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/stuck"
 )
 
 // defaultEventShards is how many Event broadcasters watch posts through. One client-go
@@ -83,5 +89,50 @@ func (r *shardedRecorder) AnnotatedEventf(object runtime.Object, annotations map
 func (r *shardedRecorder) Shutdown() {
 	for _, b := range r.broadcasters {
 		b.Shutdown()
+	}
+}
+
+// report counts, logs and records an Event for each new finding.
+func (c *Controller) report(key string, set *appsv1.StatefulSet, fresh []stuck.Finding) {
+	for _, f := range fresh {
+		c.metrics.FindingsTotal.WithLabelValues(string(f.Code), f.Namespace).Inc()
+		c.logf("%s: new finding %s %s %s: %s", key, f.Severity, f.Code, f.Pod, f.Message)
+		if set != nil {
+			eventType := corev1.EventTypeWarning
+			if f.Severity == apiv1.SeverityInfo {
+				eventType = corev1.EventTypeNormal
+			}
+			c.event(set, eventType, string(f.Code), truncate(fmt.Sprintf("%s: %s Remedy: %s", f.Pod, f.Message, f.Remedy)))
+		}
+	}
+}
+
+// heldEvent is a finding's Event held while the caches fill.
+type heldEvent struct {
+	about                      *appsv1.StatefulSet // its identity only
+	eventType, reason, message string
+}
+
+// event records an Event about set, or holds it while the caches fill (Controller.held).
+func (c *Controller) event(set *appsv1.StatefulSet, eventType, reason, message string) {
+	c.mu.Lock()
+	if c.holding {
+		about := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: set.Name, Namespace: set.Namespace, UID: set.UID, ResourceVersion: set.ResourceVersion}}
+		c.held = append(c.held, heldEvent{about, eventType, reason, message})
+		c.mu.Unlock()
+		return
+	}
+	c.mu.Unlock()
+	c.recorder.Event(set, eventType, reason, message)
+}
+
+// releaseEvents records the Events held while the caches filled, and those to come.
+func (c *Controller) releaseEvents() {
+	c.mu.Lock()
+	held := c.held
+	c.held, c.holding = nil, false
+	c.mu.Unlock()
+	for _, e := range held {
+		c.recorder.Event(e.about, e.eventType, e.reason, e.message)
 	}
 }

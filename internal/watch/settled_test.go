@@ -1,4 +1,4 @@
-package monitor_test
+package watch_test
 
 import (
 	"encoding/json"

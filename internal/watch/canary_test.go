@@ -1,4 +1,4 @@
-package monitor_test
+package watch_test
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/utils/ptr"
 
-	"github.com/stsdiag/stsdiag/internal/monitor"
+	"github.com/stsdiag/stsdiag/internal/watch"
 )
 
 // annotatedObjects: a 4-replica set declaring a canary, no pods (nothing to diagnose), the
@@ -58,7 +58,7 @@ func waitPartition(t *testing.T, kube *fake.Clientset, want int32) string {
 // TestCanaryParksBetweenRollouts: with nothing pending watch holds the partition at replicas.
 func TestCanaryParksBetweenRollouts(t *testing.T) {
 	kube := fake.NewClientset(shop(), annotatedObjects("web-a", "web-a", 0))
-	metrics, _ := run(t, kube, monitor.Options{Hold: time.Hour})
+	metrics, _ := run(t, kube, watch.Options{Hold: time.Hour})
 	note := waitPartition(t, kube, 4)
 	if note != "parked: partition 4 (spec.replicas) while revision web-a is current" {
 		t.Errorf("annotation %q", note)
@@ -76,7 +76,7 @@ func TestCanaryParksBetweenRollouts(t *testing.T) {
 // the metric.
 func TestCanaryFirstStepAtOnce(t *testing.T) {
 	kube := fake.NewClientset(shop(), annotatedObjects("web-a", "web-b", 4))
-	metrics, _ := run(t, kube, monitor.Options{Hold: time.Hour})
+	metrics, _ := run(t, kube, watch.Options{Hold: time.Hour})
 	note := waitPartition(t, kube, 3)
 	if note != "step 1 (1 of 3): partition 3, revision web-b" {
 		t.Errorf("annotation %q", note)
@@ -106,7 +106,7 @@ func TestCanaryNotAnnotatedUntouched(t *testing.T) {
 	set := annotatedObjects("web-a", "web-b", 4)
 	set.Annotations = nil
 	kube := fake.NewClientset(shop(), set)
-	run(t, kube, monitor.Options{Hold: 0, Fix: true})
+	run(t, kube, watch.Options{Hold: 0, Fix: true})
 	time.Sleep(300 * time.Millisecond)
 	for _, a := range kube.Actions() {
 		if a.GetVerb() == "patch" && a.GetResource().Resource == "statefulsets" && a.GetSubresource() == "" {
@@ -122,7 +122,7 @@ func TestCanaryBudget(t *testing.T) {
 	other := annotatedObjects("db-a", "db-b", 4)
 	other.Name, other.UID = "db", "db-uid"
 	kube := fake.NewClientset(shop(), annotatedObjects("web-a", "web-b", 4), other)
-	metrics, _ := run(t, kube, monitor.Options{Hold: time.Hour, MaxRepairsPerHour: 1})
+	metrics, _ := run(t, kube, watch.Options{Hold: time.Hour, MaxRepairsPerHour: 1})
 	err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
 		return testutil.ToFloat64(metrics.CanarySteps.WithLabelValues("ratelimited", "shop")) >= 1 &&
 			testutil.ToFloat64(metrics.CanarySteps.WithLabelValues("advanced", "shop")) >= 1, nil
@@ -155,7 +155,7 @@ func TestCanaryReleased(t *testing.T) {
 	set := annotatedObjects("web-a", "web-a", 4)
 	set.Annotations = map[string]string{"stsdiag.io/canary-step": "parked: partition 4 (spec.replicas) while revision web-a is current"}
 	kube := fake.NewClientset(shop(), set)
-	run(t, kube, monitor.Options{Hold: time.Hour})
+	run(t, kube, watch.Options{Hold: time.Hour})
 	waitPartition(t, kube, 0)
 	if _, note := partitionNow(t, kube); note != "" {
 		t.Errorf("annotation still %q", note)

@@ -1,4 +1,4 @@
-package monitor
+package watch
 
 import (
 	"context"
@@ -34,7 +34,7 @@ const ReasonRecovered = "NoErrorFinding"
 // foreign condition, so watch writes it again when its informer sees that update.
 var keepsConditionsFrom = version.MustParseGeneric("v1.37.0")
 
-// conditions tracks what the monitor wrote, to tell a re-assertion from a first write.
+// conditions tracks what watch wrote, to tell a re-assertion from a first write.
 type conditions struct {
 	mu       sync.Mutex
 	asserted map[string]string // StatefulSet key → reason of the Stalled=True it last wrote
@@ -146,7 +146,14 @@ func (c *Controller) syncCondition(ctx context.Context, key string, set *appsv1.
 	if have != nil && have.Status == want.Status {
 		want.LastTransitionTime = have.LastTransitionTime
 	}
-	body, err := stalledPatch(*want)
+	c.writeStalled(ctx, key, set, *want, have, serverVersion)
+}
+
+// writeStalled patches the Stalled condition want onto the StatefulSet's status (have: the one
+// it carries) and records and says what it wrote. Without the right to, the condition is off from
+// then on, said once.
+func (c *Controller) writeStalled(ctx context.Context, key string, set *appsv1.StatefulSet, want appsv1.StatefulSetCondition, have *appsv1.StatefulSetCondition, serverVersion string) {
+	body, err := stalledPatch(want)
 	if err != nil {
 		c.logf("%s: Stalled condition: %v", key, err)
 		return
@@ -195,7 +202,7 @@ func (c *conditions) cacheBehind(key, resourceVersion string) bool {
 	return ok && resourceVersion != "" && from == resourceVersion
 }
 
-// droppedBy explains why a condition the monitor wrote is gone.
+// droppedBy explains why a condition watch wrote is gone.
 func droppedBy(serverVersion string) string {
 	rules, err := stuck.RulesFor(serverVersion, nil)
 	if err != nil {
@@ -205,4 +212,36 @@ func droppedBy(serverVersion string) string {
 		return fmt.Sprintf("the StatefulSet controller of %s rewrote status without it", rules.Version)
 	}
 	return "someone removed it"
+}
+
+// ConditionReconciling is the kstatus condition written while a canary runs (kstatus reports
+// InProgress for Reconciling=True).
+const ConditionReconciling appsv1.StatefulSetConditionType = apiv1.ConditionReconciling
+
+// setReconciling writes the kstatus Reconciling condition (unless --no-conditions) when it differs.
+func (c *Controller) setReconciling(ctx context.Context, key string, set *appsv1.StatefulSet, status corev1.ConditionStatus, reason, message string) {
+	if c.opts.NoConditions {
+		return
+	}
+	var have *appsv1.StatefulSetCondition
+	for i := range set.Status.Conditions {
+		if set.Status.Conditions[i].Type == ConditionReconciling {
+			have = &set.Status.Conditions[i]
+		}
+	}
+	if (have == nil && status == corev1.ConditionFalse) || (have != nil && have.Status == status && have.Reason == reason && have.Message == message) {
+		return
+	}
+	cond := appsv1.StatefulSetCondition{Type: ConditionReconciling, Status: status, Reason: reason, Message: truncate(message), LastTransitionTime: metav1.NewTime(c.clock.Now())}
+	if have != nil && have.Status == status {
+		cond.LastTransitionTime = have.LastTransitionTime
+	}
+	body, err := stalledPatch(cond)
+	if err == nil {
+		_, err = c.clients.Kube.AppsV1().StatefulSets(set.Namespace).Patch(ctx, set.Name, types.StrategicMergePatchType, body,
+			metav1.PatchOptions{FieldManager: "stsdiag"}, "status")
+	}
+	if err != nil && !apierrors.IsNotFound(err) {
+		c.logf("%s: Reconciling condition: %v", key, err)
+	}
 }

@@ -1,4 +1,4 @@
-package monitor
+package watch
 
 import (
 	"context"
@@ -114,17 +114,6 @@ func (c *Controller) diagnoseNamespace(snap *stuck.Objects) []string {
 		c.mu.Unlock()
 	}
 	return keys
-}
-
-// enqueue queues a StatefulSet whose objects changed: a first-pass verdict of it no longer
-// stands.
-func (c *Controller) enqueue(key string) {
-	c.mu.Lock()
-	if c.touched != nil {
-		c.touched[key] = true
-	}
-	c.mu.Unlock()
-	c.queue.Add(key)
 }
 
 // verdict takes the first pass's verdict of a StatefulSet: ok when there was one and it still

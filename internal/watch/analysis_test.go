@@ -1,4 +1,4 @@
-package monitor_test
+package watch_test
 
 import (
 	"context"
@@ -21,7 +21,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/stsdiag/stsdiag/internal/analysis"
-	"github.com/stsdiag/stsdiag/internal/monitor"
+	"github.com/stsdiag/stsdiag/internal/watch"
 )
 
 // Canary analyses declared by annotations, on a fake cluster: web, 4 replicas, steps "1,50%",
@@ -143,8 +143,8 @@ func (p *prometheus) seen() []string {
 	return append([]string(nil), p.queries...)
 }
 
-func (p *prometheus) options() monitor.Options {
-	return monitor.Options{Hold: time.Hour, Prometheus: func(analysis.Metric) (analysis.Querier, error) { return p, nil }}
+func (p *prometheus) options() watch.Options {
+	return watch.Options{Hold: time.Hour, Prometheus: func(analysis.Metric) (analysis.Querier, error) { return p, nil }}
 }
 
 func eventually(t *testing.T, what string, cond func() bool) {
@@ -201,7 +201,7 @@ func setNow(t *testing.T, kube *fake.Clientset) *appsv1.StatefulSet {
 }
 
 func reconciling(set *appsv1.StatefulSet) *appsv1.StatefulSetCondition {
-	return conditionOf(set, monitor.ConditionReconciling)
+	return conditionOf(set, watch.ConditionReconciling)
 }
 
 func errorRatioConfigMap(key string) *corev1.ConfigMap {

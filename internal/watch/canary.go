@@ -1,4 +1,4 @@
-package monitor
+package watch
 
 import (
 	"context"
@@ -26,21 +26,17 @@ import (
 	"github.com/stsdiag/stsdiag/stuck/controller"
 )
 
-// watch drives the canary declared on a StatefulSet by its annotations (engine.AnnotationSteps,
-// engine.AnnotationHold) with the engine `stsdiag canary` uses (engine.Decide) and the hold rules
-// of wait: a step passes once its pods have been Ready on the update revision with no blocking
-// finding for the hold, and fails once a blocking finding has held for it. Its state is the
-// cluster's — the partition says which step the canary is at — so a restarted watch (or a new
-// leader) resumes the canary; only when a step started looking healthy is kept in memory, and
-// losing it only restarts that step's hold.
+// watch steps the canary declared on a StatefulSet by its annotations (engine.AnnotationSteps,
+// engine.AnnotationHold) with the step machine `stsdiag canary` drives (engine.Turn), this
+// file's canaryTurn being watch's port, and the hold rules of wait: a step passes once its pods
+// have been Ready on the update revision with no blocking finding for the hold, and fails once a
+// blocking finding has held for it. Its state is the cluster's — the partition says which step
+// the canary is at — so a restarted watch (or a new leader) resumes the canary; only when a step
+// started looking healthy is kept in memory, and losing it only restarts that step's hold.
 //
 // Between rollouts watch holds the partition at spec.replicas ("parked"): with the update and
 // current revisions equal no pod moves whatever the partition, and the next template change then
 // moves no pod until watch sets the first step's partition.
-
-// ConditionReconciling is the kstatus condition written while a canary runs (kstatus reports
-// InProgress for Reconciling=True).
-const ConditionReconciling appsv1.StatefulSetConditionType = apiv1.ConditionReconciling
 
 // canaryMemory is what watch remembers of one annotated StatefulSet between syncs.
 type canaryMemory struct {
@@ -74,15 +70,30 @@ func (c *Controller) forgetCanary(key string) {
 	delete(c.canaries, key)
 }
 
+// driveCanary drives the canary declared on a StatefulSet (a set gone, or declaring none, is
+// forgotten, and a partition it parked given back). running is true while the canary owns the
+// StatefulSet: while it runs it is the only writer of the set's template and pods (no second
+// repair path acts on it).
+func (c *Controller) driveCanary(ctx context.Context, key string, set *appsv1.StatefulSet, snap *stuck.Objects, rep *model.Report, state *setState, now time.Time) (running bool, err error) {
+	if set != nil && annotated(set) {
+		return c.syncCanary(ctx, key, set, snap, rep, state, now)
+	}
+	c.forgetCanary(key)
+	if set == nil {
+		return false, nil
+	}
+	return false, c.releaseCanary(ctx, key, set)
+}
+
 // annotated reports whether a canary is declared on the StatefulSet.
 func annotated(set *appsv1.StatefulSet) bool {
 	_, ok := set.Annotations[engine.AnnotationSteps]
 	return ok && set.DeletionTimestamp == nil
 }
 
-// syncCanary takes one decision for an annotated StatefulSet and carries it out. running is true
-// while a rollout is under way (update revision ≠ current revision, observed) and the canary owns
-// the StatefulSet: watch --fix's other repairs then leave it alone.
+// syncCanary turns the step machine once for an annotated StatefulSet. running is true while a
+// rollout is under way (update revision ≠ current revision, observed) and the canary owns the
+// StatefulSet: watch --fix's other repairs then leave it alone.
 func (c *Controller) syncCanary(ctx context.Context, key string, set *appsv1.StatefulSet, snap *stuck.Objects, rep *model.Report, state *setState, now time.Time) (running bool, err error) {
 	mem := c.canaryOf(key)
 	steps, holdFor, err := declared(set, c.opts.Hold)
@@ -93,70 +104,109 @@ func (c *Controller) syncCanary(ctx context.Context, key string, set *appsv1.Sta
 		c.canaryWarning(key, set, mem, "CanaryInvalid", err.Error())
 		return false, nil
 	}
+	t := &canaryTurn{c: c, key: key, set: set, snap: snap, rep: rep, state: state, holdFor: holdFor, mem: mem}
+	facts := t.facts(now)
+	out, err := engine.Turn(ctx, steps, facts, t)
+	switch out {
+	case engine.Invalid, engine.Finished:
+		return false, err
+	case engine.Waited:
+		return (facts.Observed && facts.Pending) || !facts.Observed, err
+	}
+	return true, err
+}
+
+// canaryTurn is watch's port of the step machine (engine.Port) for one sync of one annotated
+// StatefulSet: each decision carried out with guarded patches, the repair executor (within the
+// namespace's repair budget), Events, the Reconciling condition and metrics; the step's analysis
+// measured in the background (analysis.go).
+type canaryTurn struct {
+	c     *Controller
+	key   string
+	set   *appsv1.StatefulSet
+	snap  *stuck.Objects
+	rep   *model.Report
+	state *setState
+	// holdFor is how long a step must hold healthy, or a finding stuck (the annotation, else
+	// --hold); due are the blocking findings that held for it.
+	holdFor time.Duration
+	due     []string
+	mem     *canaryMemory
+	// step names the step under way: "revision/partition".
+	step string
+}
+
+var _ engine.Port = (*canaryTurn)(nil)
+
+// facts are the machine's facts of the StatefulSet now: Stuck once a blocking finding held for
+// the hold, Healthy once the step's pods have been Ready on the update revision, settled, with
+// no blocking finding, for the hold. The set is looked at again when either will have held.
+func (t *canaryTurn) facts(now time.Time) engine.Facts {
+	c, set := t.c, t.set
 	facts := engine.FactsOf(set)
-	running = facts.Observed && facts.Pending
 	var blocking []string
-	for k, f := range state.findings {
+	for k, f := range t.state.findings {
 		// A pause is watch's own (RolloutBlocked CanaryPaused, from its condition), not the
 		// pods': it waits for a person and never fails the step.
 		if f.Blocking() && f.Reason != apiv1.ReasonCanaryPaused {
 			blocking = append(blocking, k)
 		}
 	}
-	due, next := state.held.Due(now, holdFor, blocking)
+	due, next := t.state.held.Due(now, t.holdFor, blocking)
+	t.due = due
 	facts.Stuck = len(due) > 0
-	c.requeueAt(key, now, next)
-	step := fmt.Sprintf("%s/%d", set.Status.UpdateRevision, facts.Partition)
+	c.requeueAt(t.key, now, next)
+	t.step = fmt.Sprintf("%s/%d", set.Status.UpdateRevision, facts.Partition)
 	stepComplete := facts.Observed && facts.Pending && engine.StepComplete(set) && len(blocking) == 0
 	if stepComplete {
 		// A pod Ready for a moment between two crashes is no healthy step: the pods' own
 		// timestamps must say Ready and not restarted for --settle.
 		var unsettled rollout.Unsettled
-		stepComplete, unsettled = rollout.SettledAmong(set, snap.Pods, now, c.opts.Steady)
-		c.requeueAt(key, now, unsettled.At)
+		stepComplete, unsettled = rollout.SettledAmong(set, t.snap.Pods, now, c.opts.Steady)
+		c.requeueAt(t.key, now, unsettled.At)
 	}
 	if stepComplete {
-		mem.healthy.Observe(now, []string{step})
+		t.mem.healthy.Observe(now, []string{t.step})
 	} else {
-		mem.healthy.Observe(now, nil)
+		t.mem.healthy.Observe(now, nil)
 	}
-	healthy, next := mem.healthy.Due(now, holdFor, []string{step})
+	healthy, next := t.mem.healthy.Due(now, t.holdFor, []string{t.step})
 	facts.Healthy = len(healthy) > 0
-	c.requeueAt(key, now, next)
+	c.requeueAt(t.key, now, next)
+	return facts
+}
 
-	d, err := engine.Decide(steps, facts)
-	if err != nil {
-		c.canaryWarning(key, set, mem, "CanaryInvalid", err.Error())
-		return false, nil
+// Invalid implements engine.Port: a Warning Event CanaryInvalid, nothing changed.
+func (t *canaryTurn) Invalid(_ context.Context, err error) error {
+	t.c.canaryWarning(t.key, t.set, t.mem, "CanaryInvalid", err.Error())
+	return nil
+}
+
+// Wait implements engine.Port: Reconciling=True, reason CanaryStep, while a step is under way.
+func (t *canaryTurn) Wait(ctx context.Context, f engine.Facts) error {
+	if f.Observed && f.Pending {
+		t.c.setReconciling(ctx, t.key, t.set, corev1.ConditionTrue, "CanaryStep", fmt.Sprintf("canary of revision %s: partition %d, waiting for %s to be Ready on it for %s with no finding",
+			t.set.Status.UpdateRevision, f.Partition, strings.Join(engine.CanaryPods(t.set, f.Partition), ", "), t.holdFor))
 	}
-	if done, err := c.syncAnalysis(ctx, key, set, snap, d, facts, step, holdFor, mem); done || err != nil {
-		return true, err
+	return nil
+}
+
+// Done implements engine.Port: Reconciling=False, and the partition parked at replicas for the
+// next rollout.
+func (t *canaryTurn) Done(ctx context.Context, f engine.Facts) error {
+	c, set := t.c, t.set
+	c.setReconciling(ctx, t.key, set, corev1.ConditionFalse, "CanaryIdle", "no canary under way: the partition is held at spec.replicas until the next template change")
+	if f.Partition >= f.Replicas || !f.Observed {
+		return nil
 	}
-	switch d.Verb {
-	case engine.Wait:
-		if facts.Observed && facts.Pending {
-			c.setReconciling(ctx, key, set, corev1.ConditionTrue, "CanaryStep", fmt.Sprintf("canary of revision %s: partition %d, waiting for %s to be Ready on it for %s with no finding",
-				set.Status.UpdateRevision, facts.Partition, strings.Join(engine.CanaryPods(set, facts.Partition), ", "), holdFor))
-		}
-		return running || !facts.Observed, nil
-	case engine.Advance:
-		return true, c.canaryAdvance(ctx, key, set, d, holdFor, mem, "")
-	case engine.RollBack:
-		return true, c.canaryRollBack(ctx, key, set, snap, rep, state, due, facts.Partition, holdFor, mem)
-	}
-	// Done: park the partition at replicas for the next rollout.
-	c.setReconciling(ctx, key, set, corev1.ConditionFalse, "CanaryIdle", "no canary under way: the partition is held at spec.replicas until the next template change")
-	if facts.Partition >= facts.Replicas || !facts.Observed {
-		return false, nil
-	}
-	note := fmt.Sprintf("parked: partition %d (spec.replicas) while revision %s is current", facts.Replicas, set.Status.CurrentRevision)
-	if err := c.patchPartition(ctx, set, facts.Replicas, note); err != nil {
-		return false, c.canaryPatchError(key, set, mem, err)
+	note := fmt.Sprintf("parked: partition %d (spec.replicas) while revision %s is current", f.Replicas, set.Status.CurrentRevision)
+	if err := c.patchPartition(ctx, set, f.Replicas, note); err != nil {
+		return c.canaryPatchError(t.key, set, t.mem, err)
 	}
 	c.metrics.CanarySteps.WithLabelValues("parked", set.Namespace).Inc()
-	c.recorder.Event(set, corev1.EventTypeNormal, "CanaryParked", fmt.Sprintf("stsdiag holds the partition at %d (spec.replicas): revision %s is current, the next template change rolls out by %s", facts.Replicas, set.Status.CurrentRevision, engine.AnnotationSteps))
-	c.logf("%s: canary: %s", key, note)
-	return false, nil
+	c.recorder.Event(set, corev1.EventTypeNormal, "CanaryParked", fmt.Sprintf("stsdiag holds the partition at %d (spec.replicas): revision %s is current, the next template change rolls out by %s", f.Replicas, set.Status.CurrentRevision, engine.AnnotationSteps))
+	c.logf("%s: canary: %s", t.key, note)
+	return nil
 }
 
 // declared reads the canary's annotations.
@@ -180,43 +230,49 @@ func (c *Controller) requeueAt(key string, now, at time.Time) {
 	}
 }
 
-// canaryAdvance lowers the partition to the decided step, within the namespace's repair budget;
-// also ends the step's Event (the analysis that let it go forward).
-func (c *Controller) canaryAdvance(ctx context.Context, key string, set *appsv1.StatefulSet, d engine.Decision, holdFor time.Duration, mem *canaryMemory, also string) error {
+// Advance implements engine.Port: the partition lowered to the decided step, within the
+// namespace's repair budget; the step's Event ends with the analysis that let it go forward.
+func (t *canaryTurn) Advance(ctx context.Context, d engine.Decision, run *apiv1.AnalysisRun) error {
+	c, set := t.c, t.set
+	also := ""
+	if run != nil {
+		also = fmt.Sprintf("; analysis %s successful", run.Template)
+	}
 	if !c.reserveRepairs(set.Namespace, 1) {
 		c.metrics.CanarySteps.WithLabelValues("ratelimited", set.Namespace).Inc()
 		c.recorder.Event(set, corev1.EventTypeWarning, "RepairRateLimited", fmt.Sprintf("stsdiag postponed canary step %s: --max-repairs-per-hour %d reached in this namespace", d.Step.Step, c.opts.MaxRepairsPerHour))
-		c.queue.AddAfter(key, 5*time.Minute)
+		c.queue.AddAfter(t.key, 5*time.Minute)
 		return nil
 	}
 	note := fmt.Sprintf("step %s (%d of %d): partition %d, revision %s", d.Step.Step, d.Index+1, d.Of, d.Step.Partition, set.Status.UpdateRevision)
 	if err := c.patchPartition(ctx, set, d.Step.Partition, note); err != nil {
 		c.refundRepairs(set.Namespace, 1)
-		return c.canaryPatchError(key, set, mem, err)
+		return c.canaryPatchError(t.key, set, t.mem, err)
 	}
 	pods := engine.CanaryPods(set, d.Step.Partition)
 	c.metrics.CanarySteps.WithLabelValues("advanced", set.Namespace).Inc()
 	c.recorder.Event(set, corev1.EventTypeNormal, "CanaryStep", truncate(fmt.Sprintf("stsdiag canary %s: %d of %d pods on revision %s (%s), each to be Ready for %s with no finding%s",
-		note, d.Step.Pods, controller.Replicas(set), set.Status.UpdateRevision, strings.Join(pods, ", "), holdFor, also)))
-	c.logf("%s: canary %s%s", key, note, also)
+		note, d.Step.Pods, controller.Replicas(set), set.Status.UpdateRevision, strings.Join(pods, ", "), t.holdFor, also)))
+	c.logf("%s: canary %s%s", t.key, note, also)
 	return nil
 }
 
-// canaryRollBack rolls the template back as fix --rollback does and deletes the proven-stuck
-// canary pods (plan.CanaryRollback through the repair executor), within the budget.
-func (c *Controller) canaryRollBack(ctx context.Context, key string, set *appsv1.StatefulSet, snap *stuck.Objects, rep *model.Report, state *setState, due []string, partition int32, holdFor time.Duration, mem *canaryMemory) error {
+// RollBack implements engine.Port: the template rolled back as fix --rollback does and the
+// proven-stuck canary pods deleted (plan.CanaryRollback through the repair executor), within the
+// budget.
+func (t *canaryTurn) RollBack(ctx context.Context, f engine.Facts) error {
 	var held []string
-	for _, k := range due {
-		f := state.findings[k]
+	for _, k := range t.due {
+		f := t.state.findings[k]
 		held = append(held, strings.TrimSpace(f.Pod+" "+string(f.Code)+reasonOf(f)))
 	}
-	what := fmt.Sprintf("%s held for %s", strings.Join(held, ", "), holdFor)
-	actions, unrollable := plan.CanaryRollback(rep, snap, set, engine.CanaryPods(set, partition))
+	what := fmt.Sprintf("%s held for %s", strings.Join(held, ", "), t.holdFor)
+	actions, unrollable := plan.CanaryRollback(t.rep, t.snap, t.set, engine.CanaryPods(t.set, f.Partition))
 	if actions == nil {
-		c.canaryUnrollable(ctx, key, set, mem, what, explain.Unrollable(unrollable))
+		t.c.canaryUnrollable(ctx, t.key, t.set, t.mem, what, explain.Unrollable(unrollable))
 		return nil
 	}
-	return c.applyRollback(ctx, key, set, actions, what, "stuck canary pods deleted")
+	return t.c.applyRollback(ctx, t.key, t.set, actions, what, "stuck canary pods deleted")
 }
 
 // canaryUnrollable says a failed canary has no safe rollback (why): Reconciling=True with reason
@@ -299,34 +355,6 @@ func (c *Controller) canaryWarning(key string, set *appsv1.StatefulSet, mem *can
 	mem.warned = message
 	c.recorder.Event(set, corev1.EventTypeWarning, reason, truncate(message))
 	c.logf("%s: canary: %s", key, message)
-}
-
-// setReconciling writes the kstatus Reconciling condition (unless --no-conditions) when it differs.
-func (c *Controller) setReconciling(ctx context.Context, key string, set *appsv1.StatefulSet, status corev1.ConditionStatus, reason, message string) {
-	if c.opts.NoConditions {
-		return
-	}
-	var have *appsv1.StatefulSetCondition
-	for i := range set.Status.Conditions {
-		if set.Status.Conditions[i].Type == ConditionReconciling {
-			have = &set.Status.Conditions[i]
-		}
-	}
-	if (have == nil && status == corev1.ConditionFalse) || (have != nil && have.Status == status && have.Reason == reason && have.Message == message) {
-		return
-	}
-	cond := appsv1.StatefulSetCondition{Type: ConditionReconciling, Status: status, Reason: reason, Message: truncate(message), LastTransitionTime: metav1.NewTime(c.clock.Now())}
-	if have != nil && have.Status == status {
-		cond.LastTransitionTime = have.LastTransitionTime
-	}
-	body, err := stalledPatch(cond)
-	if err == nil {
-		_, err = c.clients.Kube.AppsV1().StatefulSets(set.Namespace).Patch(ctx, set.Name, types.StrategicMergePatchType, body,
-			metav1.PatchOptions{FieldManager: "stsdiag"}, "status")
-	}
-	if err != nil && !apierrors.IsNotFound(err) {
-		c.logf("%s: Reconciling condition: %v", key, err)
-	}
 }
 
 // releaseCanary gives the partition back when the canary annotation is removed: a StatefulSet that

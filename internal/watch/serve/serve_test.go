@@ -1,10 +1,11 @@
-package monitor_test
+package serve_test
 
 import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -14,20 +15,14 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
 	certutil "k8s.io/client-go/util/cert"
 
-	"github.com/stsdiag/stsdiag/internal/gather"
-	"github.com/stsdiag/stsdiag/internal/monitor"
-	"github.com/stsdiag/stsdiag/openshift"
-	"github.com/stsdiag/stsdiag/stuck/read"
+	"github.com/stsdiag/stsdiag/internal/watch/serve"
 )
 
 // fakeReviewer answers TokenReviews (token "good" and "nobody" are users "scraper" and
@@ -72,28 +67,21 @@ func freeAddr(t *testing.T) string {
 	return l.Addr().String()
 }
 
-func serve(t *testing.T, o monitor.ServeOptions) {
+// metrics is a registry with one series, stsdiag_test_total: what /metrics serves.
+func metrics() *prometheus.Registry {
+	r := prometheus.NewRegistry()
+	r.MustRegister(prometheus.NewCounter(prometheus.CounterOpts{Name: "stsdiag_test_total", Help: "A series for the test."}))
+	return r
+}
+
+// start serves o's endpoints, ready at once, until the test ends.
+func start(t *testing.T, o serve.Options) {
 	t.Helper()
-	o.Clients = gather.Clients{Clients: read.Clients{Kube: fake.NewClientset(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}})}}
-	o.Scope = gather.Scope{Namespace: "shop", OpenShift: openshift.ModeNever}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- monitor.Serve(ctx, o) }()
-	t.Cleanup(func() { cancel(); <-done })
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		resp, err := http.Get("http://" + o.HealthAddr + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("never ready: %v", err)
-		}
-		time.Sleep(50 * time.Millisecond)
+	stop, err := serve.Start(context.Background(), o, serve.Endpoints{Metrics: metrics(), Ready: func() bool { return true }}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
 	}
+	t.Cleanup(stop)
 }
 
 func get(t *testing.T, client *http.Client, url, token string) (int, string) {
@@ -116,8 +104,8 @@ func get(t *testing.T, client *http.Client, url, token string) (int, string) {
 func TestSecureMetrics(t *testing.T) {
 	var sars []authorizationv1.SubjectAccessReviewSpec
 	api := fakeReviewer(t, &sars)
-	o := monitor.ServeOptions{MetricsAddr: freeAddr(t), HealthAddr: freeAddr(t), RESTConfig: &rest.Config{Host: api.URL}}
-	serve(t, o)
+	o := serve.Options{MetricsAddr: freeAddr(t), HealthAddr: freeAddr(t), RESTConfig: &rest.Config{Host: api.URL}}
+	start(t, o)
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} // self-signed
 	url := "https://" + o.MetricsAddr + "/metrics"
 	// A token the TokenReview rejects is 401, as the API server itself answers (not the 500 of
@@ -130,7 +118,7 @@ func TestSecureMetrics(t *testing.T) {
 		if code != c.want {
 			t.Errorf("token %q: got %d %s, want %d", c.token, code, body, c.want)
 		}
-		if c.want == 200 && !strings.Contains(body, "stsdiag_diagnosis_duration_seconds") {
+		if c.want == 200 && !strings.Contains(body, "stsdiag_test_total") {
 			t.Errorf("token %q: not the metrics:\n%s", c.token, body)
 		}
 	}
@@ -168,8 +156,8 @@ func TestMetricsCertificateFromDir(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "tls.key"), key, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	o := monitor.ServeOptions{MetricsAddr: freeAddr(t), HealthAddr: freeAddr(t), MetricsCertDir: dir, RESTConfig: &rest.Config{Host: api.URL}}
-	serve(t, o)
+	o := serve.Options{MetricsAddr: freeAddr(t), HealthAddr: freeAddr(t), MetricsCertDir: dir, RESTConfig: &rest.Config{Host: api.URL}}
+	start(t, o)
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(cert)
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
@@ -177,8 +165,8 @@ func TestMetricsCertificateFromDir(t *testing.T) {
 		t.Errorf("with the mounted certificate: %d %s", code, body)
 	}
 
-	empty := monitor.ServeOptions{MetricsAddr: freeAddr(t), HealthAddr: freeAddr(t), MetricsCertDir: t.TempDir(), RESTConfig: &rest.Config{Host: api.URL}}
-	serve(t, empty)
+	empty := serve.Options{MetricsAddr: freeAddr(t), HealthAddr: freeAddr(t), MetricsCertDir: t.TempDir(), RESTConfig: &rest.Config{Host: api.URL}}
+	start(t, empty)
 	conn, err := tls.Dial("tcp", empty.MetricsAddr, &tls.Config{InsecureSkipVerify: true})
 	if err != nil {
 		t.Fatal(err)
@@ -197,7 +185,7 @@ func TestMetricsCertificateFromDir(t *testing.T) {
 // former behaviour: one plain listener, /metrics to anyone.
 func TestMetricsInsecureOneAddress(t *testing.T) {
 	addr := freeAddr(t)
-	serve(t, monitor.ServeOptions{MetricsAddr: addr, HealthAddr: addr, MetricsInsecure: true})
+	start(t, serve.Options{MetricsAddr: addr, HealthAddr: addr, MetricsInsecure: true})
 	if code, body := get(t, http.DefaultClient, "http://"+addr+"/metrics", ""); code != 200 || !strings.Contains(body, "stsdiag_") {
 		t.Errorf("/metrics: %d %s", code, body)
 	}
@@ -206,8 +194,42 @@ func TestMetricsInsecureOneAddress(t *testing.T) {
 // TestSecureMetricsNeedTwoAddresses: TLS /metrics and plain probes cannot share a listener.
 func TestSecureMetricsNeedTwoAddresses(t *testing.T) {
 	addr := freeAddr(t)
-	err := monitor.Serve(context.Background(), monitor.ServeOptions{MetricsAddr: addr, HealthAddr: addr})
+	_, err := serve.Start(context.Background(), serve.Options{MetricsAddr: addr, HealthAddr: addr}, serve.Endpoints{Metrics: metrics(), Ready: func() bool { return true }}, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "two addresses") {
 		t.Fatalf("got %v", err)
+	}
+}
+
+// TestProbes: /readyz answers 503 until ready, then 200; /healthz answers 500 with the
+// watchdog's error, 200 without one.
+func TestProbes(t *testing.T) {
+	var ready atomic.Bool
+	var unhealthy atomic.Bool
+	o := serve.Options{HealthAddr: freeAddr(t)}
+	stop, err := serve.Start(context.Background(), o, serve.Endpoints{Metrics: metrics(), Ready: ready.Load,
+		Healthy: func(*http.Request) error {
+			if unhealthy.Load() {
+				return errors.New("failed election to renew leadership on lease stsdiag-watch")
+			}
+			return nil
+		}}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	base := "http://" + o.HealthAddr
+	if code, body := get(t, http.DefaultClient, base+"/readyz", ""); code != 503 || body != "informers not synced\n" {
+		t.Errorf("/readyz before ready: %d %q", code, body)
+	}
+	ready.Store(true)
+	if code, body := get(t, http.DefaultClient, base+"/readyz", ""); code != 200 || body != "ok\n" {
+		t.Errorf("/readyz when ready: %d %q", code, body)
+	}
+	if code, body := get(t, http.DefaultClient, base+"/healthz", ""); code != 200 || body != "ok\n" {
+		t.Errorf("/healthz: %d %q", code, body)
+	}
+	unhealthy.Store(true)
+	if code, body := get(t, http.DefaultClient, base+"/healthz", ""); code != 500 || body != "failed election to renew leadership on lease stsdiag-watch\n" {
+		t.Errorf("/healthz with the watchdog failing: %d %q", code, body)
 	}
 }

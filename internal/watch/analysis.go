@@ -1,4 +1,4 @@
-package monitor
+package watch
 
 import (
 	"context"
@@ -24,7 +24,6 @@ import (
 	"github.com/stsdiag/stsdiag/internal/explain"
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/plan"
-	"github.com/stsdiag/stsdiag/stuck"
 )
 
 // A canary declared on a StatefulSet may also declare an analysis (apiv1.AnnotationCanaryAnalysis
@@ -33,8 +32,8 @@ import (
 // measures the step as canary --analysis does (internal/canary/stepanalysis, the same arguments)
 // before it steps forward. The measuring runs in a goroutine of its own, one per StatefulSet and
 // step ("revision/partition"), started once; its outcome is kept in the canary's memory and the
-// StatefulSet queued again when it is known:
-//   - Successful: the step goes forward (canaryAdvance);
+// StatefulSet queued again when it is known, and the step machine (engine.Turn) decides on it:
+//   - Successful: the step goes forward (canaryTurn.Advance);
 //   - Failed: the template goes back to the current revision, no pod deleted
 //     (plan.AnalysisRollback through the repair executor, within the repair budget);
 //   - Inconclusive or Error: the canary pauses — no step forward, nothing rolled back — until the
@@ -210,31 +209,38 @@ func (m *canaryMemory) stopAnalysis() {
 	}
 }
 
-// syncAnalysis gates a canary's step on the analysis its StatefulSet declares. done is true when
-// it took this sync's decision (measuring, paused, stepped forward or rolled back on the
-// analysis' word), false when syncCanary decides as without an analysis.
-func (c *Controller) syncAnalysis(ctx context.Context, key string, set *appsv1.StatefulSet, snap *stuck.Objects, d engine.Decision, facts engine.Facts, step string, holdFor time.Duration, mem *canaryMemory) (done bool, err error) {
-	if !analysisDeclared(set) || !facts.Observed || !facts.Pending {
-		mem.stopAnalysis()
-		return false, nil
+// Analyzed implements engine.Port: an analysis gates the step while a rollout is under way and the
+// StatefulSet declares one. A measuring of another step (another revision or partition), or of
+// none, is stopped.
+func (t *canaryTurn) Analyzed(_ context.Context, f engine.Facts) bool {
+	if !analysisDeclared(t.set) || !f.Observed || !f.Pending {
+		t.mem.stopAnalysis()
+		return false
 	}
-	if mem.analysis != nil && mem.analysis.step != step {
-		mem.stopAnalysis() // another revision or partition: another step
+	if t.mem.analysis != nil && t.mem.analysis.step != t.step {
+		t.mem.stopAnalysis() // another revision or partition: another step
 	}
-	if d.Verb == engine.RollBack {
-		return false, nil // a finding held: rolled back as any step
+	return true
+}
+
+// Check implements engine.Port: the analysis is read (a GET of its ConfigMap) and checked as
+// canary checks --analysis; one it cannot be measured with is a Warning Event.
+func (t *canaryTurn) Check(ctx context.Context) (bool, error) {
+	if _, err := t.c.readAnalysis(ctx, t.set); err != nil {
+		return false, t.c.analysisUnreadable(t.key, t.set, t.mem, err)
 	}
-	if d.Verb == engine.Advance && facts.Partition >= facts.Replicas {
-		// The first step is taken at once (no pod moved yet, nothing to measure), but not with an
-		// analysis the steps could not be measured with.
-		if _, err := c.readAnalysis(ctx, set); err != nil {
-			return true, c.analysisUnreadable(key, set, mem, err)
-		}
-		return false, nil
-	}
+	return true, nil
+}
+
+// Measurement implements engine.Port: the step's run from the canary's memory. A run started for
+// other annotations is forgotten (the step is measured again); a paused one whose template is in
+// a ConfigMap reads it again every analysisRecheck, and is forgotten when it changed (nothing
+// queues the set for a ConfigMap).
+func (t *canaryTurn) Measurement(ctx context.Context, _ engine.Facts) (*apiv1.AnalysisRun, bool) {
+	c, mem := t.c, t.mem
 	sa := mem.analysis
-	if sa != nil && sa.declaration != declarationOf(set) {
-		c.logf("%s: canary: the analysis annotations changed: step %s measured again", key, step)
+	if sa != nil && sa.declaration != declarationOf(t.set) {
+		c.logf("%s: canary: the analysis annotations changed: step %s measured again", t.key, t.step)
 		mem.stopAnalysis()
 		sa = nil
 	}
@@ -243,50 +249,49 @@ func (c *Controller) syncAnalysis(ctx context.Context, key string, set *appsv1.S
 		run = sa.result()
 	}
 	if run != nil && run.Phase != apiv1.AnalysisSuccessful && run.Phase != apiv1.AnalysisFailed && sa.configMap != "" {
-		// Paused: the ConfigMap's template may have changed (nothing queues the set for it).
 		now := c.clock.Now()
 		if now.Sub(sa.checked) >= analysisRecheck {
 			sa.checked = now
-			if decl, err := c.readAnalysis(ctx, set); err == nil && decl.template != sa.content {
-				c.logf("%s: canary: the template of ConfigMap %s changed: step %s measured again", key, sa.configMap, step)
+			if decl, err := c.readAnalysis(ctx, t.set); err == nil && decl.template != sa.content {
+				c.logf("%s: canary: the template of ConfigMap %s changed: step %s measured again", t.key, sa.configMap, t.step)
 				mem.stopAnalysis()
 				sa, run = nil, nil
 			}
 		}
-		c.queue.AddAfter(key, analysisRecheck)
+		c.queue.AddAfter(t.key, analysisRecheck)
 	}
-	switch {
-	case sa == nil && d.Verb != engine.Advance:
-		return false, nil // the step's pods have not held healthy yet
-	case sa == nil:
-		decl, err := c.readAnalysis(ctx, set)
-		if err != nil {
-			return true, c.analysisUnreadable(key, set, mem, err)
-		}
-		s, err := decl.analysis.Bind(set, facts.Partition)
-		if err != nil {
-			return true, c.analysisUnreadable(key, set, mem, invalid("%v", err))
-		}
-		mem.analysis = c.startAnalysis(ctx, key, set, decl, s, step, facts.Partition)
-		c.setReconciling(ctx, key, set, corev1.ConditionTrue, "CanaryAnalysis", fmt.Sprintf("canary of revision %s: partition %d held healthy for %s; measuring analysis %s of %s",
-			set.Status.UpdateRevision, facts.Partition, holdFor, s.Template.Name, strings.Join(s.Pods, ", ")))
-		return true, nil
-	case run == nil:
-		return true, nil // measuring: the run's end queues the set
-	case run.Phase == apiv1.AnalysisSuccessful && d.Verb == engine.Advance:
-		return true, c.canaryAdvance(ctx, key, set, d, holdFor, mem, fmt.Sprintf("; analysis %s successful", run.Template))
-	case run.Phase == apiv1.AnalysisSuccessful:
-		return false, nil // measured, but the pods no longer look healthy: they must again first
-	case run.Phase == apiv1.AnalysisFailed:
-		return true, c.analysisRollBack(ctx, key, set, snap, run, mem)
+	return run, sa != nil && run == nil
+}
+
+// Measure implements engine.Port: the analysis read, bound to the step and started in the
+// background (startAnalysis); Reconciling=True, reason CanaryAnalysis, meanwhile. It returns no
+// run: the run's end queues the set.
+func (t *canaryTurn) Measure(ctx context.Context, f engine.Facts) (*apiv1.AnalysisRun, error) {
+	c, set := t.c, t.set
+	decl, err := c.readAnalysis(ctx, set)
+	if err != nil {
+		return nil, c.analysisUnreadable(t.key, set, t.mem, err)
 	}
+	s, err := decl.analysis.Bind(set, f.Partition)
+	if err != nil {
+		return nil, c.analysisUnreadable(t.key, set, t.mem, invalid("%v", err))
+	}
+	t.mem.analysis = c.startAnalysis(ctx, t.key, set, decl, s, t.step, f.Partition)
+	c.setReconciling(ctx, t.key, set, corev1.ConditionTrue, "CanaryAnalysis", fmt.Sprintf("canary of revision %s: partition %d held healthy for %s; measuring analysis %s of %s",
+		set.Status.UpdateRevision, f.Partition, t.holdFor, s.Template.Name, strings.Join(s.Pods, ", ")))
+	return nil, nil
+}
+
+// Pause implements engine.Port: no step forward and nothing rolled back on the analysis' word;
+// Reconciling=True, reason CanaryPaused, and a Warning Event CanaryInconclusive.
+func (t *canaryTurn) Pause(ctx context.Context, f engine.Facts, run *apiv1.AnalysisRun) error {
 	what := explain.Analysis(run)
 	// explain.Analysis last: it ends with the query, the first words to go when cut.
-	c.setReconciling(ctx, key, set, corev1.ConditionTrue, apiv1.ReasonCanaryPaused, fmt.Sprintf("canary of revision %s paused at partition %d (change the analysis, the template or the partition to go on): %s",
-		set.Status.UpdateRevision, facts.Partition, what))
-	c.canaryWarning(key, set, mem, "CanaryInconclusive", fmt.Sprintf("stsdiag canary of revision %s paused at partition %d, nothing rolled back, no step forward until the template, the partition or the analysis changes: %s",
-		set.Status.UpdateRevision, facts.Partition, what))
-	return true, nil
+	t.c.setReconciling(ctx, t.key, t.set, corev1.ConditionTrue, apiv1.ReasonCanaryPaused, fmt.Sprintf("canary of revision %s paused at partition %d (change the analysis, the template or the partition to go on): %s",
+		t.set.Status.UpdateRevision, f.Partition, what))
+	t.c.canaryWarning(t.key, t.set, t.mem, "CanaryInconclusive", fmt.Sprintf("stsdiag canary of revision %s paused at partition %d, nothing rolled back, no step forward until the template, the partition or the analysis changes: %s",
+		t.set.Status.UpdateRevision, f.Partition, what))
+	return nil
 }
 
 // analysisUnreadable reports a declaration watch cannot measure with: a Warning Event and no
@@ -347,15 +352,15 @@ func (c *Controller) startAnalysis(ctx context.Context, key string, set *appsv1.
 	return sa
 }
 
-// analysisRollBack rolls back a step whose analysis failed: the template returns to the current
-// revision and no pod is deleted (plan.AnalysisRollback: the canary pods may all be Ready; the
-// controller replaces them as in any rolling update), as canary's.
-func (c *Controller) analysisRollBack(ctx context.Context, key string, set *appsv1.StatefulSet, snap *stuck.Objects, run *apiv1.AnalysisRun, mem *canaryMemory) error {
+// RollBackAnalysis implements engine.Port for a step whose analysis failed: the template returns
+// to the current revision and no pod is deleted (plan.AnalysisRollback: the canary pods may all
+// be Ready; the controller replaces them as in any rolling update), as canary's.
+func (t *canaryTurn) RollBackAnalysis(ctx context.Context, run *apiv1.AnalysisRun) error {
 	what := explain.Analysis(run)
-	action, why := plan.AnalysisRollback(snap, set)
+	action, why := plan.AnalysisRollback(t.snap, t.set)
 	if why != "" {
-		c.canaryUnrollable(ctx, key, set, mem, what, why)
+		t.c.canaryUnrollable(ctx, t.key, t.set, t.mem, what, why)
 		return nil
 	}
-	return c.applyRollback(ctx, key, set, []model.Action{action}, what, "no pod deleted: the controller replaces the canary pods")
+	return t.c.applyRollback(ctx, t.key, t.set, []model.Action{action}, what, "no pod deleted: the controller replaces the canary pods")
 }

@@ -1,4 +1,4 @@
-package monitor_test
+package watch_test
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/stsdiag/stsdiag/internal/gather"
-	"github.com/stsdiag/stsdiag/internal/monitor"
+	"github.com/stsdiag/stsdiag/internal/watch"
 	"github.com/stsdiag/stsdiag/openshift"
 	"github.com/stsdiag/stsdiag/stuck"
 	"github.com/stsdiag/stsdiag/stuck/read"
@@ -42,8 +42,8 @@ func TestTriggerRepairEventReason(t *testing.T) {
 	}
 	kube := fake.NewClientset(objects...)
 	clients := gather.Clients{Clients: read.Clients{Kube: kube, Image: imagefake.NewClientset(streams...)}}
-	ctrl := monitor.New(clients, gather.Scope{Namespace: "shop", OpenShift: openshift.ModeAlways},
-		monitor.Options{Fix: true, NoConditions: true}, monitor.NewMetrics())
+	ctrl := watch.New(clients, gather.Scope{Namespace: "shop", OpenShift: openshift.ModeAlways},
+		watch.Options{Fix: true, NoConditions: true}, watch.NewMetrics())
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { _ = ctrl.Run(ctx); close(done) }()
