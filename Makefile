@@ -169,7 +169,7 @@ browser:
 
 ## e2e: the kwok suite (package e2e); the harnesses' own tests ran in unit
 e2e: cluster-bins
-	cd e2e && $(STATIC) $(GO) test -count=1 -timeout 15m .
+	cd e2e && $(STATIC) $(GO) test -count=1 -parallel 4 -timeout 15m .
 
 ## e2e-node: the kubelet's real states on a real node (containerd, runc, CNI, kubelet; needs root):
 ## ImagePullBackOff churn, crash loops, readiness, CreateContainerConfigError, FailedMount, init
