@@ -80,14 +80,47 @@ func StartLiveDiagnosing(ctx context.Context, c Clients, scope Scope, onChange f
 	return startLive(ctx, c, scope, onChange, diagnose)
 }
 
+// startLive starts the scope's informers, hands each namespace to diagnose (when set) from their
+// first LISTs, and waits for their caches to fill.
 func startLive(ctx context.Context, c Clients, scope Scope, onChange func(obj any, initial bool), diagnose func(*stuck.Objects) error) (*Live, []string, bool, error) {
-	namespaces, err := scope.ReadNamespace(ctx, c.Kube)
+	l, e, err := newLive(ctx, c, scope)
 	if err != nil {
 		return nil, nil, false, err
 	}
-	enabled, err := openshift.Enabled(ctx, scope.OpenShift, c.Kube.Discovery())
+	readable, err := l.readableKinds(ctx, e)
 	if err != nil {
 		return nil, nil, false, err
+	}
+	var first map[string]*firstList
+	if diagnose != nil {
+		first = firstLists(readable)
+	}
+	synced, err := l.startInformers(ctx, readable, onChange, first)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	diagnosed := false
+	if diagnose != nil {
+		diagnosed = l.diagnoseFirstLists(ctx, diagnose, first)
+	}
+	for i, r := range readable {
+		if !cache.WaitForCacheSync(ctx.Done(), synced[i]) {
+			return nil, nil, false, fmt.Errorf("informer for %s did not sync: %w", r.name, context.Cause(ctx))
+		}
+	}
+	return l, l.missingWarnings(), diagnosed, nil
+}
+
+// newLive reads the scope's namespace, whether the image API is in use and the server version
+// into a Live with no informer yet, and its environment.
+func newLive(ctx context.Context, c Clients, scope Scope) (*Live, env, error) {
+	namespaces, err := scope.ReadNamespace(ctx, c.Kube)
+	if err != nil {
+		return nil, env{}, err
+	}
+	enabled, err := openshift.Enabled(ctx, scope.OpenShift, c.Kube.Discovery())
+	if err != nil {
+		return nil, env{}, err
 	}
 	l := &Live{scope: scope, openShift: enabled, changed: make(chan struct{}, 1), namespaces: namespaces,
 		listers: map[string]cache.GenericLister{}, clients: c, owners: ownerCache{ttl: 10 * time.Second},
@@ -96,58 +129,68 @@ func startLive(ctx context.Context, c Clients, scope Scope, onChange func(obj an
 	if e.allNamespaces {
 		l.held, l.revisions = &heldPods{}, &revisionData{}
 	}
+	return l, e, nil
+}
+
+// readableKinds are the kinds wanted in e that the scope can be read of (resource.check); the
+// optional ones that cannot go to l.missing.
+func (l *Live) readableKinds(ctx context.Context, e env) ([]*resource, error) {
 	var readable []*resource
 	for i := range resources {
 		r := &resources[i]
 		if !r.wanted(e) {
 			continue
 		}
-		if err := r.check(ctx, c, scope.Namespace, l.selector(r)); err != nil {
+		if err := r.check(ctx, l.clients, l.scope.Namespace, l.selector(r)); err != nil {
 			if r.required {
-				return nil, nil, false, r.listError(scope.Namespace, err)
+				return nil, r.listError(l.scope.Namespace, err)
 			}
 			l.missing = append(l.missing, unread{r, err})
 			continue
 		}
 		readable = append(readable, r)
 	}
-	var first map[string]*firstList
-	if diagnose != nil {
-		first = map[string]*firstList{}
-		for _, r := range readable {
-			if !r.unversioned {
-				first[r.name] = newFirstList()
-			}
+	return readable, nil
+}
+
+// firstLists are a first LIST, to be read by eachNamespace, for each kind but the unversioned.
+func firstLists(readable []*resource) map[string]*firstList {
+	first := map[string]*firstList{}
+	for _, r := range readable {
+		if !r.unversioned {
+			first[r.name] = newFirstList()
 		}
 	}
+	return first
+}
+
+// startInformers starts an informer per kind (watch), each with its first LIST if any; each
+// is synced once its cache is filled and onChange was called with every object of the initial
+// fill.
+func (l *Live) startInformers(ctx context.Context, readable []*resource, onChange func(obj any, initial bool), first map[string]*firstList) ([]cache.InformerSynced, error) {
 	synced := make([]cache.InformerSynced, len(readable))
 	for i, r := range readable {
 		registration, err := l.watch(ctx, r, onChange, first[r.name])
 		if err != nil {
-			return nil, nil, false, err
+			return nil, err
 		}
-		// Synced once the cache is filled and onChange was called with every object of the
-		// initial fill.
 		synced[i] = registration.HasSynced
 	}
-	diagnosed := false
-	if diagnose != nil {
-		// Whatever fails here (ErrRestart, a page that could not be read) the informers read again
-		// by themselves, with their own retries. The pods read are those the informer selects:
-		// each namespace's snapshot gets the pods it may hold by name, looked up first.
-		handOut := func(snap *stuck.Objects) error {
-			l.addHeld(ctx, snap)
-			return diagnose(snap)
-		}
-		_, err := eachNamespace(ctx, c, scope, DefaultPageSize, handOut, first)
-		diagnosed = err == nil
+	return synced, nil
+}
+
+// diagnoseFirstLists hands each namespace to diagnose as the informers' first LISTs are read
+// (eachNamespace), and reports whether every one was. Whatever fails here (ErrRestart, a page
+// that could not be read) the informers read again by themselves, with their own retries. The
+// pods read are those the informer selects: each namespace's snapshot gets the pods it may hold
+// by name, looked up first.
+func (l *Live) diagnoseFirstLists(ctx context.Context, diagnose func(*stuck.Objects) error, first map[string]*firstList) bool {
+	handOut := func(snap *stuck.Objects) error {
+		l.addHeld(ctx, snap)
+		return diagnose(snap)
 	}
-	for i, r := range readable {
-		if !cache.WaitForCacheSync(ctx.Done(), synced[i]) {
-			return nil, nil, false, fmt.Errorf("informer for %s did not sync: %w", r.name, context.Cause(ctx))
-		}
-	}
-	return l, l.missingWarnings(), diagnosed, nil
+	_, err := eachNamespace(ctx, l.clients, l.scope, DefaultPageSize, handOut, first)
+	return err == nil
 }
 
 // missingWarnings says what the kinds that could not be read cost the scope's diagnoses. Which

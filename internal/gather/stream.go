@@ -71,32 +71,195 @@ func eachNamespace(ctx context.Context, c Clients, scope Scope, pageSize int64, 
 	if scope.Namespace != "" || len(scope.Names) > 0 {
 		return nil, errors.New("gather: EachNamespace reads all namespaces, by selector only")
 	}
-	// streams[i] reads namespaced kind resources[i] page by page.
-	streams := make([]*pageStream, len(resources))
-	defer func() {
-		// Once every namespace was handed out (or the read failed; the readers have ended): the
-		// paged kinds read to the end are delivered now, not while their objects are still copied
-		// into the namespaces' snapshots (the informers slim what they are given, in place).
-		for _, s := range streams {
-			if s != nil {
-				s.first.deliver(s.complete)
-			}
-		}
-		for _, f := range first {
-			f.deliver(false) // not read to the end (a no-op for the lists delivered)
-		}
-	}()
+	s := &streamRead{c: c, scope: scope, out: &Streamed{}, shared: &stuck.Objects{Now: time.Now()},
+		first: first, streams: make([]*pageStream, len(resources)), unreadErr: make([]error, len(resources))}
+	defer s.deliverFirst()
 	ctx, cancel := context.WithCancel(ctx)
-	var readers sync.WaitGroup
 	defer func() {
 		cancel()
-		readers.Wait() // no LIST of this read outlives it
+		s.readers.Wait() // no LIST of this read outlives it
 	}()
-	out := &Streamed{}
-	shared := &stuck.Objects{Now: time.Now()}
+	if err := s.start(ctx, pageSize); err != nil {
+		return nil, err
+	}
+	active, err := s.open()
+	if err != nil {
+		return nil, err
+	}
+	s.shared.Shared = stuck.NewShared(s.shared)
+	missing := unreadKinds(s.unreadErr)
+	warned := map[string]bool{}
+	if err := s.handOut(ctx, active, missing, warned, fn); err != nil {
+		return nil, err
+	}
+	if len(warned) == 0 {
+		// No namespace: the warnings of an empty cluster.
+		s.out.Warnings = warnings(&stuck.Objects{}, "", missing)
+	}
+	return s.out, nil
+}
+
+// streamRead is one eachNamespace read.
+type streamRead struct {
+	c     Clients
+	scope Scope
+	out   *Streamed
+	// shared holds the kinds read whole, shared by every snapshot.
+	shared *stuck.Objects
+	first  map[string]*firstList
+	// streams[i] reads namespaced kind resources[i] page by page.
+	streams []*pageStream
+	readers sync.WaitGroup
+	mu      sync.Mutex
+	// unreadErr[i] is why optional kind resources[i] could not be read.
+	unreadErr []error
+}
+
+// deliverFirst delivers the paged kinds read to the end to first, once every namespace was
+// handed out (or the read failed; the readers have ended): not while their objects are still
+// copied into the namespaces' snapshots (the informers slim what they are given, in place).
+func (s *streamRead) deliverFirst() {
+	for _, st := range s.streams {
+		if st != nil {
+			st.first.deliver(st.complete)
+		}
+	}
+	for _, f := range s.first {
+		f.deliver(false) // not read to the end (a no-op for the lists delivered)
+	}
+}
+
+// start reads the environment, the server version and the cluster-scoped and whole kinds (and
+// waits for them), and starts a page stream of every other kind, under ctx.
+func (s *streamRead) start(ctx context.Context, pageSize int64) error {
 	g, gctx := errgroup.WithContext(ctx)
+	environment := readEnvAndVersion(gctx, g, s.c, s.scope, s.out)
+	for i := range resources {
+		r := &resources[i]
+		if r.clusterScoped || r.whole {
+			g.Go(func() error { return s.readWhole(gctx, i, environment) })
+			continue
+		}
+		st := &pageStream{r: r, pages: make(chan runtime.Object, 1), first: s.first[r.name], pageSize: pageSize}
+		s.streams[i] = st
+		s.readers.Add(1)
+		go func() {
+			defer s.readers.Done()
+			st.read(ctx, s.c, environment)
+		}()
+	}
+	return g.Wait()
+}
+
+// readWhole LISTs kind resources[i] at once, when wanted, into the shared snapshot and first.
+func (s *streamRead) readWhole(ctx context.Context, i int, environment func() (env, error)) error {
+	r := &resources[i]
+	if e, err := environment(); err != nil || !r.wanted(e) {
+		return err
+	}
+	l, err := r.listAll(ctx, s.c, "")
+	if err == nil {
+		if err := s.first[r.name].add(l); err != nil {
+			return err
+		}
+		s.first[r.name].deliver(true)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case err == nil:
+		r.put(s.shared, nil)
+		if !setItems(s.shared, l) {
+			return fmt.Errorf("gather: no snapshot field for %s", r.name)
+		}
+	case r.required:
+		return r.listError("", err)
+	default:
+		s.unreadErr[i] = err
+	}
+	return nil
+}
+
+// open waits for each stream's first page: the streams of the kinds listed are active; an
+// optional kind that could not be read is unread.
+func (s *streamRead) open() ([]*pageStream, error) {
+	var active []*pageStream
+	for i, st := range s.streams {
+		if st == nil {
+			continue
+		}
+		if err := st.next(); err != nil {
+			return nil, err
+		}
+		if st.unread != nil {
+			s.unreadErr[i] = st.unread
+		}
+		if st.listed {
+			active = append(active, st)
+		}
+	}
+	return active, nil
+}
+
+// handOut hands each namespace's snapshot to fn, in the API server's key order, warning of
+// each warning once (in warned).
+func (s *streamRead) handOut(ctx context.Context, active []*pageStream, missing []unread, warned map[string]bool, fn func(*stuck.Objects) error) error {
+	owners := read.NewOwners(s.c.Clients)
+	for {
+		ns, ok := nextNamespace(active)
+		if !ok {
+			return nil
+		}
+		snap, err := s.snapshotOf(ns, active)
+		if err != nil {
+			return err
+		}
+		var ownerWarnings []string
+		snap.Owners, ownerWarnings = owners.LookUp(ctx, snap.OwnersToLookUp())
+		s.out.warnOnce(warned, snap, append(warnings(snap, "", missing), ownerWarnings...))
+		if err := s.scope.Select(snap); err != nil {
+			return err
+		}
+		if err := fn(snap); err != nil {
+			return err
+		}
+	}
+}
+
+// nextNamespace is the first namespace, in key order, at the head of the streams; false when
+// they are all read.
+func nextNamespace(active []*pageStream) (ns string, ok bool) {
+	for _, s := range active {
+		if head, more := s.head(); more && (!ok || namespaceBefore(head, ns)) {
+			ns, ok = head, true
+		}
+	}
+	return ns, ok
+}
+
+// snapshotOf is namespace ns's snapshot: the shared kinds, and its items of every stream.
+func (s *streamRead) snapshotOf(ns string, active []*pageStream) (*stuck.Objects, error) {
+	snap := new(stuck.Objects)
+	*snap = *s.shared
+	snap.ServerVersion, snap.OpenShift = s.out.ServerVersion, s.out.OpenShift
+	for _, st := range active {
+		items, err := st.take(ns)
+		if err != nil {
+			return nil, err
+		}
+		st.r.put(snap, nil)
+		if !setSlice(snap, items) {
+			return nil, fmt.Errorf("gather: no snapshot field for %s", st.r.name)
+		}
+	}
+	return snap, nil
+}
+
+// readEnvAndVersion reads the server version into out, in g, and returns the environment of an
+// all-namespaces read, read once on first use (its image API into out).
+func readEnvAndVersion(ctx context.Context, g *errgroup.Group, c Clients, scope Scope, out *Streamed) func() (env, error) {
 	environment := sync.OnceValues(func() (env, error) {
-		e, err := readEnv(gctx, c, scope)
+		e, err := readEnv(ctx, c, scope)
 		out.OpenShift = e.openShift
 		return e, err
 	})
@@ -104,119 +267,30 @@ func eachNamespace(ctx context.Context, c Clients, scope Scope, pageSize int64, 
 		out.ServerVersion = read.ServerVersion(c.Kube)
 		return nil
 	})
-	var mu sync.Mutex
-	// unreadErr[i] is why optional kind resources[i] could not be read.
-	unreadErr := make([]error, len(resources))
-	for i := range resources {
-		r := &resources[i]
-		if r.clusterScoped || r.whole {
-			g.Go(func() error {
-				if e, err := environment(); err != nil || !r.wanted(e) {
-					return err
-				}
-				l, err := r.listAll(gctx, c, "")
-				if err == nil {
-					if err := first[r.name].add(l); err != nil {
-						return err
-					}
-					first[r.name].deliver(true)
-				}
-				mu.Lock()
-				defer mu.Unlock()
-				switch {
-				case err == nil:
-					r.put(shared, nil)
-					if !setItems(shared, l) {
-						return fmt.Errorf("gather: no snapshot field for %s", r.name)
-					}
-				case r.required:
-					return r.listError("", err)
-				default:
-					unreadErr[i] = err
-				}
-				return nil
-			})
-			continue
-		}
-		s := &pageStream{r: r, pages: make(chan runtime.Object, 1), first: first[r.name], pageSize: pageSize}
-		streams[i] = s
-		readers.Add(1)
-		go func() {
-			defer readers.Done()
-			s.read(ctx, c, environment)
-		}()
-	}
-	if err := g.Wait(); err != nil {
-		return nil, err
-	}
-	var active []*pageStream
-	for i, s := range streams {
-		if s == nil {
-			continue
-		}
-		if err := s.next(); err != nil {
-			return nil, err
-		}
-		if s.unread != nil {
-			unreadErr[i] = s.unread
-		}
-		if s.listed {
-			active = append(active, s)
-		}
-	}
-	shared.Shared = stuck.NewShared(shared)
-	var missing []unread // in the table's order, as Gather's
+	return environment
+}
+
+// unreadKinds are the optional kinds that could not be read (unreadErr[i] of resources[i]), in
+// the table's order, as Gather's.
+func unreadKinds(unreadErr []error) []unread {
+	var missing []unread
 	for i, err := range unreadErr {
 		if err != nil {
 			missing = append(missing, unread{&resources[i], err})
 		}
 	}
-	warned := map[string]bool{}
-	owners := read.NewOwners(c.Clients)
-	for {
-		ns, ok := "", false
-		for _, s := range active {
-			if head, more := s.head(); more && (!ok || namespaceBefore(head, ns)) {
-				ns, ok = head, true
-			}
-		}
-		if !ok {
-			break
-		}
-		snap := new(stuck.Objects)
-		*snap = *shared
-		snap.ServerVersion, snap.OpenShift = out.ServerVersion, out.OpenShift
-		for _, s := range active {
-			items, err := s.take(ns)
-			if err != nil {
-				return nil, err
-			}
-			s.r.put(snap, nil)
-			if !setSlice(snap, items) {
-				return nil, fmt.Errorf("gather: no snapshot field for %s", s.r.name)
-			}
-		}
-		var ownerWarnings []string
-		snap.Owners, ownerWarnings = owners.LookUp(ctx, snap.OwnersToLookUp())
-		for _, w := range append(warnings(snap, "", missing), ownerWarnings...) {
-			if !warned[w] {
-				warned[w] = true
-				out.Warnings = append(out.Warnings, w)
-				snap.Warnings = append(snap.Warnings, w)
-			}
-		}
-		if err := scope.Select(snap); err != nil {
-			return nil, err
-		}
-		if err := fn(snap); err != nil {
-			return nil, err
+	return missing
+}
+
+// warnOnce adds each of words not in warned yet to out's and snap's warnings, and to warned.
+func (out *Streamed) warnOnce(warned map[string]bool, snap *stuck.Objects, words []string) {
+	for _, w := range words {
+		if !warned[w] {
+			warned[w] = true
+			out.Warnings = append(out.Warnings, w)
+			snap.Warnings = append(snap.Warnings, w)
 		}
 	}
-	if len(warned) == 0 {
-		// No namespace: the warnings of an empty cluster.
-		out.Warnings = warnings(&stuck.Objects{}, "", missing)
-	}
-	return out, nil
 }
 
 // readEnv is the environment of an all-namespaces read: whether the image API is in use.
@@ -359,73 +433,93 @@ type fetched struct {
 // pipelinedPages returns the pages of the kind in order, each asked for as soon as the page
 // before it told its continue token; each page a slimpb.Each of the kind when each is set.
 func pipelinedPages(ctx context.Context, p slimpb.Pager, r *resource, o metav1.ListOptions, each bool) func() (runtime.Object, error, bool) {
-	slots := make(chan struct{}, pagesAhead)
+	pl := &pipeline{ctx: ctx, p: p, r: r, o: o, each: each,
+		slots: make(chan struct{}, pagesAhead), order: make(chan chan fetched, pagesAhead+1)}
+	pl.slots <- struct{}{}
+	pl.fetch(o.Continue)
+	return pl.next
+}
+
+// pipeline is one pipelinedPages read.
+type pipeline struct {
+	ctx  context.Context
+	p    slimpb.Pager
+	r    *resource
+	o    metav1.ListOptions
+	each bool
+	// slots bounds the pages asked for and not yet handed on (pagesAhead).
+	slots chan struct{}
 	// order holds each page's result channel, in page order; it is closed after the last page
 	// or a failed one.
-	order := make(chan chan fetched, pagesAhead+1)
-	var fetch func(cont string)
-	fetch = func(cont string) {
-		res := make(chan fetched, 1)
-		order <- res
-		go func() {
-			page := o
-			page.Continue = cont
-			into := r.newList()
-			if each {
-				into = &slimpb.Each{List: into}
-			}
-			asked := false
-			next := func(token string) {
-				if asked || token == "" {
-					return
-				}
-				asked = true
-				select {
-				case slots <- struct{}{}:
-					fetch(token)
-				case <-ctx.Done():
-					close(order)
-				}
-			}
-			err := p.ListPage(ctx, "", page, into, func(m metav1.ListMeta) { next(m.Continue) })
-			if err == nil && !asked {
-				// No metadata before the items (or none at all): ask now.
-				if lm, lerr := meta.ListAccessor(into); lerr == nil {
-					next(lm.GetContinue())
-				}
-			}
-			if err != nil || !asked {
-				if asked {
-					// The next page is on its way and will close order; this one's error comes first.
-					res <- fetched{nil, err}
-					return
-				}
-				res <- fetched{into, err}
-				close(order)
-				return
-			}
-			res <- fetched{into, nil}
-		}()
+	order chan chan fetched
+}
+
+// fetch asks for the page at continue token cont, its result next in order.
+func (pl *pipeline) fetch(cont string) {
+	res := make(chan fetched, 1)
+	pl.order <- res
+	go pl.readPage(cont, res)
+}
+
+// readPage reads the page at cont into res, asking for the next page as soon as this one's
+// continue token arrives; after the last page, or a failed one, it closes order.
+func (pl *pipeline) readPage(cont string, res chan<- fetched) {
+	page := pl.o
+	page.Continue = cont
+	into := pl.r.newList()
+	if pl.each {
+		into = &slimpb.Each{List: into}
 	}
-	slots <- struct{}{}
-	fetch(o.Continue)
-	return func() (runtime.Object, error, bool) {
-		res, ok := <-order
-		if !ok {
-			return nil, nil, false
+	asked := false
+	next := func(token string) {
+		if asked || token == "" {
+			return
 		}
-		var f fetched
+		asked = true
 		select {
-		case f = <-res:
-		case <-ctx.Done():
-			return nil, ctx.Err(), true
+		case pl.slots <- struct{}{}:
+			pl.fetch(token)
+		case <-pl.ctx.Done():
+			close(pl.order)
 		}
-		<-slots
-		if f.err != nil {
-			return nil, f.err, true
-		}
-		return f.list, nil, true
 	}
+	err := pl.p.ListPage(pl.ctx, "", page, into, func(m metav1.ListMeta) { next(m.Continue) })
+	if err == nil && !asked {
+		// No metadata before the items (or none at all): ask now.
+		if lm, lerr := meta.ListAccessor(into); lerr == nil {
+			next(lm.GetContinue())
+		}
+	}
+	if err != nil || !asked {
+		if asked {
+			// The next page is on its way and will close order; this one's error comes first.
+			res <- fetched{nil, err}
+			return
+		}
+		res <- fetched{into, err}
+		close(pl.order)
+		return
+	}
+	res <- fetched{into, nil}
+}
+
+// next is the next page, in order, or more false after the last.
+func (pl *pipeline) next() (runtime.Object, error, bool) {
+	res, ok := <-pl.order
+	if !ok {
+		return nil, nil, false
+	}
+	var f fetched
+	select {
+	case f = <-res:
+	case <-pl.ctx.Done():
+		return nil, pl.ctx.Err(), true
+	}
+	<-pl.slots
+	if f.err != nil {
+		return nil, f.err, true
+	}
+	return f.list, nil, true
 }
 
 // next moves to the next page with items; at the end s.items is empty. The first call decides

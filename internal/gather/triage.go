@@ -82,122 +82,194 @@ func Triage(ctx context.Context, c Clients, scope Scope, fn func(snap *stuck.Obj
 	if scope.Namespace != "" || len(scope.Names) > 0 {
 		return nil, errors.New("gather: Triage reads all namespaces, by selector only")
 	}
-	out := &TriageRead{}
-	shared := &stuck.Objects{Now: time.Now()}
-	var sets []appsv1.StatefulSet
-	var services []corev1.Service
-	var servicesListed, headlessOnly bool
-	var revisions []revisionOwner
-	unreadErr := make([]error, len(resources))
-	var mu sync.Mutex
+	t := &triage{c: c, scope: scope, out: &TriageRead{}, shared: &stuck.Objects{Now: time.Now()},
+		unreadErr: make([]error, len(resources))}
+	if err := t.readClusterWide(ctx); err != nil {
+		return nil, err
+	}
+	if t.servicesListed && t.headlessOnly {
+		t.addGoverningServices(ctx)
+	}
+	t.shared.Shared = stuck.NewShared(t.shared)
+	t.pickDeepNamespaces()
+	namespaces := t.splitByNamespace()
+	missing := unreadKinds(t.unreadErr)
+	if err := t.handOut(ctx, namespaces, missing, fn); err != nil {
+		return nil, err
+	}
+	if len(namespaces) == 0 {
+		t.out.Warnings = warnings(&stuck.Objects{}, "", missing)
+	}
+	return t.out, nil
+}
+
+// triage is one Triage read. sets, services and revisions are set to nil once used: garbage
+// before the namespaces are read deep.
+type triage struct {
+	c     Clients
+	scope Scope
+	out   *TriageRead
+	// shared holds the cluster-scoped kinds and ImageStreams, shared by every snapshot.
+	shared *stuck.Objects
+	// sets are every StatefulSet, of which only what the triage decides on (triageOnly).
+	sets                         []appsv1.StatefulSet
+	services                     []corev1.Service
+	servicesListed, headlessOnly bool
+	revisions                    []revisionOwner
+	mu                           sync.Mutex
+	// unreadErr[i] is why optional kind resources[i] could not be read.
+	unreadErr []error
+	// deep are the namespaces read deep.
+	deep map[string]bool
+	// byNamespace holds the snapshot of every namespace not yet handed out.
+	byNamespace map[string]*stuck.Objects
+}
+
+// readClusterWide reads, cluster-wide and in parallel, the environment, the server version, the
+// revisions' owners (revisionMetadata) and every kind but the deep ones.
+func (t *triage) readClusterWide(ctx context.Context) error {
 	g, gctx := errgroup.WithContext(ctx)
-	environment := sync.OnceValues(func() (env, error) {
-		e, err := readEnv(gctx, c, scope)
-		out.OpenShift = e.openShift
-		return e, err
-	})
-	g.Go(func() error {
-		out.ServerVersion = read.ServerVersion(c.Kube)
-		return nil
-	})
+	environment := readEnvAndVersion(gctx, g, t.c, t.scope, &t.out.Streamed)
 	g.Go(func() error {
 		var err error
-		revisions, err = revisionMetadata(gctx, c)
+		t.revisions, err = revisionMetadata(gctx, t.c)
 		return err
 	})
 	for i := range resources {
-		r := &resources[i]
-		if deepKinds[r.name] {
+		if deepKinds[resources[i].name] {
 			continue
 		}
-		g.Go(func() error {
-			if e, err := environment(); err != nil || !r.wanted(e) {
-				return err
-			}
-			var l runtime.Object
-			var err error
-			if r.name == "services" {
-				l, headlessOnly, err = headlessServices(gctx, c, r)
-			} else {
-				l, err = r.listAll(gctx, c, "")
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			switch {
-			case err != nil && r.required:
-				return r.listError("", err)
-			case err != nil:
-				unreadErr[i] = err
-				return nil
-			}
-			switch l := l.(type) {
-			case *appsv1.StatefulSetList:
-				// Only the triage's facts are kept (triageOnly): the deep namespaces LIST their
-				// StatefulSets again, whole, with their pods.
-				for i := range l.Items {
-					triageOnly(&l.Items[i])
-				}
-				sets = l.Items
-			case *corev1.ServiceList:
-				services, servicesListed = l.Items, true
-			default:
-				r.put(shared, nil)
-				if !setItems(shared, l) {
-					return fmt.Errorf("gather: no snapshot field for %s", r.name)
-				}
-			}
-			return nil
-		})
+		g.Go(func() error { return t.readKind(gctx, i, environment) })
 	}
-	if err := g.Wait(); err != nil {
-		return nil, err
+	return g.Wait()
+}
+
+// readKind LISTs kind resources[i] cluster-wide, when wanted: the StatefulSets (triageOnly) and
+// the Services (headlessServices) into t, any other kind into the shared snapshot.
+func (t *triage) readKind(ctx context.Context, i int, environment func() (env, error)) error {
+	r := &resources[i]
+	if e, err := environment(); err != nil || !r.wanted(e) {
+		return err
 	}
-	if servicesListed && headlessOnly {
-		var err error
-		if services, err = governingServices(ctx, c, sets, services); err != nil {
-			servicesListed, services = false, nil
-			for i := range resources {
-				if resources[i].name == "services" {
-					unreadErr[i] = err
-				}
+	var l runtime.Object
+	var err error
+	if r.name == "services" {
+		l, t.headlessOnly, err = headlessServices(ctx, t.c, r)
+	} else {
+		l, err = r.listAll(ctx, t.c, "")
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	switch {
+	case err != nil && r.required:
+		return r.listError("", err)
+	case err != nil:
+		t.unreadErr[i] = err
+		return nil
+	}
+	switch l := l.(type) {
+	case *appsv1.StatefulSetList:
+		// Only the triage's facts are kept (triageOnly): the deep namespaces LIST their
+		// StatefulSets again, whole, with their pods.
+		for i := range l.Items {
+			triageOnly(&l.Items[i])
+		}
+		t.sets = l.Items
+	case *corev1.ServiceList:
+		t.services, t.servicesListed = l.Items, true
+	default:
+		r.put(t.shared, nil)
+		if !setItems(t.shared, l) {
+			return fmt.Errorf("gather: no snapshot field for %s", r.name)
+		}
+	}
+	return nil
+}
+
+// addGoverningServices adds to the headless Services the other governing ones
+// (governingServices); when they cannot be read, the Services are unread.
+func (t *triage) addGoverningServices(ctx context.Context) {
+	var err error
+	if t.services, err = governingServices(ctx, t.c, t.sets, t.services); err != nil {
+		t.servicesListed, t.services = false, nil
+		for i := range resources {
+			if resources[i].name == "services" {
+				t.unreadErr[i] = err
 			}
 		}
 	}
-	shared.Shared = stuck.NewShared(shared)
-	byNamespace := map[string]*stuck.Objects{}
-	at := func(ns string) *stuck.Objects {
-		if s := byNamespace[ns]; s != nil {
-			return s
-		}
-		s := new(stuck.Objects)
-		*s = *shared
-		s.ServerVersion, s.OpenShift, s.ServicesListed = out.ServerVersion, out.OpenShift, servicesListed
-		byNamespace[ns] = s
-		return s
-	}
-	deep := map[string]bool{}
+}
+
+// pickDeepNamespaces picks the namespaces to read deep: those holding a revision whose
+// StatefulSet is gone, replaced or terminating or that has no controller, a StatefulSet whose
+// status is not settled, or, where the image API is in use, one whose images the image lookup
+// concerns.
+func (t *triage) pickDeepNamespaces() {
+	t.deep = map[string]bool{}
 	live := map[string]*appsv1.StatefulSet{}
-	for i := range sets {
-		live[types.NamespacedName{Namespace: sets[i].Namespace, Name: sets[i].Name}.String()] = &sets[i]
+	for i := range t.sets {
+		live[types.NamespacedName{Namespace: t.sets[i].Namespace, Name: t.sets[i].Name}.String()] = &t.sets[i]
 	}
-	for _, rev := range revisions {
+	for _, rev := range t.revisions {
 		if set := live[types.NamespacedName{Namespace: rev.namespace, Name: rev.name}.String()]; set == nil || set.UID != rev.uid || set.DeletionTimestamp != nil {
-			deep[rev.namespace] = true // an orphaned revision: its pods may be orphans too
+			t.deep[rev.namespace] = true // an orphaned revision: its pods may be orphans too
 		}
 	}
-	images := &resolver.Admission{Stream: shared.Shared.Streams.Stream}
-	for i := range sets {
-		if !controller.StatusSettled(&sets[i]) || (out.OpenShift && imageLookupConcerns(images, &sets[i])) {
-			deep[sets[i].Namespace] = true
+	t.revisions = nil
+	images := &resolver.Admission{Stream: t.shared.Shared.Streams.Stream}
+	for i := range t.sets {
+		if !controller.StatusSettled(&t.sets[i]) || (t.out.OpenShift && imageLookupConcerns(images, &t.sets[i])) {
+			t.deep[t.sets[i].Namespace] = true
 		}
 	}
+}
+
+// splitByNamespace gives every namespace holding a StatefulSet, or read deep, its snapshot (in
+// t.byNamespace) with its StatefulSets and Services, and returns them in the API server's key
+// order.
+func (t *triage) splitByNamespace() []string {
+	t.byNamespace = map[string]*stuck.Objects{}
 	// A namespace's StatefulSets are a slice of the LIST's items, not copies: the API server
 	// answers in key order, so a namespace's items are contiguous (else they are copied). Those of
 	// a namespace read from statuses alone keep only what stuck.DiagnoseSettled reads
 	// (settledOnly): with their pod templates, the StatefulSets were most of the heap at 150k pods
 	// of the bench's realistic mix.
+	runs, contiguous := namespaceRuns(t.sets)
+	for _, r := range runs {
+		ns := t.sets[r[0]].Namespace
+		s := t.at(ns)
+		if contiguous {
+			s.StatefulSets = t.sets[r[0]:r[1]:r[1]]
+		} else {
+			s.StatefulSets = append(s.StatefulSets, t.sets[r[0]:r[1]]...)
+		}
+		if !t.deep[ns] {
+			for i := range s.StatefulSets {
+				settledOnly(&s.StatefulSets[i])
+			}
+		}
+	}
+	for ns := range t.deep {
+		t.at(ns)
+	}
+	for _, svc := range t.services {
+		if s := t.byNamespace[svc.Namespace]; s != nil {
+			s.Services = append(s.Services, svc)
+		}
+	}
+	t.sets, t.services = nil, nil
+	namespaces := make([]string, 0, len(t.byNamespace))
+	for ns := range t.byNamespace {
+		namespaces = append(namespaces, ns)
+	}
+	sort.Slice(namespaces, func(i, j int) bool { return namespaceBefore(namespaces[i], namespaces[j]) })
+	return namespaces
+}
+
+// namespaceRuns are the runs [lo, hi) of sets of one namespace each, and whether each namespace
+// has one run only.
+func namespaceRuns(sets []appsv1.StatefulSet) (runs [][2]int, contiguous bool) {
 	contiguous, seen := true, map[string]bool{}
-	var runs [][2]int
 	for lo := 0; lo < len(sets); {
 		hi := lo + 1
 		for hi < len(sets) && sets[hi].Namespace == sets[lo].Namespace {
@@ -208,80 +280,65 @@ func Triage(ctx context.Context, c Clients, scope Scope, fn func(snap *stuck.Obj
 		runs = append(runs, [2]int{lo, hi})
 		lo = hi
 	}
-	for _, r := range runs {
-		ns := sets[r[0]].Namespace
-		s := at(ns)
-		if contiguous {
-			s.StatefulSets = sets[r[0]:r[1]:r[1]]
-		} else {
-			s.StatefulSets = append(s.StatefulSets, sets[r[0]:r[1]]...)
-		}
-		if !deep[ns] {
-			for i := range s.StatefulSets {
-				settledOnly(&s.StatefulSets[i])
-			}
-		}
+	return runs, contiguous
+}
+
+// at is namespace ns's snapshot, made from the shared one on first use.
+func (t *triage) at(ns string) *stuck.Objects {
+	if s := t.byNamespace[ns]; s != nil {
+		return s
 	}
-	for ns := range deep {
-		at(ns)
-	}
-	for _, svc := range services {
-		if s := byNamespace[svc.Namespace]; s != nil {
-			s.Services = append(s.Services, svc)
-		}
-	}
-	namespaces := make([]string, 0, len(byNamespace))
-	for ns := range byNamespace {
-		namespaces = append(namespaces, ns)
-	}
-	sort.Slice(namespaces, func(i, j int) bool { return namespaceBefore(namespaces[i], namespaces[j]) })
-	var missing []unread // in the table's order, as Gather's
-	for i, err := range unreadErr {
-		if err != nil {
-			missing = append(missing, unread{&resources[i], err})
-		}
-	}
-	reads := readDeep(ctx, c, namespaces, deep, byNamespace)
+	s := new(stuck.Objects)
+	*s = *t.shared
+	s.ServerVersion, s.OpenShift, s.ServicesListed = t.out.ServerVersion, t.out.OpenShift, t.servicesListed
+	t.byNamespace[ns] = s
+	return s
+}
+
+// handOut hands each namespace's snapshot to fn in turn, the deep ones once read (up to
+// deepAhead ahead), and drops it after.
+func (t *triage) handOut(ctx context.Context, namespaces []string, missing []unread, fn func(snap *stuck.Objects, settled bool) error) error {
+	reads := readDeep(ctx, t.c, namespaces, t.deep, t.byNamespace)
 	defer reads.stop()
 	warned := map[string]bool{}
-	owners := read.NewOwners(c.Clients)
+	owners := read.NewOwners(t.c.Clients)
 	for _, ns := range namespaces {
-		snap := byNamespace[ns]
+		snap := t.byNamespace[ns]
 		var words []string
-		if deep[ns] {
-			out.Deep = append(out.Deep, ns)
-			unreadHere, err := reads.take(ns)
-			if err != nil {
-				return nil, err
+		if t.deep[ns] {
+			t.out.Deep = append(t.out.Deep, ns)
+			var err error
+			if words, err = takeDeep(ctx, reads, owners, ns, snap, missing); err != nil {
+				return err
 			}
-			var ownerWarnings []string
-			snap.Owners, ownerWarnings = owners.LookUp(ctx, snap.OwnersToLookUp())
-			words = append(warnings(snap, "", append(append([]unread(nil), missing...), unreadHere...)), ownerWarnings...)
 		} else {
-			out.Settled++
+			t.out.Settled++
 			words = warnings(snap, "", missing)
 		}
-		for _, w := range words {
-			if !warned[w] {
-				warned[w] = true
-				out.Warnings = append(out.Warnings, w)
-				snap.Warnings = append(snap.Warnings, w)
-			}
+		t.out.warnOnce(warned, snap, words)
+		if err := t.scope.Select(snap); err != nil {
+			return err
 		}
-		if err := scope.Select(snap); err != nil {
-			return nil, err
-		}
-		err := fn(snap, !deep[ns])
-		delete(byNamespace, ns)
+		err := fn(snap, !t.deep[ns])
+		delete(t.byNamespace, ns)
 		reads.done(ns)
 		if err != nil {
-			return nil, err
+			return err
 		}
 	}
-	if len(namespaces) == 0 {
-		out.Warnings = warnings(&stuck.Objects{}, "", missing)
+	return nil
+}
+
+// takeDeep waits for deep namespace ns's read into snap, looks up its owners, and returns its
+// warnings.
+func takeDeep(ctx context.Context, reads *deepReads, owners *read.Owners, ns string, snap *stuck.Objects, missing []unread) ([]string, error) {
+	unreadHere, err := reads.take(ns)
+	if err != nil {
+		return nil, err
 	}
-	return out, nil
+	var ownerWarnings []string
+	snap.Owners, ownerWarnings = owners.LookUp(ctx, snap.OwnersToLookUp())
+	return append(warnings(snap, "", append(append([]unread(nil), missing...), unreadHere...)), ownerWarnings...), nil
 }
 
 // headlessSelector selects the headless Services (spec.clusterIP None): a field selector of
