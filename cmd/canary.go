@@ -17,6 +17,7 @@ import (
 	"github.com/stsdiag/stsdiag/internal/canary/engine"
 	"github.com/stsdiag/stsdiag/internal/canary/stepanalysis"
 	"github.com/stsdiag/stsdiag/internal/explain"
+	"github.com/stsdiag/stsdiag/internal/gather"
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/render"
 )
@@ -89,10 +90,11 @@ func (f *analysisFlags) ToAnalysis(configFlags *genericclioptions.ConfigFlags) (
 type canaryOptions struct {
 	configFlags *genericclioptions.ConfigFlags
 	genericiooptions.IOStreams
-	print  *render.PrintFlags
-	canary canary.Options
-	yes    bool
-	dryRun apiv1.DryRunMode
+	print   *render.PrintFlags
+	clients gather.Clients
+	canary  canary.Options
+	yes     bool
+	dryRun  apiv1.DryRunMode
 	// confirm asks before the first write (a terminal prompt); tests replace it.
 	confirm func(ctx context.Context) (bool, error)
 }
@@ -112,10 +114,13 @@ const canaryExample = `  # Change the image and roll it out 1 pod, then half, th
 
 // newCanaryCommand builds `stsdiag canary`.
 func newCanaryCommand(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	f := &canaryFlags{configFlags: configFlags, IOStreams: streams,
+	return newCanaryFlags(configFlags, streams).command()
+}
+
+func newCanaryFlags(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *canaryFlags {
+	return &canaryFlags{configFlags: configFlags, IOStreams: streams,
 		PrintFlags: withOutputAliases(render.NewPrintFlags(render.FormatJUnit), "canary", streams.ErrOut),
 		Scope:      newScopeFlags(configFlags), Hold: &holdFlags{}, Diagnosis: newDiagnosisFlags(), Timeout: 30 * time.Minute}
-	return f.command()
 }
 
 func (f *canaryFlags) command() *cobra.Command {
@@ -239,15 +244,17 @@ func (f *canaryFlags) ToOptions(args []string) (*canaryOptions, error) {
 	return o, nil
 }
 
+// complete builds the clients (following's profile).
+func (o *canaryOptions) complete() (err error) {
+	o.clients, err = newClients(o.configFlags, following)
+	return err
+}
+
 // Run runs the canary (canary.Run), prints the verdict and sets the exit code.
 func (o *canaryOptions) Run(ctx context.Context) error {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, o.canary.Timeout)
 	defer cancel()
-	c, err := clients(o.configFlags, following)
-	if err != nil {
-		return withCode(ExitError, err)
-	}
 	opts := o.canary
 	opts.Log = o.ErrOut
 	opts.ServerDryRun = o.dryRun == apiv1.DryRunServer
@@ -255,7 +262,7 @@ func (o *canaryOptions) Run(ctx context.Context) error {
 		opts.Approve = func(p canary.Plan) error { return o.approve(ctx, p) }
 	}
 	opts.Progress = func(a model.Action) { fmt.Fprintln(o.ErrOut, explain.ActionLine(a)) }
-	res, err := canary.Run(ctx, c, opts)
+	res, err := canary.Run(ctx, o.clients, opts)
 	switch {
 	case errors.Is(err, errCanaryDryRun):
 		return nil

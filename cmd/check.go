@@ -44,8 +44,10 @@ type checkFlags struct {
 type checkOptions struct {
 	configFlags *genericclioptions.ConfigFlags
 	genericiooptions.IOStreams
-	print     *render.PrintFlags
-	scope     scope
+	print *render.PrintFlags
+	scope scope
+	// clients are one cluster's (not a fleet's: each member's are built as the fleet reaches it).
+	clients   gather.Clients
 	diagnosis stuck.Options
 	failOn    apiv1.Severity
 	logs      int64
@@ -131,6 +133,14 @@ func (f *checkFlags) ToOptions(args []string) (*checkOptions, error) {
 	return o, nil
 }
 
+// complete builds one cluster's clients (reads' profile).
+func (o *checkOptions) complete() (err error) {
+	if !o.scope.fleet() {
+		o.clients, err = newClients(o.configFlags, reads)
+	}
+	return err
+}
+
 // Run gathers and diagnoses (one cluster, or the fleet of --contexts), prints the report and
 // sets the exit code: the worst of all clusters.
 func (o *checkOptions) Run(ctx context.Context) error {
@@ -145,14 +155,11 @@ func (o *checkOptions) Run(ctx context.Context) error {
 		rep, members = check.RunFleet(ctx, targets, check.FleetOptions{Options: check.Options{Diagnosis: o.diagnosis, Full: o.full, PageSize: o.pageSize, Admission: o.admission},
 			Limit: fleet.NewLimit(o.scope.concurrency), Noun: o.scope.noun()})
 	} else {
-		c, err := clients(o.configFlags, reads)
-		if err != nil {
-			return withCode(ExitError, err)
-		}
 		opts := check.Options{Diagnosis: o.diagnosis, Logs: o.logs, Full: o.full, PageSize: o.pageSize,
 			// The page draws each set's ordinals: its explanation, from the same diagnosis.
 			Explanations: o.print.OutputFormat == render.FormatHTML, Admission: o.admission}
-		if rep, explanations, err = check.Cluster(ctx, c, o.scope.Scope, opts); err != nil {
+		var err error
+		if rep, explanations, err = check.Cluster(ctx, o.clients, o.scope.Scope, opts); err != nil {
 			return withCode(ExitError, err)
 		}
 	}

@@ -52,9 +52,9 @@ var (
 	following = profile{qps: 200, burst: 400}
 )
 
-// clients builds the API clients from the kubeconfig flags. Kubernetes types are read as
+// newClients builds the API clients from the kubeconfig flags. Kubernetes types are read as
 // protobuf (gathering's decoded slim, slimpb); ImageStreams (often a CRD off OpenShift) as JSON.
-func clients(flags *genericclioptions.ConfigFlags, p profile) (gather.Clients, error) {
+func newClients(flags *genericclioptions.ConfigFlags, p profile) (gather.Clients, error) {
 	config, err := flags.ToRESTConfig()
 	if err != nil {
 		return gather.Clients{}, fmt.Errorf("loading kubeconfig: %w", err)
@@ -204,7 +204,7 @@ func flagsForContext(flags *genericclioptions.ConfigFlags, name string) *generic
 // the context: the caller does.
 func contextTarget(flags *genericclioptions.ConfigFlags, name string, allNamespaces bool, base gather.Scope, p profile) (gather.Clients, gather.Scope, error) {
 	ctxFlags := flagsForContext(flags, name)
-	c, err := clients(ctxFlags, p)
+	c, err := newClients(ctxFlags, p)
 	if err != nil {
 		return gather.Clients{}, gather.Scope{}, err
 	}

@@ -31,6 +31,7 @@ type explainOptions struct {
 	genericiooptions.IOStreams
 	print     *render.PrintFlags
 	scope     gather.Scope
+	clients   gather.Clients
 	diagnosis stuck.Options
 }
 
@@ -45,8 +46,15 @@ const explainExample = `  # What the StatefulSet controller does next for each p
 
 // newExplainCommand builds `stsdiag explain`.
 func newExplainCommand(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	f := &explainFlags{configFlags: configFlags, IOStreams: streams, PrintFlags: render.NewPrintFlags(render.FormatHTML),
+	return newExplainFlags(configFlags, streams).command()
+}
+
+func newExplainFlags(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *explainFlags {
+	return &explainFlags{configFlags: configFlags, IOStreams: streams, PrintFlags: render.NewPrintFlags(render.FormatHTML),
 		Scope: newScopeFlags(configFlags), Diagnosis: newDiagnosisFlags()}
+}
+
+func (f *explainFlags) command() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "explain NAME [-n NAMESPACE]",
 		Short: "Show the StatefulSet controller's view of one StatefulSet: per pod, its next step and what keeps it from taking it",
@@ -86,14 +94,16 @@ func (f *explainFlags) ToOptions(args []string) (*explainOptions, error) {
 	return o, nil
 }
 
+// complete builds the clients (reads' profile).
+func (o *explainOptions) complete() (err error) {
+	o.clients, err = newClients(o.configFlags, reads)
+	return err
+}
+
 // Run gathers the StatefulSet's namespace, explains it and prints the explanation; exit 1 when
 // its rollout is stuck.
 func (o *explainOptions) Run(ctx context.Context) error {
-	c, err := clients(o.configFlags, reads)
-	if err != nil {
-		return withCode(ExitError, err)
-	}
-	e, warnings, err := check.Explain(ctx, gather.Lister{Clients: c, Scope: o.scope}, o.scope.Namespace, o.scope.Names[0], o.diagnosis)
+	e, warnings, err := check.Explain(ctx, gather.Lister{Clients: o.clients, Scope: o.scope}, o.scope.Namespace, o.scope.Names[0], o.diagnosis)
 	if err != nil {
 		return withCode(ExitError, err)
 	}

@@ -218,17 +218,18 @@ func (f *fixFlags) waitTimeout() (time.Duration, error) {
 	return d, nil
 }
 
+// complete builds the clients (writes' profile).
+func (o *fixOptions) complete() (err error) {
+	o.fix.Clients, err = newClients(o.configFlags, writes)
+	return err
+}
+
 // Run repairs (fix.Run), prints the outcome and sets the exit code. In the human formats the
 // plan, each action's result and the summary go to stdout as they happen; warnings, the question
 // and --wait's rollout progress go to stderr.
 func (o *fixOptions) Run(ctx context.Context) error {
-	c, err := clients(o.configFlags, writes)
-	if err != nil {
-		return withCode(ExitError, err)
-	}
 	human := o.print.Human()
 	opts := o.fix
-	opts.Clients = c
 	opts.Admission = o.admission
 	opts.RolloutLog = o.ErrOut
 	opts.OnPlan = func(plan *model.FixResult, warnings []string) {

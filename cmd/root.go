@@ -198,14 +198,26 @@ type runner interface {
 	Run(ctx context.Context) error
 }
 
+// completer is a command's options that build their API clients once their flags are checked
+// (kubectl's Complete: its WaitOptions carry their clients): Run uses the clients the options
+// carry, so a test runs a command's Run over fake clients.
+type completer interface {
+	complete() error
+}
+
 // runE builds a command's options from its flags and the arguments (kubectl's Flags.ToOptions:
-// every parse and check happens there, nothing after), then runs them. An error building them is
-// bad input (exit 2).
+// every parse and check happens there, nothing after), builds their clients, then runs them. An
+// error building them is bad input (exit 2), as is a kubeconfig that gives no clients.
 func runE[O runner](toOptions func(args []string) (O, error)) func(*cobra.Command, []string) error {
 	return func(c *cobra.Command, args []string) error {
 		o, err := toOptions(args)
 		if err != nil {
 			return withCode(ExitError, err)
+		}
+		if cm, ok := any(o).(completer); ok {
+			if err := cm.complete(); err != nil {
+				return withCode(ExitError, err)
+			}
 		}
 		return onSignal(c.Context(), o.Run(c.Context()))
 	}

@@ -44,8 +44,10 @@ type waitFlags struct {
 type waitOptions struct {
 	configFlags *genericclioptions.ConfigFlags
 	genericiooptions.IOStreams
-	print     *render.PrintFlags
-	scope     scope
+	print *render.PrintFlags
+	scope scope
+	// clients are one cluster's (not a fleet's: each member's are built as the fleet reaches it).
+	clients   gather.Clients
 	junitFile string
 	wait      wait.WaitOptions
 }
@@ -150,6 +152,14 @@ func (f *waitFlags) ToOptions(args []string) (*waitOptions, error) {
 	return o, nil
 }
 
+// complete builds one cluster's clients (following's profile).
+func (o *waitOptions) complete() (err error) {
+	if !o.scope.fleet() {
+		o.clients, err = newClients(o.configFlags, following)
+	}
+	return err
+}
+
 // Run waits (wait.Wait in one cluster, wait.RunFleet over --contexts), prints the verdict and
 // sets the exit code.
 func (o *waitOptions) Run(ctx context.Context) error {
@@ -157,11 +167,7 @@ func (o *waitOptions) Run(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, o.wait.Timeout)
 	defer cancel()
 	if !o.scope.fleet() {
-		c, err := clients(o.configFlags, following)
-		if err != nil {
-			return withCode(ExitError, err)
-		}
-		res, err := wait.Wait(ctx, c, o.scope.Scope, o.forWait(""))
+		res, err := wait.Wait(ctx, o.clients, o.scope.Scope, o.forWait(""))
 		return o.finish(res, start, err)
 	}
 	members, err := o.scope.members(ctx, o.configFlags)

@@ -224,9 +224,28 @@ func (g listInformers) Enabled(f clientfeatures.Feature) bool {
 
 var listInformersOnce sync.Once
 
+// complete builds the clients (following's profile; Events through their own, eventsClient)
+// and, for /metrics' TokenReviews and SubjectAccessReviews, the REST config of the same identity.
+// client-go's feature gates are set first: informers LIST (listInformers).
+func (o *watchOptions) complete() (err error) {
+	listInformersOnce.Do(func() { clientfeatures.ReplaceFeatureGates(listInformers{clientfeatures.FeatureGates()}) })
+	if o.serve.Clients, err = newClients(o.configFlags, following); err != nil {
+		return err
+	}
+	if o.serve.Watch.Events, err = eventsClient(o.configFlags); err != nil {
+		return err
+	}
+	if !o.serve.HTTP.MetricsInsecure && o.serve.HTTP.MetricsAddr != "" {
+		if o.serve.HTTP.RESTConfig, err = o.configFlags.ToRESTConfig(); err != nil {
+			return err
+		}
+		o.serve.HTTP.RESTConfig.UserAgent = "kubectl-stsdiag/" + version
+	}
+	return nil
+}
+
 // Run serves watch (watch.Serve) until SIGTERM.
 func (o *watchOptions) Run(ctx context.Context) error {
-	listInformersOnce.Do(func() { clientfeatures.ReplaceFeatureGates(listInformers{clientfeatures.FeatureGates()}) })
 	// In a container with a memory limit, the Go heap is held to 90% of it (unless GOMEMLIMIT or
 	// AUTOMEMLIMIT say otherwise): watch's informer caches are most of its heap, and Go's default
 	// goal of twice the live heap would otherwise exceed a limit the caches fit in.
@@ -239,21 +258,6 @@ func (o *watchOptions) Run(ctx context.Context) error {
 	// Prometheus lowers it for the same reason (75 unless GOGC is set, since v2.53.0:
 	// prometheus/prometheus#14176, #14285).
 	setGCPercent()
-	c, err := clients(o.configFlags, following)
-	if err != nil {
-		return withCode(ExitError, err)
-	}
-	o.serve.Clients = c
-	if o.serve.Watch.Events, err = eventsClient(o.configFlags); err != nil {
-		return withCode(ExitError, err)
-	}
-	if !o.serve.HTTP.MetricsInsecure && o.serve.HTTP.MetricsAddr != "" {
-		// TokenReviews and SubjectAccessReviews for /metrics, as the same identity.
-		if o.serve.HTTP.RESTConfig, err = o.configFlags.ToRESTConfig(); err != nil {
-			return withCode(ExitError, err)
-		}
-		o.serve.HTTP.RESTConfig.UserAgent = "kubectl-stsdiag/" + version
-	}
 	if err := watch.Serve(ctx, o.serve); err != nil {
 		return withCode(ExitError, err)
 	}
