@@ -12,12 +12,8 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
-	"github.com/stsdiag/stsdiag/internal/analysis"
 	"github.com/stsdiag/stsdiag/internal/canary"
-	"github.com/stsdiag/stsdiag/internal/canary/engine"
-	"github.com/stsdiag/stsdiag/internal/canary/stepanalysis"
-	"github.com/stsdiag/stsdiag/internal/explain"
-	"github.com/stsdiag/stsdiag/internal/gather"
+	"github.com/stsdiag/stsdiag/internal/connect"
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/render"
 )
@@ -57,33 +53,18 @@ func (f *analysisFlags) AddFlags(c *cobra.Command) {
 }
 
 // ToAnalysis reads and checks the analysis template, before anything changes (nil without --analysis).
-func (f *analysisFlags) ToAnalysis(configFlags *genericclioptions.ConfigFlags) (*stepanalysis.Analysis, error) {
+func (f *analysisFlags) ToAnalysis(configFlags *genericclioptions.ConfigFlags) (*canary.Analysis, error) {
 	if f.File == "" {
 		if f.prometheusFlags.given() || len(f.Args) > 0 {
 			return nil, errors.New("--prometheus, --prometheus-token-file, --prometheus-ca-file, --prometheus-insecure-skip-tls-verify and --arg need --analysis")
 		}
 		return nil, nil
 	}
-	tmpl, err := analysis.ParseFile(f.File)
-	if err != nil {
-		return nil, fmt.Errorf("--analysis %s: %w", f.File, err)
-	}
-	d, err := f.ToDialer(configFlags)
+	d, err := f.Dialer(configFlags)
 	if err != nil {
 		return nil, err
 	}
-	a := &stepanalysis.Analysis{Template: tmpl, Args: map[string]string{}, Querier: d.Querier}
-	for _, arg := range f.Args {
-		name, value, ok := strings.Cut(arg, "=")
-		if !ok || name == "" {
-			return nil, fmt.Errorf("--arg %q: want NAME=VALUE", arg)
-		}
-		a.Args[name] = value
-	}
-	if err := stepanalysis.Check(a, f.Prometheus != "", stepanalysis.Names{Arg: "--arg", Address: "give --prometheus"}); err != nil {
-		return nil, err
-	}
-	return a, nil
+	return canary.NewAnalysis(f.File, f.Args, d.Querier, f.Address != "")
 }
 
 // canaryOptions are what `stsdiag canary` runs with, parsed and checked.
@@ -91,7 +72,7 @@ type canaryOptions struct {
 	configFlags *genericclioptions.ConfigFlags
 	genericiooptions.IOStreams
 	print   *render.PrintFlags
-	clients gather.Clients
+	clients connect.Clients
 	canary  canary.Options
 	yes     bool
 	dryRun  apiv1.DryRunMode
@@ -189,7 +170,7 @@ func (f *canaryFlags) ToOptions(args []string) (*canaryOptions, error) {
 	if f.Steps == "" {
 		return nil, errors.New("--steps is required, e.g. --steps 1,50%")
 	}
-	steps, err := engine.ParseSteps(f.Steps)
+	steps, err := canary.ParseSteps(f.Steps)
 	if err != nil {
 		return nil, err
 	}
@@ -210,7 +191,7 @@ func (f *canaryFlags) ToOptions(args []string) (*canaryOptions, error) {
 	if err := f.PrintFlags.Validate(); err != nil {
 		return nil, err
 	}
-	ns, err := namespace(f.configFlags, false)
+	ns, err := connect.Namespace(f.configFlags, false)
 	if err != nil {
 		return nil, err
 	}
@@ -261,7 +242,7 @@ func (o *canaryOptions) Run(ctx context.Context) error {
 	if o.dryRun != apiv1.DryRunNone || !o.yes {
 		opts.Approve = func(p canary.Plan) error { return o.approve(ctx, p) }
 	}
-	opts.Progress = func(a model.Action) { fmt.Fprintln(o.ErrOut, explain.ActionLine(a)) }
+	opts.Progress = func(a model.Action) { render.Progress(o.ErrOut, a) }
 	res, err := canary.Run(ctx, o.clients, opts)
 	switch {
 	case errors.Is(err, errCanaryDryRun):

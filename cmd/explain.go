@@ -11,9 +11,10 @@ import (
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/check"
-	"github.com/stsdiag/stsdiag/internal/gather"
+	"github.com/stsdiag/stsdiag/internal/connect"
 	"github.com/stsdiag/stsdiag/internal/render"
 	"github.com/stsdiag/stsdiag/stuck"
+	"github.com/stsdiag/stsdiag/stuck/read"
 )
 
 // explainFlags are the flags of `stsdiag explain`, as typed.
@@ -30,8 +31,8 @@ type explainOptions struct {
 	configFlags *genericclioptions.ConfigFlags
 	genericiooptions.IOStreams
 	print     *render.PrintFlags
-	scope     gather.Scope
-	clients   gather.Clients
+	scope     read.Scope
+	clients   connect.Clients
 	diagnosis stuck.Options
 }
 
@@ -103,7 +104,7 @@ func (o *explainOptions) complete() (err error) {
 // Run gathers the StatefulSet's namespace, explains it and prints the explanation; exit 1 when
 // its rollout is stuck.
 func (o *explainOptions) Run(ctx context.Context) error {
-	e, warnings, err := check.Explain(ctx, gather.Lister{Clients: o.clients, Scope: o.scope}, o.scope.Namespace, o.scope.Names[0], o.diagnosis)
+	e, warnings, err := check.Explain(ctx, o.clients, o.scope, o.scope.Namespace, o.scope.Names[0], o.diagnosis)
 	if err != nil {
 		return withCode(ExitError, err)
 	}

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/internal/connect"
 	"github.com/stsdiag/stsdiag/internal/migrate"
 	"github.com/stsdiag/stsdiag/internal/render"
 )
@@ -177,7 +178,7 @@ func (f *migrateFlags) ToOptions(args []string) (*migrateOptions, error) {
 		return nil, errors.New("name the StatefulSet: migrate NAME, or -f FILE")
 	}
 	ns, explicit := "", f.configFlags.Namespace != nil && *f.configFlags.Namespace != ""
-	if ns, err = namespace(f.configFlags, false); err != nil {
+	if ns, err = connect.Namespace(f.configFlags, false); err != nil {
 		return nil, err
 	}
 	if d := m.Desired; d != nil && d.Namespace != "" {

@@ -19,7 +19,8 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/klog/v2"
 
-	"github.com/stsdiag/stsdiag/internal/text"
+	"github.com/stsdiag/stsdiag/internal/connect"
+	"github.com/stsdiag/stsdiag/internal/render"
 )
 
 // Exit codes are public API.
@@ -98,11 +99,12 @@ func run(ctx context.Context, args []string, streams genericiooptions.IOStreams)
 	err := root.ExecuteContext(ctx)
 	stopProfiles()
 	if os.Getenv("STSDIAG_REQUEST_STATS") != "" {
-		fmt.Fprintf(streams.ErrOut, "stsdiag: %d HTTP requests, %d response bytes\n", requests.Load(), responseBytes.Load())
+		n, bytes := connect.RequestStats()
+		fmt.Fprintf(streams.ErrOut, "stsdiag: %d HTTP requests, %d response bytes\n", n, bytes)
 	}
 	code, err := exitCode(err)
 	if err != nil {
-		fmt.Fprintf(streams.ErrOut, "error: %s\n", text.OneLine(err.Error()))
+		render.Error(streams.ErrOut, err)
 	}
 	return code
 }

@@ -15,9 +15,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
-	"github.com/stsdiag/stsdiag/internal/explain"
-	"github.com/stsdiag/stsdiag/internal/fleet"
-	"github.com/stsdiag/stsdiag/internal/gather"
+	"github.com/stsdiag/stsdiag/internal/connect"
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/render"
 	"github.com/stsdiag/stsdiag/internal/wait"
@@ -47,7 +45,7 @@ type waitOptions struct {
 	print *render.PrintFlags
 	scope scope
 	// clients are one cluster's (not a fleet's: each member's are built as the fleet reaches it).
-	clients   gather.Clients
+	clients   connect.Clients
 	junitFile string
 	wait      wait.WaitOptions
 }
@@ -174,22 +172,16 @@ func (o *waitOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return withCode(ExitError, err)
 	}
-	byName := map[string]member{}
-	names := make([]string, len(members))
-	for i, m := range members {
-		byName[m.name], names[i] = m, m.name
-	}
 	// Every member is followed at once (a fleet's wait ends on the first stuck one); reaching
 	// them — exec plugins, first requests — goes --cluster-concurrency at a time.
-	limit := fleet.NewLimit(o.scope.concurrency)
+	members = connect.Limited(members, o.scope.concurrency)
+	byName := map[string]connect.Member{}
+	names := make([]string, len(members))
+	for i, m := range members {
+		byName[m.Name], names[i] = m, m.Name
+	}
 	res := wait.RunFleet(ctx, names, func(ctx context.Context, name string) (*model.WaitResult, error) {
-		var c gather.Clients
-		var scope gather.Scope
-		err := limit.Do(ctx, func() error {
-			var err error
-			c, scope, err = byName[name].connect(ctx, following)
-			return err
-		})
+		c, scope, err := byName[name].Connect(ctx, withUserAgent(following))
 		if err != nil {
 			return nil, err
 		}
@@ -207,7 +199,7 @@ func (o *waitOptions) forWait(prefix string) wait.WaitOptions {
 		log = &prefixWriter{prefix: prefix, w: o.ErrOut}
 	}
 	opts.Log = log
-	opts.Progress = func(a model.Action) { fmt.Fprintln(log, explain.ActionLine(a)) }
+	opts.Progress = func(a model.Action) { render.Progress(log, a) }
 	opts.Warn = func(w string) { fmt.Fprintf(o.ErrOut, "Warning: %s%s\n", prefix, w) }
 	return opts
 }

@@ -17,9 +17,8 @@ import (
 	clientfeatures "k8s.io/client-go/features"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/internal/connect"
 	"github.com/stsdiag/stsdiag/internal/watch"
-	"github.com/stsdiag/stsdiag/internal/watch/leader"
-	"github.com/stsdiag/stsdiag/internal/watch/serve"
 )
 
 // watchGCPercent is watch's GOGC unless the environment sets one.
@@ -174,7 +173,7 @@ func (f *watchFlags) ToOptions(args []string) (*watchOptions, error) {
 	if err != nil {
 		return nil, err
 	}
-	dialer, err := f.Prometheus.ToDialer(f.configFlags)
+	dialer, err := f.Prometheus.Dialer(f.configFlags)
 	if err != nil {
 		return nil, err
 	}
@@ -185,12 +184,12 @@ func (f *watchFlags) ToOptions(args []string) (*watchOptions, error) {
 	o := &watchOptions{configFlags: f.configFlags, IOStreams: f.IOStreams, serve: watch.ServeOptions{
 		Scope: scope.Scope,
 		Watch: watch.Options{Fix: f.Fix, Rollback: f.Rollback, Disruption: disruption, Hold: hold, Steady: steady, MaxRepairsPerHour: f.MaxRepairsPerHour, Log: f.ErrOut,
-			Diagnosis: diagnosis, NoConditions: f.NoConditions, Prometheus: dialer.Querier, PrometheusOverride: f.Prometheus.Prometheus != ""},
-		HTTP: serve.Options{MetricsAddr: f.MetricsAddr, MetricsInsecure: f.MetricsInsecure, MetricsCertDir: f.MetricsCertDir, HealthAddr: f.HealthAddr},
+			Diagnosis: diagnosis, NoConditions: f.NoConditions, Prometheus: dialer.Querier, PrometheusOverride: f.Prometheus.Address != ""},
+		HTTP: watch.HTTPOptions{MetricsAddr: f.MetricsAddr, MetricsInsecure: f.MetricsInsecure, MetricsCertDir: f.MetricsCertDir, HealthAddr: f.HealthAddr},
 		Log:  f.ErrOut,
 	}}
 	if f.LeaderElect {
-		o.serve.Lease = &leader.Lease{Namespace: leaseNamespace, Name: f.LeaseName, Identity: fmt.Sprintf("%s_%d", identity, os.Getpid())}
+		o.serve.Lease = &watch.Lease{Namespace: leaseNamespace, Name: f.LeaseName, Identity: fmt.Sprintf("%s_%d", identity, os.Getpid())}
 	}
 	return o, nil
 }
@@ -203,7 +202,7 @@ func (f *watchFlags) leaseNamespace() (string, error) {
 	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
 		return ns, nil
 	}
-	return namespace(f.configFlags, false)
+	return connect.Namespace(f.configFlags, false)
 }
 
 // listInformers are client-go's feature gates with WatchListClient off: client-go 1.35 fills an
