@@ -12,11 +12,8 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
-	"github.com/stsdiag/stsdiag/internal/analysis"
 	"github.com/stsdiag/stsdiag/internal/canary"
-	"github.com/stsdiag/stsdiag/internal/canary/engine"
-	"github.com/stsdiag/stsdiag/internal/canary/stepanalysis"
-	"github.com/stsdiag/stsdiag/internal/explain"
+	"github.com/stsdiag/stsdiag/internal/connect"
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/render"
 )
@@ -56,43 +53,29 @@ func (f *analysisFlags) AddFlags(c *cobra.Command) {
 }
 
 // ToAnalysis reads and checks the analysis template, before anything changes (nil without --analysis).
-func (f *analysisFlags) ToAnalysis(configFlags *genericclioptions.ConfigFlags) (*stepanalysis.Analysis, error) {
+func (f *analysisFlags) ToAnalysis(configFlags *genericclioptions.ConfigFlags) (*canary.Analysis, error) {
 	if f.File == "" {
 		if f.prometheusFlags.given() || len(f.Args) > 0 {
 			return nil, errors.New("--prometheus, --prometheus-token-file, --prometheus-ca-file, --prometheus-insecure-skip-tls-verify and --arg need --analysis")
 		}
 		return nil, nil
 	}
-	tmpl, err := analysis.ParseFile(f.File)
-	if err != nil {
-		return nil, fmt.Errorf("--analysis %s: %w", f.File, err)
-	}
-	d, err := f.ToDialer(configFlags)
+	d, err := f.Dialer(configFlags)
 	if err != nil {
 		return nil, err
 	}
-	a := &stepanalysis.Analysis{Template: tmpl, Args: map[string]string{}, Querier: d.Querier}
-	for _, arg := range f.Args {
-		name, value, ok := strings.Cut(arg, "=")
-		if !ok || name == "" {
-			return nil, fmt.Errorf("--arg %q: want NAME=VALUE", arg)
-		}
-		a.Args[name] = value
-	}
-	if err := stepanalysis.Check(a, f.Prometheus != "", stepanalysis.Names{Arg: "--arg", Address: "give --prometheus"}); err != nil {
-		return nil, err
-	}
-	return a, nil
+	return canary.NewAnalysis(f.File, f.Args, d.Querier, f.Address != "")
 }
 
 // canaryOptions are what `stsdiag canary` runs with, parsed and checked.
 type canaryOptions struct {
 	configFlags *genericclioptions.ConfigFlags
 	genericiooptions.IOStreams
-	print  *render.PrintFlags
-	canary canary.Options
-	yes    bool
-	dryRun apiv1.DryRunMode
+	print   *render.PrintFlags
+	clients connect.Clients
+	canary  canary.Options
+	yes     bool
+	dryRun  apiv1.DryRunMode
 	// confirm asks before the first write (a terminal prompt); tests replace it.
 	confirm func(ctx context.Context) (bool, error)
 }
@@ -112,10 +95,13 @@ const canaryExample = `  # Change the image and roll it out 1 pod, then half, th
 
 // newCanaryCommand builds `stsdiag canary`.
 func newCanaryCommand(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	f := &canaryFlags{configFlags: configFlags, IOStreams: streams,
+	return newCanaryFlags(configFlags, streams).command()
+}
+
+func newCanaryFlags(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *canaryFlags {
+	return &canaryFlags{configFlags: configFlags, IOStreams: streams,
 		PrintFlags: withOutputAliases(render.NewPrintFlags(render.FormatJUnit), "canary", streams.ErrOut),
 		Scope:      newScopeFlags(configFlags), Hold: &holdFlags{}, Diagnosis: newDiagnosisFlags(), Timeout: 30 * time.Minute}
-	return f.command()
 }
 
 func (f *canaryFlags) command() *cobra.Command {
@@ -184,7 +170,7 @@ func (f *canaryFlags) ToOptions(args []string) (*canaryOptions, error) {
 	if f.Steps == "" {
 		return nil, errors.New("--steps is required, e.g. --steps 1,50%")
 	}
-	steps, err := engine.ParseSteps(f.Steps)
+	steps, err := canary.ParseSteps(f.Steps)
 	if err != nil {
 		return nil, err
 	}
@@ -205,7 +191,7 @@ func (f *canaryFlags) ToOptions(args []string) (*canaryOptions, error) {
 	if err := f.PrintFlags.Validate(); err != nil {
 		return nil, err
 	}
-	ns, err := namespace(f.configFlags, false)
+	ns, err := connect.Namespace(f.configFlags, false)
 	if err != nil {
 		return nil, err
 	}
@@ -239,23 +225,25 @@ func (f *canaryFlags) ToOptions(args []string) (*canaryOptions, error) {
 	return o, nil
 }
 
+// complete builds the clients (following's profile).
+func (o *canaryOptions) complete() (err error) {
+	o.clients, err = newClients(o.configFlags, following)
+	return err
+}
+
 // Run runs the canary (canary.Run), prints the verdict and sets the exit code.
 func (o *canaryOptions) Run(ctx context.Context) error {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, o.canary.Timeout)
 	defer cancel()
-	c, err := clients(o.configFlags, following)
-	if err != nil {
-		return withCode(ExitError, err)
-	}
 	opts := o.canary
 	opts.Log = o.ErrOut
 	opts.ServerDryRun = o.dryRun == apiv1.DryRunServer
 	if o.dryRun != apiv1.DryRunNone || !o.yes {
 		opts.Approve = func(p canary.Plan) error { return o.approve(ctx, p) }
 	}
-	opts.Progress = func(a model.Action) { fmt.Fprintln(o.ErrOut, explain.ActionLine(a)) }
-	res, err := canary.Run(ctx, c, opts)
+	opts.Progress = func(a model.Action) { render.Progress(o.ErrOut, a) }
+	res, err := canary.Run(ctx, o.clients, opts)
 	switch {
 	case errors.Is(err, errCanaryDryRun):
 		return nil

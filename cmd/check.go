@@ -17,11 +17,11 @@ import (
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/check"
-	"github.com/stsdiag/stsdiag/internal/fleet"
-	"github.com/stsdiag/stsdiag/internal/gather"
+	"github.com/stsdiag/stsdiag/internal/connect"
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/render"
 	"github.com/stsdiag/stsdiag/stuck"
+	"github.com/stsdiag/stsdiag/stuck/read"
 )
 
 // checkFlags are the flags of `stsdiag check`, as typed.
@@ -44,8 +44,10 @@ type checkFlags struct {
 type checkOptions struct {
 	configFlags *genericclioptions.ConfigFlags
 	genericiooptions.IOStreams
-	print     *render.PrintFlags
-	scope     scope
+	print *render.PrintFlags
+	scope scope
+	// clients are one cluster's (not a fleet's: each member's are built as the fleet reaches it).
+	clients   connect.Clients
 	diagnosis stuck.Options
 	failOn    apiv1.Severity
 	logs      int64
@@ -131,6 +133,14 @@ func (f *checkFlags) ToOptions(args []string) (*checkOptions, error) {
 	return o, nil
 }
 
+// complete builds one cluster's clients (reads' profile).
+func (o *checkOptions) complete() (err error) {
+	if !o.scope.fleet() {
+		o.clients, err = newClients(o.configFlags, reads)
+	}
+	return err
+}
+
 // Run gathers and diagnoses (one cluster, or the fleet of --contexts), prints the report and
 // sets the exit code: the worst of all clusters.
 func (o *checkOptions) Run(ctx context.Context) error {
@@ -143,16 +153,13 @@ func (o *checkOptions) Run(ctx context.Context) error {
 			return withCode(ExitError, err)
 		}
 		rep, members = check.RunFleet(ctx, targets, check.FleetOptions{Options: check.Options{Diagnosis: o.diagnosis, Full: o.full, PageSize: o.pageSize, Admission: o.admission},
-			Limit: fleet.NewLimit(o.scope.concurrency), Noun: o.scope.noun()})
+			Concurrency: o.scope.concurrency, Noun: o.scope.noun()})
 	} else {
-		c, err := clients(o.configFlags, reads)
-		if err != nil {
-			return withCode(ExitError, err)
-		}
 		opts := check.Options{Diagnosis: o.diagnosis, Logs: o.logs, Full: o.full, PageSize: o.pageSize,
 			// The page draws each set's ordinals: its explanation, from the same diagnosis.
 			Explanations: o.print.OutputFormat == render.FormatHTML, Admission: o.admission}
-		if rep, explanations, err = check.Cluster(ctx, c, o.scope.Scope, opts); err != nil {
+		var err error
+		if rep, explanations, err = check.Cluster(ctx, o.clients, o.scope.Scope, opts); err != nil {
 			return withCode(ExitError, err)
 		}
 	}
@@ -191,7 +198,9 @@ func (o *checkOptions) fleet(ctx context.Context) ([]check.Target, error) {
 	}
 	var targets []check.Target
 	for _, m := range members {
-		targets = append(targets, check.Target{Context: m.name, Connect: func(ctx context.Context) (gather.Clients, gather.Scope, error) { return m.connect(ctx, reads) }})
+		targets = append(targets, check.Target{Context: m.Name, Connect: func(ctx context.Context) (connect.Clients, read.Scope, error) {
+			return m.Connect(ctx, withUserAgent(reads))
+		}})
 	}
 	return targets, nil
 }

@@ -32,7 +32,7 @@ func TestClientsListRevisionsAsMetadata(t *testing.T) {
 		_, _ = w.Write([]byte(`{"kind":"PartialObjectMetadataList","apiVersion":"meta.k8s.io/v1","metadata":{},"items":[{"metadata":{"name":"web-a","namespace":"shop"}}]}`))
 	}))
 	defer srv.Close()
-	c, err := clients(configFlagsFor(kubeconfigFor(t, srv.URL)), reads)
+	c, err := newClients(configFlagsFor(kubeconfigFor(t, srv.URL)), reads)
 	if err != nil {
 		t.Fatal(err)
 	}

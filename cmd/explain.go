@@ -11,9 +11,10 @@ import (
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/check"
-	"github.com/stsdiag/stsdiag/internal/gather"
+	"github.com/stsdiag/stsdiag/internal/connect"
 	"github.com/stsdiag/stsdiag/internal/render"
 	"github.com/stsdiag/stsdiag/stuck"
+	"github.com/stsdiag/stsdiag/stuck/read"
 )
 
 // explainFlags are the flags of `stsdiag explain`, as typed.
@@ -30,7 +31,8 @@ type explainOptions struct {
 	configFlags *genericclioptions.ConfigFlags
 	genericiooptions.IOStreams
 	print     *render.PrintFlags
-	scope     gather.Scope
+	scope     read.Scope
+	clients   connect.Clients
 	diagnosis stuck.Options
 }
 
@@ -45,8 +47,15 @@ const explainExample = `  # What the StatefulSet controller does next for each p
 
 // newExplainCommand builds `stsdiag explain`.
 func newExplainCommand(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	f := &explainFlags{configFlags: configFlags, IOStreams: streams, PrintFlags: render.NewPrintFlags(render.FormatHTML),
+	return newExplainFlags(configFlags, streams).command()
+}
+
+func newExplainFlags(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *explainFlags {
+	return &explainFlags{configFlags: configFlags, IOStreams: streams, PrintFlags: render.NewPrintFlags(render.FormatHTML),
 		Scope: newScopeFlags(configFlags), Diagnosis: newDiagnosisFlags()}
+}
+
+func (f *explainFlags) command() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "explain NAME [-n NAMESPACE]",
 		Short: "Show the StatefulSet controller's view of one StatefulSet: per pod, its next step and what keeps it from taking it",
@@ -86,14 +95,16 @@ func (f *explainFlags) ToOptions(args []string) (*explainOptions, error) {
 	return o, nil
 }
 
+// complete builds the clients (reads' profile).
+func (o *explainOptions) complete() (err error) {
+	o.clients, err = newClients(o.configFlags, reads)
+	return err
+}
+
 // Run gathers the StatefulSet's namespace, explains it and prints the explanation; exit 1 when
 // its rollout is stuck.
 func (o *explainOptions) Run(ctx context.Context) error {
-	c, err := clients(o.configFlags, reads)
-	if err != nil {
-		return withCode(ExitError, err)
-	}
-	e, warnings, err := check.Explain(ctx, gather.Lister{Clients: c, Scope: o.scope}, o.scope.Namespace, o.scope.Names[0], o.diagnosis)
+	e, warnings, err := check.Explain(ctx, o.clients, o.scope, o.scope.Namespace, o.scope.Names[0], o.diagnosis)
 	if err != nil {
 		return withCode(ExitError, err)
 	}

@@ -16,12 +16,9 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
-	"github.com/stsdiag/stsdiag/internal/explain"
 	"github.com/stsdiag/stsdiag/internal/fix"
 	"github.com/stsdiag/stsdiag/internal/model"
-	"github.com/stsdiag/stsdiag/internal/plan"
 	"github.com/stsdiag/stsdiag/internal/render"
-	"github.com/stsdiag/stsdiag/internal/rollout"
 )
 
 // fixFlags are the flags of `stsdiag fix`, as typed.
@@ -186,7 +183,7 @@ func (f *fixFlags) ToOptions(args []string) (*fixOptions, error) {
 		return nil, err
 	}
 	o.fix = fix.Options{Scope: scope.Scope, DryRun: apiv1.DryRunMode(f.DryRun), Diagnosis: diagnosis,
-		Policy: plan.Policy{Rollback: f.Rollback, ForceLostNode: f.ForceLostNode}, Disruption: disruption, Wait: wait, Steady: steady}
+		Policy: fix.Policy{Rollback: f.Rollback, ForceLostNode: f.ForceLostNode}, Disruption: disruption, Wait: wait, Steady: steady}
 	return o, nil
 }
 
@@ -218,17 +215,18 @@ func (f *fixFlags) waitTimeout() (time.Duration, error) {
 	return d, nil
 }
 
+// complete builds the clients (writes' profile).
+func (o *fixOptions) complete() (err error) {
+	o.fix.Clients, err = newClients(o.configFlags, writes)
+	return err
+}
+
 // Run repairs (fix.Run), prints the outcome and sets the exit code. In the human formats the
 // plan, each action's result and the summary go to stdout as they happen; warnings, the question
 // and --wait's rollout progress go to stderr.
 func (o *fixOptions) Run(ctx context.Context) error {
-	c, err := clients(o.configFlags, writes)
-	if err != nil {
-		return withCode(ExitError, err)
-	}
 	human := o.print.Human()
 	opts := o.fix
-	opts.Clients = c
 	opts.Admission = o.admission
 	opts.RolloutLog = o.ErrOut
 	opts.OnPlan = func(plan *model.FixResult, warnings []string) {
@@ -240,7 +238,7 @@ func (o *fixOptions) Run(ctx context.Context) error {
 		}
 	}
 	if human {
-		opts.Progress = func(a model.Action) { fmt.Fprintln(o.Out, explain.ActionLine(a)) }
+		opts.Progress = func(a model.Action) { render.Progress(o.Out, a) }
 	}
 	if !o.yes {
 		opts.Confirm = func(*model.FixResult) (bool, error) {
@@ -261,7 +259,7 @@ func (o *fixOptions) Run(ctx context.Context) error {
 	switch {
 	case errors.Is(err, fix.ErrNotConfirmed):
 		return withCode(ExitFindings, err)
-	case errors.Is(err, rollout.ErrTimeout):
+	case errors.Is(err, fix.ErrTimeout):
 		return withCode(ExitTimeout, err)
 	case err != nil:
 		return withCode(ExitError, err)

@@ -10,10 +10,11 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
-	"github.com/stsdiag/stsdiag/internal/gather"
-	"github.com/stsdiag/stsdiag/internal/rollout"
+	"github.com/stsdiag/stsdiag/internal/connect"
+	"github.com/stsdiag/stsdiag/internal/wait"
 	"github.com/stsdiag/stsdiag/openshift"
 	"github.com/stsdiag/stsdiag/stuck"
+	"github.com/stsdiag/stsdiag/stuck/read"
 )
 
 // scopeFlags select the StatefulSets a command works on: NAME arguments, -n (a kubeconfig
@@ -73,12 +74,12 @@ func (s *scopeFlags) fleetRequested() bool {
 type scope struct {
 	// Scope holds the names, selector and OpenShift mode, and the namespace when there is one
 	// cluster (a fleet resolves each context's namespace: -n, else the context's own).
-	gather.Scope
+	read.Scope
 	allNamespaces bool
 	// contexts is the fleet; empty for the current context alone.
 	contexts []string
 	// profiles is the fleet of ClusterProfiles on the hub (the current context), nil for none.
-	profiles *profileFleet
+	profiles *connect.ProfileFleet
 	// concurrency bounds how many members are reached and checked at once.
 	concurrency int
 }
@@ -92,7 +93,7 @@ func (s *scopeFlags) ToScope(names []string) (scope, error) {
 	if err := s.check(names); err != nil {
 		return scope{}, err
 	}
-	out := scope{Scope: gather.Scope{Names: names}, allNamespaces: s.AllNamespaces, contexts: s.Contexts, concurrency: s.ClusterConcurrency}
+	out := scope{Scope: read.Scope{Names: names}, allNamespaces: s.AllNamespaces, contexts: s.Contexts, concurrency: s.ClusterConcurrency}
 	var err error
 	if out.OpenShift, err = openshift.ParseMode(s.OpenShift); err != nil {
 		return scope{}, fmt.Errorf("invalid --openshift %q: want auto, always or never", s.OpenShift)
@@ -101,7 +102,7 @@ func (s *scopeFlags) ToScope(names []string) (scope, error) {
 		return scope{}, fmt.Errorf("invalid --selector %q: %w", s.Selector, err)
 	}
 	if s.AllContexts {
-		if out.contexts, err = allContexts(s.config); err != nil {
+		if out.contexts, err = connect.AllContexts(s.config); err != nil {
 			return scope{}, err
 		}
 	}
@@ -112,7 +113,7 @@ func (s *scopeFlags) ToScope(names []string) (scope, error) {
 		return out, nil
 	}
 	if !out.fleet() {
-		out.Namespace, err = namespace(s.config, s.AllNamespaces)
+		out.Namespace, err = connect.Namespace(s.config, s.AllNamespaces)
 	}
 	return out, err
 }
@@ -171,7 +172,7 @@ type settleFlag struct {
 
 func (s *settleFlag) AddFlags(c *cobra.Command) {
 	if s.Settle == 0 {
-		s.Settle = rollout.DefaultSettle
+		s.Settle = wait.DefaultSettle
 	}
 	c.Flags().DurationVar(&s.Settle, "settle", s.Settle,
 		"How long every replica must have been Ready with no container restart before the rollout counts as complete (at least minReadySeconds and each liveness probe's failure window)")

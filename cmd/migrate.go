@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/internal/connect"
 	"github.com/stsdiag/stsdiag/internal/migrate"
 	"github.com/stsdiag/stsdiag/internal/render"
 )
@@ -64,8 +65,15 @@ const migrateExample = `  # Switch web to podManagementPolicy Parallel (the last
   kubectl stsdiag migrate web -n shop --yes`
 
 func newMigrateCommand(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	f := &migrateFlags{configFlags: configFlags, IOStreams: streams, PrintFlags: render.NewPrintFlags(), Diagnosis: newDiagnosisFlags(),
+	return newMigrateFlags(configFlags, streams).command()
+}
+
+func newMigrateFlags(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *migrateFlags {
+	return &migrateFlags{configFlags: configFlags, IOStreams: streams, PrintFlags: render.NewPrintFlags(), Diagnosis: newDiagnosisFlags(),
 		Timeout: 5 * time.Minute}
+}
+
+func (f *migrateFlags) command() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "migrate [NAME] [-n NAMESPACE] (-f FILE | --pod-management-policy P | --service-name S | --claim-size TEMPLATE=SIZE) [--dry-run] [--yes]",
 		Short: "Change what Kubernetes forbids changing in a StatefulSet (podManagementPolicy, serviceName, claim sizes) without restarting a pod",
@@ -170,7 +178,7 @@ func (f *migrateFlags) ToOptions(args []string) (*migrateOptions, error) {
 		return nil, errors.New("name the StatefulSet: migrate NAME, or -f FILE")
 	}
 	ns, explicit := "", f.configFlags.Namespace != nil && *f.configFlags.Namespace != ""
-	if ns, err = namespace(f.configFlags, false); err != nil {
+	if ns, err = connect.Namespace(f.configFlags, false); err != nil {
 		return nil, err
 	}
 	if d := m.Desired; d != nil && d.Namespace != "" {
@@ -227,15 +235,16 @@ func readStatefulSet(path string, in io.Reader, args []string) (*appsv1.Stateful
 	return found[0], nil
 }
 
+// complete builds the clients (writes' profile).
+func (o *migrateOptions) complete() (err error) {
+	o.migrate.Clients, err = newClients(o.configFlags, writes)
+	return err
+}
+
 // Run migrates (or says where a migration stands), prints the outcome and sets the exit code.
 // In the human formats the plan and each step go to stdout as they happen; waits go to stderr.
 func (o *migrateOptions) Run(ctx context.Context) error {
-	c, err := clients(o.configFlags, writes)
-	if err != nil {
-		return withCode(ExitError, err)
-	}
 	opts := o.migrate
-	opts.Clients = c
 	human := o.print.Human()
 	if o.status {
 		res, err := migrate.Status(ctx, opts)

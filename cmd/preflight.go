@@ -18,6 +18,7 @@ import (
 	"github.com/stsdiag/stsdiag/internal/render"
 	"github.com/stsdiag/stsdiag/openshift"
 	"github.com/stsdiag/stsdiag/stuck"
+	"github.com/stsdiag/stsdiag/stuck/read"
 )
 
 // preflightFlags are the flags of `stsdiag preflight`, as typed.
@@ -40,6 +41,7 @@ type preflightOptions struct {
 	genericiooptions.IOStreams
 	files        resource.FilenameOptions
 	print        *render.PrintFlags
+	clients      read.Clients
 	diagnosis    stuck.Options
 	failOn       apiv1.Severity
 	junitFile    string
@@ -61,9 +63,16 @@ const preflightExample = `  # Before applying: would the rollouts these manifest
   kubectl stsdiag preflight -f web.yaml --field-manager kubectl`
 
 func newPreflightCommand(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	f := &preflightFlags{configFlags: configFlags, IOStreams: streams, PrintFlags: render.NewPrintFlags(render.FormatJUnit),
+	return newPreflightFlags(configFlags, streams).command()
+}
+
+func newPreflightFlags(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *preflightFlags {
+	return &preflightFlags{configFlags: configFlags, IOStreams: streams, PrintFlags: render.NewPrintFlags(render.FormatJUnit),
 		Files:     &genericclioptions.FileNameFlags{Usage: "the manifests to apply", Filenames: &[]string{}, Kustomize: ptr.To(""), Recursive: ptr.To(false)},
 		Diagnosis: newDiagnosisFlags(), FailOn: "error", FieldManager: preflight.FieldManager, OpenShift: string(openshift.ModeAuto)}
+}
+
+func (f *preflightFlags) command() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "preflight -f FILE|DIR|- [-R]",
 		Short: "Before an apply: say whether the StatefulSet rollouts it starts would finish by themselves",
@@ -117,6 +126,13 @@ func (f *preflightFlags) ToOptions(_ []string) (*preflightOptions, error) {
 
 // Run reads the manifests, judges them against the cluster, prints the answer and sets the exit
 // code.
+// complete builds the clients (dry runs' profile).
+func (o *preflightOptions) complete() error {
+	c, err := newClients(o.configFlags, dryRuns)
+	o.clients = c.Clients
+	return err
+}
+
 func (o *preflightOptions) Run(ctx context.Context) error {
 	start := time.Now()
 	namespace, enforce, err := o.configFlags.ToRawKubeConfigLoader().Namespace()
@@ -127,11 +143,7 @@ func (o *preflightOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return withCode(ExitError, err)
 	}
-	c, err := clients(o.configFlags, dryRuns)
-	if err != nil {
-		return withCode(ExitError, err)
-	}
-	res, err := preflight.Run(ctx, preflight.Options{Clients: c.Clients, Manifest: manifest, FieldManager: o.fieldManager,
+	res, err := preflight.Run(ctx, preflight.Options{Clients: o.clients, Manifest: manifest, FieldManager: o.fieldManager,
 		SkipImages: o.skipImages, OpenShift: o.openShift, Diagnosis: o.diagnosis})
 	if err != nil {
 		return withCode(ExitError, err)

@@ -19,7 +19,8 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/klog/v2"
 
-	"github.com/stsdiag/stsdiag/internal/text"
+	"github.com/stsdiag/stsdiag/internal/connect"
+	"github.com/stsdiag/stsdiag/internal/render"
 )
 
 // Exit codes are public API.
@@ -98,11 +99,12 @@ func run(ctx context.Context, args []string, streams genericiooptions.IOStreams)
 	err := root.ExecuteContext(ctx)
 	stopProfiles()
 	if os.Getenv("STSDIAG_REQUEST_STATS") != "" {
-		fmt.Fprintf(streams.ErrOut, "stsdiag: %d HTTP requests, %d response bytes\n", requests.Load(), responseBytes.Load())
+		n, bytes := connect.RequestStats()
+		fmt.Fprintf(streams.ErrOut, "stsdiag: %d HTTP requests, %d response bytes\n", n, bytes)
 	}
 	code, err := exitCode(err)
 	if err != nil {
-		fmt.Fprintf(streams.ErrOut, "error: %s\n", text.OneLine(err.Error()))
+		render.Error(streams.ErrOut, err)
 	}
 	return code
 }
@@ -198,14 +200,26 @@ type runner interface {
 	Run(ctx context.Context) error
 }
 
+// completer is a command's options that build their API clients once their flags are checked
+// (kubectl's Complete: its WaitOptions carry their clients): Run uses the clients the options
+// carry, so a test runs a command's Run over fake clients.
+type completer interface {
+	complete() error
+}
+
 // runE builds a command's options from its flags and the arguments (kubectl's Flags.ToOptions:
-// every parse and check happens there, nothing after), then runs them. An error building them is
-// bad input (exit 2).
+// every parse and check happens there, nothing after), builds their clients, then runs them. An
+// error building them is bad input (exit 2), as is a kubeconfig that gives no clients.
 func runE[O runner](toOptions func(args []string) (O, error)) func(*cobra.Command, []string) error {
 	return func(c *cobra.Command, args []string) error {
 		o, err := toOptions(args)
 		if err != nil {
 			return withCode(ExitError, err)
+		}
+		if cm, ok := any(o).(completer); ok {
+			if err := cm.complete(); err != nil {
+				return withCode(ExitError, err)
+			}
 		}
 		return onSignal(c.Context(), o.Run(c.Context()))
 	}

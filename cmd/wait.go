@@ -15,9 +15,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
-	"github.com/stsdiag/stsdiag/internal/explain"
-	"github.com/stsdiag/stsdiag/internal/fleet"
-	"github.com/stsdiag/stsdiag/internal/gather"
+	"github.com/stsdiag/stsdiag/internal/connect"
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/render"
 	"github.com/stsdiag/stsdiag/internal/wait"
@@ -44,8 +42,10 @@ type waitFlags struct {
 type waitOptions struct {
 	configFlags *genericclioptions.ConfigFlags
 	genericiooptions.IOStreams
-	print     *render.PrintFlags
-	scope     scope
+	print *render.PrintFlags
+	scope scope
+	// clients are one cluster's (not a fleet's: each member's are built as the fleet reaches it).
+	clients   connect.Clients
 	junitFile string
 	wait      wait.WaitOptions
 }
@@ -150,6 +150,14 @@ func (f *waitFlags) ToOptions(args []string) (*waitOptions, error) {
 	return o, nil
 }
 
+// complete builds one cluster's clients (following's profile).
+func (o *waitOptions) complete() (err error) {
+	if !o.scope.fleet() {
+		o.clients, err = newClients(o.configFlags, following)
+	}
+	return err
+}
+
 // Run waits (wait.Wait in one cluster, wait.RunFleet over --contexts), prints the verdict and
 // sets the exit code.
 func (o *waitOptions) Run(ctx context.Context) error {
@@ -157,33 +165,23 @@ func (o *waitOptions) Run(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, o.wait.Timeout)
 	defer cancel()
 	if !o.scope.fleet() {
-		c, err := clients(o.configFlags, following)
-		if err != nil {
-			return withCode(ExitError, err)
-		}
-		res, err := wait.Wait(ctx, c, o.scope.Scope, o.forWait(""))
+		res, err := wait.Wait(ctx, o.clients, o.scope.Scope, o.forWait(""))
 		return o.finish(res, start, err)
 	}
 	members, err := o.scope.members(ctx, o.configFlags)
 	if err != nil {
 		return withCode(ExitError, err)
 	}
-	byName := map[string]member{}
-	names := make([]string, len(members))
-	for i, m := range members {
-		byName[m.name], names[i] = m, m.name
-	}
 	// Every member is followed at once (a fleet's wait ends on the first stuck one); reaching
 	// them — exec plugins, first requests — goes --cluster-concurrency at a time.
-	limit := fleet.NewLimit(o.scope.concurrency)
+	members = connect.Limited(members, o.scope.concurrency)
+	byName := map[string]connect.Member{}
+	names := make([]string, len(members))
+	for i, m := range members {
+		byName[m.Name], names[i] = m, m.Name
+	}
 	res := wait.RunFleet(ctx, names, func(ctx context.Context, name string) (*model.WaitResult, error) {
-		var c gather.Clients
-		var scope gather.Scope
-		err := limit.Do(ctx, func() error {
-			var err error
-			c, scope, err = byName[name].connect(ctx, following)
-			return err
-		})
+		c, scope, err := byName[name].Connect(ctx, withUserAgent(following))
 		if err != nil {
 			return nil, err
 		}
@@ -201,7 +199,7 @@ func (o *waitOptions) forWait(prefix string) wait.WaitOptions {
 		log = &prefixWriter{prefix: prefix, w: o.ErrOut}
 	}
 	opts.Log = log
-	opts.Progress = func(a model.Action) { fmt.Fprintln(log, explain.ActionLine(a)) }
+	opts.Progress = func(a model.Action) { render.Progress(log, a) }
 	opts.Warn = func(w string) { fmt.Fprintf(o.ErrOut, "Warning: %s%s\n", prefix, w) }
 	return opts
 }

@@ -17,9 +17,8 @@ import (
 	clientfeatures "k8s.io/client-go/features"
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
+	"github.com/stsdiag/stsdiag/internal/connect"
 	"github.com/stsdiag/stsdiag/internal/watch"
-	"github.com/stsdiag/stsdiag/internal/watch/leader"
-	"github.com/stsdiag/stsdiag/internal/watch/serve"
 )
 
 // watchGCPercent is watch's GOGC unless the environment sets one.
@@ -174,7 +173,7 @@ func (f *watchFlags) ToOptions(args []string) (*watchOptions, error) {
 	if err != nil {
 		return nil, err
 	}
-	dialer, err := f.Prometheus.ToDialer(f.configFlags)
+	dialer, err := f.Prometheus.Dialer(f.configFlags)
 	if err != nil {
 		return nil, err
 	}
@@ -185,12 +184,12 @@ func (f *watchFlags) ToOptions(args []string) (*watchOptions, error) {
 	o := &watchOptions{configFlags: f.configFlags, IOStreams: f.IOStreams, serve: watch.ServeOptions{
 		Scope: scope.Scope,
 		Watch: watch.Options{Fix: f.Fix, Rollback: f.Rollback, Disruption: disruption, Hold: hold, Steady: steady, MaxRepairsPerHour: f.MaxRepairsPerHour, Log: f.ErrOut,
-			Diagnosis: diagnosis, NoConditions: f.NoConditions, Prometheus: dialer.Querier, PrometheusOverride: f.Prometheus.Prometheus != ""},
-		HTTP: serve.Options{MetricsAddr: f.MetricsAddr, MetricsInsecure: f.MetricsInsecure, MetricsCertDir: f.MetricsCertDir, HealthAddr: f.HealthAddr},
+			Diagnosis: diagnosis, NoConditions: f.NoConditions, Prometheus: dialer.Querier, PrometheusOverride: f.Prometheus.Address != ""},
+		HTTP: watch.HTTPOptions{MetricsAddr: f.MetricsAddr, MetricsInsecure: f.MetricsInsecure, MetricsCertDir: f.MetricsCertDir, HealthAddr: f.HealthAddr},
 		Log:  f.ErrOut,
 	}}
 	if f.LeaderElect {
-		o.serve.Lease = &leader.Lease{Namespace: leaseNamespace, Name: f.LeaseName, Identity: fmt.Sprintf("%s_%d", identity, os.Getpid())}
+		o.serve.Lease = &watch.Lease{Namespace: leaseNamespace, Name: f.LeaseName, Identity: fmt.Sprintf("%s_%d", identity, os.Getpid())}
 	}
 	return o, nil
 }
@@ -203,7 +202,7 @@ func (f *watchFlags) leaseNamespace() (string, error) {
 	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
 		return ns, nil
 	}
-	return namespace(f.configFlags, false)
+	return connect.Namespace(f.configFlags, false)
 }
 
 // listInformers are client-go's feature gates with WatchListClient off: client-go 1.35 fills an
@@ -224,9 +223,28 @@ func (g listInformers) Enabled(f clientfeatures.Feature) bool {
 
 var listInformersOnce sync.Once
 
+// complete builds the clients (following's profile; Events through their own, eventsClient)
+// and, for /metrics' TokenReviews and SubjectAccessReviews, the REST config of the same identity.
+// client-go's feature gates are set first: informers LIST (listInformers).
+func (o *watchOptions) complete() (err error) {
+	listInformersOnce.Do(func() { clientfeatures.ReplaceFeatureGates(listInformers{clientfeatures.FeatureGates()}) })
+	if o.serve.Clients, err = newClients(o.configFlags, following); err != nil {
+		return err
+	}
+	if o.serve.Watch.Events, err = eventsClient(o.configFlags); err != nil {
+		return err
+	}
+	if !o.serve.HTTP.MetricsInsecure && o.serve.HTTP.MetricsAddr != "" {
+		if o.serve.HTTP.RESTConfig, err = o.configFlags.ToRESTConfig(); err != nil {
+			return err
+		}
+		o.serve.HTTP.RESTConfig.UserAgent = "kubectl-stsdiag/" + version
+	}
+	return nil
+}
+
 // Run serves watch (watch.Serve) until SIGTERM.
 func (o *watchOptions) Run(ctx context.Context) error {
-	listInformersOnce.Do(func() { clientfeatures.ReplaceFeatureGates(listInformers{clientfeatures.FeatureGates()}) })
 	// In a container with a memory limit, the Go heap is held to 90% of it (unless GOMEMLIMIT or
 	// AUTOMEMLIMIT say otherwise): watch's informer caches are most of its heap, and Go's default
 	// goal of twice the live heap would otherwise exceed a limit the caches fit in.
@@ -239,21 +257,6 @@ func (o *watchOptions) Run(ctx context.Context) error {
 	// Prometheus lowers it for the same reason (75 unless GOGC is set, since v2.53.0:
 	// prometheus/prometheus#14176, #14285).
 	setGCPercent()
-	c, err := clients(o.configFlags, following)
-	if err != nil {
-		return withCode(ExitError, err)
-	}
-	o.serve.Clients = c
-	if o.serve.Watch.Events, err = eventsClient(o.configFlags); err != nil {
-		return withCode(ExitError, err)
-	}
-	if !o.serve.HTTP.MetricsInsecure && o.serve.HTTP.MetricsAddr != "" {
-		// TokenReviews and SubjectAccessReviews for /metrics, as the same identity.
-		if o.serve.HTTP.RESTConfig, err = o.configFlags.ToRESTConfig(); err != nil {
-			return withCode(ExitError, err)
-		}
-		o.serve.HTTP.RESTConfig.UserAgent = "kubectl-stsdiag/" + version
-	}
 	if err := watch.Serve(ctx, o.serve); err != nil {
 		return withCode(ExitError, err)
 	}

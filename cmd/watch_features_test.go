@@ -22,6 +22,7 @@ import (
 	clientfeatures "k8s.io/client-go/features"
 
 	"github.com/stsdiag/stsdiag/internal/analysis"
+	"github.com/stsdiag/stsdiag/internal/connect"
 )
 
 type gates map[clientfeatures.Feature]bool
@@ -91,8 +92,8 @@ func TestPrometheusSecret(t *testing.T) {
 		_ = json.NewEncoder(w).Encode(secret)
 	}))
 	defer api.Close()
-	f := &prometheusFlags{Secret: "monitoring/prom"}
-	d, err := f.ToDialer(configFlagsFor(kubeconfigFor(t, api.URL)))
+	f := &prometheusFlags{connect.Prometheus{Secret: "monitoring/prom"}}
+	d, err := f.Dialer(configFlagsFor(kubeconfigFor(t, api.URL)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +108,7 @@ func TestPrometheusSecret(t *testing.T) {
 	if got := sawToken.Load(); got != "Bearer s3cret" || gets.Load() != 1 {
 		t.Errorf("Authorization %q, %d GETs of the Secret; want Bearer s3cret and 1", got, gets.Load())
 	}
-	if _, err := (&prometheusFlags{Secret: "monitoring/other"}).ToDialer(configFlagsFor(kubeconfigFor(t, api.URL))); err == nil || !strings.HasPrefix(err.Error(), "--prometheus-secret monitoring/other: ") {
+	if _, err := (&prometheusFlags{connect.Prometheus{Secret: "monitoring/other"}}).Dialer(configFlagsFor(kubeconfigFor(t, api.URL))); err == nil || !strings.HasPrefix(err.Error(), "--prometheus-secret monitoring/other: ") {
 		t.Errorf("a missing Secret: %v", err)
 	}
 }

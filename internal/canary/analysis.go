@@ -29,3 +29,33 @@ func (r *runner) analyze(ctx context.Context, set *appsv1.StatefulSet, step engi
 	})
 	return run, ctx.Err()
 }
+
+// Analysis is a canary's analysis: an AnalysisTemplate bound to its arguments and Prometheus
+// (package stepanalysis's, measured the same way by canary and watch).
+type Analysis = stepanalysis.Analysis
+
+// NewAnalysis reads the AnalysisTemplate of file (--analysis), takes the NAME=VALUE arguments
+// (--arg) and checks them against the template, before anything changes: every argument it
+// needs given, each metric with an address unless override (--prometheus replaces them).
+func NewAnalysis(file string, args []string, querier func(analysis.Metric) (analysis.Querier, error), override bool) (*Analysis, error) {
+	tmpl, err := analysis.ParseFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("--analysis %s: %w", file, err)
+	}
+	a := &Analysis{Template: tmpl, Args: map[string]string{}, Querier: querier}
+	for _, arg := range args {
+		name, value, ok := strings.Cut(arg, "=")
+		if !ok || name == "" {
+			return nil, fmt.Errorf("--arg %q: want NAME=VALUE", arg)
+		}
+		a.Args[name] = value
+	}
+	if err := stepanalysis.Check(a, override, stepanalysis.Names{Arg: "--arg", Address: "give --prometheus"}); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// ParseSteps parses --steps (engine.ParseSteps): counts of pods or percentages, increasing; the
+// last step is always 100%.
+func ParseSteps(s string) ([]engine.Step, error) { return engine.ParseSteps(s) }

@@ -75,9 +75,10 @@ func Run(ctx context.Context, c gather.Clients, scope gather.Scope, opts stuck.O
 	return diagnose.FromSource(ctx, gather.Lister{Clients: c, Scope: scope}, opts)
 }
 
-// Explain gathers one StatefulSet's namespace and explains it (diagnose.Explanation).
-func Explain(ctx context.Context, src gather.Source, namespace, name string, opts stuck.Options) (*apiv1.Explanation, []string, error) {
-	snap, warnings, err := src.Snapshot(ctx)
+// Explain gathers one StatefulSet's namespace (one LIST of the scope, gather.Lister) and
+// explains it (diagnose.Explanation).
+func Explain(ctx context.Context, c gather.Clients, scope gather.Scope, namespace, name string, opts stuck.Options) (*apiv1.Explanation, []string, error) {
+	snap, warnings, err := gather.Lister{Clients: c, Scope: scope}.Snapshot(ctx)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -21,7 +21,7 @@ type Target struct {
 	Clients gather.Clients
 	Scope   gather.Scope
 	// Connect, if set, gives the target's clients and scope instead: it is called in the fleet's
-	// run, within Options.Limit, so that reaching the member (its exec plugin, its first
+	// run, within FleetOptions.Concurrency, so that reaching the member (its exec plugin, its first
 	// request) is that member's error and bounded like its reads.
 	Connect func(ctx context.Context) (gather.Clients, gather.Scope, error)
 }
@@ -29,8 +29,8 @@ type Target struct {
 // FleetOptions tune RunFleet.
 type FleetOptions struct {
 	Options
-	// Limit bounds how many members are checked at once (nil: all at once).
-	Limit fleet.Limit
+	// Concurrency bounds how many members are checked at once (0: all at once).
+	Concurrency int
 	// Noun is what a member is called in warnings: "context" (the default) or "clusterprofile".
 	Noun string
 }
@@ -41,7 +41,7 @@ type outcome struct {
 	err error
 }
 
-// RunFleet gathers and diagnoses every target concurrently (at most o.Limit at once) and merges
+// RunFleet gathers and diagnoses every target concurrently (at most o.Concurrency at once) and merges
 // the reports into one: each StatefulSet and finding carries its context. A target that cannot
 // be evaluated (unreachable, forbidden, namespace missing) becomes a warning naming it, and
 // neither hides nor stops the others; members lists every target with its error, if any. The
@@ -49,9 +49,10 @@ type outcome struct {
 // omitted when they differ (each context's findings still follow its own release).
 func RunFleet(ctx context.Context, targets []Target, o FleetOptions) (rep *model.Report, members []apiv1.FleetMember) {
 	opts := o.Diagnosis
+	limit := fleet.NewLimit(o.Concurrency)
 	outcomes := fleet.Run(ctx, targets, func(ctx context.Context, t Target) outcome {
 		var out outcome
-		err := o.Limit.Do(ctx, func() error {
+		err := limit.Do(ctx, func() error {
 			c, scope := t.Clients, t.Scope
 			if t.Connect != nil {
 				var err error

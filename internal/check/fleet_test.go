@@ -25,7 +25,6 @@ import (
 
 	apiv1 "github.com/stsdiag/stsdiag/api/v1"
 	"github.com/stsdiag/stsdiag/internal/check"
-	"github.com/stsdiag/stsdiag/internal/fleet"
 	"github.com/stsdiag/stsdiag/internal/gather"
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/openshift"
@@ -133,7 +132,7 @@ func TestRunFleetConnects(t *testing.T) {
 		{Context: "fleet/a", Connect: connect(gather.Clients{Clients: read.Clients{Kube: fake.NewClientset(stuckObjects...)}}, nil)},
 		{Context: "fleet/b", Connect: connect(gather.Clients{Clients: read.Clients{Kube: fake.NewClientset(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "s0"}})}}, nil)},
 		{Context: "fleet/gone", Connect: connect(gather.Clients{}, errors.New("exec plugin /bin/login: no answer within 30s"))},
-	}, check.FleetOptions{Options: check.Options{Diagnosis: stuck.DefaultOptions()}, Limit: fleet.NewLimit(1), Noun: "clusterprofile"})
+	}, check.FleetOptions{Options: check.Options{Diagnosis: stuck.DefaultOptions()}, Concurrency: 1, Noun: "clusterprofile"})
 	if most.Load() != 1 {
 		t.Errorf("%d members connected at once, want 1", most.Load())
 	}

@@ -45,7 +45,7 @@ type Options struct {
 	// Progress, if set, is told about each action as it completes.
 	Progress func(model.Action)
 	// Policy says which optional repairs to plan (--rollback, --force-lost-node).
-	plan.Policy
+	Policy
 	// Disruption is how a pod proven stuck is removed (--disruption): delete (default) or evict.
 	Disruption apiv1.DisruptionMode
 	// Confirm is shown the plan before anything changes; nil applies without asking. An error
@@ -61,6 +61,12 @@ type Options struct {
 	// before the rollout counts as complete (rollout.Settled; fix --settle).
 	Steady time.Duration
 }
+
+// Policy says which optional repairs fix plans (plan's).
+type Policy = plan.Policy
+
+// ErrTimeout is the error of a --wait whose deadline passed before the rollouts completed.
+var ErrTimeout = rollout.ErrTimeout
 
 // Run diagnoses the scope, plans the safe repairs, asks, applies them and optionally follows the
 // rollouts. The error is ErrNotConfirmed, a rollout.ErrTimeout (the --wait deadline passed), the

@@ -135,6 +135,23 @@ func TestRenderImportsItsInputsOnly(t *testing.T) {
 	}
 }
 
+// TestCommandsAreThin: cmd (flags → options → one call → render → exit code) imports the use
+// cases, where a command's clients come from (connect), the printer, the model and the
+// documents, and the public library — never a reader, a planner, an applier or the words
+// directly (crane's rule: the CLI is a client of its library).
+func TestCommandsAreThin(t *testing.T) {
+	allowed := append([]string{"internal/connect", "internal/render", "internal/model", "api/v1", "stuck", "stuck/read", "openshift"}, useCases...)
+	imports := list(t, module+"cmd")["cmd"].Imports
+	if len(imports) == 0 {
+		t.Fatal("cmd not listed")
+	}
+	for _, imp := range imports {
+		if own := strings.TrimPrefix(imp, module); own != imp && !slices.Contains(allowed, own) {
+			t.Errorf("cmd imports %s; it may import only %v", own, allowed)
+		}
+	}
+}
+
 // TestLongestChain: below cmd, no chain of the project's own imports is longer than 7 packages.
 func TestLongestChain(t *testing.T) {
 	pkgs := list(t, module+"...")

@@ -17,6 +17,7 @@ import (
 	"github.com/stsdiag/stsdiag/internal/model"
 	"github.com/stsdiag/stsdiag/internal/plan"
 	"github.com/stsdiag/stsdiag/internal/repair"
+	"github.com/stsdiag/stsdiag/internal/rollout"
 	"github.com/stsdiag/stsdiag/internal/verdict"
 	"github.com/stsdiag/stsdiag/stuck"
 )
@@ -93,6 +94,11 @@ func repairOnce(c gather.Clients, scope gather.Scope, opts WaitOptions) func(con
 		return actions, err
 	}
 }
+
+// DefaultSettle is how long every replica must have stayed Ready before a rollout counts as
+// complete, unless --settle says otherwise (rollout.Settled's default; wait, fix --wait and
+// canary).
+const DefaultSettle = rollout.DefaultSettle
 
 // RunFleet waits in every member of a fleet at once (a kubeconfig context, or a ClusterProfile
 // as NAMESPACE/NAME), wait doing one member's wait: a stuck rollout or a missing StatefulSet in

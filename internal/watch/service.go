@@ -11,6 +11,13 @@ import (
 	"github.com/stsdiag/stsdiag/internal/watch/serve"
 )
 
+// HTTPOptions say where /metrics, /healthz and /readyz are served and how /metrics is
+// guarded (package serve's).
+type HTTPOptions = serve.Options
+
+// Lease is the Lease a watch campaigns for with --leader-elect (package leader's).
+type Lease = leader.Lease
+
 // ServeOptions are what `stsdiag watch` runs: the controller, its HTTP endpoints and,
 // optionally, leader election.
 type ServeOptions struct {
@@ -18,9 +25,9 @@ type ServeOptions struct {
 	Scope   gather.Scope
 	Watch   Options
 	// HTTP says where /metrics, /healthz and /readyz are served (package serve).
-	HTTP serve.Options
+	HTTP HTTPOptions
 	// Lease, if set, runs the controller only while this process holds it (--leader-elect).
-	Lease *leader.Lease
+	Lease *Lease
 	// Log receives one line per state change.
 	Log io.Writer
 }
