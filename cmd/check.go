@@ -100,7 +100,7 @@ func (f *checkFlags) command() *cobra.Command {
 	c.Flags().StringVar(&f.FailOn, "fail-on", f.FailOn, "Exit 1 when a finding is at least this severe: error, warning, info or never")
 	c.Flags().Int64Var(&f.Logs, "logs", 0, "Add the last N lines of the previous run of each container a finding says exited (one GET per container)")
 	addConfirmFlag(c, &f.ConfirmWithAdmission)
-	c.Flags().BoolVar(&f.Full, "full", false, "With -A: read every pod, claim, revision and Event of the cluster, instead of only those of namespaces whose StatefulSets' status is not settled")
+	c.Flags().BoolVar(&f.Full, "full", false, "With -A: read every pod, claim, revision and Event of the cluster, instead of only those of namespaces whose StatefulSets' status is not settled (-o html always does: its page draws every StatefulSet's pods)")
 	f.Diagnosis.AddFlags(c)
 	return c
 }
