@@ -18,7 +18,9 @@ import (
 	"helm.sh/helm/v4/pkg/action"
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
 	"helm.sh/helm/v4/pkg/kube"
+	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
@@ -233,9 +235,19 @@ func TestHelm4Waiter(t *testing.T) {
 			if perr := scenario.WaitPodReason(ctx, cs, ns, "web-1", "ImagePullBackOff", 60*time.Second); perr != nil {
 				t.Fatal(perr)
 			}
-			set, gerr := cs.AppsV1().StatefulSets(ns).Get(ctx, "web", metav1.GetOptions{})
-			if gerr != nil || set.Status.UpdatedReplicas != 1 || set.Status.ReadyReplicas != 1 {
-				t.Fatalf("premise: %+v %v", set.Status, gerr)
+			// The controller counts web-1 in its status at its next sync: wait for it (under load
+			// that sync came after the kubelet's first pull failure).
+			var status appsv1.StatefulSetStatus
+			gerr := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+				set, err := cs.AppsV1().StatefulSets(ns).Get(ctx, "web", metav1.GetOptions{})
+				if err != nil {
+					return false, err
+				}
+				status = set.Status
+				return status.UpdatedReplicas == 1 && status.ReadyReplicas == 1, nil
+			})
+			if gerr != nil {
+				t.Fatalf("premise: web's status never counted web-1 updated and web-0 alone Ready: %+v %v", status, gerr)
 			}
 			t.Logf("upgrade to %s: %s: %v", scenario.BadImage, took.Round(100*time.Millisecond), err)
 			// The StatefulSet does not change when web-1's pull fails; the reader reads web-1 again
