@@ -299,3 +299,55 @@ func healthySet(ns, name string, replicas int32) *appsv1.StatefulSet {
 			UpdatedReplicas: replicas, CurrentReplicas: replicas, CurrentRevision: name + "-1", UpdateRevision: name + "-1"},
 	}
 }
+
+// watch over the #67250 scenario writes web's Stalled condition (True, StaleRevisionStuck) once
+// the finding held for --hold, posts an Event, and stops with exit 0 when its context ends.
+func TestWatchRunOverFakes(t *testing.T) {
+	streams, _, errOut := testStreams(t)
+	f := newWatchFlags(configFlagsFor(kubeconfigFor(t, "https://127.0.0.1:1")), streams)
+	o := optionsFrom(t, f.command(), f.ToOptions, "--hold", "1s", "--metrics-addr", "", "--health-addr", "")
+	kube := fakeCluster(t, "stale-revision-stuck-1-replica")
+	o.serve.Clients = clientsOf(kube)
+	o.serve.Watch.Events = kube.CoreV1()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- o.Run(ctx) }()
+	var stalled *appsv1.StatefulSetCondition
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline) && stalled == nil; time.Sleep(100 * time.Millisecond) {
+		set, err := kube.AppsV1().StatefulSets("shop").Get(context.Background(), "web", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range set.Status.Conditions {
+			if c := set.Status.Conditions[i]; c.Type == "Stalled" && c.Status == corev1.ConditionTrue {
+				stalled = &c
+			}
+		}
+	}
+	cancel()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("watch still runs 20s after its context ended")
+	}
+	if stalled == nil || stalled.Reason != "StaleRevisionStuck" {
+		t.Fatalf("no Stalled=True StaleRevisionStuck on web within 20s (%+v); stderr:\n%s", stalled, errOut)
+	}
+	if code := codeOf(t, err); code != ExitOK {
+		t.Errorf("exit %d once its context ended; want 0", code)
+	}
+	events, err := kube.CoreV1().Events("shop").List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var posted []string
+	for _, e := range events.Items {
+		if e.Source.Component == "stsdiag" {
+			posted = append(posted, e.InvolvedObject.Kind+"/"+e.InvolvedObject.Name+" "+e.Type+" "+e.Reason)
+		}
+	}
+	if strings.Join(posted, ", ") != "StatefulSet/web Warning StaleRevisionStuck" {
+		t.Errorf("stsdiag posted %q; want one Warning StaleRevisionStuck on StatefulSet web", posted)
+	}
+}
