@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/yaml"
 
@@ -215,6 +216,40 @@ func runActionStep(t *testing.T, s actionStep, env []string, dir string) (stdout
 	return out.String(), errb.String(), exit
 }
 
+// runStepWithFake runs step's script with the given inputs (the others at their defaults) and a
+// fake kubectl-stsdiag that records its arguments and prints doc as YAML, exiting 1. It returns
+// the step's output and exit, the report printed, GITHUB_OUTPUT and the fake's arguments.
+func runStepWithFake(t *testing.T, a *action, step actionStep, doc runtime.Object, inputs map[string]string) (stdout, stderr string, exit int, report, output string, args []string) {
+	t.Helper()
+	flags := render.NewPrintFlags()
+	flags.OutputFormat = "yaml"
+	var buf bytes.Buffer
+	if err := flags.PrintDocument(doc, &buf); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "report"), buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fake := "#!/bin/sh\nfor a in \"$@\"; do printf '%s\\n' \"$a\"; done >\"" + dir + "/args\"\ncat \"" + dir + "/report\"\nexit 1\n"
+	if err := os.WriteFile(filepath.Join(dir, "kubectl-stsdiag"), []byte(fake), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"PATH=" + dir + ":/usr/bin:/bin", "GITHUB_OUTPUT=" + filepath.Join(dir, "output")}
+	for name, v := range step.Env {
+		input := envInput.FindStringSubmatch(v)[1]
+		value, ok := inputs[input]
+		if !ok {
+			value = a.Inputs[input].Default
+		}
+		env = append(env, name+"="+value)
+	}
+	stdout, stderr, exit = runActionStep(t, step, env, dir)
+	out, _ := os.ReadFile(filepath.Join(dir, "output"))
+	recorded, _ := os.ReadFile(filepath.Join(dir, "args"))
+	return stdout, stderr, exit, buf.String(), string(out), strings.Split(strings.TrimSpace(string(recorded)), "\n")
+}
+
 // TestActionWaitStep runs the wait step's script with a fake kubectl-stsdiag that prints wait's
 // real YAML report: the inputs reach their flags, the outputs carry the verdict, the step exits
 // with wait's code.
@@ -227,40 +262,17 @@ func TestActionWaitStep(t *testing.T) {
 		{Code: apiv1.ServiceMissing, Severity: apiv1.SeverityWarning, Namespace: "shop", StatefulSet: "web", Message: "no Service"},
 		{Code: apiv1.OrphanedRevision, Severity: apiv1.SeverityWarning, Namespace: "shop", StatefulSet: "db", Message: "orphan"},
 	}
-	flags := render.NewPrintFlags()
-	flags.OutputFormat = "yaml"
-	var report bytes.Buffer
-	if err := flags.PrintDocument(stuck, &report); err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, "report"), report.Bytes(), 0o644)
-	fake := "#!/bin/sh\nfor a in \"$@\"; do printf '%s\\n' \"$a\"; done >\"" + dir + "/args\"\ncat \"" + dir + "/report\"\nexit 1\n"
-	if err := os.WriteFile(filepath.Join(dir, "kubectl-stsdiag"), []byte(fake), 0o755); err != nil {
-		t.Fatal(err)
-	}
 	inputs := map[string]string{"statefulsets": "web, db\ncache", "namespace": "shop", "fix": "true", "context": "prod"}
-	env := []string{"PATH=" + dir + ":/usr/bin:/bin", "GITHUB_OUTPUT=" + filepath.Join(dir, "output")}
-	for name, v := range wait.Env {
-		input := envInput.FindStringSubmatch(v)[1]
-		value, ok := inputs[input]
-		if !ok {
-			value = a.Inputs[input].Default
-		}
-		env = append(env, name+"="+value)
-	}
-	stdout, stderr, exit := runActionStep(t, wait, env, dir)
-	if exit != 1 || stderr != "" || !strings.Contains(stdout, report.String()) {
+	stdout, stderr, exit, report, out, got := runStepWithFake(t, a, wait, stuck, inputs)
+	if exit != 1 || stderr != "" || !strings.Contains(stdout, report) {
 		t.Errorf("exit %d, stderr %q, stdout %q: want 1, the report in the log", exit, stderr, stdout)
 	}
-	out, _ := os.ReadFile(filepath.Join(dir, "output"))
-	if string(out) != "verdict=Stuck\nfindings=3\nexit-code=1\n" {
+	if out != "verdict=Stuck\nfindings=3\nexit-code=1\n" {
 		t.Errorf("GITHUB_OUTPUT %q", out)
 	}
-	args, _ := os.ReadFile(filepath.Join(dir, "args"))
 	want := []string{"wait", "web", "db", "cache", "--selector=", "--namespace=shop", "--timeout=10m", "--hold=30s", "--fix=true",
 		"--rollback=false", "--disruption=delete", "--junit-file=", "--context=prod", "-o", "yaml"}
-	if got := strings.Split(strings.TrimSpace(string(args)), "\n"); !slices.Equal(got, want) {
+	if !slices.Equal(got, want) {
 		t.Errorf("wait ran with\n%q, want\n%q", got, want)
 	}
 }
@@ -274,40 +286,17 @@ func TestActionPreflightStep(t *testing.T) {
 	doc := apiv1.NewPreflight()
 	doc.Result = apiv1.PreflightWouldNotFinish
 	doc.Findings = []apiv1.Finding{{Code: apiv1.PodCreateFailed, Severity: apiv1.SeverityError, Namespace: "shop", StatefulSet: "web", Pod: "web-2", Message: "quota"}}
-	flags := render.NewPrintFlags()
-	flags.OutputFormat = "yaml"
-	var report bytes.Buffer
-	if err := flags.PrintDocument(doc, &report); err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, "report"), report.Bytes(), 0o644)
-	fake := "#!/bin/sh\nfor a in \"$@\"; do printf '%s\\n' \"$a\"; done >\"" + dir + "/args\"\ncat \"" + dir + "/report\"\nexit 1\n"
-	if err := os.WriteFile(filepath.Join(dir, "kubectl-stsdiag"), []byte(fake), 0o755); err != nil {
-		t.Fatal(err)
-	}
 	inputs := map[string]string{"manifests": "k8s/web.yaml, k8s/db\nbase", "recursive": "true", "namespace": "shop"}
-	env := []string{"PATH=" + dir + ":/usr/bin:/bin", "GITHUB_OUTPUT=" + filepath.Join(dir, "output")}
-	for name, v := range step.Env {
-		input := envInput.FindStringSubmatch(v)[1]
-		value, ok := inputs[input]
-		if !ok {
-			value = a.Inputs[input].Default
-		}
-		env = append(env, name+"="+value)
-	}
-	stdout, stderr, exit := runActionStep(t, step, env, dir)
-	if exit != 1 || stderr != "" || !strings.Contains(stdout, report.String()) {
+	stdout, stderr, exit, report, out, got := runStepWithFake(t, a, step, doc, inputs)
+	if exit != 1 || stderr != "" || !strings.Contains(stdout, report) {
 		t.Errorf("exit %d, stderr %q, stdout %q: want 1, the report in the log", exit, stderr, stdout)
 	}
-	out, _ := os.ReadFile(filepath.Join(dir, "output"))
-	if string(out) != "verdict=WouldNotFinish\nfindings=1\nexit-code=1\n" {
+	if out != "verdict=WouldNotFinish\nfindings=1\nexit-code=1\n" {
 		t.Errorf("GITHUB_OUTPUT %q", out)
 	}
-	args, _ := os.ReadFile(filepath.Join(dir, "args"))
 	want := []string{"preflight", "--filename=k8s/web.yaml", "--filename=k8s/db", "--filename=base", "--recursive=true", "--skip-images=false",
 		"--field-manager=stsdiag-preflight", "--fail-on=error", "--namespace=shop", "--junit-file=", "-o", "yaml"}
-	if got := strings.Split(strings.TrimSpace(string(args)), "\n"); !slices.Equal(got, want) {
+	if !slices.Equal(got, want) {
 		t.Errorf("preflight ran with\n%q, want\n%q", got, want)
 	}
 }

@@ -68,16 +68,7 @@ func WriteJUnit(w io.Writer, res *model.WaitResult, elapsed time.Duration) error
 		}
 		switch {
 		case res.Result == apiv1.WaitStuck && len(failing) > 0:
-			var text strings.Builder
-			var codes []string
-			for _, f := range failing {
-				codes = append(codes, string(f.Code))
-				fmt.Fprintf(&text, "%s %s %s: %s\nremedy: %s\n", f.Severity, f.Code, f.Pod, f.Message, f.Remedy)
-				if len(f.Details.Logs) > 0 {
-					fmt.Fprintf(&text, "last log lines of the run that exited:\n  %s\n", strings.Join(f.Details.Logs, "\n  "))
-				}
-			}
-			tc.Failure = &junitFailure{Message: strings.Join(codes, ", "), Type: string(apiv1.WaitStuck), Text: text.String()}
+			tc.Failure = findingsFailure(failing, string(apiv1.WaitStuck))
 		case rolledBack(res, s) != nil:
 			msg, text := explain.RolledBackCase(*rolledBack(res, s))
 			tc.Failure = &junitFailure{Message: msg, Type: string(apiv1.WaitRolledBack), Text: text + res.Message}
@@ -93,6 +84,26 @@ func WriteJUnit(w io.Writer, res *model.WaitResult, elapsed time.Duration) error
 		}
 		suite.Cases = append(suite.Cases, tc)
 	}
+	return writeSuite(w, suite)
+}
+
+// findingsFailure is a testcase's failure for its blocking findings: their codes, and for each
+// its line, its remedy and the last log lines of the run that exited, if gathered.
+func findingsFailure(failing []stuck.Finding, typ string) *junitFailure {
+	var text strings.Builder
+	var codes []string
+	for _, f := range failing {
+		codes = append(codes, string(f.Code))
+		fmt.Fprintf(&text, "%s %s %s: %s\nremedy: %s\n", f.Severity, f.Code, f.Pod, f.Message, f.Remedy)
+		if len(f.Details.Logs) > 0 {
+			fmt.Fprintf(&text, "last log lines of the run that exited:\n  %s\n", strings.Join(f.Details.Logs, "\n  "))
+		}
+	}
+	return &junitFailure{Message: strings.Join(codes, ", "), Type: typ, Text: text.String()}
+}
+
+// writeSuite writes one suite as a JUnit XML document, its test count filled in.
+func writeSuite(w io.Writer, suite junitSuite) error {
 	suite.Tests = len(suite.Cases)
 	if _, err := io.WriteString(w, xml.Header); err != nil {
 		return err

@@ -1,10 +1,8 @@
 package render
 
 import (
-	"encoding/xml"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -108,26 +106,10 @@ func WritePreflightJUnit(w io.Writer, p *model.Preflight, elapsed time.Duration)
 			}
 		}
 		if len(failing) > 0 {
-			var text strings.Builder
-			var codes []string
-			for _, f := range failing {
-				codes = append(codes, string(f.Code))
-				fmt.Fprintf(&text, "%s %s %s: %s\nremedy: %s\n", f.Severity, f.Code, f.Pod, f.Message, f.Remedy)
-			}
-			tc.Failure = &junitFailure{Message: strings.Join(codes, ", "), Type: string(apiv1.PreflightWouldNotFinish), Text: text.String()}
+			tc.Failure = findingsFailure(failing, string(apiv1.PreflightWouldNotFinish))
 			suite.Failures++
 		}
 		suite.Cases = append(suite.Cases, tc)
 	}
-	suite.Tests = len(suite.Cases)
-	if _, err := io.WriteString(w, xml.Header); err != nil {
-		return err
-	}
-	enc := xml.NewEncoder(w)
-	enc.Indent("", "  ")
-	if err := enc.Encode(junitSuites{Suites: []junitSuite{suite}}); err != nil {
-		return err
-	}
-	_, err := io.WriteString(w, "\n")
-	return err
+	return writeSuite(w, suite)
 }
