@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -303,7 +304,10 @@ func healthySet(ns, name string, replicas int32) *appsv1.StatefulSet {
 // watch over the #67250 scenario writes web's Stalled condition (True, StaleRevisionStuck) once
 // the finding held for --hold, posts an Event, and stops with exit 0 when its context ends.
 func TestWatchRunOverFakes(t *testing.T) {
-	streams, _, errOut := testStreams(t)
+	streams, _, _ := testStreams(t)
+	// watch logs from its workers at once; os.Stderr takes that, a strings.Builder does not.
+	errOut := &lockedBuilder{}
+	streams.ErrOut = errOut
 	f := newWatchFlags(configFlagsFor(kubeconfigFor(t, "https://127.0.0.1:1")), streams)
 	o := optionsFrom(t, f.command(), f.ToOptions, "--hold", "1s", "--metrics-addr", "", "--health-addr", "")
 	kube := fakeCluster(t, "stale-revision-stuck-1-replica")
@@ -332,7 +336,7 @@ func TestWatchRunOverFakes(t *testing.T) {
 		t.Fatal("watch still runs 20s after its context ended")
 	}
 	if stalled == nil || stalled.Reason != "StaleRevisionStuck" {
-		t.Fatalf("no Stalled=True StaleRevisionStuck on web within 20s (%+v); stderr:\n%s", stalled, errOut)
+		t.Fatalf("no Stalled=True StaleRevisionStuck on web within 20s (%+v); stderr:\n%s", stalled, errOut.String())
 	}
 	if code := codeOf(t, err); code != ExitOK {
 		t.Errorf("exit %d once its context ended; want 0", code)
@@ -350,4 +354,22 @@ func TestWatchRunOverFakes(t *testing.T) {
 	if strings.Join(posted, ", ") != "StatefulSet/web Warning StaleRevisionStuck" {
 		t.Errorf("stsdiag posted %q; want one Warning StaleRevisionStuck on StatefulSet web", posted)
 	}
+}
+
+// lockedBuilder is a strings.Builder that several goroutines may write to.
+type lockedBuilder struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuilder) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuilder) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
